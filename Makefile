@@ -1,0 +1,40 @@
+# mxnb — set-up contract: `make lab` and `make test` work on a fresh Debian machine.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+
+.PHONY: lab test test-fast bench setup dot clean
+
+setup: $(STAMP) dot
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PIP) install --upgrade --quiet pip
+	$(PIP) install --quiet -e '.[dev,lab]'
+	touch $(STAMP)
+
+# graphviz's `dot` renders the DAG views; install it with apt when it is missing.
+dot:
+	@command -v dot >/dev/null 2>&1 || { \
+	  echo "installing graphviz (dot) with apt-get"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz; }
+
+lab: setup
+	$(VENV)/bin/jupyter lab notebooks/
+
+# The whole suite, notebooks and the tests marked `slow` included.
+test: setup
+	$(PY) -m pytest -q tests
+
+# Everything but the tests marked slow, for a quick loop while editing.
+test-fast: setup
+	$(PY) -m pytest -q -m "not slow" tests
+
+bench: setup
+	$(PIP) install --quiet 'torch==2.13.0' || echo "torch not installable: PyTorch peers will be skipped"
+	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

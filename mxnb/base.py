@@ -1,0 +1,172 @@
+"""Errors and array-module helpers shared by every layer of mxnb.
+
+Idea: one error hierarchy, rooted at :class:`MXNBError`, so a user can catch
+everything mxnb raises with one ``except``; each error also derives from the
+built-in a Python user would expect (``ShapeError`` is a ``ValueError``), so
+ordinary code keeps working.  Errors say which op or argument, what was
+expected, what was found and what to try.
+
+The second half names dtypes and chooses the *array module* (numpy, or cupy
+on a GPU context).  Kernels are written once against the module they are
+handed, so the numpy path tests the same code a GPU would run.
+
+Example::
+
+    >>> from mxnb.base import MXNBError, ShapeError, np_dtype
+    >>> issubclass(ShapeError, ValueError) and issubclass(ShapeError, MXNBError)
+    True
+    >>> np_dtype("float16")
+    dtype('float16')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "MXNBError",
+    "EngineError",
+    "OpError",
+    "VarDeletedError",
+    "ShapeError",
+    "DTypeError",
+    "ContextError",
+    "ParamError",
+    "GraphError",
+    "FormatError",
+    "NotSupportedError",
+    "DEFAULT_DTYPE",
+    "SUPPORTED_DTYPES",
+    "np_dtype",
+    "dtype_name",
+    "array_module",
+]
+
+
+class MXNBError(Exception):
+    """Root of every error mxnb raises."""
+
+
+class EngineError(MXNBError, RuntimeError):
+    """Misuse of the dependency engine (bad var, non-callable, engine shut down)."""
+
+
+class VarDeletedError(EngineError):
+    """A var was used or deleted after ``push_delete`` was pushed for it."""
+
+
+class OpError(MXNBError, RuntimeError):
+    """An operation pushed to the engine failed.
+
+    Raised by ``wait_for_var`` / ``wait_for_all`` / ``asnumpy`` with the op's
+    name; the original exception is chained as ``__cause__``.
+
+    Attributes
+    ----------
+    op_name : str
+        Name of the op that raised (for a skipped op: the op that failed first).
+    op_id : int
+        Engine id of the failing op, ``-1`` when unknown.
+    """
+
+    def __init__(self, message: str, op_name: str = "", op_id: int = -1) -> None:
+        super().__init__(message)
+        self.op_name = op_name
+        self.op_id = op_id
+
+
+class ShapeError(MXNBError, ValueError):
+    """Shapes that do not fit together (names the op, the argument, both shapes)."""
+
+
+class DTypeError(MXNBError, TypeError):
+    """A dtype that is unsupported or does not match."""
+
+
+class ContextError(MXNBError, ValueError):
+    """A bad device context, or arrays on different contexts mixed in one op."""
+
+
+class ParamError(MXNBError, ValueError):
+    """An operator parameter that is missing, unknown or out of range."""
+
+
+class GraphError(MXNBError, ValueError):
+    """A malformed symbol graph (unknown op, cycle, missing input)."""
+
+
+class FormatError(MXNBError, ValueError):
+    """A file that is not in the format expected (corrupt, truncated, wrong kind)."""
+
+
+class NotSupportedError(MXNBError, NotImplementedError):
+    """A feature that exists in MXNet but not (yet) in mxnb, or not on this machine."""
+
+
+# ---------------------------------------------------------------------------
+# dtypes
+# ---------------------------------------------------------------------------
+
+DEFAULT_DTYPE = np.dtype("float32")
+
+#: The dtypes NDArray supports, in MXNet's order of type flags.
+SUPPORTED_DTYPES: tuple[np.dtype, ...] = tuple(
+    np.dtype(name) for name in ("float32", "float64", "float16", "uint8", "int32", "int8", "int64")
+)
+
+# MXNet's type flags (mshadow::TypeFlag), used by the symbol JSON and save format.
+DTYPE_TO_FLAG: dict[np.dtype, int] = {dtype: flag for flag, dtype in enumerate(SUPPORTED_DTYPES)}
+FLAG_TO_DTYPE: dict[int, np.dtype] = {flag: dtype for dtype, flag in DTYPE_TO_FLAG.items()}
+
+
+def np_dtype(dtype: Any) -> np.dtype:
+    """Return the numpy dtype for ``dtype`` (a name, a numpy type or ``None`` for float32).
+
+    Raises :class:`DTypeError` naming the supported dtypes when it is not one of them.
+    """
+    if dtype is None:
+        return DEFAULT_DTYPE
+    try:
+        result = np.dtype(dtype)
+    except TypeError as exc:
+        raise DTypeError(f"unknown dtype {dtype!r}; use one of {_dtype_names()}") from exc
+    if result not in SUPPORTED_DTYPES:
+        raise DTypeError(f"dtype {result.name} is not supported; use one of {_dtype_names()}")
+    return result
+
+
+def dtype_name(dtype: Any) -> str:
+    """Return the short name of a dtype (``'float32'``)."""
+    return np.dtype(dtype).name
+
+
+def _dtype_names() -> str:
+    return ", ".join(dtype.name for dtype in SUPPORTED_DTYPES)
+
+
+# ---------------------------------------------------------------------------
+# array modules
+# ---------------------------------------------------------------------------
+
+
+def array_module(device_type: str) -> Any:
+    """Return the array module for a device type: numpy for ``'cpu'`` (and virtual GPUs).
+
+    A real GPU context uses cupy; this raises :class:`ContextError` saying so
+    when cupy is not installed.  (Not run on real hardware: our machines have
+    no GPU; the cupy path is written once against the same kernels.)
+    """
+    if device_type in ("cpu", "cpu_pinned", "virtual_gpu"):
+        return np
+    if device_type == "gpu":
+        try:
+            import cupy  # type: ignore[import-not-found]
+        except ImportError as exc:
+            raise ContextError(
+                "a GPU context needs cupy, which is not installed; install mxnb[gpu] "
+                "or set MXNB_VIRTUAL_GPUS=N for host-backed virtual GPUs"
+            ) from exc
+        return cupy
+    raise ContextError(f"unknown device type {device_type!r}; use 'cpu' or 'gpu'")

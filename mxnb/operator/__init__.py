@@ -1,0 +1,38 @@
+"""Operators: the interface (Operator / OperatorProperty / Param), the registry,
+SimpleOp, MXNet-Python-compatible custom ops, and the operator library (``ops/``).
+
+Example::
+
+    >>> from mxnb import operator as op
+    >>> op.OpReqType.ADD_TO
+    <OpReqType.ADD_TO: 3>
+"""
+
+from . import registry
+from .base import (
+    REQUIRED,
+    OpContext,
+    Operator,
+    OperatorProperty,
+    OpReqType,
+    ResourceRequest,
+    assign,
+)
+from .param import DType, Param, Shape
+from .registry import register, register_alias
+
+__all__ = [
+    "REQUIRED",
+    "DType",
+    "OpContext",
+    "OpReqType",
+    "Operator",
+    "OperatorProperty",
+    "Param",
+    "ResourceRequest",
+    "Shape",
+    "assign",
+    "register",
+    "register_alias",
+    "registry",
+]
