@@ -1,0 +1,300 @@
+"""The memory plan: which entry of a graph lives in which storage block, and when.
+
+Idea: memory planning (MXNet: ``PlanMemory`` in src/nnvm/plan_memory.cc and
+``GraphExecutor::InitDataEntryMemory``) is a pass that produces plain data.
+The executor allocates one array per storage block and views every entry
+into its block; the memory widget draws the same objects; tests check them.
+Nothing here runs anything.
+
+Rule the plan must obey (:meth:`MemoryPlan.check`):
+    * two entries share a block only if their lifetimes do not overlap, or the
+      later one took the earlier one's storage *in place* at the earlier one's
+      last reading step;
+    * a block is at least as large as every entry it holds;
+    * the planned internal bytes never exceed the naive total.
+
+Lifetimes are step indices into :attr:`MemoryPlan.steps` (the op nodes in
+execution order: forward nodes, then backward nodes).  An entry is written
+at ``first_step`` and read for the last time at ``last_step``.  External
+entries (arguments and aux states) exist before the first step:
+``first_step == -1``.  Graph outputs stay alive to the end:
+``last_step == len(steps) - 1``.
+
+State kept (all frozen):
+    MemoryPlan.steps        node names in execution order
+    MemoryPlan.entries      one PlanEntry per data entry (external ones included)
+    MemoryPlan.blocks       one StorageBlock per planned storage id
+    MemoryPlan.inplace_pairs   (source entry, entry that reused its storage)
+    MemoryPlan.internal_bytes / naive_internal_bytes / peak_bytes   the figures
+
+Example::
+
+    >>> import mxnb as mx
+    >>> data = mx.sym.Variable('data')
+    >>> net = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=4, name='fc'),
+    ...                         act_type='relu', name='relu')
+    >>> plan = mx.executor.plan_memory(net, {'data': (2, 3)}, grad_req='null')
+    >>> plan.check()
+    >>> plan.entry('relu_output').inplace_source
+    'fc_output'
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+__all__ = [
+    "EXTERNAL_STORAGE_ID",
+    "EntryKind",
+    "MemoryPlan",
+    "PlanEntry",
+    "StorageBlock",
+]
+
+#: Storage id of entries the planner does not place (MXNet: ``kExternalStorageID``):
+#: arguments, argument gradients, aux states and head gradients.
+EXTERNAL_STORAGE_ID = -1
+
+
+class EntryKind(enum.Enum):
+    """What a data entry of the forward+backward graph is."""
+
+    ARGUMENT = "argument"  # a bound input (data, weight, label); external
+    AUX = "aux"  # an auxiliary state (BatchNorm moving stats); external
+    FORWARD = "forward"  # an output of a forward node; planned
+    BACKWARD = "backward"  # a gradient of an internal entry (or a partial sum); planned
+    ARG_GRAD = "arg_grad"  # the gradient written into an argument's grad array; external
+    HEAD_GRAD = "head_grad"  # the gradient handed in for a graph output; external
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    """One data entry: a node output, its size and where and when it lives."""
+
+    name: str  # unique readable name: 'fc1_output', 'fc1_backward_data', 'fc1_weight_grad'
+    node: str  # name of the node that writes it (the argument's name for an argument)
+    op: str  # op type of that node; 'null' for arguments and aux states
+    output_index: int  # which output of the node
+    kind: EntryKind
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+    storage_id: int  # index into MemoryPlan.blocks, or EXTERNAL_STORAGE_ID
+    inplace_source: str | None  # entry whose storage this one took in place
+    first_step: int  # step that writes it; -1 for external inputs
+    last_step: int  # last step that reads it; == first_step when never read
+
+    @property
+    def external(self) -> bool:
+        """True when the planner does not place this entry (bound arrays)."""
+        return self.storage_id == EXTERNAL_STORAGE_ID
+
+    def alive_at(self, step: int) -> bool:
+        """True when the entry holds a value needed at ``step``."""
+        return self.first_step <= step <= self.last_step
+
+
+@dataclass(frozen=True)
+class StorageBlock:
+    """One planned allocation; the entries listed live in it one after another."""
+
+    id: int
+    nbytes: int  # the largest entry it holds
+    entries: tuple[str, ...]  # entry names, in step order
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The result of memory planning: entries, storage blocks and the figures.
+
+    Build one with :func:`mxnb.executor.plan_memory`; ``exe.memory_plan`` is the
+    plan an executor uses.
+    """
+
+    steps: tuple[str, ...]
+    entries: tuple[PlanEntry, ...]
+    blocks: tuple[StorageBlock, ...]
+    inplace_pairs: tuple[tuple[str, str], ...]
+    internal_bytes: int  # sum of block sizes (MXNet's "Total N MB allocated")
+    naive_internal_bytes: int  # every internal entry in its own storage
+    peak_bytes: int  # most internal entry bytes alive at one step
+    inplace: bool  # in-place strategy was on
+    coshare: bool  # co-share strategy was on
+    grad_req: tuple[tuple[str, str], ...]  # (argument, 'null' | 'write' | 'add'), in argument order
+    step_ops: tuple[str, ...] = ()  # op type of each step, same order as ``steps``
+    _index: dict[str, PlanEntry] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        index = {entry.name: entry for entry in self.entries}
+        assert len(index) == len(self.entries), "entry names must be unique"
+        object.__setattr__(self, "_index", index)
+
+    # -- lookup -------------------------------------------------------------------
+    def entry(self, name: str) -> PlanEntry:
+        """Return the entry called ``name`` (KeyError listing close names if absent)."""
+        try:
+            return self._index[name]
+        except KeyError:
+            close = [other for other in self._index if name.split("_")[0] in other][:8]
+            hint = f"; similar: {', '.join(close)}" if close else ""
+            raise KeyError(f"no plan entry {name!r}{hint}") from None
+
+    def block(self, storage_id: int) -> StorageBlock:
+        """Return the storage block with id ``storage_id``."""
+        return self.blocks[storage_id]
+
+    def internal_entries(self) -> Iterator[PlanEntry]:
+        """Yield the planned entries (forward and backward intermediates)."""
+        return (entry for entry in self.entries if not entry.external)
+
+    @property
+    def grad_req_dict(self) -> dict[str, str]:
+        """The per-argument gradient request as a dict."""
+        return dict(self.grad_req)
+
+    @property
+    def ratio(self) -> float:
+        """``naive_internal_bytes / internal_bytes`` (how much planning saved)."""
+        return self.naive_internal_bytes / self.internal_bytes if self.internal_bytes else 1.0
+
+    def live_bytes(self) -> tuple[int, ...]:
+        """Internal entry bytes alive at each step (the curve whose max is ``peak_bytes``)."""
+        live = [0] * len(self.steps)
+        for entry in self.internal_entries():
+            for step in range(max(entry.first_step, 0), entry.last_step + 1):
+                live[step] += entry.nbytes
+        return tuple(live)
+
+    # -- invariants ------------------------------------------------------------------
+    def check(self) -> None:
+        """Raise AssertionError when the plan breaks a rule of memory planning.
+
+        * no two entries alive at the same time share a block (an in-place pair
+          may meet at exactly one step: the source's last read is the step that
+          writes the reuser);
+        * in-place only between entries of equal size, written by the step that
+          last reads the source, in the same block;
+        * every block is large enough for its entries and lists exactly them;
+        * ``internal_bytes == sum(block sizes) <= naive_internal_bytes``,
+          ``peak_bytes <= naive_internal_bytes``.
+        """
+        last = len(self.steps) - 1
+        for entry in self.entries:
+            assert -1 <= entry.first_step <= entry.last_step <= last, (
+                f"{entry.name}: bad lifetime [{entry.first_step}, {entry.last_step}]"
+            )
+            if entry.external:
+                assert entry.inplace_source is None, f"{entry.name}: external entry taken in place"
+            else:
+                assert entry.kind in (EntryKind.FORWARD, EntryKind.BACKWARD), (
+                    f"{entry.name}: a {entry.kind.value} entry must be external"
+                )
+                assert 0 <= entry.storage_id < len(self.blocks), (
+                    f"{entry.name}: storage id {entry.storage_id} out of range"
+                )
+        pairs = set(self.inplace_pairs)
+        for source_name, target_name in self.inplace_pairs:
+            source = self.entry(source_name)
+            target = self.entry(target_name)
+            assert target.inplace_source == source_name, (
+                f"{target_name}: in-place pair not recorded"
+            )
+            assert source.storage_id == target.storage_id != EXTERNAL_STORAGE_ID, (
+                f"in-place pair {source_name} -> {target_name} in different blocks"
+            )
+            assert source.nbytes == target.nbytes, (
+                f"in-place pair {source_name} -> {target_name}: sizes {source.nbytes} "
+                f"!= {target.nbytes}"
+            )
+            assert source.last_step == target.first_step, (
+                f"in-place pair {source_name} -> {target_name}: source still read at step "
+                f"{source.last_step} after the reuser is written at step {target.first_step}"
+            )
+        for entry in self.entries:
+            if entry.inplace_source is not None:
+                assert (entry.inplace_source, entry.name) in pairs, (
+                    f"{entry.name}: in-place source not listed in inplace_pairs"
+                )
+        total = 0
+        for position, block in enumerate(self.blocks):
+            assert block.id == position, f"block {block.id} at position {position}"
+            members = [self.entry(name) for name in block.entries]
+            assert {m.name for m in members} == {
+                e.name for e in self.internal_entries() if e.storage_id == block.id
+            }, f"block {block.id}: entry list does not match the entries' storage ids"
+            assert members, f"block {block.id} is empty"
+            for member in members:
+                assert member.nbytes <= block.nbytes, (
+                    f"{member.name} ({member.nbytes} B) does not fit block {block.id} "
+                    f"({block.nbytes} B)"
+                )
+            for i, first in enumerate(members):
+                for second in members[i + 1 :]:
+                    _assert_disjoint(first, second, pairs)
+            total += block.nbytes
+        assert total == self.internal_bytes, f"internal_bytes {self.internal_bytes} != {total}"
+        naive = sum(entry.nbytes for entry in self.internal_entries())
+        assert naive == self.naive_internal_bytes, (
+            f"naive_internal_bytes {self.naive_internal_bytes} != {naive}"
+        )
+        assert self.internal_bytes <= self.naive_internal_bytes, "plan exceeds the naive total"
+        assert self.peak_bytes <= self.naive_internal_bytes, "peak exceeds the naive total"
+
+    # -- text -------------------------------------------------------------------------
+    def summary(self) -> str:
+        """Return a text table: one row per entry, then the storage blocks and the totals."""
+        header = (
+            f"{'step':>4}  {'entry':<32} {'kind':<9} {'shape':<20} {'bytes':>11}  "
+            f"{'sid':>4}  {'alive':<9} in-place from"
+        )
+        lines = [header]
+        for entry in sorted(self.entries, key=lambda e: (e.first_step, e.name)):
+            sid = "ext" if entry.external else str(entry.storage_id)
+            step = "-" if entry.first_step < 0 else str(entry.first_step)
+            alive = f"{entry.first_step}..{entry.last_step}"
+            lines.append(
+                f"{step:>4}  {entry.name:<32} {entry.kind.value:<9} {entry.shape!s:<20} "
+                f"{entry.nbytes:>11,}  {sid:>4}  {alive:<9} {entry.inplace_source or ''}"
+            )
+        lines.append("")
+        lines.append(f"{len(self.blocks)} storage blocks:")
+        for block in self.blocks:
+            lines.append(f"  [{block.id}] {block.nbytes:>11,} B  {', '.join(block.entries)}")
+        lines.append("")
+        strategies = [
+            name for name, on in (("inplace", self.inplace), ("coshare", self.coshare)) if on
+        ]
+        lines.append(f"strategies: {' + '.join(strategies) or 'none'}")
+        lines.append(f"in-place pairs: {len(self.inplace_pairs)}")
+        lines.append(f"naive internal: {_mb(self.naive_internal_bytes)}")
+        lines.append(f"planned:        {_mb(self.internal_bytes)}  ({self.ratio:.2f}x less)")
+        lines.append(f"peak live:      {_mb(self.peak_bytes)}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def _assert_disjoint(first: PlanEntry, second: PlanEntry, pairs: set[tuple[str, str]]) -> None:
+    """Two entries of one block: lifetimes must not overlap unless one took the other in place."""
+    if first.first_step > second.first_step:
+        first, second = second, first
+    if second.first_step > first.last_step:
+        return
+    if second.first_step == first.last_step and _inplace_chain(first, second, pairs):
+        return
+    raise AssertionError(
+        f"{first.name} (alive {first.first_step}..{first.last_step}) and {second.name} "
+        f"(alive {second.first_step}..{second.last_step}) share storage block "
+        f"{first.storage_id} while both are alive"
+    )
+
+
+def _inplace_chain(first: PlanEntry, second: PlanEntry, pairs: set[tuple[str, str]]) -> bool:
+    return (first.name, second.name) in pairs
+
+
+def _mb(nbytes: int) -> str:
+    return f"{nbytes / (1 << 20):10.3f} MB ({nbytes:,} B)"
