@@ -1,0 +1,500 @@
+"""The symbol graph: nodes, the entries that connect them, topological order, and inference.
+
+Idea (MXNet: ``nnvm::Node`` / ``nnvm::NodeEntry`` / ``nnvm::Graph`` and the
+``InferShape`` / ``InferType`` passes): a network is a directed acyclic graph
+of *nodes*.  A node is either a variable (no operator: an argument or an
+auxiliary state the user supplies) or an operator applied to *entries*; an
+entry ``(node, index)`` names one output of a node.  A :class:`Symbol` is
+nothing but a list of head entries; everything reachable from them is the
+graph.  The executor, the memory planner and the JSON writer all walk this
+same structure.
+
+Rule: a node's ``inputs`` are its operator's arguments in
+``prop.list_arguments()`` order, *then* its auxiliary states in
+``prop.list_auxiliary_states()`` order (as nnvm stores them).  A variable that
+feeds an aux slot is an auxiliary state; any other variable is an argument.
+
+Inference iterates: every operator node whose shapes are not all known asks
+its property's ``infer_shape`` (given its input shapes, ``None`` where
+unknown); what comes back fills the node's inputs (backward propagation: a
+``FullyConnected`` fills in its weight) and its outputs (forward
+propagation).  Passes run forward and then backward over the topological
+order until nothing changes.  A shape that disagrees with one already known
+is an error naming the node, the argument and both shapes.
+
+State kept:
+    Node.op       the OperatorProperty (parameters parsed), None for a variable
+    Node.name     unique-ish node name (``fc1``, ``data``)
+    Node.inputs   argument entries then aux entries
+    Node.attrs    string attributes (``__shape__``, ``__dtype__``, ``__init__``, ``__lr_mult__``...)
+
+Example::
+
+    >>> from mxnb.symbol.graph import Node, NodeEntry, topo_sort, infer_shapes
+    >>> from mxnb.operator.base import OperatorProperty
+    >>> a, b = Node(None, 'a', [], {}), Node(None, 'b', [], {})
+    >>> add = Node(OperatorProperty(), 'add', [NodeEntry(a, 0)], {})
+    >>> [node.name for node in topo_sort([NodeEntry(add, 0)])]
+    ['a', 'add']
+    >>> infer_shapes([NodeEntry(add, 0)], {'a': (2, 3)})[NodeEntry(add, 0)]
+    (2, 3)
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..base import FLAG_TO_DTYPE, DTypeError, GraphError, ShapeError
+from ..operator.base import OperatorProperty
+
+__all__ = [
+    "Node",
+    "NodeEntry",
+    "aux_variable_nodes",
+    "infer_shapes",
+    "infer_types",
+    "input_names",
+    "parse_dtype_attr",
+    "parse_shape_attr",
+    "topo_sort",
+]
+
+
+@dataclass(eq=False)
+class Node:
+    """One node of the graph: a variable (``op is None``) or an operator application.
+
+    Equality and hashing are by identity: two nodes with the same name are
+    still two nodes (MXNet allows it; ``list_arguments`` then repeats the name).
+    """
+
+    op: OperatorProperty | None  # None for a variable
+    name: str
+    inputs: list[NodeEntry] = field(default_factory=list)  # arguments, then aux states
+    attrs: dict[str, str] = field(default_factory=dict)  # user and hidden ('__shape__') attrs
+
+    @property
+    def is_variable(self) -> bool:
+        """True when the node is a variable (an argument or an auxiliary state)."""
+        return self.op is None
+
+    def num_outputs(self) -> int:
+        """Number of outputs: 1 for a variable, ``prop.num_outputs()`` otherwise."""
+        if self.op is None:
+            return 1
+        return self.op.num_outputs()
+
+    def num_arguments(self) -> int:
+        """Number of argument inputs (the rest of ``inputs`` are aux states)."""
+        if self.op is None:
+            return 0
+        return len(self.op.list_arguments())
+
+    def output_name(self, index: int) -> str:
+        """The name of output ``index`` as ``get_internals`` lists it (``fc1_output``)."""
+        if self.op is None:
+            return self.name
+        return f"{self.name}_{self.op.list_outputs()[index]}"
+
+    def __repr__(self) -> str:
+        kind = "Variable" if self.op is None else self.op.op_name
+        return f"<Node {kind} {self.name!r}>"
+
+
+class NodeEntry(NamedTuple):
+    """Output ``index`` of ``node`` — the value flowing along one edge of the graph."""
+
+    node: Node
+    index: int
+
+
+# ---------------------------------------------------------------------------
+# traversal
+# ---------------------------------------------------------------------------
+
+
+def topo_sort(heads: Sequence[NodeEntry]) -> list[Node]:
+    """Return every node reachable from ``heads`` in DFS post-order (MXNet: ``nnvm::DFSVisit``).
+
+    Inputs are visited in order before the node, heads in order; each node
+    appears once.  Iterative, so deep unrolled networks do not hit the
+    recursion limit.  A cycle (only possible by editing ``inputs`` by hand)
+    raises :class:`GraphError` printing the path.
+    """
+    order: list[Node] = []
+    done: set[int] = set()
+    on_stack: set[int] = set()
+    for head in heads:
+        if id(head.node) in done:
+            continue
+        stack: list[tuple[Node, int]] = [(head.node, 0)]
+        on_stack.add(id(head.node))
+        while stack:
+            node, position = stack[-1]
+            if position < len(node.inputs):
+                stack[-1] = (node, position + 1)
+                child = node.inputs[position].node
+                if id(child) in done:
+                    continue
+                if id(child) in on_stack:
+                    path = [entry[0].name for entry in stack] + [child.name]
+                    raise GraphError("the graph has a cycle:\n  " + "\n  ".join(path))
+                on_stack.add(id(child))
+                stack.append((child, 0))
+                continue
+            stack.pop()
+            on_stack.discard(id(node))
+            done.add(id(node))
+            order.append(node)
+    return order
+
+
+def aux_variable_nodes(nodes: Sequence[Node]) -> set[int]:
+    """Return the ids of variable nodes that feed an operator's aux slots (auxiliary states)."""
+    aux: set[int] = set()
+    for node in nodes:
+        if node.op is None:
+            continue
+        for entry in node.inputs[node.num_arguments() :]:
+            if entry.node.op is None:
+                aux.add(id(entry.node))
+    return aux
+
+
+def input_names(nodes: Sequence[Node], option: str = "all") -> list[str]:
+    """Names of the variables in topological order: ``'all'``, ``'read_only'`` (arguments) or ``'aux'``.
+
+    MXNet: ``Symbol::ListInputNames``.
+    """
+    aux = aux_variable_nodes(nodes)
+    names: list[str] = []
+    for node in nodes:
+        if node.op is not None:
+            continue
+        is_aux = id(node) in aux
+        if option == "all" or (option == "aux") == is_aux:
+            names.append(node.name)
+    return names
+
+
+# ---------------------------------------------------------------------------
+# attribute parsing
+# ---------------------------------------------------------------------------
+
+
+def parse_shape_attr(text: str | None) -> tuple | None:
+    """Read a ``__shape__`` attribute (``'(32, 784)'``); None when absent or any dim is 0 (unknown)."""
+    if text is None or text in ("", "None"):
+        return None
+    body = text.strip().strip("()[]")
+    dims = tuple(int(part) for part in body.replace(" ", "").split(",") if part != "")
+    if any(dim <= 0 for dim in dims):
+        return None
+    return dims
+
+
+def parse_dtype_attr(text: str | None) -> np.dtype | None:
+    """Read a ``__dtype__`` attribute: MXNet's type flag (``'0'`` is float32) or a dtype name."""
+    if text is None or text in ("", "None", "-1"):
+        return None
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        flag = int(text)
+        if flag not in FLAG_TO_DTYPE:
+            raise DTypeError(f"__dtype__ flag {flag} is not a supported MXNet type flag")
+        return FLAG_TO_DTYPE[flag]
+    return np.dtype(text)
+
+
+# ---------------------------------------------------------------------------
+# inference
+# ---------------------------------------------------------------------------
+
+
+def _describe_input(node: Node, position: int) -> str:
+    """The argument or aux name of input ``position`` of ``node``."""
+    assert node.op is not None
+    names = list(node.op.list_arguments()) + list(node.op.list_auxiliary_states())
+    if position < len(names):
+        return names[position]
+    return f"input {position}"
+
+
+def _where(node: Node) -> str:
+    assert node.op is not None
+    return f"{node.op.op_name} '{node.name}'"
+
+
+def _reword_error(node: Node, exc: Exception, kind: type[Exception]) -> Exception:
+    """Re-raise a property's error prefixed with the node's type and name."""
+    message = str(exc)
+    op_name = node.op.op_name if node.op is not None else ""
+    if f"'{node.name}'" not in message:
+        if op_name and message.startswith(op_name):
+            message = message[len(op_name) :].lstrip(":").lstrip()
+        message = f"{_where(node)}: {message}"
+    return kind(message)
+
+
+def _accepts_out_shape(method: Callable[..., Any]) -> bool:
+    try:
+        return "out_shape" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _uses_default(prop: OperatorProperty, method: str) -> bool:
+    return getattr(type(prop), method) is getattr(OperatorProperty, method)
+
+
+class _Inference:
+    """Shared fixed-point loop of shape and type inference over one graph."""
+
+    def __init__(self, heads: Sequence[NodeEntry], what: str) -> None:
+        self.nodes = topo_sort(heads)
+        self.what = what  # 'shape' or 'dtype' (for messages)
+        self.values: dict[NodeEntry, Any] = {}
+        for node in self.nodes:
+            for index in range(node.num_outputs()):
+                self.values[NodeEntry(node, index)] = None
+
+    def set_value(self, entry: NodeEntry, value: Any, node: Node, slot: str) -> bool:
+        """Record ``value`` for ``entry``; return True if it was new; raise on a conflict."""
+        current = self.values.get(entry)
+        if value is None:
+            return False
+        if current is None:
+            self.values[entry] = value
+            return True
+        if current != value:
+            self.conflict(entry, current, value, node, slot)
+        return False
+
+    def conflict(self, entry: NodeEntry, current: Any, value: Any, node: Node, slot: str) -> None:
+        raise NotImplementedError
+
+    def run(self) -> None:
+        operators = [node for node in self.nodes if node.op is not None]
+        changed = True
+        passes = 0
+        while changed:
+            changed = False
+            order = operators if passes % 2 == 0 else list(reversed(operators))
+            for node in order:
+                if self.complete(node):
+                    continue
+                if self.infer_node(node):
+                    changed = True
+            passes += 1
+            if (
+                passes > 2 * len(operators) + 4
+            ):  # each pass must fill something; cannot loop forever
+                break
+
+    def complete(self, node: Node) -> bool:
+        if any(self.values.get(entry) is None for entry in node.inputs):
+            return False
+        return all(self.values[NodeEntry(node, i)] is not None for i in range(node.num_outputs()))
+
+    def infer_node(self, node: Node) -> bool:
+        raise NotImplementedError
+
+    def apply(self, node: Node, result: Any) -> bool:
+        """Merge an op's ``(in, out, aux)`` result into the graph's values."""
+        if result is None:
+            return False
+        in_values, out_values, aux_values = result
+        changed = False
+        num_args = node.num_arguments()
+        new_inputs = list(in_values or [])[:num_args] + list(aux_values or [])
+        for position, (entry, value) in enumerate(zip(node.inputs, new_inputs)):
+            if value is None:
+                continue
+            slot = _describe_input(node, position)
+            changed |= self.set_value(entry, self.normalize(value), node, slot)
+        for index, value in enumerate(list(out_values or [])[: node.num_outputs()]):
+            if value is None:
+                continue
+            slot = f"output {node.op.list_outputs()[index]}"  # type: ignore[union-attr]
+            changed |= self.set_value(NodeEntry(node, index), self.normalize(value), node, slot)
+        return changed
+
+    def normalize(self, value: Any) -> Any:
+        return value
+
+
+class _ShapeInference(_Inference):
+    def __init__(self, heads: Sequence[NodeEntry], known: dict[str, tuple]) -> None:
+        super().__init__(heads, "shape")
+        for node in self.nodes:
+            if node.op is not None:
+                continue
+            given = known.get(node.name)
+            attr_shape = parse_shape_attr(node.attrs.get("__shape__"))
+            if given is not None:
+                given = self.normalize(given)
+                if attr_shape is not None and attr_shape != given:
+                    raise ShapeError(
+                        f"variable '{node.name}' was declared with shape {attr_shape} but "
+                        f"{given} was passed; pass {attr_shape} or re-create the variable"
+                    )
+                self.values[NodeEntry(node, 0)] = given
+            elif attr_shape is not None:
+                self.values[NodeEntry(node, 0)] = attr_shape
+
+    def normalize(self, value: Any) -> tuple:
+        return tuple(int(dim) for dim in value)
+
+    def conflict(self, entry: NodeEntry, current: Any, value: Any, node: Node, slot: str) -> None:
+        source = entry.node
+        if source is node or source.op is None:
+            origin = f"'{source.name}'" if source.op is None else "it"
+        else:
+            origin = f"{source.op.op_name} '{source.name}' output {entry.index}"
+        raise ShapeError(
+            f"{_where(node)}: {slot} has shape {current} (from {origin}) but the operator "
+            f"infers {value}; check the shapes you passed and the parameters of '{node.name}'"
+        )
+
+    def infer_node(self, node: Node) -> bool:
+        prop = node.op
+        assert prop is not None
+        num_args = node.num_arguments()
+        in_shapes = [self.values.get(entry) for entry in node.inputs[:num_args]]
+        out_shapes = [self.values[NodeEntry(node, i)] for i in range(node.num_outputs())]
+        try:
+            if _accepts_out_shape(prop.infer_shape):
+                result = prop.infer_shape(list(in_shapes), out_shape=list(out_shapes))  # type: ignore[call-arg]
+            else:
+                result = prop.infer_shape(list(in_shapes))
+        except ShapeError as exc:
+            raise _reword_error(node, exc, ShapeError) from exc
+        changed = self.apply(node, result)
+        if result is None and _uses_default(prop, "infer_shape"):
+            # Backward through a same-shape op: a known output gives every input its shape.
+            known = next((shape for shape in out_shapes if shape is not None), None)
+            if known is not None:
+                filled = (
+                    [known] * num_args,
+                    [known] * node.num_outputs(),
+                    [known] * len(prop.list_auxiliary_states()),
+                )
+                changed |= self.apply(node, filled)
+        return changed
+
+
+class _TypeInference(_Inference):
+    def __init__(self, heads: Sequence[NodeEntry], known: dict[str, Any]) -> None:
+        super().__init__(heads, "dtype")
+        for node in self.nodes:
+            if node.op is not None:
+                continue
+            given = known.get(node.name)
+            value = (
+                np.dtype(given)
+                if given is not None
+                else parse_dtype_attr(node.attrs.get("__dtype__"))
+            )
+            self.values[NodeEntry(node, 0)] = value
+
+    def normalize(self, value: Any) -> np.dtype:
+        return np.dtype(value)
+
+    def conflict(self, entry: NodeEntry, current: Any, value: Any, node: Node, slot: str) -> None:
+        raise DTypeError(
+            f"{_where(node)}: {slot} has dtype {np.dtype(current).name} but the operator "
+            f"infers {np.dtype(value).name}; cast the input (mx.sym.Cast) or pass a matching dtype"
+        )
+
+    def infer_node(self, node: Node) -> bool:
+        prop = node.op
+        assert prop is not None
+        num_args = node.num_arguments()
+        in_types = [self.values.get(entry) for entry in node.inputs[:num_args]]
+        try:
+            result = prop.infer_type(list(in_types))
+        except DTypeError as exc:
+            raise _reword_error(node, exc, DTypeError) from exc
+        changed = self.apply(node, result)
+        if result is None and _uses_default(prop, "infer_type"):
+            out_types = [self.values[NodeEntry(node, i)] for i in range(node.num_outputs())]
+            known = next((dtype for dtype in out_types if dtype is not None), None)
+            if known is not None:
+                filled = (
+                    [known] * num_args,
+                    [known] * node.num_outputs(),
+                    [known] * len(prop.list_auxiliary_states()),
+                )
+                changed |= self.apply(node, filled)
+        return changed
+
+
+def _unknown_report(inference: _Inference, kind: str) -> str:
+    """Explain which arguments (or which nodes) are still unknown and what to pass."""
+    unknown_vars = [
+        node.name
+        for node in inference.nodes
+        if node.op is None and inference.values[NodeEntry(node, 0)] is None
+    ]
+    if unknown_vars:
+        example = ", ".join(f"{name}=..." for name in unknown_vars[:3])
+        return (
+            f"cannot infer the {kind} of {', '.join(map(repr, unknown_vars))}; "
+            f"pass {'them' if len(unknown_vars) > 1 else 'it'} (infer_{kind}({example})) "
+            f"or declare it on the variable ({kind}=...)"
+        )
+    stuck = [
+        f"{node.op.op_name} '{node.name}'"  # type: ignore[union-attr]
+        for node in inference.nodes
+        if node.op is not None
+        and any(inference.values[NodeEntry(node, i)] is None for i in range(node.num_outputs()))
+    ]
+    return (
+        f"every input {kind} is known but {', '.join(stuck[:5])} could not infer "
+        f"its output {kind}; check that operator's parameters"
+    )
+
+
+def infer_shapes(
+    heads: Sequence[NodeEntry], known: dict[str, tuple], partial: bool = False
+) -> dict[NodeEntry, tuple | None]:
+    """Infer the shape of every entry reachable from ``heads`` (variables included).
+
+    Parameters
+    ----------
+    heads : sequence of NodeEntry
+        The outputs of the graph (``Symbol._outputs``).
+    known : dict
+        Shapes by variable name; variables' ``__shape__`` attributes are used too.
+    partial : bool
+        When False, raise :class:`ShapeError` if any entry stays unknown, naming
+        the arguments to pass.  When True, unknown entries map to None.
+
+    Returns
+    -------
+    dict mapping every NodeEntry to its shape tuple (or None when partial and unknown).
+    """
+    inference = _ShapeInference(heads, known)
+    inference.run()
+    if not partial and any(value is None for value in inference.values.values()):
+        raise ShapeError(_unknown_report(inference, "shape"))
+    return inference.values
+
+
+def infer_types(
+    heads: Sequence[NodeEntry], known: dict[str, Any]
+) -> dict[NodeEntry, np.dtype | None]:
+    """Infer the dtype of every entry reachable from ``heads``; None where it stays unknown.
+
+    ``known`` maps variable names to dtypes; variables' ``__dtype__``
+    attributes (MXNet type flags) are used too.  Conflicts raise
+    :class:`~mxnb.base.DTypeError` naming the node and the argument.
+    """
+    inference = _TypeInference(heads, known)
+    inference.run()
+    return inference.values
