@@ -20,9 +20,16 @@ from .base import (
 )
 from .param import DType, Param, Shape
 from .registry import register, register_alias
+from .simple_op import GradUses, SimpleOpInplace, simple_op
+from .custom import CustomOp, CustomOpProp
 
 __all__ = [
+    "CustomOp",
+    "CustomOpProp",
+    "GradUses",
     "REQUIRED",
+    "SimpleOpInplace",
+    "simple_op",
     "DType",
     "OpContext",
     "OpReqType",
