@@ -18,19 +18,17 @@ from .base import (
     ResourceRequest,
     assign,
 )
+from .custom import CustomOp, CustomOpProp
 from .param import DType, Param, Shape
 from .registry import register, register_alias
 from .simple_op import GradUses, SimpleOpInplace, simple_op
-from .custom import CustomOp, CustomOpProp
 
 __all__ = [
+    "REQUIRED",
     "CustomOp",
     "CustomOpProp",
-    "GradUses",
-    "REQUIRED",
-    "SimpleOpInplace",
-    "simple_op",
     "DType",
+    "GradUses",
     "OpContext",
     "OpReqType",
     "Operator",
@@ -38,8 +36,10 @@ __all__ = [
     "Param",
     "ResourceRequest",
     "Shape",
+    "SimpleOpInplace",
     "assign",
     "register",
     "register_alias",
     "registry",
+    "simple_op",
 ]

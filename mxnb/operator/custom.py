@@ -40,7 +40,8 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,7 @@ from .base import OpContext, Operator, OperatorProperty, OpReqType
 from .param import Param, format_value
 from .registry import get_custom, register
 
-__all__ = ["CustomOp", "CustomOpProp", "CustomProp", "CustomOpError"]
+__all__ = ["CustomOp", "CustomOpError", "CustomOpProp", "CustomProp"]
 
 _REQ_STRINGS = {
     OpReqType.NULL: "null",
@@ -214,7 +215,7 @@ class CustomProp(OperatorProperty):
         """As :meth:`get_params`; every value is already a string."""
         return {**super().get_params_str(), **self.user_kwargs}
 
-    def copy(self) -> "CustomProp":
+    def copy(self) -> CustomProp:
         """Return a new property with the same parameters and a fresh user property."""
         return type(self)(op_type=self.op_type, **self.user_kwargs)
 
@@ -244,7 +245,7 @@ class CustomProp(OperatorProperty):
         given = [list(shape) if shape is not None else [] for shape in in_shape]
         try:
             result = self.user_prop.infer_shape(given)
-        except Exception as exc:  # noqa: BLE001 - user code
+        except Exception as exc:
             if unknown:
                 return None
             raise ShapeError(
@@ -325,7 +326,7 @@ class _CustomOperator(Operator):
         self.user_op = user_op
         self.op_type = op_type
 
-    def forward(self, ctx: OpContext, in_data, req, out_data, aux) -> None:  # noqa: ANN001
+    def forward(self, ctx: OpContext, in_data, req, out_data, aux) -> None:
         """Wrap, call the user's forward, wait for outputs and aux states."""
         context = _context_of(ctx)
         inputs = _wrap_all(in_data, context)
@@ -338,7 +339,7 @@ class _CustomOperator(Operator):
             [*outputs, *auxes],
         )
 
-    def backward(self, ctx: OpContext, out_grad, in_data, out_data, req, in_grad, aux) -> None:  # noqa: ANN001
+    def backward(self, ctx: OpContext, out_grad, in_data, out_data, req, in_grad, aux) -> None:
         """Wrap, call the user's backward, wait for input gradients and aux states."""
         context = _context_of(ctx)
         grads_out = _wrap_all(out_grad, context)
@@ -359,7 +360,7 @@ class _CustomOperator(Operator):
             for array in written:
                 if array is not None:
                     array.wait_to_read()
-        except Exception as exc:  # noqa: BLE001 - user code: name the op type and chain it
+        except Exception as exc:
             raise CustomOpError(
                 f"Custom op_type={self.op_type!r}: {type(self.user_op).__name__}.{method} raised "
                 f"{type(exc).__name__}: {exc}",

@@ -57,8 +57,9 @@ from __future__ import annotations
 
 import enum
 import inspect
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -67,7 +68,7 @@ from .base import REQUIRED, OpContext, Operator, OperatorProperty, ResourceReque
 from .param import Param
 from .registry import register
 
-__all__ = ["SimpleOpInplace", "GradUses", "EnvArguments", "SimpleOpBuilder", "simple_op"]
+__all__ = ["EnvArguments", "GradUses", "SimpleOpBuilder", "SimpleOpInplace", "simple_op"]
 
 
 class SimpleOpInplace(enum.Enum):
@@ -178,7 +179,7 @@ class SimpleOpBuilder:
         fn: Callable[..., None],
         inplace: SimpleOpInplace = SimpleOpInplace.NONE,
         num_inputs: int | None = None,
-    ) -> "SimpleOpBuilder":
+    ) -> SimpleOpBuilder:
         """Set the forward kernel; ``num_inputs`` (1 or 2) defaults to what the signature says.
 
         A function of five positional parameters is unary ``fn(src, env, ret,
@@ -210,7 +211,7 @@ class SimpleOpBuilder:
         fn: Callable[..., None],
         inplace: SimpleOpInplace = SimpleOpInplace.NONE,
         uses: GradUses = GradUses.NONE,
-    ) -> "SimpleOpBuilder":
+    ) -> SimpleOpBuilder:
         """Set the gradient kernel and what it reads (``uses``); see the module docstring."""
         if not isinstance(uses, GradUses):
             raise ParamError(
@@ -223,12 +224,12 @@ class SimpleOpBuilder:
         self.backward_inplace = inplace
         return self._register()
 
-    def set_shape_function(self, fn: Callable[..., Any]) -> "SimpleOpBuilder":
+    def set_shape_function(self, fn: Callable[..., Any]) -> SimpleOpBuilder:
         """Set ``fn(shape, env) -> out_shape`` (binary: ``fn(lhs_shape, rhs_shape, env)``)."""
         self.shape_function = fn
         return self._register()
 
-    def set_enable_scalar(self, enable: bool = True) -> "SimpleOpBuilder":
+    def set_enable_scalar(self, enable: bool = True) -> SimpleOpBuilder:
         """Give the op a required float parameter ``scalar`` (``env.scalar``)."""
         if enable and self.enable_kwargs:
             raise ParamError(
@@ -239,7 +240,7 @@ class SimpleOpBuilder:
         self.enable_scalar = bool(enable)
         return self._register()
 
-    def set_enable_kwargs(self, enable: bool = True) -> "SimpleOpBuilder":
+    def set_enable_kwargs(self, enable: bool = True) -> SimpleOpBuilder:
         """Accept any keyword arguments; the kernel sees them as strings in ``env.kwargs``."""
         if enable and self.enable_scalar:
             raise ParamError(
@@ -252,7 +253,7 @@ class SimpleOpBuilder:
 
     def set_resource_request(
         self, request: ResourceRequest | Sequence[ResourceRequest]
-    ) -> "SimpleOpBuilder":
+    ) -> SimpleOpBuilder:
         """Ask for resources (random, temp space) in forward and backward (``env.resource``)."""
         requests = (request,) if isinstance(request, ResourceRequest) else tuple(request)
         for item in requests:
@@ -264,7 +265,7 @@ class SimpleOpBuilder:
         self.resources = requests
         return self._register()
 
-    def describe(self, doc: str) -> "SimpleOpBuilder":
+    def describe(self, doc: str) -> SimpleOpBuilder:
         """Set the docstring shown by ``help(mx.nd.<name>)``."""
         self.doc = doc
         return self._register()
@@ -280,7 +281,7 @@ class SimpleOpBuilder:
                 f"{direction}; use one of {names}"
             )
 
-    def _register(self) -> "SimpleOpBuilder":
+    def _register(self) -> SimpleOpBuilder:
         if self.function is None:
             return self  # nothing to compute yet: registered once set_function is called
         spec = _Spec(
@@ -376,7 +377,7 @@ class _SimpleOpProp(OperatorProperty):
         shapes = [tuple(shape) for shape in in_shape]  # type: ignore[arg-type]
         try:
             out = spec.shape_function(*shapes, self.env())
-        except Exception as exc:  # noqa: BLE001 - rephrase the user's failure with the op's name
+        except Exception as exc:
             raise self.shape_error(
                 f"the shape function raised {type(exc).__name__}: {exc} for input shapes "
                 f"{', '.join(map(str, shapes))}"
@@ -438,12 +439,12 @@ class _SimpleOperator(Operator):
         self.prop = prop
         self.spec = prop._spec
 
-    def forward(self, ctx: OpContext, in_data, req, out_data, aux) -> None:  # noqa: ANN001
+    def forward(self, ctx: OpContext, in_data, req, out_data, aux) -> None:
         """Call ``fn(src, env, ret, req, run_ctx)`` or ``fn(lhs, rhs, env, ret, req, run_ctx)``."""
         env = self.prop.env(ctx.requested, ctx.xp)
         self.spec.function(*in_data[: self.spec.num_inputs], env, out_data[0], req[0], ctx.run_ctx)
 
-    def backward(self, ctx: OpContext, out_grad, in_data, out_data, req, in_grad, aux) -> None:  # noqa: ANN001
+    def backward(self, ctx: OpContext, out_grad, in_data, out_data, req, in_grad, aux) -> None:
         """Call the gradient kernel with what ``uses`` declared."""
         spec = self.spec
         if spec.gradient is None:
