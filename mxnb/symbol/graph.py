@@ -27,6 +27,8 @@ State kept:
     Node.name     unique-ish node name (``fc1``, ``data``)
     Node.inputs   argument entries then aux entries
     Node.attrs    string attributes (``__shape__``, ``__dtype__``, ``__init__``, ``__lr_mult__``...)
+    Node.params   the operator parameters the user (or the JSON file) gave, as MXNet strings;
+                  the parsed values live in ``op`` (JSON writes these, as nnvm's attrs.dict does)
 
 Example::
 
@@ -77,6 +79,7 @@ class Node:
     name: str
     inputs: list[NodeEntry] = field(default_factory=list)  # arguments, then aux states
     attrs: dict[str, str] = field(default_factory=dict)  # user and hidden ('__shape__') attrs
+    params: dict[str, str] = field(default_factory=dict)  # op parameters as given (MXNet strings)
 
     @property
     def is_variable(self) -> bool:
@@ -336,6 +339,8 @@ class _ShapeInference(_Inference):
                 continue
             given = known.get(node.name)
             attr_shape = parse_shape_attr(node.attrs.get("__shape__"))
+            if given is not None and any(int(dim) <= 0 for dim in given):
+                given = None  # MXNet: a 0 dim means "unknown"; let inference fill it
             if given is not None:
                 given = self.normalize(given)
                 if attr_shape is not None and attr_shape != given:
