@@ -8,7 +8,11 @@ Example::
     <OpReqType.ADD_TO: 3>
 """
 
-from . import registry
+from . import (
+    eager,
+    ops,
+    registry,
+)
 from .base import (
     REQUIRED,
     OpContext,
@@ -38,6 +42,8 @@ __all__ = [
     "Shape",
     "SimpleOpInplace",
     "assign",
+    "eager",
+    "ops",
     "register",
     "register_alias",
     "registry",

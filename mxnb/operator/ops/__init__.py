@@ -1,1 +1,23 @@
-"""Placeholder: filled in by its issue."""
+"""The operator library: importing this package registers every built-in operator.
+
+One family per module (MXNet: src/operator/): :mod:`.elemwise` (unary,
+binary, scalar, broadcast, comparison, Cast, ElementWiseSum).  Each module
+registers its properties with :func:`mxnb.operator.register`, so after
+``import mxnb`` every op is reachable by name through the registry, and
+through ``mx.nd.<name>`` / ``mx.sym.<name>``.
+
+Kernels are written once against the array module of the context
+(``ctx.xp``: numpy on the CPU, cupy on a GPU).  The cupy path has not run on
+GPU hardware.
+
+Example::
+
+    >>> from mxnb.operator import registry
+    >>> import mxnb.operator.ops
+    >>> registry.get('split').name
+    'SliceChannel'
+"""
+
+from . import elemwise
+
+__all__ = ["elemwise"]

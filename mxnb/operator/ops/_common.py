@@ -1,0 +1,174 @@
+"""Shared plumbing of the operator library: one property class per op, kernels on it.
+
+Idea: MXNet splits an op into an ``OperatorProperty`` (semantics) and an
+``Operator`` (computation).  In the library most ops keep both halves on one
+class, :class:`KernelProp`: it declares Params, shapes, dependencies and
+in-place options, and also defines ``forward`` / ``backward``; its
+``create_operator`` returns a thin :class:`PropOperator` that calls them.  The
+executor and NDArray layers only ever see the standard interface.
+
+Rule for kernels: arrays come from ``ctx.xp`` (numpy here, cupy on a real GPU)
+and kernels call ``xp`` functions only, never ``numpy`` directly, so the same
+code would run on a GPU (the cupy path has not run on hardware).  Every
+write goes through ``req`` (:func:`write`), so WRITE_INPLACE and ADD_TO work,
+and a kernel computes all values before writing any output, because an
+output may share memory with an input when an in-place option was taken.
+
+Example::
+
+    >>> import numpy as np
+    >>> from mxnb.operator.ops._common import reduce_to
+    >>> reduce_to(np, np.ones((2, 3, 4)), (3, 1)).ravel().tolist()
+    [8.0, 8.0, 8.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..base import OpContext, Operator, OperatorProperty, OpReqType
+
+__all__ = [
+    "KernelProp",
+    "PropOperator",
+    "broadcast_shape",
+    "fmt",
+    "normalize_axes",
+    "normalize_axis",
+    "reduce_to",
+    "write",
+]
+
+
+class PropOperator(Operator):
+    """The Operator of a :class:`KernelProp`: forwards calls to the property's kernels."""
+
+    def __init__(self, prop: KernelProp) -> None:
+        self.prop = prop
+
+    def forward(self, ctx, in_data, req, out_data, aux):
+        self.prop.forward(ctx, in_data, req, out_data, aux)
+
+    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
+        self.prop.backward(ctx, out_grad, in_data, out_data, req, in_grad, aux)
+
+    def __repr__(self) -> str:
+        return f"PropOperator({self.prop!r})"
+
+
+class KernelProp(OperatorProperty):
+    """An OperatorProperty that also holds its forward / backward kernels."""
+
+    def create_operator(self, ctx: Any) -> Operator:
+        """Return the operator that runs this property's kernels."""
+        return PropOperator(self)
+
+    def forward(
+        self,
+        ctx: OpContext,
+        in_data: Sequence[Any],
+        req: Sequence[OpReqType],
+        out_data: Sequence[Any],
+        aux: Sequence[Any],
+    ) -> None:
+        """Compute ``out_data`` (see :meth:`Operator.forward`)."""
+        raise NotImplementedError(f"{self.op_name}.forward")
+
+    def backward(
+        self,
+        ctx: OpContext,
+        out_grad: Sequence[Any],
+        in_data: Sequence[Any],
+        out_data: Sequence[Any],
+        req: Sequence[OpReqType],
+        in_grad: Sequence[Any],
+        aux: Sequence[Any],
+    ) -> None:
+        """Compute ``in_grad`` (see :meth:`Operator.backward`)."""
+        raise NotImplementedError(f"{self.op_name}.backward: this operator is not differentiable")
+
+
+def write(out: Any, req: OpReqType | int, value: Any) -> None:
+    """Write ``value`` into ``out`` as ``req`` says (NULL / WRITE_TO / WRITE_INPLACE / ADD_TO).
+
+    Like :func:`mxnb.operator.base.assign`, but skips the write when ``value``
+    already *is* ``out`` (a kernel that computed straight into its output).
+    """
+    if req == OpReqType.NULL or out is None:
+        return
+    if req == OpReqType.ADD_TO:
+        out[...] += value
+    elif value is not out:
+        out[...] = value
+
+
+def reduce_to(xp: Any, value: Any, shape: Sequence[int]) -> Any:
+    """Sum a broadcast gradient ``value`` back down to ``shape`` (leading axes and size-1 axes)."""
+    shape = tuple(shape)
+    if tuple(value.shape) == shape:
+        return value
+    extra = value.ndim - len(shape)
+    if extra > 0:
+        value = value.sum(axis=tuple(range(extra)))
+    axes = tuple(
+        i for i, (have, want) in enumerate(zip(value.shape, shape)) if want == 1 and have != 1
+    )
+    if axes:
+        value = value.sum(axis=axes, keepdims=True)
+    return value.reshape(shape)
+
+
+def normalize_axis(axis: int, ndim: int, op: str = "", what: str = "axis") -> int:
+    """Return ``axis`` as a non-negative index, or raise a ParamError naming the op."""
+    from ...base import ParamError
+
+    if not -ndim <= axis < max(ndim, 1):
+        raise ParamError(f"{op}: {what}={axis} is out of range for an input with {ndim} dimensions")
+    return axis % max(ndim, 1)
+
+
+def normalize_axes(
+    axis: Sequence[int] | None, ndim: int, op: str = "", exclude: bool = False
+) -> tuple:
+    """Return the sorted axes a reduction covers (``None`` or ``()`` means every axis)."""
+    if axis is None or len(axis) == 0:
+        axes = tuple(range(ndim))
+        return () if exclude else axes
+    axes = tuple(sorted({normalize_axis(a, ndim, op) for a in axis}))
+    if exclude:
+        axes = tuple(a for a in range(ndim) if a not in axes)
+    return axes
+
+
+def broadcast_shape(op: OperatorProperty, lhs: tuple, rhs: tuple) -> tuple:
+    """Return the broadcast of two shapes (right-aligned, MXNet's BinaryBroadcastShapeCompatible)."""
+    ndim = max(len(lhs), len(rhs))
+    left = (1,) * (ndim - len(lhs)) + tuple(lhs)
+    right = (1,) * (ndim - len(rhs)) + tuple(rhs)
+    out = []
+    for a, b in zip(left, right):
+        if a == b or b == 1:
+            out.append(a)
+        elif a == 1:
+            out.append(b)
+        else:
+            raise op.shape_error(
+                f"operands could not be broadcast together: lhs {fmt(lhs)} and rhs {fmt(rhs)}; "
+                "each axis must match or be 1 in one of them (use broadcast_to or reshape)"
+            )
+    return tuple(out)
+
+
+def fmt(shape: Sequence[int] | None) -> str:
+    """Format a shape as MXNet prints it, ``(2, 3)``."""
+    if shape is None:
+        return "unknown"
+    return str(tuple(int(s) for s in shape))
+
+
+def dtype_of(value: Any) -> np.dtype:
+    """Return the numpy dtype of a dtype-like value."""
+    return np.dtype(value)
