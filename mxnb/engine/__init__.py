@@ -1,1 +1,203 @@
-"""Placeholder: filled in by its issue."""
+"""The dependency engine: push functions with the vars they read and write.
+
+Idea (MXNet's architecture notes, "Dependency Engine"): every function is
+pushed together with the vars it reads (``const_vars``) and writes
+(``mutate_vars``); the engine runs it as soon as no earlier op it conflicts
+with is still pending, on a worker of its context.  The rest of mxnb (storage,
+resources, NDArray, executor) pushes its work here.
+
+Rule: the execution of any two functions where one of them modifies at least
+one common var is serialized in their push order; readers between two
+writes may run in any order, in parallel.
+
+Engines (``set_engine(name)`` or env ``MXNB_ENGINE_TYPE``):
+    naive                 runs each op at push, in the pushing thread (reference, debugging)
+    threaded              one shared worker pool
+    threaded_per_device   default: a CPU pool, a pool per GPU context, copy workers
+    step                  ready ops wait for ``step()`` / ``run()`` (teaching, replay)
+
+State kept:
+    _engine         the process-wide engine, created lazily by :func:`get`
+    _debug          debug mode flag (:func:`set_debug`), and its slow-wait threshold
+
+Example::
+
+    >>> import mxnb as mx
+    >>> eng = mx.engine.get()
+    >>> a, b = eng.new_var(name='a'), eng.new_var(name='b')
+    >>> out = []
+    >>> _ = eng.push_sync(lambda rctx: out.append('write a'), mx.cpu(), mutate_vars=[a])
+    >>> _ = eng.push_sync(lambda rctx: out.append('a -> b'), mx.cpu(), [a], [b])
+    >>> eng.wait_for_var(b); out
+    ['write a', 'a -> b']
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+
+from ..base import EngineError
+from .base import DONE, PENDING, READY, RUNNING, Engine, OperatorHandle, Opr, SlowWait, Var
+from .naive import NaiveEngine
+from .trace import Trace
+
+__all__ = [
+    "DONE",
+    "ENGINE_TYPES",
+    "PENDING",
+    "READY",
+    "RUNNING",
+    "Engine",
+    "NaiveEngine",
+    "OperatorHandle",
+    "Opr",
+    "SlowWait",
+    "Trace",
+    "Var",
+    "create",
+    "debug",
+    "engine_type",
+    "get",
+    "is_debug",
+    "set_debug",
+    "set_engine",
+    "slow_waits",
+    "trace",
+]
+
+ENGINE_TYPES = ("naive", "threaded", "threaded_per_device", "step")
+DEFAULT_ENGINE = "threaded_per_device"
+DEFAULT_SLOW_WAIT = 1.0  # seconds between push and start that count as slow in debug mode
+
+_engine: Engine | None = None
+_engine_lock = threading.Lock()
+_debug = False
+_slow_wait: float = DEFAULT_SLOW_WAIT
+
+
+def create(name: str | None = None) -> Engine:
+    """Return a new, private engine of the given kind (not the process-wide one).
+
+    ``name`` is one of :data:`ENGINE_TYPES`; ``None`` reads ``MXNB_ENGINE_TYPE``
+    (default ``'threaded_per_device'``).  Shut it down with ``eng.shutdown()``.
+    """
+    if name is None:
+        name = os.environ.get("MXNB_ENGINE_TYPE", "").strip() or DEFAULT_ENGINE
+    if name == "naive":
+        engine: Engine = NaiveEngine()
+    elif name in ("threaded", "threaded_per_device"):
+        try:
+            from .threaded import ThreadedEngine, ThreadedEnginePerDevice
+        except ImportError:  # pragma: no cover - only while threaded.py is being written
+            engine = NaiveEngine()
+        else:
+            engine = ThreadedEngine() if name == "threaded" else ThreadedEnginePerDevice()
+    elif name == "step":
+        from .stepper import StepEngine
+
+        engine = StepEngine()
+    else:
+        raise EngineError(
+            f"unknown engine type {name!r}; use one of {', '.join(ENGINE_TYPES)} "
+            "(set_engine or MXNB_ENGINE_TYPE)"
+        )
+    if _debug:
+        engine.slow_wait_threshold = _slow_wait
+    return engine
+
+
+def get() -> Engine:
+    """Return the process-wide engine, creating it on first use (``MXNB_ENGINE_TYPE``)."""
+    engine = _engine
+    if engine is not None:
+        return engine
+    return _get_slow()
+
+
+def _get_slow() -> Engine:
+    global _engine
+    with _engine_lock:
+        if _engine is None:
+            _engine = create(None)
+        return _engine
+
+
+def set_engine(name: str) -> Engine:
+    """Switch the process-wide engine to ``name``; the old one drains and shuts down first.
+
+    Vars made under the old engine keep working under the new one.
+    """
+    global _engine
+    if name not in ENGINE_TYPES:
+        raise EngineError(f"unknown engine type {name!r}; use one of {', '.join(ENGINE_TYPES)}")
+    with _engine_lock:
+        old = _engine
+        _engine = None
+        if old is not None:
+            old.shutdown()
+        _engine = create(name)
+        return _engine
+
+
+def engine_type() -> str:
+    """Return the kind of the process-wide engine (``'threaded_per_device'`` …)."""
+    return get().kind
+
+
+def trace() -> Trace:
+    """Return a new recorder; ``with mx.engine.trace() as tr:`` records the block's events."""
+    return Trace()
+
+
+def set_debug(flag: bool, slow_wait: float | None = None) -> None:
+    """Turn debug mode on or off.
+
+    In debug mode the engine reports ops that waited longer than ``slow_wait``
+    seconds between push and start (see :func:`slow_waits`), and the NDArray /
+    executor layers hand ops read-only views of their const inputs.
+    """
+    global _debug, _slow_wait
+    _debug = bool(flag)
+    if slow_wait is not None:
+        if slow_wait < 0:
+            raise EngineError(f"set_debug: slow_wait must be >= 0 seconds, got {slow_wait}")
+        _slow_wait = float(slow_wait)
+    engine = _engine
+    if engine is not None:
+        engine.slow_wait_threshold = _slow_wait if _debug else None
+
+
+def is_debug() -> bool:
+    """Return True while debug mode is on."""
+    return _debug
+
+
+@contextlib.contextmanager
+def debug(slow_wait: float = DEFAULT_SLOW_WAIT) -> Iterator[None]:
+    """Debug mode for a block: ``with mx.engine.debug(slow_wait=0.5): ...``."""
+    previous = (_debug, _slow_wait)
+    set_debug(True, slow_wait)
+    try:
+        yield
+    finally:
+        set_debug(previous[0], previous[1])
+
+
+def slow_waits() -> list[SlowWait]:
+    """Return the slow waits the process-wide engine recorded in debug mode."""
+    return list(get().slow_waits)
+
+
+def _shutdown_at_exit() -> None:
+    engine = _engine
+    if engine is None:
+        return
+    with contextlib.suppress(BaseException):
+        engine.shutdown()
+
+
+atexit.register(_shutdown_at_exit)

@@ -35,24 +35,25 @@ from __future__ import annotations
 import enum
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, TypeVar
+from typing import TypeVar
 
 __all__ = [
     "DepKind",
     "Dependency",
     "Event",
-    "VarNew",
-    "VarDelete",
+    "OpEnd",
     "OpPush",
     "OpReady",
     "OpStart",
-    "OpEnd",
-    "WaitBegin",
-    "WaitEnd",
     "StorageAlloc",
     "StorageFree",
     "Trace",
+    "VarDelete",
+    "VarNew",
+    "WaitBegin",
+    "WaitEnd",
     "emit",
     "now",
 ]
@@ -161,7 +162,7 @@ E = TypeVar("E", bound=Event)
 # ---------------------------------------------------------------------------
 
 enabled: bool = False
-_recorders: tuple["Trace", ...] = ()
+_recorders: tuple[Trace, ...] = ()
 _attach_lock = threading.Lock()
 
 
@@ -183,7 +184,7 @@ class Trace:
         self.events: list[Event] = list(events) if events else []
         self.attached = False
 
-    def attach(self) -> "Trace":
+    def attach(self) -> Trace:
         """Start recording (idempotent)."""
         global _recorders, enabled
         with _attach_lock:
@@ -193,7 +194,7 @@ class Trace:
                 self.attached = True
         return self
 
-    def detach(self) -> "Trace":
+    def detach(self) -> Trace:
         """Stop recording (idempotent); the events recorded so far stay."""
         global _recorders, enabled
         with _attach_lock:
@@ -203,7 +204,7 @@ class Trace:
                 self.attached = False
         return self
 
-    def __enter__(self) -> "Trace":
+    def __enter__(self) -> Trace:
         return self.attach()
 
     def __exit__(self, *exc_info: object) -> None:
@@ -222,4 +223,3 @@ class Trace:
     def events_of(self, *kinds: type[E]) -> list[E]:
         """Return the recorded events of the given classes, in order."""
         return [event for event in list(self.events) if isinstance(event, kinds)]  # type: ignore[misc]
-

@@ -1,0 +1,831 @@
+"""Vars, ops and the bookkeeping every engine shares.
+
+Idea (MXNet: ``ThreadedVar`` / ``OprBlock`` in src/engine/threaded_engine.h):
+each piece of mutable state the engine protects is a :class:`Var`; each
+pushed function is an :class:`Opr` naming the vars it reads (``const_vars``)
+and writes (``mutate_vars``).  A var keeps a queue of the ops waiting for it;
+an op keeps a wait count of the vars that have not granted it access yet, and
+is *ready* when that count reaches zero.  The engines below differ only in
+what they do with a ready op (:meth:`Engine._dispatch`): the naive engine
+runs it at once, the threaded engines hand it to a worker pool, the step
+engine keeps it until told to run it.
+
+Rule: any two ops where at least one mutates a common var run in push order;
+readers between two writes may run concurrently.
+
+State kept per var:
+    pending_reads   granted reads not yet complete
+    pending_write   oldest write not yet complete (granted once pending_reads is 0)
+    queue           (op, is_write) pushed after ``pending_write``, in push order
+    last_write      newest write not yet complete (for the trace's dependency edges)
+    readers         reads pushed since ``last_write`` (for write-after-read edges)
+    error           shared error reference when an op that writes it failed
+
+State kept per engine:
+    _lock           one lock for all bookkeeping; never held while an op runs
+                    (one lock beats a lock per var in Python: fewer acquires per op)
+    _num_pending    ops pushed and not complete
+    _errors         failures not yet raised by a wait
+
+Example::
+
+    >>> import mxnb as mx
+    >>> eng = mx.engine.create('naive')
+    >>> a = eng.new_var(name='a')
+    >>> _ = eng.push_sync(lambda rctx: print('ran on', rctx.ctx), mx.cpu(), mutate_vars=[a])
+    ran on cpu(0)
+    >>> eng.wait_for_var(a)
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..base import EngineError, OpError, VarDeletedError
+from ..context import Context, RunContext
+from . import trace
+from .trace import Dependency, DepKind
+
+__all__ = [
+    "DONE",
+    "PENDING",
+    "READY",
+    "RUNNING",
+    "Engine",
+    "OperatorHandle",
+    "Opr",
+    "SlowWait",
+    "Var",
+]
+
+logger = logging.getLogger("mxnb.engine")
+
+_var_ids = itertools.count(1)
+_op_ids = itertools.count(1)
+_wait_ids = itertools.count(1)
+
+# op states
+PENDING = 0  # waiting for vars
+READY = 1  # all vars granted; handed to the dispatcher
+RUNNING = 2  # its function is running (or an async op awaits its callback)
+DONE = 3  # complete (succeeded, failed or skipped)
+
+_READERS_PRUNE = 32  # drop finished readers from Var.readers beyond this many
+
+_local = threading.local()  # .stack: ops running on this thread (innermost last)
+
+
+def _running_stack() -> list[Opr]:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+class Var:
+    """A piece of state the engine orders access to (MXNet: ``ThreadedVar``).
+
+    Create with :meth:`Engine.new_var`.  ``id`` is unique in the process;
+    ``name`` is shown in traces and errors.  A var carries no engine
+    reference: once an engine has drained, its vars work with the next one.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "deleted",
+        "error",
+        "id",
+        "last_write",
+        "name",
+        "pending_reads",
+        "pending_write",
+        "queue",
+        "readers",
+        "writes_done",
+        "writes_pushed",
+    )
+
+    def __init__(self, name: str = "") -> None:
+        self.id: int = next(_var_ids)
+        self.name: str = name or f"var{self.id}"
+        self.queue: deque[tuple[Opr, bool]] = deque()  # waiting behind pending_write
+        self.pending_reads = 0  # granted reads not yet complete
+        self.pending_write: Opr | None = None  # oldest incomplete write
+        self.last_write: Opr | None = None  # newest incomplete write
+        self.readers: list[Opr] = []  # reads pushed since last_write
+        self.error: _ErrorRef | None = None  # set when an op writing this var failed
+        self.deleted = False  # push_delete was pushed
+        self.writes_pushed = 0  # writes pushed so far
+        self.writes_done = 0  # writes complete so far (complete in push order)
+
+    def __repr__(self) -> str:
+        return f"Var({self.id}, {self.name!r}{', deleted' if self.deleted else ''})"
+
+
+class Opr:
+    """One pushed function with its vars (MXNet: ``OprBlock`` + ``ThreadedOpr``).
+
+    ``wait_count`` is the number of vars that have not granted access yet;
+    the op is ready when it reaches zero.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "const_vars",
+        "copy",
+        "ctx",
+        "deletes",
+        "fn",
+        "id",
+        "is_async",
+        "mutate_vars",
+        "name",
+        "priority",
+        "push_time",
+        "state",
+        "wait_count",
+        "waited_on",
+    )
+
+    def __init__(
+        self,
+        fn: Callable[..., Any] | None,
+        is_async: bool,
+        ctx: Context,
+        const_vars: tuple[Var, ...],
+        mutate_vars: tuple[Var, ...],
+        priority: int,
+        name: str,
+        copy: bool,
+    ) -> None:
+        self.id: int = next(_op_ids)
+        self.fn = fn  # cleared when the op completes (drops user references)
+        self.is_async = is_async
+        self.ctx = ctx
+        self.const_vars = const_vars
+        self.mutate_vars = mutate_vars
+        self.priority = priority
+        self.name = name
+        self.copy = copy  # cross-device copy: runs on the copy workers
+        self.wait_count = 0
+        self.state = PENDING
+        self.push_time = 0.0  # set in debug mode only
+        self.waited_on: tuple[str, ...] = ()  # debug mode: chain of ops it waited on
+        self.deletes: Var | None = None  # push_delete: the var this op deletes
+
+    def __repr__(self) -> str:
+        return f"Opr({self.id}, {self.name!r})"
+
+
+@dataclass(eq=False)
+class OperatorHandle:
+    """A reusable op from :meth:`Engine.new_operator` (MXNet: ``NewOperator``)."""
+
+    fn: Callable[..., Any]
+    const_vars: tuple[Var, ...]
+    mutate_vars: tuple[Var, ...]
+    name: str
+    copy: bool = False
+    deleted: bool = False  # delete_operator was called
+
+
+@dataclass(frozen=True)
+class SlowWait:
+    """Debug-mode record: an op waited ``waited`` seconds between push and start."""
+
+    op_id: int
+    name: str
+    waited: float
+    chain: tuple[str, ...]  # the ops it waited on, nearest first ('name#id via var')
+
+
+class _ErrorRef:
+    """A failure shared by every var it reached (MXNet: ``shared_ptr<exception_ptr>``).
+
+    Clearing it (``exc = None``) clears it on all those vars at once.
+    """
+
+    __slots__ = ("exc", "op_id", "op_name")
+
+    def __init__(self, exc: BaseException, op_name: str, op_id: int) -> None:
+        self.exc: BaseException | None = exc
+        self.op_name = op_name
+        self.op_id = op_id
+
+    def to_error(self, exc: BaseException) -> OpError:
+        """Return the :class:`OpError` a wait raises for ``exc`` (chain it with ``from``)."""
+        message = f"op '{self.op_name}' (id {self.op_id}) failed: {type(exc).__name__}: {exc}"
+        return OpError(message, op_name=self.op_name, op_id=self.op_id)
+
+
+class _Completion:
+    """The ``on_complete`` callback handed to an async op; call once, optionally with an error."""
+
+    __slots__ = ("done", "engine", "event", "opr", "ready")
+
+    def __init__(self, engine: Engine, opr: Opr) -> None:
+        self.engine = engine
+        self.opr = opr
+        self.done = False
+        self.ready: list[Opr] | None = None
+        self.event: threading.Event | None = None
+
+    def __call__(self, error: BaseException | None = None) -> None:
+        if self.done:
+            raise EngineError(
+                f"on_complete of op '{self.opr.name}' (id {self.opr.id}) was called twice; "
+                "call it exactly once when the async work is finished"
+            )
+        self.done = True
+        if error is not None and not isinstance(error, BaseException):
+            error = EngineError(
+                f"on_complete of op '{self.opr.name}' got {error!r}; pass an exception or nothing"
+            )
+        ready = self.engine._complete(self.opr, error)
+        self.engine._async_done(self, ready)
+
+
+def _check_vars(vars_: Iterable[Var] | None, what: str, op_name: str) -> tuple[Var, ...]:
+    if not vars_:
+        return ()
+    result = tuple(vars_)
+    for var in result:
+        if type(var) is not Var:
+            raise EngineError(
+                f"push of op '{op_name}': {what} must hold engine vars (from new_var), "
+                f"got {type(var).__name__} {var!r}"
+            )
+    return result
+
+
+def _normalise(
+    const_vars: Iterable[Var] | None, mutate_vars: Iterable[Var] | None, name: str
+) -> tuple[tuple[Var, ...], tuple[Var, ...]]:
+    """Drop duplicates; a var both read and written counts as a write."""
+    const = _check_vars(const_vars, "const_vars", name)
+    mutate = _check_vars(mutate_vars, "mutate_vars", name)
+    if len(mutate) > 1:
+        mutate = tuple(dict.fromkeys(mutate))
+    if const:
+        if len(const) > 1:
+            const = tuple(dict.fromkeys(const))
+        if mutate:
+            const = tuple(var for var in const if var not in mutate)
+    return const, mutate
+
+
+class Engine:
+    """The engine interface and the shared bookkeeping (MXNet: ``Engine`` / ``ThreadedEngine``).
+
+    Subclasses implement :meth:`_dispatch` (what to do with a ready op) and
+    may implement :meth:`_help_once` (run one ready op while a wait is unmet).
+    """
+
+    kind = "base"
+    _wait_poll = 0.1  # seconds between checks while waiting (keeps Ctrl-C responsive)
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._num_pending = 0  # pushed, not complete
+        self._num_waiters = 0  # threads blocked on _cond
+        self._suspended = 0  # ops on the stacks of threads inside a nested wait_for_all
+        self._errors: list[_ErrorRef] = []  # failures not yet raised by a wait
+        self._shut = False
+        self.slow_wait_threshold: float | None = None  # debug mode (set by engine.debug)
+        self.slow_waits: list[SlowWait] = []
+
+    # -- vars --------------------------------------------------------------
+    def new_var(self, name: str = "") -> Var:
+        """Return a new var (MXNet: ``NewVariable``); ``name`` shows in traces and errors."""
+        var = Var(name)
+        if trace.enabled:
+            trace.emit(trace.VarNew(trace.now(), var.id, var.name))
+        return var
+
+    # -- pushing -------------------------------------------------------------
+    def push_sync(
+        self,
+        fn: Callable[[RunContext], Any],
+        ctx: Context,
+        const_vars: Sequence[Var] = (),
+        mutate_vars: Sequence[Var] = (),
+        priority: int = 0,
+        name: str = "",
+        *,
+        copy: bool = False,
+    ) -> int:
+        """Push ``fn(run_ctx)``, run once its vars allow; return the op id.
+
+        Parameters
+        ----------
+        fn : callable
+            Called as ``fn(run_ctx)`` with a :class:`~mxnb.RunContext`.
+        ctx : Context
+            Where the op runs; chooses the worker pool.
+        const_vars, mutate_vars : sequence of Var
+            Vars the op reads / writes.  Duplicates are dropped; a var in both counts as a write.
+        priority : int
+            Larger runs first among ready ops of the same pool.
+        name : str
+            Shown in traces and errors.
+        copy : bool
+            A cross-device copy: runs on the copy workers of ``threaded_per_device``.
+        """
+        return self._push_fn(fn, False, ctx, const_vars, mutate_vars, priority, name, copy)
+
+    def push_async(
+        self,
+        fn: Callable[[RunContext, Callable[..., None]], Any],
+        ctx: Context,
+        const_vars: Sequence[Var] = (),
+        mutate_vars: Sequence[Var] = (),
+        priority: int = 0,
+        name: str = "",
+        *,
+        copy: bool = False,
+    ) -> int:
+        """Push ``fn(run_ctx, on_complete)``; the op is done when ``on_complete()`` is called.
+
+        ``on_complete(exc)`` reports a failure.  Other arguments as :meth:`push_sync`.
+        """
+        return self._push_fn(fn, True, ctx, const_vars, mutate_vars, priority, name, copy)
+
+    def new_operator(
+        self,
+        fn: Callable[[RunContext, Callable[..., None]], Any],
+        const_vars: Sequence[Var] = (),
+        mutate_vars: Sequence[Var] = (),
+        name: str = "",
+        *,
+        copy: bool = False,
+    ) -> OperatorHandle:
+        """Return a reusable async op (MXNet: ``NewOperator``); push it with :meth:`push`."""
+        name = name or getattr(fn, "__name__", "op")
+        if not callable(fn):
+            raise EngineError(f"new_operator '{name}': fn must be callable, got {fn!r}")
+        const, mutate = _normalise(const_vars, mutate_vars, name)
+        return OperatorHandle(fn, const, mutate, name, copy)
+
+    def push(self, handle: OperatorHandle, ctx: Context, priority: int = 0) -> int:
+        """Push an op made by :meth:`new_operator`; return the op id."""
+        if type(handle) is not OperatorHandle:
+            raise EngineError(f"push: expected a handle from new_operator, got {handle!r}")
+        if handle.deleted:
+            raise EngineError(
+                f"push: operator '{handle.name}' was deleted with delete_operator; "
+                "make a new one with new_operator"
+            )
+        self._check_ctx(ctx, handle.name)
+        opr = Opr(
+            handle.fn,
+            True,
+            ctx,
+            handle.const_vars,
+            handle.mutate_vars,
+            priority,
+            handle.name,
+            handle.copy,
+        )
+        return self._push_opr(opr)
+
+    def delete_operator(self, handle: OperatorHandle) -> None:
+        """Forget a handle from :meth:`new_operator`; pushes already made still run."""
+        if type(handle) is not OperatorHandle:
+            raise EngineError(
+                f"delete_operator: expected a handle from new_operator, got {handle!r}"
+            )
+        if handle.deleted:
+            raise EngineError(f"delete_operator: operator '{handle.name}' was already deleted")
+        handle.deleted = True
+
+    def push_delete(
+        self,
+        var: Var,
+        ctx: Context | None = None,
+        fn: Callable[[RunContext], Any] | None = None,
+    ) -> int:
+        """Delete ``var`` after every op pushed on it so far (MXNet: ``DeleteVariable``).
+
+        ``fn(run_ctx)``, if given, runs as a write on ``var`` first (storage frees
+        memory there).  Using the var afterwards raises :class:`VarDeletedError`.
+        """
+        if type(var) is not Var:
+            raise EngineError(f"push_delete: expected an engine var, got {var!r}")
+        if ctx is None:
+            ctx = Context("cpu", 0)
+        if fn is not None and not callable(fn):
+            raise EngineError(f"push_delete of {var!r}: fn must be callable, got {fn!r}")
+        opr = Opr(fn, False, ctx, (), (var,), 0, f"delete:{var.name}", False)
+        opr.deletes = var
+        return self._push_opr(opr, delete=var)
+
+    def _check_ctx(self, ctx: Any, name: str) -> None:
+        if type(ctx) is not Context:
+            raise EngineError(
+                f"push of op '{name}': ctx must be a mxnb.Context such as mx.cpu(), got {ctx!r}"
+            )
+
+    def _push_fn(self, fn, is_async, ctx, const_vars, mutate_vars, priority, name, copy) -> int:  # type: ignore[no-untyped-def]
+        if not callable(fn):
+            raise EngineError(f"push of op '{name}': fn must be callable, got {fn!r}")
+        if type(ctx) is not Context:
+            self._check_ctx(ctx, name)
+        if not name:
+            name = getattr(fn, "__name__", "op")
+        if const_vars or mutate_vars:
+            const, mutate = _normalise(const_vars, mutate_vars, name)
+        else:
+            const = mutate = ()
+        opr = Opr(fn, is_async, ctx, const, mutate, priority, name, copy)
+        return self._push_opr(opr)
+
+    def _push_opr(self, opr: Opr, delete: Var | None = None) -> int:
+        """Append ``opr`` to its vars' queues; dispatch it when nothing blocks it."""
+        tracing = trace.enabled
+        const = opr.const_vars
+        mutate = opr.mutate_vars
+        with self._lock:
+            if self._shut:
+                raise EngineError(f"push of op '{opr.name}': the {self.kind} engine is shut down")
+            for var in const:
+                if var.deleted:
+                    raise VarDeletedError(
+                        f"push of op '{opr.name}': var {var.name!r} (id {var.id}) was deleted "
+                        "with push_delete; it cannot be read any more"
+                    )
+            for var in mutate:
+                if var.deleted:
+                    raise VarDeletedError(
+                        f"push of op '{opr.name}': var {var.name!r} (id {var.id}) was deleted "
+                        "with push_delete; it cannot be written or deleted again"
+                    )
+            if tracing or self.slow_wait_threshold is not None:
+                waits_on = self._dependencies(opr)
+            wait = 0
+            for var in const:
+                if var.pending_write is None:
+                    var.pending_reads += 1
+                else:
+                    var.queue.append((opr, False))
+                    wait += 1
+                readers = var.readers
+                readers.append(opr)
+                if len(readers) > _READERS_PRUNE:
+                    var.readers = [r for r in readers if r.state != DONE]
+            for var in mutate:
+                var.writes_pushed += 1
+                var.last_write = opr
+                if var.readers:
+                    var.readers = []
+                if var.pending_write is None:
+                    var.pending_write = opr
+                    if var.pending_reads:
+                        wait += 1
+                else:
+                    var.queue.append((opr, True))
+                    wait += 1
+            if delete is not None:
+                delete.deleted = True
+            opr.wait_count = wait
+            self._num_pending += 1
+            if tracing:
+                trace.emit(
+                    trace.OpPush(
+                        trace.now(),
+                        opr.id,
+                        opr.name,
+                        str(opr.ctx),
+                        tuple(v.id for v in const),
+                        tuple(v.id for v in mutate),
+                        opr.priority,
+                        waits_on,
+                        threading.current_thread().name,
+                    )
+                )
+            if self.slow_wait_threshold is not None:
+                opr.push_time = trace.now()
+                opr.waited_on = self._chain(waits_on)
+            if wait == 0:
+                opr.state = READY
+                if tracing:
+                    trace.emit(trace.OpReady(trace.now(), opr.id))
+        if wait == 0:
+            self._dispatch(opr)
+        return opr.id
+
+    def _dependencies(self, opr: Opr) -> tuple[Dependency, ...]:
+        """The unfinished earlier ops ``opr`` waits on, per var and why (call under the lock)."""
+        deps: list[Dependency] = []
+        for var in opr.const_vars:
+            writer = var.last_write
+            if writer is not None:
+                deps.append(Dependency(writer.id, var.id, DepKind.RAW))
+        for var in opr.mutate_vars:
+            writer = var.last_write
+            if writer is not None:
+                deps.append(Dependency(writer.id, var.id, DepKind.WAW))
+            for reader in var.readers:
+                if reader.state != DONE:
+                    deps.append(Dependency(reader.id, var.id, DepKind.WAR))
+        return tuple(deps)
+
+    def _chain(self, deps: tuple[Dependency, ...]) -> tuple[str, ...]:
+        """Debug mode: a readable chain of the ops ``deps`` names (call under the lock)."""
+        return tuple(f"op#{dep.op_id} via var#{dep.var_id} ({dep.kind.value})" for dep in deps)
+
+    # -- running -------------------------------------------------------------
+    def _dispatch(self, opr: Opr) -> None:
+        """Hand a ready op to whatever runs it (each engine's one difference)."""
+        raise NotImplementedError
+
+    def _help_once(self) -> bool:
+        """Run one ready op in the waiting thread if this engine can; True if it did."""
+        return False
+
+    def _async_done(self, completion: _Completion, ready: list[Opr]) -> None:
+        """An async op's callback finished its bookkeeping: dispatch what became ready."""
+        for opr in ready:
+            self._dispatch(opr)
+
+    def _failed_input(self, opr: Opr) -> _ErrorRef | None:
+        for var in opr.mutate_vars:
+            ref = var.error
+            if ref is not None and ref.exc is not None:
+                return ref
+        for var in opr.const_vars:
+            ref = var.error
+            if ref is not None and ref.exc is not None:
+                return ref
+        return None
+
+    def _run(self, opr: Opr, rctx: RunContext) -> list[Opr] | None:
+        """Run ``opr`` in this thread; return the ops its completion made ready.
+
+        Async ops return ``None``: their callback completes them (and dispatches
+        the successors through :meth:`_async_done`).
+        """
+        tracing = trace.enabled
+        if self.slow_wait_threshold is not None:
+            self._note_slow_wait(opr)
+        failed = self._failed_input(opr) if (opr.const_vars or opr.mutate_vars) else None
+        if failed is not None:
+            return self._complete(opr, None, inherited=failed)
+        if tracing:
+            trace.emit(
+                trace.OpStart(trace.now(), opr.id, rctx.worker, threading.current_thread().name)
+            )
+        opr.state = RUNNING
+        fn = opr.fn
+        stack = _running_stack()
+        stack.append(opr)
+        if opr.is_async:
+            completion = _Completion(self, opr)
+            self._prepare_async(completion)
+            try:
+                fn(rctx, completion)  # type: ignore[misc]
+            except BaseException as exc:
+                stack.pop()
+                if not completion.done:
+                    completion(exc)
+                if not isinstance(exc, Exception):
+                    raise
+                return self._finish_async(completion)
+            stack.pop()
+            return self._finish_async(completion)
+        if fn is None:  # a delete without a function
+            stack.pop()
+            return self._complete(opr, None)
+        try:
+            fn(rctx)
+        except BaseException as exc:
+            stack.pop()
+            ready = self._complete(opr, exc)
+            if not isinstance(exc, Exception):
+                for successor in ready:
+                    self._dispatch(successor)
+                raise
+            return ready
+        stack.pop()
+        return self._complete(opr, None)
+
+    def _prepare_async(self, completion: _Completion) -> None:
+        """Hook: the naive engine waits for the callback; others need nothing."""
+
+    def _finish_async(self, completion: _Completion) -> list[Opr] | None:
+        """Hook after an async op's function returned (see :meth:`_run`)."""
+        return None
+
+    def _complete(
+        self, opr: Opr, exc: BaseException | None, inherited: _ErrorRef | None = None
+    ) -> list[Opr]:
+        """Release ``opr``'s vars (MXNet: ``CompleteReadDependency`` / ``CompleteWriteDependency``)."""
+        ready: list[Opr] = []
+        tracing = trace.enabled
+        with self._lock:
+            if exc is not None:
+                inherited = _ErrorRef(exc, opr.name, opr.id)
+                self._errors.append(inherited)
+            if inherited is not None:
+                for var in opr.mutate_vars:
+                    var.error = inherited
+            for var in opr.const_vars:
+                var.pending_reads -= 1
+                if var.pending_reads == 0:
+                    writer = var.pending_write
+                    if writer is not None:
+                        writer.wait_count -= 1
+                        if writer.wait_count == 0:
+                            ready.append(writer)
+            for var in opr.mutate_vars:
+                var.writes_done += 1
+                if var.last_write is opr:
+                    var.last_write = None
+                var.pending_write = None
+                queue = var.queue
+                while queue:
+                    waiting, is_write = queue.popleft()
+                    if is_write:
+                        var.pending_write = waiting
+                        if var.pending_reads == 0:
+                            waiting.wait_count -= 1
+                            if waiting.wait_count == 0:
+                                ready.append(waiting)
+                        break
+                    var.pending_reads += 1
+                    waiting.wait_count -= 1
+                    if waiting.wait_count == 0:
+                        ready.append(waiting)
+            opr.state = DONE
+            opr.fn = None
+            self._num_pending -= 1
+            if self._num_waiters:
+                self._cond.notify_all()
+            if tracing:
+                if exc is not None:
+                    error = repr(exc)
+                elif inherited is not None:
+                    error = f"skipped: input failed in op '{inherited.op_name}'"
+                else:
+                    error = None
+                trace.emit(
+                    trace.OpEnd(trace.now(), opr.id, error, inherited is not None and exc is None)
+                )
+                if opr.deletes is not None:
+                    trace.emit(trace.VarDelete(trace.now(), opr.deletes.id))
+            for successor in ready:
+                successor.state = READY
+                if tracing:
+                    trace.emit(trace.OpReady(trace.now(), successor.id))
+        return ready
+
+    def _note_slow_wait(self, opr: Opr) -> None:
+        threshold = self.slow_wait_threshold
+        if threshold is None or not opr.push_time:
+            return
+        waited = trace.now() - opr.push_time
+        if waited > threshold:
+            record = SlowWait(opr.id, opr.name, waited, opr.waited_on)
+            self.slow_waits.append(record)
+            logger.warning(
+                "op '%s' (id %d) waited %.3f s between push and start; it waited on: %s",
+                opr.name,
+                opr.id,
+                waited,
+                "; ".join(opr.waited_on) or "(no recorded dependency: workers were busy)",
+            )
+
+    # -- waiting -------------------------------------------------------------
+    def _wait_until(self, satisfied: Callable[[], bool], var: Var | None) -> None:
+        """Block until ``satisfied()`` (checked under the lock); help run ops meanwhile."""
+        tracing = trace.enabled
+        wait_id = next(_wait_ids)
+        if tracing:
+            trace.emit(
+                trace.WaitBegin(
+                    trace.now(),
+                    wait_id,
+                    None if var is None else var.id,
+                    threading.current_thread().name,
+                )
+            )
+        try:
+            while True:
+                with self._lock:
+                    if satisfied():
+                        return
+                if self._help_once():
+                    continue
+                with self._cond:
+                    if satisfied():
+                        return
+                    self._num_waiters += 1
+                    try:
+                        self._cond.wait(self._poll_interval())
+                    finally:
+                        self._num_waiters -= 1
+                self._stuck_check(satisfied)
+        finally:
+            if tracing:
+                trace.emit(trace.WaitEnd(trace.now(), wait_id))
+
+    def _poll_interval(self) -> float:
+        return self._wait_poll
+
+    def _stuck_check(self, satisfied: Callable[[], bool]) -> None:
+        """Hook: raise when a wait can never be satisfied (the step engine knows)."""
+
+    def wait_for_var(self, var: Var) -> None:
+        """Block until every write pushed on ``var`` so far is done (MXNet: ``WaitForVar``).
+
+        Raises :class:`~mxnb.base.OpError` (once) when an op writing ``var`` failed.
+        """
+        if type(var) is not Var:
+            raise EngineError(f"wait_for_var: expected an engine var, got {var!r}")
+        stack = _local.__dict__.get("stack")
+        with self._lock:
+            target = var.writes_pushed
+            if stack:
+                writer = var.last_write
+                if writer is not None and writer in stack:
+                    raise EngineError(
+                        f"wait_for_var({var.name!r}) inside op '{writer.name}', which writes "
+                        f"{var.name!r} itself: this would wait forever; read the var before "
+                        "pushing the op, or push a separate op"
+                    )
+        if var.writes_done < target:
+            self._wait_until(lambda: var.writes_done >= target, var)
+        ref = var.error
+        if ref is not None:
+            with self._lock:
+                exc = ref.exc
+                ref.exc = None  # raised once: cleared on every var it reached
+                var.error = None
+            if exc is not None:
+                raise ref.to_error(exc) from exc
+
+    def wait_for_all(self) -> None:
+        """Block until every pushed op is done (MXNet: ``WaitForAll``).
+
+        Inside a running op, waits for everything except the ops on the calling
+        stack.  Raises the first failure not yet raised (then forgets them all).
+        """
+        stack = _local.__dict__.get("stack")
+        depth = len(stack) if stack else 0
+        if depth:
+            with self._lock:
+                self._suspended += depth
+        try:
+            self._wait_until(lambda: self._num_pending <= self._suspended, None)
+        finally:
+            if depth:
+                with self._lock:
+                    self._suspended -= depth
+                    if self._num_waiters:
+                        self._cond.notify_all()
+        self._raise_errors()
+
+    def _raise_errors(self) -> None:
+        with self._lock:
+            errors = self._errors
+            self._errors = []
+            first: _ErrorRef | None = None
+            exc: BaseException | None = None
+            for ref in errors:
+                if ref.exc is not None and first is None:
+                    first, exc = ref, ref.exc
+                ref.exc = None
+        if first is not None and exc is not None:
+            raise first.to_error(exc) from exc
+
+    # -- lifetime ------------------------------------------------------------
+    def num_pending(self) -> int:
+        """Return how many pushed ops are not complete yet."""
+        return self._num_pending
+
+    def drain(self) -> None:
+        """Wait for every pushed op without raising their errors (used before shutdown)."""
+        self._wait_until(lambda: self._num_pending <= self._suspended, None)
+
+    def shutdown(self) -> None:
+        """Drain, then stop accepting pushes and stop the workers (idempotent)."""
+        if self._shut:
+            return
+        try:
+            self.drain()
+        finally:
+            with self._lock:
+                self._shut = True
+            self._stop_workers()
+
+    def _stop_workers(self) -> None:
+        """Hook: threaded engines stop their pools here."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.kind!r}: {self._num_pending} pending>"

@@ -1,0 +1,100 @@
+"""NaiveEngine: the dependency rule with no threads — the reference engine.
+
+Idea (MXNet: ``NaiveEngine`` in src/engine/naive_engine.cc): an op runs as
+soon as its vars allow, in the thread that made it ready — usually the
+pushing thread, at push time.  It shares every line of var/op bookkeeping
+with the threaded engines (:mod:`mxnb.engine.base`); only dispatch differs.
+That makes it the reference the other engines are tested against, and the
+engine to debug with: a failing op's traceback passes through your push.
+
+Rule: push order is execution order; an async op's push returns only after
+its ``on_complete`` was called (from any thread).  A push made from inside a
+running op runs inline, at once.
+
+State kept:
+    _run_contexts   one RunContext per context (worker ``'main'``)
+
+Example::
+
+    >>> import mxnb as mx
+    >>> eng = mx.engine.create('naive')
+    >>> v = eng.new_var(name='x')
+    >>> seen = []
+    >>> _ = eng.push_sync(lambda rctx: seen.append(rctx.worker), mx.cpu(), mutate_vars=[v])
+    >>> seen
+    ['main']
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+from ..context import Context, RunContext
+from .base import Engine, Opr, _Completion
+
+__all__ = ["NaiveEngine"]
+
+
+class NaiveEngine(Engine):
+    """Run every ready op at once in the thread that made it ready."""
+
+    kind = "naive"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._run_contexts: dict[Context, RunContext] = {}
+
+    def _run_context(self, ctx: Context) -> RunContext:
+        rctx = self._run_contexts.get(ctx)
+        if rctx is None:
+            if len(self._run_contexts) > 64:
+                self._run_contexts.clear()
+            rctx = self._run_contexts[ctx] = RunContext(ctx, None, "main")
+        return rctx
+
+    def _dispatch(self, opr: Opr) -> None:
+        # Successors made ready by a completion run here too, in push order,
+        # iteratively (a long chain must not grow the Python stack).
+        ready = self._run(opr, self._run_context(opr.ctx))
+        if not ready:
+            return
+        todo = deque(ready)
+        while todo:
+            successor = todo.popleft()
+            more = self._run(successor, self._run_context(successor.ctx))
+            if more:
+                todo.extend(more)
+
+    def _prepare_async(self, completion: _Completion) -> None:
+        completion.event = threading.Event()
+
+    def _async_done(self, completion: _Completion, ready: list[Opr]) -> None:
+        with self._lock:
+            event = completion.event
+            if event is not None:  # the pushing thread waits and runs ``ready``
+                completion.ready = ready
+                event.set()
+        if event is None:  # the pushing thread was interrupted: run them here
+            for opr in ready:
+                self._dispatch(opr)
+
+    def _finish_async(self, completion: _Completion) -> list[Opr] | None:
+        event = completion.event
+        assert event is not None
+        try:
+            while not event.wait(self._wait_poll):
+                pass
+        except BaseException:
+            # Ctrl-C while the callback is outstanding: leave the op running;
+            # whoever calls on_complete later dispatches its successors.
+            with self._lock:
+                if event.is_set():
+                    ready = completion.ready or []
+                else:
+                    completion.event = None
+                    ready = []
+            for opr in ready:
+                self._dispatch(opr)
+            raise
+        return completion.ready
