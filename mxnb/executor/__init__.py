@@ -1,6 +1,8 @@
 """The graph executor: gradient graph, memory planning and execution through the engine.
 
 Modules, in the order data flows:
+    graph.py     the forward+backward steps built from a Symbol (gradient graph)
+    memory.py    memory planning: in-place and co-share (plan_memory)
     plan.py      the MemoryPlan data objects (entries, storage blocks, figures)
 
 Example::
@@ -10,6 +12,7 @@ Example::
     (-1, 'forward')
 """
 
+from .memory import plan_memory
 from .plan import EXTERNAL_STORAGE_ID, EntryKind, MemoryPlan, PlanEntry, StorageBlock
 
 __all__ = [
@@ -18,4 +21,5 @@ __all__ = [
     "MemoryPlan",
     "PlanEntry",
     "StorageBlock",
+    "plan_memory",
 ]

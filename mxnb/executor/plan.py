@@ -105,7 +105,7 @@ class StorageBlock:
     entries: tuple[str, ...]  # entry names, in step order
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class MemoryPlan:
     """The result of memory planning: entries, storage blocks and the figures.
 
@@ -162,8 +162,11 @@ class MemoryPlan:
     def live_bytes(self) -> tuple[int, ...]:
         """Internal entry bytes alive at each step (the curve whose max is ``peak_bytes``)."""
         live = [0] * len(self.steps)
+        handed_over = {source for source, _ in self.inplace_pairs}
         for entry in self.internal_entries():
-            for step in range(max(entry.first_step, 0), entry.last_step + 1):
+            # An in-place source and its reuser meet at one step in one block: count it once.
+            last = entry.last_step - 1 if entry.name in handed_over else entry.last_step
+            for step in range(max(entry.first_step, 0), last + 1):
                 live[step] += entry.nbytes
         return tuple(live)
 
@@ -275,6 +278,13 @@ class MemoryPlan:
 
     def __str__(self) -> str:
         return self.summary()
+
+    def __repr__(self) -> str:
+        return (
+            f"<MemoryPlan {len(self.steps)} steps, {len(self.entries)} entries, "
+            f"{len(self.blocks)} blocks, {self.internal_bytes:,} B planned of "
+            f"{self.naive_internal_bytes:,} B naive, {len(self.inplace_pairs)} in-place>"
+        )
 
 
 def _assert_disjoint(first: PlanEntry, second: PlanEntry, pairs: set[tuple[str, str]]) -> None:

@@ -1,0 +1,571 @@
+"""The forward+backward graph the executor runs and the memory planner places.
+
+Idea (MXNet: ``nnvm::pass::Gradient`` with the legacy operators' ``FGradient``,
+``GraphExecutor::InitFullGraph``): a symbol's nodes become forward *steps* in
+topological order.  For training, each node one of whose inputs needs a
+gradient gets a backward step, in reverse order.  A backward step reads only
+what its property's ``declare_backward_dependency`` names — the rest of the
+forward values may be freed early — and writes one gradient per argument.
+Where an entry feeds several consumers its gradient is the sum of their
+contributions (an ``ElementWiseSum`` step); an output gradient nobody
+produces is zeros (a ``zeros`` step).  Loss operators (their backward does
+not declare ``out_grad``) need no head gradient.
+
+Rule: every step lists every entry it reads (``inputs``, one item per read)
+and writes (``outputs``).  An argument's gradient entry is written straight
+into the bound gradient array when exactly one step produces it; otherwise
+the contributions are summed into it.
+
+State kept:
+    ExecGraph.entries     every DataEntry (arguments, aux, forward, backward, gradients)
+    ExecGraph.steps       every Step in execution order (forward, then backward)
+    ExecGraph.arg_names / aux_names / output_entries / grad_req   what binding needs
+
+Example::
+
+    >>> import mxnb as mx
+    >>> from mxnb.executor.graph import build_graph
+    >>> net = mx.sym.FullyConnected(mx.sym.Variable('x'), num_hidden=3, name='fc')
+    >>> graph = build_graph(net, {'x': (2, 4)}, grad_req='write')
+    >>> [step.name for step in graph.steps]
+    ['fc', 'fc_backward']
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..base import GraphError, ParamError, ShapeError, dtype_name
+from ..operator.base import OperatorProperty, OpReqType
+from ..symbol.graph import Node, NodeEntry, aux_variable_nodes, infer_shapes, infer_types, topo_sort
+from .plan import EntryKind
+
+__all__ = ["DataEntry", "ExecGraph", "Step", "StepKind", "build_graph", "normalize_grad_req"]
+
+
+class StepKind(enum.Enum):
+    """What a step computes."""
+
+    FORWARD = "forward"  # an operator's forward
+    BACKWARD = "backward"  # an operator's backward
+    SUM = "sum"  # ElementWiseSum of gradient contributions
+    ZEROS = "zeros"  # an output gradient nobody produced
+
+
+@dataclass(eq=False)
+class DataEntry:
+    """One value of the forward+backward graph."""
+
+    id: int  # index into ExecGraph.entries
+    name: str  # unique readable name ('fc1_output', 'fc1_backward_weight', 'fc1_weight_grad')
+    kind: EntryKind
+    node: str  # name of the writing node (the variable's name for arguments)
+    op: str  # op type of the writer, 'null' for variables
+    output_index: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    writer: int = -1  # step index that writes it; -1: bound before the first step
+    readers: list[int] = field(default_factory=list)  # step index per read (repeats allowed)
+    is_output: bool = False  # a graph output: kept alive to the end
+    variable: str | None = None  # the argument / aux / head this entry is bound to
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the value."""
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    @property
+    def external(self) -> bool:
+        """True for entries bound by the user (not planned)."""
+        return self.kind not in (EntryKind.FORWARD, EntryKind.BACKWARD)
+
+
+@dataclass(eq=False)
+class Step:
+    """One engine op: a node's forward or backward, a gradient sum, or zeros.
+
+    ``in_data`` / ``out_data`` / ``out_grad`` / ``in_grad`` / ``aux`` hold entry
+    ids in the operator interface's slots (None where backward did not declare
+    the value); ``inputs`` / ``outputs`` flatten them for planning.
+    """
+
+    index: int
+    name: str  # node name, 'fc1_backward', 'fc1_output_grad_sum'
+    kind: StepKind
+    op_type: str
+    prop: OperatorProperty | None
+    node: Node | None
+    in_data: list[int | None] = field(default_factory=list)
+    out_data: list[int | None] = field(default_factory=list)
+    aux: list[int] = field(default_factory=list)
+    out_grad: list[int | None] = field(default_factory=list)
+    in_grad: list[int] = field(default_factory=list)
+    req: list[OpReqType] = field(default_factory=list)  # per written output
+    inputs: list[int] = field(default_factory=list)  # every read, repeats kept
+    outputs: list[int] = field(default_factory=list)  # every write
+    inplace_options: list[tuple[int, int]] = field(default_factory=list)  # (input id, output id)
+
+
+@dataclass
+class ExecGraph:
+    """The forward+backward graph of one symbol, shapes and dtypes known."""
+
+    entries: list[DataEntry]
+    steps: list[Step]
+    arg_names: list[str]
+    aux_names: list[str]
+    output_entries: list[int]  # the symbol's outputs, in order
+    grad_req: dict[str, str]  # per argument
+    arg_entries: dict[str, int]  # argument name -> its entry
+    aux_entries: dict[str, int]
+    grad_entries: dict[str, int]  # argument name -> ARG_GRAD entry (req != 'null')
+    head_grad_entries: dict[int, int]  # output entry -> HEAD_GRAD entry (when backward needs it)
+    num_forward_steps: int
+
+
+def normalize_grad_req(
+    grad_req: str | Mapping[str, str] | Sequence[str], arg_names: Sequence[str]
+) -> dict[str, str]:
+    """Return ``{argument: 'null' | 'write' | 'add'}`` from a string, a dict or a list.
+
+    ``'inplace'`` is accepted as ``'write'``.  Arguments missing from a dict get ``'null'``.
+    """
+    allowed = ("null", "write", "add", "inplace")
+
+    def check(name: str, value: Any) -> str:
+        if value not in allowed:
+            raise ParamError(
+                f"grad_req for '{name}' must be one of {', '.join(allowed)}; got {value!r}"
+            )
+        return "write" if value == "inplace" else value
+
+    if isinstance(grad_req, str):
+        return {name: check(name, grad_req) for name in arg_names}
+    if isinstance(grad_req, Mapping):
+        unknown = [name for name in grad_req if name not in arg_names]
+        if unknown:
+            raise ParamError(
+                f"grad_req names {', '.join(map(repr, unknown))} which are not arguments; "
+                f"the arguments are: {', '.join(arg_names)}"
+            )
+        return {name: check(name, grad_req.get(name, "null")) for name in arg_names}
+    values = list(grad_req)
+    if len(values) != len(arg_names):
+        raise ParamError(
+            f"grad_req list has {len(values)} items but the symbol has {len(arg_names)} arguments"
+        )
+    return {name: check(name, value) for name, value in zip(arg_names, values)}
+
+
+class _Builder:
+    """Builds an ExecGraph step by step (one instance per build)."""
+
+    def __init__(self) -> None:
+        self.entries: list[DataEntry] = []
+        self.steps: list[Step] = []
+        self.names: set[str] = set()  # entry names taken
+        self.step_names: set[str] = set()  # step names taken
+
+    def unique(self, name: str, taken: set[str] | None = None) -> str:
+        """Return ``name``, or ``name#1``, ``name#2``... when taken (nodes may share names)."""
+        taken = self.names if taken is None else taken
+        candidate = name
+        suffix = 0
+        while candidate in taken:
+            suffix += 1
+            candidate = f"{name}#{suffix}"
+        taken.add(candidate)
+        return candidate
+
+    def step_name(self, name: str) -> str:
+        """A unique step name."""
+        return self.unique(name, self.step_names)
+
+    def new_entry(
+        self,
+        name: str,
+        kind: EntryKind,
+        node: str,
+        op: str,
+        index: int,
+        shape: tuple,
+        dtype: np.dtype,
+        **extra: Any,
+    ) -> int:
+        entry = DataEntry(
+            len(self.entries),
+            self.unique(name),
+            kind,
+            node,
+            op,
+            index,
+            tuple(shape),
+            np.dtype(dtype),
+            **extra,
+        )
+        self.entries.append(entry)
+        return entry.id
+
+    def add_step(self, step: Step) -> Step:
+        step.index = len(self.steps)
+        for entry_id in step.inputs:
+            self.entries[entry_id].readers.append(step.index)
+        for entry_id in step.outputs:
+            self.entries[entry_id].writer = step.index
+        self.steps.append(step)
+        return step
+
+
+def build_graph(
+    sym: Any,
+    shapes: Mapping[str, tuple],
+    grad_req: str | Mapping[str, str] | Sequence[str] = "write",
+    type_dict: Mapping[str, Any] | None = None,
+) -> ExecGraph:
+    """Infer shapes and dtypes and build the forward (+ backward) steps of ``sym``.
+
+    Parameters
+    ----------
+    sym : Symbol
+        The network (its ``_outputs`` are the heads).
+    shapes : mapping
+        Argument shapes by name (``data=(32, 784)``); the rest are inferred.
+    grad_req : str, dict or list
+        ``'write'``, ``'add'`` or ``'null'`` for every argument, or per argument.
+        With every request ``'null'`` the graph is forward only (inference).
+    type_dict : mapping, optional
+        Argument dtypes by name (default float32).
+    """
+    heads: list[NodeEntry] = list(sym._outputs)
+    nodes = topo_sort(heads)
+    aux_ids = aux_variable_nodes(nodes)
+    arg_nodes = [node for node in nodes if node.op is None and id(node) not in aux_ids]
+    aux_nodes = [node for node in nodes if node.op is None and id(node) in aux_ids]
+    arg_names = [node.name for node in arg_nodes]
+    aux_names = [node.name for node in aux_nodes]
+    for names, what in ((arg_names, "argument"), (aux_names, "auxiliary state")):
+        if len(set(names)) != len(names):
+            duplicated = sorted({name for name in names if names.count(name) > 1})
+            raise GraphError(
+                f"the symbol has two {what}s named {', '.join(map(repr, duplicated))}; "
+                f"give the variables distinct names before binding"
+            )
+    unknown = [name for name in shapes if name not in arg_names and name not in aux_names]
+    if unknown:
+        raise ShapeError(
+            f"shapes were given for {', '.join(map(repr, unknown))} which the symbol does not "
+            f"take; its arguments are: {', '.join(arg_names)}"
+        )
+    req = normalize_grad_req(grad_req, arg_names)
+    shape_of = infer_shapes(heads, {name: tuple(shape) for name, shape in shapes.items()})
+    known_types = {name: np.dtype(dtype) for name, dtype in (type_dict or {}).items()}
+    type_of = infer_types(heads, known_types)
+
+    def dtype_of(entry: NodeEntry) -> np.dtype:
+        value = type_of.get(entry)
+        return np.dtype("float32") if value is None else np.dtype(value)
+
+    builder = _Builder()
+    entry_id: dict[NodeEntry, int] = {}
+    arg_entries: dict[str, int] = {}
+    aux_entries: dict[str, int] = {}
+    # Variables first: they exist before the first step.
+    for node in nodes:
+        if node.op is not None:
+            continue
+        key = NodeEntry(node, 0)
+        kind = EntryKind.AUX if id(node) in aux_ids else EntryKind.ARGUMENT
+        new = builder.new_entry(
+            node.name, kind, node.name, "null", 0, shape_of[key], dtype_of(key), variable=node.name
+        )
+        entry_id[key] = new
+        (aux_entries if kind is EntryKind.AUX else arg_entries)[node.name] = new
+    # Forward steps in topological order.
+    for node in nodes:
+        if node.op is None:
+            continue
+        prop = node.op
+        num_args = node.num_arguments()
+        outputs = []
+        for index, out_name in enumerate(prop.list_outputs()):
+            key = NodeEntry(node, index)
+            outputs.append(
+                builder.new_entry(
+                    f"{node.name}_{out_name}",
+                    EntryKind.FORWARD,
+                    node.name,
+                    prop.op_name,
+                    index,
+                    shape_of[key],
+                    dtype_of(key),
+                )
+            )
+            entry_id[key] = outputs[-1]
+        in_data = [entry_id[entry] for entry in node.inputs[:num_args]]
+        aux = [entry_id[entry] for entry in node.inputs[num_args:]]
+        in_tokens = [("in_data", i) for i in range(len(in_data))]
+        out_tokens = [("out_data", i) for i in range(len(outputs))]
+        options = []
+        for source, target in prop.forward_inplace_option(in_tokens, out_tokens) or []:
+            options.append((in_data[source[1]], outputs[target[1]]))
+        step = Step(0, builder.step_name(node.name), StepKind.FORWARD, prop.op_name, prop, node)
+        step.in_data = list(in_data)
+        step.out_data = list(outputs)
+        step.aux = aux
+        step.req = [OpReqType.WRITE_TO] * len(outputs)
+        step.inputs = [*in_data, *aux]
+        step.outputs = list(outputs)
+        step.inplace_options = options
+        builder.add_step(step)
+    num_forward = len(builder.steps)
+    output_entries = [entry_id[head] for head in heads]
+    for output in output_entries:
+        builder.entries[output].is_output = True
+
+    grad_entries: dict[str, int] = {}
+    head_grad_entries: dict[int, int] = {}
+    if any(value != "null" for value in req.values()):
+        _build_backward(
+            builder, nodes, heads, entry_id, arg_entries, req, grad_entries, head_grad_entries
+        )
+    return ExecGraph(
+        entries=builder.entries,
+        steps=builder.steps,
+        arg_names=arg_names,
+        aux_names=aux_names,
+        output_entries=output_entries,
+        grad_req=req,
+        arg_entries=arg_entries,
+        aux_entries=aux_entries,
+        grad_entries=grad_entries,
+        head_grad_entries=head_grad_entries,
+        num_forward_steps=num_forward,
+    )
+
+
+def _build_backward(
+    builder: _Builder,
+    nodes: list[Node],
+    heads: list[NodeEntry],
+    entry_id: dict[NodeEntry, int],
+    arg_entries: dict[str, int],
+    req: dict[str, str],
+    grad_entries: dict[str, int],
+    head_grad_entries: dict[int, int],
+) -> None:
+    """Append backward, sum and zeros steps (MXNet: the nnvm Gradient pass)."""
+    entries = builder.entries
+    # needs_grad: entry ids whose gradient someone wants (arguments with req != null, and
+    # every output of a node with such an input).
+    needs_grad: set[int] = {entry for name, entry in arg_entries.items() if req[name] != "null"}
+    for node in nodes:
+        if node.op is None:
+            continue
+        if any(entry_id[entry] in needs_grad for entry in node.inputs[: node.num_arguments()]):
+            needs_grad.update(
+                entry_id[NodeEntry(node, index)] for index in range(node.num_outputs())
+            )
+    # How many argument slots read each variable that wants a gradient (1: write it directly).
+    consumers: dict[int, int] = {}
+    for node in nodes:
+        if node.op is None:
+            continue
+        for entry in node.inputs[: node.num_arguments()]:
+            consumers[entry_id[entry]] = consumers.get(entry_id[entry], 0) + 1
+    contributions: dict[int, list[int]] = {}  # forward entry id -> gradient entry ids so far
+    head_set = {entry_id[head] for head in heads}
+
+    def argument_grad(variable_entry: int) -> int:
+        name = entries[variable_entry].variable
+        assert name is not None
+        if name not in grad_entries:
+            grad_entries[name] = builder.new_entry(
+                f"{name}_grad",
+                EntryKind.ARG_GRAD,
+                name,
+                "null",
+                0,
+                entries[variable_entry].shape,
+                entries[variable_entry].dtype,
+                variable=name,
+            )
+        return grad_entries[name]
+
+    def gradient_of(forward_entry: int, step_name: str) -> int:
+        """The summed gradient of ``forward_entry``, adding sum / zeros steps as needed."""
+        parts = contributions.get(forward_entry, [])
+        source = entries[forward_entry]
+        if forward_entry in head_set:
+            head_grad = builder.new_entry(
+                f"{source.name}_head_grad",
+                EntryKind.HEAD_GRAD,
+                source.node,
+                "null",
+                source.output_index,
+                source.shape,
+                source.dtype,
+                variable=source.name,
+            )
+            head_grad_entries[forward_entry] = head_grad
+            parts = [head_grad, *parts]
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            output = builder.new_entry(
+                f"{source.name}_zero_grad",
+                EntryKind.BACKWARD,
+                f"{source.name}_zeros",
+                "zeros",
+                0,
+                source.shape,
+                source.dtype,
+            )
+            step = Step(
+                0, builder.step_name(f"{source.name}_zeros"), StepKind.ZEROS, "zeros", None, None
+            )
+            step.outputs = [output]
+            step.out_data = [output]
+            step.req = [OpReqType.WRITE_TO]
+            builder.add_step(step)
+            return output
+        node_name = builder.step_name(f"{source.name}_grad_sum")
+        output = builder.new_entry(
+            f"{source.name}_grad",
+            EntryKind.BACKWARD,
+            node_name,
+            "ElementWiseSum",
+            0,
+            source.shape,
+            source.dtype,
+        )
+        _add_sum(builder, node_name, parts, output, OpReqType.WRITE_TO)
+        return output
+
+    for node in reversed(nodes):
+        prop = node.op
+        if prop is None:
+            continue
+        num_args = node.num_arguments()
+        arg_inputs = [entry_id[entry] for entry in node.inputs[:num_args]]
+        if not any(entry in needs_grad for entry in arg_inputs):
+            continue
+        num_visible = prop.num_visible_outputs()
+        outputs = [entry_id[NodeEntry(node, index)] for index in range(node.num_outputs())]
+        grad_tokens = [("out_grad", i) for i in range(num_visible)]
+        in_tokens = [("in_data", i) for i in range(num_args)]
+        out_tokens = [("out_data", i) for i in range(len(outputs))]
+        declared = set(prop.declare_backward_dependency(grad_tokens, in_tokens, out_tokens))
+        step_name = builder.step_name(f"{node.name}_backward")
+        out_grad: list[int | None] = []
+        for index in range(num_visible):
+            if ("out_grad", index) in declared:
+                out_grad.append(gradient_of(outputs[index], step_name))
+            else:
+                out_grad.append(None)
+        in_data = [
+            entry if ("in_data", i) in declared else None for i, entry in enumerate(arg_inputs)
+        ]
+        out_data = [
+            entry if ("out_data", i) in declared else None for i, entry in enumerate(outputs)
+        ]
+        aux = [entry_id[entry] for entry in node.inputs[num_args:]]
+        in_grad: list[int] = []
+        step_req: list[OpReqType] = []
+        finished_variables: list[int] = []
+        arg_names = prop.list_arguments()
+        for position, entry in enumerate(arg_inputs):
+            source = entries[entry]
+            if entry not in needs_grad:
+                # Not wanted: a scratch output written with req NULL (MXNet allocates it too).
+                in_grad.append(
+                    builder.new_entry(
+                        f"{step_name}_{arg_names[position]}",
+                        EntryKind.BACKWARD,
+                        step_name,
+                        f"_backward_{prop.op_name}",
+                        position,
+                        source.shape,
+                        source.dtype,
+                    )
+                )
+                step_req.append(OpReqType.NULL)
+                continue
+            if source.kind is EntryKind.ARGUMENT and consumers[entry] == 1:
+                in_grad.append(argument_grad(entry))
+                step_req.append(
+                    OpReqType.ADD_TO if req[source.variable] == "add" else OpReqType.WRITE_TO
+                )
+                continue
+            part = builder.new_entry(
+                f"{step_name}_{arg_names[position]}",
+                EntryKind.BACKWARD,
+                step_name,
+                f"_backward_{prop.op_name}",
+                position,
+                source.shape,
+                source.dtype,
+            )
+            contributions.setdefault(entry, []).append(part)
+            in_grad.append(part)
+            step_req.append(OpReqType.WRITE_TO)
+            if source.kind is EntryKind.ARGUMENT and len(contributions[entry]) == consumers[entry]:
+                finished_variables.append(entry)
+        options = []
+        grad_out_tokens = [("in_grad", i) for i in range(num_args)]
+        slots = {"out_grad": out_grad, "in_data": in_data, "out_data": out_data}
+        for source_token, target_token in (
+            prop.backward_inplace_option(grad_tokens, in_tokens, out_tokens, grad_out_tokens) or []
+        ):
+            source_entry = slots[source_token[0]][source_token[1]]
+            target_index = target_token[1]
+            if source_entry is None or step_req[target_index] == OpReqType.NULL:
+                continue
+            options.append((source_entry, in_grad[target_index]))
+        step = Step(0, step_name, StepKind.BACKWARD, prop.op_name, prop, node)
+        step.out_grad = out_grad
+        step.in_data = in_data
+        step.out_data = out_data
+        step.aux = aux
+        step.in_grad = in_grad
+        step.req = step_req
+        step.inputs = [
+            entry for entry in [*out_grad, *in_data, *out_data] if entry is not None
+        ] + aux
+        step.outputs = list(in_grad)
+        step.inplace_options = options
+        builder.add_step(step)
+        for variable_entry in finished_variables:
+            name = entries[variable_entry].variable
+            assert name is not None
+            target = argument_grad(variable_entry)
+            step_req_value = OpReqType.ADD_TO if req[name] == "add" else OpReqType.WRITE_TO
+            _add_sum(
+                builder,
+                builder.step_name(f"{name}_grad_sum"),
+                contributions[variable_entry],
+                target,
+                step_req_value,
+            )
+
+
+def _add_sum(builder: _Builder, name: str, parts: list[int], output: int, req: OpReqType) -> None:
+    """Append an ElementWiseSum step writing ``output`` (in place over the first part when allowed)."""
+    step = Step(0, name, StepKind.SUM, "ElementWiseSum", None, None)
+    step.in_data = list(parts)
+    step.out_data = [output]
+    step.req = [req]
+    step.inputs = list(parts)
+    step.outputs = [output]
+    if req == OpReqType.WRITE_TO:
+        step.inplace_options = [(parts[0], output)]
+    builder.add_step(step)
+
+
+def describe_dtype(dtype: np.dtype) -> str:
+    """Short dtype name used in plans."""
+    return dtype_name(dtype)

@@ -1,0 +1,283 @@
+"""Memory planning: give every internal entry a storage block, sharing as much as is safe.
+
+Idea (MXNet: ``PlanMemory`` and ``GraphAllocator`` in src/nnvm/plan_memory.cc;
+the architecture note "Optimizing Memory Consumption in Deep Learning"):
+walk the steps in execution order keeping, for every storage block, the
+number of reads still pending on the values it holds.
+
+* **in-place**: before a step's outputs get storage, an output the operator
+  allows to reuse an input takes that input's block when the step is the
+  block's last pending reader, the output is read by someone and the two
+  have the same size;
+* **co-share**: every other output asks the allocator, which hands back a
+  free block of close size — the smallest free block at least as large
+  within ``match_range`` (16), else the largest smaller one (grown) — or makes
+  a new one; a block whose pending reads reach zero after a step is freed.
+
+Outputs are placed largest first.  External entries (arguments, gradients
+bound by the user, aux states, head gradients) are never placed.  Graph
+outputs get one extra read so they stay alive.  Since the figures depend a
+little on the match range, :func:`plan_memory` tries a few and keeps the
+smallest plan (MXNet tries just one by default).
+
+State kept while planning (one ``_Planner`` per plan):
+    storage_of        entry id -> block id
+    pending_reads     block id -> reads still to come
+    block_bytes       block id -> size (the largest entry it held)
+    free              sorted (bytes, block id) of released blocks
+
+Example::
+
+    >>> import mxnb as mx
+    >>> x = mx.sym.Variable('x')
+    >>> net = mx.sym.Activation(mx.sym.FullyConnected(x, num_hidden=8, name='fc'),
+    ...                         act_type='relu', name='relu')
+    >>> plan = mx.executor.plan_memory(net, {'x': (4, 16)}, grad_req='null')
+    >>> plan.inplace_pairs
+    (('fc_output', 'relu_output'),)
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .graph import ExecGraph, build_graph
+from .plan import EXTERNAL_STORAGE_ID, MemoryPlan, PlanEntry, StorageBlock
+
+__all__ = ["DEFAULT_MATCH_RANGE", "plan_graph", "plan_memory"]
+
+#: MXNet's default ``NNVM_EXEC_MATCH_RANGE``.
+DEFAULT_MATCH_RANGE = 16
+
+_TRIED_MATCH_RANGES = (16, 4, 2, 1)
+
+
+def plan_memory(
+    sym: Any,
+    shapes: Mapping[str, tuple],
+    grad_req: str | Mapping[str, str] | Sequence[str] = "write",
+    inplace: bool = True,
+    coshare: bool = True,
+    type_dict: Mapping[str, Any] | None = None,
+) -> MemoryPlan:
+    """Plan the memory of ``sym`` bound with ``shapes``; return the :class:`MemoryPlan`.
+
+    Parameters
+    ----------
+    sym : Symbol
+        The network.
+    shapes : mapping
+        Argument shapes by name (``{'data': (32, 784)}``).
+    grad_req : str, dict or list
+        ``'null'`` plans inference only; ``'write'`` / ``'add'`` (for all or per
+        argument) adds the backward steps.
+    inplace, coshare : bool
+        Switch a strategy off to compare (both off: every entry its own block).
+    type_dict : mapping, optional
+        Argument dtypes (default float32).
+
+    Example::
+
+        >>> plan = mx.executor.plan_memory(net, {'data': (32, 784)}, grad_req='write')
+        >>> plan.check(); print(plan.summary())
+    """
+    graph = build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict)
+    return plan_graph(graph, inplace=inplace, coshare=coshare)
+
+
+def plan_graph(
+    graph: ExecGraph,
+    inplace: bool = True,
+    coshare: bool = True,
+    match_range: int | None = None,
+) -> MemoryPlan:
+    """Plan an already built :class:`~mxnb.executor.graph.ExecGraph`.
+
+    With ``match_range=None`` a few match ranges are tried and the smallest plan
+    is kept; pass a number to get exactly MXNet's single try.
+    """
+    ranges = (
+        _TRIED_MATCH_RANGES
+        if (match_range is None and coshare)
+        else (match_range or DEFAULT_MATCH_RANGE,)
+    )
+    best: MemoryPlan | None = None
+    for value in ranges:
+        plan = _Planner(graph, inplace, coshare, value).run()
+        if best is None or plan.internal_bytes < best.internal_bytes:
+            best = plan
+    assert best is not None
+    return best
+
+
+class _Planner:
+    """One planning walk over the steps (MXNet: ``PlanMemoryRec`` with a ``GraphAllocator``)."""
+
+    def __init__(self, graph: ExecGraph, inplace: bool, coshare: bool, match_range: int) -> None:
+        self.graph = graph
+        self.inplace = inplace
+        self.coshare = coshare
+        self.match_range = match_range
+        self.storage_of: dict[int, int] = {}
+        self.pending_reads: list[int] = []
+        self.block_bytes: list[int] = []
+        self.free: list[tuple[int, int, int]] = []  # (bytes, release order, block id)
+        self.releases = 0
+        self.inplace_source: dict[int, int] = {}
+
+    # -- the allocator (MXNet: GraphAllocator::Request / Release) ----------------------
+    def request(self, nbytes: int) -> int:
+        if self.coshare and self.free:
+            free = self.free
+            middle = bisect.bisect_left(free, (nbytes, -1, -1))
+            if middle < len(free) and free[middle][0] <= nbytes * self.match_range:
+                # the smallest free block at least as large
+                return self._take(middle, nbytes)
+            if middle > 0 and free[middle - 1][0] * self.match_range >= nbytes:
+                # else the largest smaller one, grown
+                return self._take(middle - 1, nbytes)
+        self.block_bytes.append(nbytes)
+        self.pending_reads.append(0)
+        return len(self.block_bytes) - 1
+
+    def _take(self, position: int, nbytes: int) -> int:
+        _, _, block = self.free.pop(position)
+        self.block_bytes[block] = max(self.block_bytes[block], nbytes)
+        return block
+
+    def release(self, block: int) -> None:
+        if self.coshare:
+            bisect.insort(self.free, (self.block_bytes[block], self.releases, block))
+            self.releases += 1
+
+    # -- the walk -----------------------------------------------------------------------
+    def run(self) -> MemoryPlan:
+        entries = self.graph.entries
+        reads = [len(entry.readers) + (1 if entry.is_output else 0) for entry in entries]
+        for step in self.graph.steps:
+            internal_outputs = [out for out in step.outputs if not entries[out].external]
+            if self.inplace:
+                for source, target in step.inplace_options:
+                    self.try_inplace(source, target, reads)
+            for out in sorted(internal_outputs, key=lambda e: -entries[e].nbytes):
+                if out in self.storage_of:
+                    continue
+                block = self.request(entries[out].nbytes)
+                self.storage_of[out] = block
+                self.pending_reads[block] = reads[out]
+            for entry_id in step.inputs:
+                block = self.storage_of.get(entry_id)
+                if block is None:
+                    continue
+                self.pending_reads[block] -= 1
+                if self.pending_reads[block] == 0:
+                    self.release(block)
+            for out in internal_outputs:
+                if reads[out] == 0 and self.pending_reads[self.storage_of[out]] == 0:
+                    self.release(self.storage_of[out])
+        return self.make_plan()
+
+    def try_inplace(self, source: int, target: int, reads: list[int]) -> None:
+        entries = self.graph.entries
+        if target in self.storage_of or entries[target].external:
+            return
+        if source in self.inplace_source.values():
+            return  # taken already by another output of this step
+        block = self.storage_of.get(source)
+        if block is None:
+            return  # external input: not ours to overwrite
+        if self.pending_reads[block] != 1 or reads[target] == 0:
+            return  # someone else still reads it, or the output is never read
+        if entries[source].nbytes != entries[target].nbytes:
+            return
+        self.storage_of[target] = block
+        self.pending_reads[block] += reads[target]
+        self.inplace_source[target] = source
+
+    def make_plan(self) -> MemoryPlan:
+        graph = self.graph
+        entries = graph.entries
+        last = len(graph.steps) - 1
+        plan_entries = []
+        members: dict[int, list[tuple[int, str]]] = {}
+        for entry in entries:
+            block = self.storage_of.get(entry.id, EXTERNAL_STORAGE_ID)
+            first = entry.writer
+            if entry.is_output:
+                final = last
+            elif entry.readers:
+                final = max(entry.readers)
+            else:
+                final = max(first, 0) if first >= 0 else -1
+            if first < 0 and final < 0:
+                final = -1
+            source = self.inplace_source.get(entry.id)
+            plan_entries.append(
+                PlanEntry(
+                    name=entry.name,
+                    node=entry.node,
+                    op=entry.op,
+                    output_index=entry.output_index,
+                    kind=entry.kind,
+                    shape=entry.shape,
+                    dtype=entry.dtype.name,
+                    nbytes=entry.nbytes,
+                    storage_id=block,
+                    inplace_source=entries[source].name if source is not None else None,
+                    first_step=first,
+                    last_step=final,
+                )
+            )
+            if block != EXTERNAL_STORAGE_ID:
+                members.setdefault(block, []).append((first, entry.name))
+        # Renumber blocks in order of first use so ids read naturally.
+        order = sorted(members, key=lambda block: min(members[block]))
+        renumber = {old: new for new, old in enumerate(order)}
+        plan_entries = [
+            entry
+            if entry.storage_id == EXTERNAL_STORAGE_ID
+            else _replace_storage(entry, renumber[entry.storage_id])
+            for entry in plan_entries
+        ]
+        blocks = tuple(
+            StorageBlock(
+                id=renumber[old],
+                nbytes=self.block_bytes[old],
+                entries=tuple(name for _, name in sorted(members[old])),
+            )
+            for old in order
+        )
+        pairs = tuple(
+            (entries[source].name, entries[target].name)
+            for target, source in sorted(
+                self.inplace_source.items(), key=lambda item: entries[item[0]].writer
+            )
+        )
+        internal = sum(block.nbytes for block in blocks)
+        naive = sum(
+            entry.nbytes for entry in plan_entries if entry.storage_id != EXTERNAL_STORAGE_ID
+        )
+        plan = MemoryPlan(
+            steps=tuple(step.name for step in graph.steps),
+            entries=tuple(plan_entries),
+            blocks=blocks,
+            inplace_pairs=pairs,
+            internal_bytes=internal,
+            naive_internal_bytes=naive,
+            peak_bytes=0,
+            inplace=self.inplace,
+            coshare=self.coshare,
+            grad_req=tuple((name, graph.grad_req[name]) for name in graph.arg_names),
+            step_ops=tuple(step.op_type for step in graph.steps),
+        )
+        live = plan.live_bytes()
+        object.__setattr__(plan, "peak_bytes", max(live) if live else 0)
+        return plan
+
+
+def _replace_storage(entry: PlanEntry, storage_id: int) -> PlanEntry:
+    from dataclasses import replace
+
+    return replace(entry, storage_id=storage_id)
