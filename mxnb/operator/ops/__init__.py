@@ -18,6 +18,6 @@ Example::
     'SliceChannel'
 """
 
-from . import elemwise
+from . import elemwise, matrix, reduce
 
-__all__ = ["elemwise"]
+__all__ = ["elemwise", "matrix", "reduce"]
