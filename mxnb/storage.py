@@ -1,1 +1,378 @@
-"""Placeholder: filled in by its issue."""
+"""Storage managers: where the bytes of every NDArray come from and go back to.
+
+Idea (MXNet: ``StorageManager`` in include/mxnet/storage.h,
+``NaiveStorageManager`` and ``GPUPooledRoundedStorageManager`` in
+src/storage/): an NDArray does not own memory, it borrows a *handle* from
+its context's storage manager and gives it back when the last array on it is
+garbage-collected.  Allocating is the slow part of a small op, so the default
+manager keeps freed blocks and hands them out again.
+
+Rule: sizes are rounded up to a *size class* (the next power of two, at
+least 64 bytes, and multiples of 16 MiB above 16 MiB); a freed block goes to
+the free list of its class; an allocation first takes a block from its class
+(a pool *hit*), else asks the array module for a fresh buffer (a *miss*).
+``release_all()`` returns the pooled blocks to the system.  A block is freed
+through the engine (``push_delete(var, ctx, fn=free)`` in
+:mod:`mxnb.ndarray`), so ops still reading or writing it finish first.
+
+Each context has its own manager (virtual GPUs too); the raw buffers come
+from the context's array module (numpy, or cupy on a real GPU — that path
+has not run on real hardware).
+
+State kept (per manager):
+    ctx          the context the memory belongs to
+    free_lists   size class -> list of pooled buffers (pooled manager only)
+    stats        a :class:`StorageStats` of counters, updated under ``_lock``
+
+Every allocation and free emits :class:`~mxnb.engine.trace.StorageAlloc` /
+:class:`~mxnb.engine.trace.StorageFree` when a trace is recording (one flag
+check otherwise), so the memory view can draw bytes in use over time.
+
+Example::
+
+    >>> import mxnb as mx
+    >>> h = mx.storage.alloc(1000, mx.cpu(3))
+    >>> h.capacity, mx.storage.stats(mx.cpu(3)).bytes_in_use
+    (1024, 1024)
+    >>> mx.storage.free(h); mx.storage.stats(mx.cpu(3)).pooled_bytes
+    1024
+    >>> mx.storage.alloc(900, mx.cpu(3)).pool_hit
+    True
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import os
+import threading
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .base import MXNBError
+from .context import Context
+from .engine import trace as _trace_api  # noqa: F401 - loads the package
+
+# ``mxnb.engine.trace`` is also a function of the engine package; take the module itself.
+trace = importlib.import_module("mxnb.engine.trace")
+
+__all__ = [
+    "Handle",
+    "StorageStats",
+    "StorageManager",
+    "NaiveStorageManager",
+    "PooledStorageManager",
+    "size_class",
+    "alloc",
+    "free",
+    "stats",
+    "release_all",
+    "get_manager",
+    "set_manager_type",
+    "reset",
+]
+
+#: Smallest block handed out (bytes); also the alignment of every block.
+MIN_BLOCK = 64
+#: Above this size, classes are multiples of it instead of powers of two.
+LINEAR_CUTOFF = 1 << 24
+
+_handle_ids = itertools.count(1)
+
+
+def size_class(nbytes: int) -> int:
+    """Return the size class of a request: the bytes a pooled block of it holds.
+
+    Powers of two from 64 bytes up to 16 MiB, then multiples of 16 MiB
+    (MXNet's rounded pool, ``MXNET_GPU_MEM_POOL_ROUND_LINEAR_CUTOFF=24``).
+
+    >>> size_class(1), size_class(1000), size_class(5 << 20), size_class((16 << 20) + 1)
+    (64, 1024, 8388608, 33554432)
+    """
+    if nbytes <= MIN_BLOCK:
+        return MIN_BLOCK
+    if nbytes <= LINEAR_CUTOFF:
+        return 1 << (nbytes - 1).bit_length()
+    return -(-nbytes // LINEAR_CUTOFF) * LINEAR_CUTOFF
+
+
+@dataclass(eq=False)
+class Handle:
+    """A block of memory lent to an NDArray (MXNet: ``Storage::Handle``).
+
+    Attributes
+    ----------
+    handle_id : int
+        Unique id, as trace events name it.
+    ctx : Context
+        Where the memory lives.
+    nbytes : int
+        Bytes asked for.
+    capacity : int
+        Bytes the block holds (the size class for the pooled manager).
+    buffer : array
+        A 1-D ``uint8`` array of the context's array module, ``capacity`` long.
+    pool_hit : bool
+        True when the block was reused from the pool.
+    """
+
+    handle_id: int
+    ctx: Context
+    nbytes: int
+    capacity: int
+    buffer: Any
+    pool_hit: bool = False
+    freed: bool = False
+    manager: "StorageManager | None" = field(default=None, repr=False)  # the lender
+
+
+@dataclass(frozen=True)
+class StorageStats:
+    """Counters of one context's storage manager (``mx.storage.stats(ctx)``).
+
+    ``bytes_in_use`` and ``peak_bytes`` count block capacities handed out;
+    ``pooled_bytes`` counts freed blocks kept for reuse.
+    """
+
+    ctx: str
+    kind: str  # 'naive' or 'pooled'
+    bytes_in_use: int = 0
+    peak_bytes: int = 0
+    pooled_bytes: int = 0
+    allocs: int = 0
+    frees: int = 0
+    pool_hits: int = 0
+    pool_misses: int = 0
+
+
+class StorageManager:
+    """Interface of a per-context storage manager (MXNet: ``StorageManager``).
+
+    Subclasses override :meth:`_take` (find or make a buffer) and
+    :meth:`_give_back` (keep or drop one); the counting and trace events live
+    here, once.
+    """
+
+    kind = "abstract"
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._ctx_label = repr(ctx)
+        self._xp = ctx.array_module
+        self._lock = threading.Lock()
+        self._stats = StorageStats(ctx=self._ctx_label, kind=self.kind)
+        self._in_use = 0
+        self._peak = 0
+        self._pooled = 0
+        self._allocs = 0
+        self._frees = 0
+        self._hits = 0
+        self._misses = 0
+
+    # -- the two policies ------------------------------------------------------
+    def _take(self, capacity: int) -> tuple[Any, bool]:
+        """Return ``(buffer, pool_hit)`` for a block of ``capacity`` bytes (lock held)."""
+        raise NotImplementedError
+
+    def _give_back(self, handle: Handle) -> bool:
+        """Keep or drop a freed block; return True when it was pooled (lock held)."""
+        raise NotImplementedError
+
+    def _capacity(self, nbytes: int) -> int:
+        return nbytes
+
+    # -- public ------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> Handle:
+        """Return a :class:`Handle` of at least ``nbytes`` bytes."""
+        if nbytes < 0:
+            raise MXNBError(f"storage.alloc: nbytes must be >= 0, got {nbytes}")
+        capacity = self._capacity(nbytes)
+        with self._lock:
+            buffer, hit = self._take(capacity)
+            self._allocs += 1
+            if hit:
+                self._hits += 1
+                self._pooled -= capacity
+            else:
+                self._misses += 1
+            self._in_use += capacity
+            if self._in_use > self._peak:
+                self._peak = self._in_use
+        handle = Handle(next(_handle_ids), self.ctx, nbytes, capacity, buffer, hit, False, self)
+        if trace.enabled:
+            trace.emit(
+                trace.StorageAlloc(trace.now(), self._ctx_label, handle.handle_id, capacity, hit)
+            )
+        return handle
+
+    def free(self, handle: Handle) -> None:
+        """Return ``handle``'s block; using its buffer afterwards is a bug."""
+        if handle.freed:
+            raise MXNBError(
+                f"storage.free: handle {handle.handle_id} on {self.ctx} was already freed"
+            )
+        handle.freed = True
+        with self._lock:
+            pooled = self._give_back(handle)
+            self._frees += 1
+            self._in_use -= handle.capacity
+            if pooled:
+                self._pooled += handle.capacity
+        handle.buffer = None
+        if trace.enabled:
+            trace.emit(
+                trace.StorageFree(
+                    trace.now(), self._ctx_label, handle.handle_id, handle.capacity, pooled
+                )
+            )
+
+    def release_all(self) -> int:
+        """Drop every pooled block; return the bytes released (no-op for the naive manager)."""
+        return 0
+
+    def stats(self) -> StorageStats:
+        """Return a snapshot of the counters."""
+        with self._lock:
+            return replace(
+                self._stats,
+                bytes_in_use=self._in_use,
+                peak_bytes=self._peak,
+                pooled_bytes=self._pooled,
+                allocs=self._allocs,
+                frees=self._frees,
+                pool_hits=self._hits,
+                pool_misses=self._misses,
+            )
+
+    def reset_peak(self) -> None:
+        """Set the peak to the bytes in use now (to measure one phase)."""
+        with self._lock:
+            self._peak = self._in_use
+
+    def _new_buffer(self, capacity: int) -> Any:
+        if self.ctx.device_type == "gpu" and not self.ctx.is_virtual:  # not run on real hardware
+            with self._xp.cuda.Device(self.ctx.device_id):
+                return self._xp.empty(capacity, dtype="uint8")
+        return self._xp.empty(capacity, dtype="uint8")
+
+
+class NaiveStorageManager(StorageManager):
+    """Allocate on every request, drop on every free (MXNet: ``NaiveStorageManager``)."""
+
+    kind = "naive"
+
+    def _take(self, capacity: int) -> tuple[Any, bool]:
+        return self._new_buffer(capacity), False
+
+    def _give_back(self, handle: Handle) -> bool:
+        return False
+
+
+class PooledStorageManager(StorageManager):
+    """Size classes with per-class free lists (MXNet: ``GPUPooledRoundedStorageManager``)."""
+
+    kind = "pooled"
+
+    def __init__(self, ctx: Context) -> None:
+        super().__init__(ctx)
+        self.free_lists: dict[int, list[Any]] = {}
+
+    def _capacity(self, nbytes: int) -> int:
+        return size_class(nbytes)
+
+    def _take(self, capacity: int) -> tuple[Any, bool]:
+        blocks = self.free_lists.get(capacity)
+        if blocks:
+            return blocks.pop(), True
+        return self._new_buffer(capacity), False
+
+    def _give_back(self, handle: Handle) -> bool:
+        self.free_lists.setdefault(handle.capacity, []).append(handle.buffer)
+        return True
+
+    def release_all(self) -> int:
+        """Drop every pooled block; return the bytes released."""
+        with self._lock:
+            released = self._pooled
+            self.free_lists.clear()
+            self._pooled = 0
+        return released
+
+
+# ---------------------------------------------------------------------------
+# one manager per context
+# ---------------------------------------------------------------------------
+
+_KINDS: dict[str, type[StorageManager]] = {
+    "naive": NaiveStorageManager,
+    "pooled": PooledStorageManager,
+}
+_managers: dict[Context, StorageManager] = {}
+_managers_lock = threading.Lock()
+_default_kind = os.environ.get("MXNB_STORAGE_MANAGER", "pooled").strip() or "pooled"
+
+
+def _check_kind(kind: str) -> str:
+    if kind not in _KINDS:
+        raise MXNBError(f"unknown storage manager {kind!r}; use one of {', '.join(_KINDS)}")
+    return kind
+
+
+def set_manager_type(kind: str, ctx: Context | None = None) -> None:
+    """Choose ``'pooled'`` (default) or ``'naive'`` for ``ctx``, or for every context.
+
+    Replacing a manager forgets its pool; blocks in use are still freed to the
+    manager that lent them.  Env: ``MXNB_STORAGE_MANAGER``.
+    """
+    global _default_kind
+    _check_kind(kind)
+    with _managers_lock:
+        if ctx is None:
+            _default_kind = kind
+            _managers.clear()
+        else:
+            _managers[Context(ctx)] = _KINDS[kind](Context(ctx))
+
+
+def get_manager(ctx: Context | None = None) -> StorageManager:
+    """Return the storage manager of ``ctx`` (created on first use)."""
+    if ctx is None:
+        ctx = Context("cpu", 0)
+    manager = _managers.get(ctx)
+    if manager is None:
+        with _managers_lock:
+            manager = _managers.get(ctx)
+            if manager is None:
+                manager = _KINDS[_check_kind(_default_kind)](ctx)
+                _managers[ctx] = manager
+    return manager
+
+
+def alloc(nbytes: int, ctx: Context | None = None) -> Handle:
+    """Return a :class:`Handle` of at least ``nbytes`` bytes on ``ctx``."""
+    return get_manager(ctx).alloc(nbytes)
+
+
+def free(handle: Handle) -> None:
+    """Give ``handle`` back to the manager of its context."""
+    (handle.manager or get_manager(handle.ctx)).free(handle)
+
+
+def stats(ctx: Context | None = None) -> StorageStats:
+    """Return the :class:`StorageStats` of ``ctx`` (default ``cpu(0)``)."""
+    return get_manager(ctx).stats()
+
+
+def release_all(ctx: Context | None = None) -> int:
+    """Release pooled blocks of ``ctx`` (or of every context); return the bytes released."""
+    if ctx is not None:
+        return get_manager(ctx).release_all()
+    with _managers_lock:
+        managers = list(_managers.values())
+    return sum(manager.release_all() for manager in managers)
+
+
+def reset() -> None:
+    """Forget every manager and its counters (tests use this for a clean slate)."""
+    with _managers_lock:
+        _managers.clear()

@@ -1,1 +1,89 @@
-"""Placeholder: filled in by its issue."""
+"""``mx.nd``: the asynchronous NDArray and every registered operator as a function.
+
+Chapters of this package:
+    ndarray.py     the NDArray (chunk + view + engine var), creation, indexing
+    invoke.py      the imperative invoke: any registered op, pushed as one engine op
+    debug.py       read-only views for const inputs in debug mode
+    fileformat.py  ``save`` / ``load`` in a safe, atomic, documented format
+    random.py      ``mx.nd.random.uniform / normal / randint``
+
+``mx.nd.<Name>`` exists for every operator in the registry (module-level
+``__getattr__``), with the docstring generated from the op's Params, so an
+operator registered later — even in a notebook cell — appears at once.
+
+Example::
+
+    >>> import mxnb as mx
+    >>> a = mx.nd.array([[1, 2], [3, 4]])
+    >>> (a * 2 + 1).asnumpy().tolist()
+    [[3.0, 5.0], [7.0, 9.0]]
+    >>> mx.nd.sum(a, axis=1).asnumpy().tolist()
+    [3.0, 7.0]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _extra_ops  # noqa: F401 - registers ops the operator library lacks
+from . import random
+from .debug import readonly_view
+from .fileformat import load, save
+from .invoke import clear_cache, invoke, make_op_function
+from .ndarray import (
+    NDArray,
+    arange,
+    array,
+    concatenate,
+    empty,
+    empty_like,
+    full,
+    full_like,
+    ones,
+    ones_like,
+    waitall,
+    zeros,
+    zeros_like,
+)
+
+__all__ = [
+    "NDArray",
+    "arange",
+    "array",
+    "clear_cache",
+    "concatenate",
+    "empty",
+    "empty_like",
+    "full",
+    "full_like",
+    "invoke",
+    "load",
+    "make_op_function",
+    "ones",
+    "ones_like",
+    "random",
+    "readonly_view",
+    "save",
+    "waitall",
+    "zeros",
+    "zeros_like",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """``mx.nd.<Name>`` for every registered operator."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    from ..operator import registry
+
+    if registry.find(name) is None:
+        raise AttributeError(
+            f"module 'mxnb.ndarray' has no attribute {name!r} (no operator of that name)"
+        )
+    return make_op_function(name)
+
+
+def __dir__() -> list[str]:
+    from ..operator import registry
+
+    return sorted(set(globals()) | set(registry.list_ops()))

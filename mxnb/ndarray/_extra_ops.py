@@ -1,0 +1,141 @@
+"""Operators the NDArray layer needs that the operator library may not define.
+
+Each op here is registered only when no op of that name exists yet, so the
+operator library's own definition always wins.  They follow MXNet's names
+and parameters.
+
+* ``_random_uniform`` / ``_random_normal`` / ``_random_randint``: samplers
+  without inputs (MXNet: src/operator/random/sample_op.cc); they ask for the
+  RANDOM resource, so they are serialized on the context's generator var and
+  the same seed gives the same numbers whatever the engine.
+
+Example::
+
+    >>> import mxnb as mx
+    >>> mx.random.seed(7); a = mx.nd.random.uniform(shape=(3,)).asnumpy()
+    >>> mx.random.seed(7); b = mx.nd.random.uniform(shape=(3,)).asnumpy()
+    >>> bool((a == b).all())
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..operator.base import (
+    OpContext,
+    Operator,
+    OperatorProperty,
+    OpReqType,
+    ResourceRequest,
+    assign,
+)
+from ..operator.param import DType, Param, Shape
+from ..operator.registry import find, register
+
+__all__ = ["SamplerProp"]
+
+
+class _SamplerOperator(Operator):
+    def __init__(self, prop: "SamplerProp") -> None:
+        self.prop = prop
+
+    def forward(
+        self,
+        ctx: OpContext,
+        in_data: Sequence[Any],
+        req: Sequence[OpReqType],
+        out_data: Sequence[Any],
+        aux: Sequence[Any],
+    ) -> None:
+        out = out_data[0]
+        values = self.prop.sample(ctx.requested[0].generator, tuple(out.shape))
+        assign(out, req[0], ctx.xp.asarray(values.astype(out.dtype, copy=False)))
+
+    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):  # type: ignore[no-untyped-def]
+        """Samplers without inputs have no gradient to compute."""
+
+
+class SamplerProp(OperatorProperty):
+    """Base of the input-less samplers: output of ``shape`` and ``dtype`` from the RANDOM resource."""
+
+    shape = Param(Shape, default=Shape(), doc="Shape of the output.")
+    ctx = Param(str, default="", doc="Context of the output (given to mx.nd as ctx=).")
+    dtype = Param(DType, default=DType("float32"), doc="Data type of the output.")
+
+    def list_arguments(self) -> list[str]:
+        """Samplers take no input arrays."""
+        return []
+
+    def infer_shape(self, in_shape: list) -> tuple[list, list, list]:
+        """The output has the ``shape`` parameter."""
+        return [], [tuple(self.shape)], []
+
+    def infer_type(self, in_type: list) -> tuple[list, list, list]:
+        """The output has the ``dtype`` parameter."""
+        return [], [np.dtype(self.dtype)], []
+
+    def forward_resource(self, in_shape: Sequence[tuple]) -> list[ResourceRequest]:
+        """One RANDOM resource: the context's generator."""
+        return [ResourceRequest.RANDOM]
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):  # type: ignore[no-untyped-def]
+        """Nothing: there is no input gradient."""
+        return []
+
+    def create_operator(self, ctx: Any) -> Operator:
+        """The operator draws from ``ctx.requested[0].generator``."""
+        return _SamplerOperator(self)
+
+    def sample(self, generator: np.random.Generator, shape: tuple) -> np.ndarray:
+        """Draw an array of ``shape``."""
+        raise NotImplementedError
+
+
+class _UniformProp(SamplerProp):
+    """Draw samples from a uniform distribution on [low, high)."""
+
+    low = Param(float, default=0.0, doc="Lower bound of the distribution.")
+    high = Param(float, default=1.0, doc="Upper bound of the distribution.")
+
+    def sample(self, generator: np.random.Generator, shape: tuple) -> np.ndarray:
+        """Uniform samples on [low, high)."""
+        return generator.uniform(self.low, self.high, size=shape)
+
+
+class _NormalProp(SamplerProp):
+    """Draw samples from a normal (Gaussian) distribution."""
+
+    loc = Param(float, default=0.0, doc="Mean of the distribution.")
+    scale = Param(float, default=1.0, low=0.0, doc="Standard deviation of the distribution.")
+
+    def sample(self, generator: np.random.Generator, shape: tuple) -> np.ndarray:
+        """Normal samples with mean loc and standard deviation scale."""
+        return generator.normal(self.loc, self.scale, size=shape)
+
+
+class _RandintProp(SamplerProp):
+    """Draw integers uniformly from [low, high)."""
+
+    low = Param(int, doc="Lower bound (inclusive).")
+    high = Param(int, doc="Upper bound (exclusive).")
+    dtype = Param(DType, default=DType("int32"), doc="Data type of the output (int32 or int64).")
+
+    def sample(self, generator: np.random.Generator, shape: tuple) -> np.ndarray:
+        """Integers in [low, high)."""
+        return generator.integers(self.low, self.high, size=shape)
+
+
+def _register_missing() -> None:
+    for name, cls in (
+        ("_random_uniform", _UniformProp),
+        ("_random_normal", _NormalProp),
+        ("_random_randint", _RandintProp),
+    ):
+        if find(name) is None:
+            register(name)(cls)
+
+
+_register_missing()

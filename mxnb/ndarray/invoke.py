@@ -1,0 +1,503 @@
+"""The imperative invoke: run any registered operator on NDArrays through the engine.
+
+Idea (MXNet: ``MXImperativeInvoke`` in src/c_api/c_api_ndarray.cc and
+``Imperative::Invoke``): ``mx.nd.<Name>(*arrays, **params)`` is generated for
+every operator in the registry.  One call parses the parameters into the
+op's property, infers output shapes and dtypes, allocates the outputs (or
+takes ``out=``), creates the operator and pushes ONE engine op that calls
+``operator.forward`` on the raw arrays.  It returns at once.
+
+Rule: the pushed op reads its inputs (const vars) and writes its outputs,
+its auxiliary states (BatchNorm's moving mean / var) and the vars of the
+resources it asked for (random generator, temp space): so everything that
+shares an array or a resource is ordered in push order.
+
+State kept:
+    _plans    (op, params, input shapes, dtypes, context) -> :class:`_Plan`
+              (the parsed property, output shapes / dtypes, resources), so a
+              repeated small op skips parsing and inference
+    _props    (op, params) -> the parsed OperatorProperty
+
+In debug mode (``mx.engine.is_debug()``) const inputs reach the kernel as
+read-only views (:mod:`mxnb.ndarray.debug`): a kernel writing into one fails
+at once naming the op and the argument.
+
+Example::
+
+    >>> import mxnb as mx
+    >>> a = mx.nd.ones((2, 2))
+    >>> [out] = mx.nd.invoke('_plus_scalar', [a], {'scalar': 1.5})
+    >>> out.asnumpy().tolist()
+    [[2.5, 2.5], [2.5, 2.5]]
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import engine as _engine_mod
+from .. import resource as _resource
+from ..base import ContextError, DTypeError, MXNBError, OpError, ShapeError
+from ..context import Context, current_context
+from ..operator import registry
+from ..operator.base import OpContext, OperatorProperty, OpReqType
+from .debug import readonly_view
+from .ndarray import NDArray, _alloc, _ctx_of
+
+__all__ = ["invoke", "invoke_visible", "make_op_function", "clear_cache"]
+
+_WRITE_TO = OpReqType.WRITE_TO
+
+
+@dataclass
+class _Plan:
+    """What one (op, params, input shapes, dtypes, context) needs, computed once."""
+
+    prop: OperatorProperty
+    label: str  # op name shown in the engine trace and errors
+    ctx: Context
+    in_shapes: list[tuple]
+    in_types: list[np.dtype]
+    out_shapes: list[tuple]
+    out_types: list[np.dtype]
+    aux_shapes: list[tuple]
+    aux_types: list[np.dtype]
+    resources: list[Any]  # Resource objects for OpContext.requested, in the order asked
+    resource_vars: list[Any]
+    reqs: list[OpReqType]
+    num_visible: int
+    arg_names: list[str]
+    xp: Any
+
+
+_plans: dict[Any, _Plan] = {}
+_props: dict[Any, OperatorProperty] = {}
+_MAX_CACHE = 4096
+
+
+def clear_cache() -> None:
+    """Forget cached properties and plans (after re-registering an op in a notebook)."""
+    _plans.clear()
+    _props.clear()
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(item) for item in value)
+    if isinstance(value, dict):
+        return tuple(sorted((key, _freeze(item)) for key, item in value.items()))
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, type):
+        return getattr(value, "__name__", repr(value))
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
+
+
+def _params_key(params: dict[str, Any]) -> Any:
+    if not params:
+        return ()
+    return tuple(sorted((key, _freeze(value)) for key, value in params.items()))
+
+
+def _get_prop(op_name: str, params: dict[str, Any]) -> tuple[OperatorProperty, Any]:
+    key = (op_name, _params_key(params))
+    prop = _props.get(key)
+    if prop is None:
+        prop = registry.get(op_name).create_property(**params)
+        if len(_props) > _MAX_CACHE:
+            _props.clear()
+        _props[key] = prop
+    return prop, key
+
+
+# -- autograd hooks (the autograd module may not define them yet) -----------------
+
+_autograd: Any = None
+
+
+def _autograd_state() -> tuple[bool, bool]:
+    """``(is_recording, is_training)`` from mxnb.autograd, (False, False) if it has no hooks."""
+    global _autograd
+    module = _autograd
+    if module is None:
+        module = sys.modules.get("mxnb.autograd")
+        if module is None or not hasattr(module, "is_recording"):
+            return False, False
+        _autograd = module
+    return bool(module.is_recording()), bool(module.is_training())
+
+
+def _is_debug() -> bool:
+    check = getattr(_engine_mod, "is_debug", None)
+    return bool(check()) if check is not None else False
+
+
+# -- planning ---------------------------------------------------------------------
+
+
+def _make_plan(
+    prop: OperatorProperty,
+    label: str,
+    ctx: Context,
+    in_shapes: list[tuple],
+    in_types: list[np.dtype],
+    num_aux: int,
+) -> _Plan:
+    op = prop.op_name
+    arg_names = prop.list_arguments()
+    aux_names = prop.list_auxiliary_states()
+    if len(in_shapes) != len(arg_names):
+        raise MXNBError(
+            f"{op}: expects {len(arg_names)} input array(s) ({', '.join(arg_names) or 'none'}), "
+            f"got {len(in_shapes)}"
+        )
+    if num_aux != len(aux_names):
+        raise MXNBError(
+            f"{op}: expects {len(aux_names)} auxiliary state array(s) "
+            f"({', '.join(aux_names) or 'none'}), got {num_aux}"
+        )
+    shapes = prop.infer_shape([tuple(shape) for shape in in_shapes])
+    if shapes is None:
+        described = ", ".join(f"{name}={shape}" for name, shape in zip(arg_names, in_shapes))
+        raise ShapeError(f"{op}: cannot infer output shapes from inputs {described or '(none)'}")
+    inferred_in, out_shapes, aux_shapes = shapes
+    for name, given, wanted in zip(arg_names, in_shapes, inferred_in):
+        if wanted is not None and tuple(given) != tuple(wanted):
+            raise ShapeError(
+                f"{op}: input {name} has shape {tuple(given)} but the op expects {tuple(wanted)}"
+            )
+    types = prop.infer_type(list(in_types))
+    if types is None:
+        raise DTypeError(
+            f"{op}: cannot infer output dtypes from inputs {[t.name for t in in_types]}"
+        )
+    _, out_types, aux_types = types
+    requests = prop.forward_resource([tuple(shape) for shape in in_shapes])
+    resources = _resource.manager.request_all(ctx, requests) if requests else []
+    num_outputs = prop.num_outputs()
+    return _Plan(
+        prop=prop,
+        label=label,
+        ctx=ctx,
+        in_shapes=list(in_shapes),
+        in_types=list(in_types),
+        out_shapes=[tuple(int(dim) for dim in shape) for shape in out_shapes],
+        out_types=[np.dtype(dtype) for dtype in out_types],
+        aux_shapes=[tuple(shape) for shape in aux_shapes],
+        aux_types=[np.dtype(dtype) for dtype in aux_types],
+        resources=resources,
+        resource_vars=[res.var for res in resources],
+        reqs=[_WRITE_TO] * num_outputs,
+        num_visible=prop.num_visible_outputs(),
+        arg_names=arg_names,
+        xp=ctx.array_module,
+    )
+
+
+def _check_contexts(op: str, arrays: Sequence[NDArray], ctx: Context) -> None:
+    for item in arrays:
+        if item.context != ctx:
+            raise ContextError(
+                f"{op}: inputs are on different contexts, {ctx!r} and {item.context!r}; "
+                "move them to one context with .as_in_context(ctx)"
+            )
+
+
+def _check_out(
+    op: str, index: int, target: NDArray, shape: tuple, dtype: np.dtype, ctx: Context
+) -> None:
+    if not isinstance(target, NDArray):
+        raise MXNBError(
+            f"{op}: out must be an NDArray (or a list of them), got {type(target).__name__}"
+        )
+    if target.shape != shape:
+        raise ShapeError(
+            f"{op}: output {index} has shape {shape} but out= has shape {target.shape}"
+        )
+    if target.dtype != dtype:
+        raise DTypeError(
+            f"{op}: output {index} has dtype {dtype.name} but out= has dtype {target.dtype.name}"
+        )
+    if target.context != ctx:
+        raise ContextError(f"{op}: the op runs on {ctx!r} but out= is on {target.context!r}")
+
+
+# -- the invoke --------------------------------------------------------------------
+
+
+def invoke(
+    op: "str | OperatorProperty",
+    inputs: Sequence[NDArray],
+    params: dict[str, Any] | None = None,
+    out: "NDArray | Sequence[NDArray] | None" = None,
+    aux: Sequence[NDArray] | None = None,
+    ctx: Context | None = None,
+    name: str | None = None,
+) -> list[NDArray]:
+    """Run ``op`` on ``inputs`` asynchronously; return ALL its outputs (hidden ones too).
+
+    Parameters
+    ----------
+    op : str or OperatorProperty
+        A registered name (parsed with ``params``) or a ready property.
+    inputs : list of NDArray
+        The arguments, in ``prop.list_arguments()`` order.
+    params : dict
+        Operator parameters (values or MXNet strings); ignored when ``op`` is a property.
+    out : NDArray or list of NDArray, optional
+        Arrays to write the (visible) outputs into.
+    aux : list of NDArray, optional
+        Auxiliary states (``prop.list_auxiliary_states()`` order); the op mutates them.
+    ctx : Context, optional
+        Where to run an op without inputs (default: the current context).
+    name : str, optional
+        A label for the engine trace.
+    """
+    if isinstance(op, str):
+        prop, prop_key = _get_prop(op, params or {})
+    else:
+        prop, prop_key = op, None
+    return _invoke_prop(prop, prop_key, inputs, out, aux, ctx, name)[1]
+
+
+def _invoke_prop(
+    prop: OperatorProperty,
+    prop_key: Any,
+    inputs: Sequence[NDArray],
+    out: Any,
+    aux: Sequence[NDArray] | None,
+    ctx: Any,
+    name: str | None,
+) -> tuple[_Plan, list[NDArray]]:
+    """Invoke a parsed property; ``prop_key`` (None: do not cache) keys the plan cache."""
+    aux = aux or ()
+    if inputs:
+        ctx = inputs[0].context
+    else:
+        ctx = _ctx_of(ctx) if ctx is not None else current_context()
+    in_shapes = tuple(item.shape for item in inputs)
+    in_types = tuple(item.dtype for item in inputs)
+    key = (prop_key, in_shapes, in_types, ctx, len(aux))
+    plan = _plans.get(key) if prop_key is not None else None
+    if plan is None:
+        _check_contexts(prop.op_name, inputs, ctx)
+        _check_contexts(prop.op_name, aux, ctx)
+        plan = _make_plan(prop, prop.op_name, ctx, list(in_shapes), list(in_types), len(aux))
+        if prop_key is not None:
+            if len(_plans) > _MAX_CACHE:
+                _plans.clear()
+            _plans[key] = plan
+    else:
+        for item in inputs:
+            if item.context != ctx:
+                _check_contexts(prop.op_name, inputs, ctx)
+    if aux:
+        _check_contexts(prop.op_name, aux, ctx)
+        for item, shape in zip(aux, plan.aux_shapes):
+            if item.shape != shape:
+                raise ShapeError(
+                    f"{prop.op_name}: auxiliary state has shape {item.shape}, expected {shape}"
+                )
+    outputs = _outputs(plan, out)
+    return plan, _push(plan, list(inputs), outputs, list(aux), name)
+
+
+def _outputs(plan: _Plan, out: Any) -> list[NDArray]:
+    ctx = plan.ctx
+    if out is None:
+        return [_alloc(shape, ctx, dtype) for shape, dtype in zip(plan.out_shapes, plan.out_types)]
+    given = [out] if isinstance(out, NDArray) else list(out)
+    if len(given) > len(plan.out_shapes):
+        raise MXNBError(
+            f"{plan.prop.op_name}: out= has {len(given)} arrays but the op has {len(plan.out_shapes)} outputs"
+        )
+    if len(given) < plan.num_visible:
+        raise MXNBError(
+            f"{plan.prop.op_name}: out= has {len(given)} arrays but the op has {plan.num_visible} visible outputs"
+        )
+    for index, target in enumerate(given):
+        _check_out(
+            plan.prop.op_name, index, target, plan.out_shapes[index], plan.out_types[index], ctx
+        )
+    for index in range(len(given), len(plan.out_shapes)):
+        given.append(_alloc(plan.out_shapes[index], ctx, plan.out_types[index]))
+    return given
+
+
+def _push(
+    plan: _Plan, inputs: list[NDArray], outputs: list[NDArray], aux: list[NDArray], name: str | None
+) -> list[NDArray]:
+    prop = plan.prop
+    ctx = plan.ctx
+    operator = prop.create_operator_ex(ctx, plan.in_shapes, plan.in_types)
+    recording, is_train = _autograd_state()
+    out_raw = [item._array for item in outputs]
+    aux_raw = [item._array for item in aux]
+    mutate = [item._var for item in outputs]
+    if aux:
+        mutate += [item._var for item in aux]
+    if plan.resource_vars:
+        mutate += plan.resource_vars
+    const = [item._var for item in inputs]
+    label = name or plan.label
+    if _is_debug():
+        in_raw = [
+            readonly_view(item._array, label, arg) for item, arg in zip(inputs, plan.arg_names)
+        ]
+        run = _debug_runner(operator, plan, label, is_train, in_raw, out_raw, aux_raw)
+    else:
+        in_raw = [item._array for item in inputs]
+        requested = plan.resources
+        reqs = plan.reqs
+        xp = plan.xp
+        forward = operator.forward
+
+        def run(run_ctx: Any) -> None:
+            forward(OpContext(is_train, run_ctx, requested, xp), in_raw, reqs, out_raw, aux_raw)
+
+    _engine_mod.get().push_sync(run, ctx, const, mutate, 0, label)
+    if recording:
+        _autograd._record_op(prop, operator, inputs, outputs, aux, is_train)
+    return outputs
+
+
+def _debug_runner(
+    operator: Any,
+    plan: _Plan,
+    label: str,
+    is_train: bool,
+    in_raw: list,
+    out_raw: list,
+    aux_raw: list,
+) -> Callable[[Any], None]:
+    def run(run_ctx: Any) -> None:
+        op_ctx = OpContext(is_train, run_ctx, plan.resources, plan.xp)
+        try:
+            operator.forward(op_ctx, in_raw, plan.reqs, out_raw, aux_raw)
+        except ValueError as exc:
+            if "read-only" not in str(exc):
+                raise
+            names = ", ".join(repr(arg) for arg in plan.arg_names)
+            raise OpError(
+                f"{label}: kernel wrote into a const input (one of {names}); inputs are read-only, "
+                "compute into out_data or declare the array as an output / auxiliary state",
+                op_name=label,
+            ) from exc
+
+    return run
+
+
+def invoke_visible(op: str, inputs: list[NDArray], params: dict[str, Any], out: Any = None) -> Any:
+    """Invoke and return what a user sees: ``out`` if given, else one NDArray or a list."""
+    prop, prop_key = _get_prop(op, params)
+    plan, outputs = _invoke_prop(prop, prop_key, inputs, out, None, None, None)
+    if out is not None:
+        return out
+    if plan.num_visible == 1:
+        return outputs[0]
+    return outputs[: plan.num_visible]
+
+
+# -- mx.nd.<Name> -------------------------------------------------------------------
+
+_functions: dict[str, Callable[..., Any]] = {}
+
+
+def make_op_function(op_name: str) -> Callable[..., Any]:
+    """Return ``mx.nd.<op_name>``: ``f(*arrays, out=None, name=None, ctx=None, **params)``.
+
+    Positional NDArrays fill the op's arguments then its auxiliary states;
+    NDArrays may also be given by argument name.  Positional non-arrays after
+    the arrays fill parameters in declaration order.  For ops counting their
+    inputs (``num_args`` of Concat / add_n) the count is set from the arrays.
+    """
+    function = _functions.get(op_name)
+    if function is not None:
+        return function
+    info = registry.get(op_name)
+    prop_cls = info.prop_cls
+    param_names = list(prop_cls.params)
+    key_var_num_args = prop_cls.key_var_num_args
+
+    def op_function(
+        *args: Any, out: Any = None, name: str | None = None, ctx: Any = None, **kwargs: Any
+    ) -> Any:
+        arrays: list[NDArray] = []
+        index = 0
+        while index < len(args) and isinstance(args[index], NDArray):
+            arrays.append(args[index])
+            index += 1
+        if (
+            index == 0
+            and args
+            and isinstance(args[0], (list, tuple))
+            and args[0]
+            and all(isinstance(item, NDArray) for item in args[0])
+        ):
+            arrays = list(args[0])
+            index = 1
+        extra = args[index:]
+        if extra:
+            for position, value in enumerate(extra):
+                if isinstance(value, NDArray):
+                    raise MXNBError(f"{op_name}: NDArray arguments must come before parameters")
+                if position >= len(param_names):
+                    raise MXNBError(f"{op_name}: too many positional arguments ({len(args)})")
+                kwargs.setdefault(param_names[position], value)
+        named_arrays = {key: value for key, value in kwargs.items() if isinstance(value, NDArray)}
+        params = {key: value for key, value in kwargs.items() if not isinstance(value, NDArray)}
+        if key_var_num_args and key_var_num_args not in params:
+            params[key_var_num_args] = len(arrays) + len(named_arrays)
+        prop, prop_key = _get_prop(op_name, params)
+        if named_arrays:
+            arrays = _order_arrays(prop, arrays, named_arrays)
+        arg_count = len(prop.list_arguments())
+        inputs, aux = arrays[:arg_count], arrays[arg_count:]
+        if len(inputs) < arg_count:
+            missing = prop.list_arguments()[len(inputs) :]
+            raise MXNBError(f"{op_name}: missing input array(s) {', '.join(missing)}")
+        plan, outputs = _invoke_prop(prop, prop_key, inputs, out, aux, ctx, name)
+        if out is not None:
+            return out
+        if plan.num_visible == 1:
+            return outputs[0]
+        return outputs[: plan.num_visible]
+
+    op_function.__name__ = op_name
+    op_function.__qualname__ = op_name
+    try:
+        op_function.__doc__ = registry.make_docstring(op_name)
+    except Exception:  # noqa: BLE001 - a docstring must never break the op
+        op_function.__doc__ = info.doc
+    _functions[op_name] = op_function
+    return op_function
+
+
+def _order_arrays(
+    prop: OperatorProperty, positional: list[NDArray], named: dict[str, NDArray]
+) -> list[NDArray]:
+    names = prop.list_arguments() + prop.list_auxiliary_states()
+    slots: list[NDArray | None] = list(positional) + [None] * max(0, len(names) - len(positional))
+    for key, value in named.items():
+        if key not in names:
+            raise MXNBError(
+                f"{prop.op_name}: unknown input {key!r}; its inputs are {', '.join(names)}"
+            )
+        position = names.index(key)
+        if slots[position] is not None:
+            raise MXNBError(f"{prop.op_name}: input {key!r} given twice")
+        slots[position] = value
+    while slots and slots[-1] is None:
+        slots.pop()
+    missing = [names[position] for position, value in enumerate(slots) if value is None]
+    if missing:
+        raise MXNBError(f"{prop.op_name}: missing input array(s) {', '.join(missing)}")
+    return slots  # type: ignore[return-value]

@@ -1,0 +1,1082 @@
+"""The asynchronous NDArray: a view of a storage chunk, ordered by the chunk's engine var.
+
+Idea (MXNet: ``NDArray`` and ``NDArray::Chunk`` in include/mxnet/ndarray.h):
+an NDArray is *not* its data.  It is a chunk of memory from the context's
+storage manager, plus where in the chunk it looks (offset, shape, dtype),
+plus the chunk's engine var.  Every operation is pushed to the engine with
+the arrays it reads as const vars and the arrays it writes as mutate vars,
+and returns at once; only ``asnumpy()``, ``wait_to_read()`` and
+``mx.nd.waitall()`` wait.
+
+Rule: views (``a[1:3]``, ``a[i]``, ``a.reshape(...)``) share the chunk *and
+its var*, so a write through a view is ordered with every other read and
+write of the array.  When the last NDArray on a chunk is garbage-collected
+the chunk pushes ``push_delete(var, ctx, fn=free)``: the memory goes back to
+the storage pool only after the ops still using it have run.
+
+State kept (per NDArray):
+    _chunk     the :class:`_Chunk` (storage handle + engine var + context)
+    _var       the chunk's engine var (the same object as ``_chunk.var``)
+    _array     the raw array view (numpy / cupy) over the chunk; valid to touch
+               only inside an engine op that declared ``_var``
+    _offset    byte offset of the view in the chunk
+    shape, dtype, context
+
+Arithmetic and comparisons go through registered operators (``elemwise_add``,
+``broadcast_add``, ``_plus_scalar`` …) by :func:`mxnb.ndarray.invoke`, so
+autograd records them like any other op.
+
+Example::
+
+    >>> import mxnb as mx
+    >>> a = mx.nd.ones((2, 3))
+    >>> b = a[1:2]                      # a view: same chunk, same var
+    >>> b[:] = 5                        # pushed; ordered before the read below
+    >>> a.asnumpy()
+    array([[1., 1., 1.],
+           [5., 5., 5.]], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import engine as _engine_mod
+from .. import storage
+from ..base import ContextError, DTypeError, MXNBError, ShapeError, np_dtype
+from ..context import Context, current_context
+
+__all__ = [
+    "NDArray",
+    "empty",
+    "zeros",
+    "ones",
+    "full",
+    "array",
+    "arange",
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "full_like",
+    "concatenate",
+    "waitall",
+]
+
+_NUMBER_TYPES = (numbers.Number, np.generic)
+
+
+def _engine() -> Any:
+    return _engine_mod.get()
+
+
+def _to_shape(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    try:
+        return tuple(int(dim) for dim in shape)
+    except TypeError:
+        raise ShapeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
+
+
+def _free_fn(handle: storage.Handle) -> Any:
+    def free(run_ctx: Any) -> None:
+        storage.free(handle)
+
+    return free
+
+
+class _Chunk:
+    """A storage handle and its engine var (MXNet: ``NDArray::Chunk``).
+
+    ``handle`` is None for a chunk over memory someone else owns
+    (:meth:`NDArray._wrap_raw`); then deleting the chunk frees only the var.
+    """
+
+    __slots__ = ("handle", "var", "ctx", "__weakref__")
+
+    def __init__(self, handle: storage.Handle | None, var: Any, ctx: Context) -> None:
+        self.handle = handle
+        self.var = var
+        self.ctx = ctx
+
+    def __del__(self) -> None:
+        try:
+            handle = self.handle
+            if handle is None:
+                _engine().push_delete(self.var, self.ctx)
+            else:
+                _engine().push_delete(self.var, self.ctx, fn=_free_fn(handle))
+        except Exception:  # noqa: BLE001 - interpreter shutdown or engine replaced: nothing to order
+            pass
+
+
+def _new_var(name: str = "") -> Any:
+    return _engine().new_var(name)
+
+
+def _alloc(shape: tuple[int, ...], ctx: Context, dtype: np.dtype) -> "NDArray":
+    """A fresh, uninitialised NDArray on a new chunk (no engine op pushed)."""
+    size = 1
+    for dim in shape:
+        if dim < 0:
+            raise ShapeError(f"shape {shape} has a negative dimension")
+        size *= dim
+    nbytes = size * dtype.itemsize
+    handle = storage.alloc(nbytes, ctx)
+    var = _new_var(f"nd{handle.handle_id}")
+    raw = handle.buffer[:nbytes].view(dtype).reshape(shape)
+    return NDArray._make(_Chunk(handle, var, ctx), var, raw, 0, shape, dtype, ctx)
+
+
+def _ctx_of(ctx: Any) -> Context:
+    if ctx is None:
+        return current_context()
+    if isinstance(ctx, Context):
+        return ctx
+    if isinstance(ctx, str):
+        name, _, rest = ctx.partition("(")
+        return Context(name, int(rest.rstrip(")") or 0))
+    raise ContextError(f"ctx must be a Context such as mx.cpu() or mx.gpu(0), got {ctx!r}")
+
+
+def _push(fn: Any, ctx: Context, const: Sequence[Any], mutate: Sequence[Any], name: str) -> None:
+    _engine().push_sync(fn, ctx, const, mutate, 0, name)
+
+
+def _invoke(op: str, inputs: list["NDArray"], params: dict[str, Any], out: Any = None) -> Any:
+    from .invoke import invoke_visible
+
+    return invoke_visible(op, inputs, params, out)
+
+
+def _registered(*names: str) -> str:
+    from ..operator import registry
+
+    for name in names:
+        if registry.find(name) is not None:
+            return name
+    return names[0]
+
+
+def _broadcast_shape(op: str, lhs: tuple, rhs: tuple) -> tuple:
+    try:
+        return tuple(np.broadcast_shapes(lhs, rhs))
+    except ValueError:
+        raise ShapeError(
+            f"{op}: shapes {lhs} and {rhs} cannot be broadcast together; each dimension must "
+            f"match or be 1 (align trailing dimensions; reshape or expand_dims one operand)"
+        ) from None
+
+
+def _check_same_context(op: str, first: "NDArray", second: "NDArray") -> None:
+    if first.context != second.context:
+        raise ContextError(
+            f"{op}: operands are on different contexts, {first.context!r} and "
+            f"{second.context!r}; move one with .as_in_context(ctx) or .copyto(ctx)"
+        )
+
+
+class NDArray:
+    """An n-dimensional array whose operations run asynchronously on the engine.
+
+    Create arrays with :func:`array`, :func:`zeros`, :func:`empty` …; not by
+    calling the class.  See the module docstring for the model.
+    """
+
+    __slots__ = (
+        "_chunk",
+        "_var",
+        "_array",
+        "_offset",
+        "shape",
+        "dtype",
+        "context",
+        "__dict__",
+        "__weakref__",
+    )
+    __array_priority__ = 1000.0  # numpy defers ``np_array + nd`` to NDArray.__radd__
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise MXNBError("create NDArrays with mx.nd.array / zeros / empty / ..., not NDArray(...)")
+
+    @classmethod
+    def _make(
+        cls,
+        chunk: _Chunk,
+        var: Any,
+        raw: Any,
+        offset: int,
+        shape: tuple[int, ...],
+        dtype: np.dtype,
+        ctx: Context,
+    ) -> "NDArray":
+        self = object.__new__(cls)
+        self._chunk = chunk
+        self._var = var
+        self._array = raw
+        self._offset = offset
+        self.shape = shape
+        self.dtype = dtype
+        self.context = ctx
+        return self
+
+    @classmethod
+    def _wrap_raw(cls, array: Any, ctx: Context | None = None) -> "NDArray":
+        """Return an NDArray over an existing raw array (shares memory, fresh var, not pooled).
+
+        Custom operators wrap the buffers the system hands them with this; the
+        caller guarantees the memory outlives the NDArray's use.
+        """
+        ctx = _ctx_of(ctx)
+        var = _new_var("wrapped")
+        return cls._make(
+            _Chunk(None, var, ctx), var, array, 0, tuple(array.shape), np.dtype(array.dtype), ctx
+        )
+
+    def _view(self, raw: Any) -> "NDArray":
+        """A view sharing this array's chunk and var."""
+        base = self._array
+        offset = self._offset
+        if raw.size and base.size:
+            offset += _byte_offset(raw, base)
+        return NDArray._make(
+            self._chunk, self._var, raw, offset, tuple(raw.shape), self.dtype, self.context
+        )
+
+    def _raw(self) -> Any:
+        """The raw array view (numpy / cupy); touch it only inside an op that declared ``_var``."""
+        return self._array
+
+    # -- properties -------------------------------------------------------------
+    @property
+    def ctx(self) -> Context:
+        """The context of the array (alias of ``context``)."""
+        return self.context
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(self._array.size)
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the elements this array views."""
+        return self.size * self.dtype.itemsize
+
+    @property
+    def handle(self) -> storage.Handle | None:
+        """The storage handle of the chunk (None for wrapped memory)."""
+        return self._chunk.handle
+
+    @property
+    def T(self) -> "NDArray":
+        """The transpose (reverses the axes; through the ``transpose`` op)."""
+        return _invoke("transpose", [self], {})
+
+    @property
+    def stype(self) -> str:
+        """Storage type; mxnb has dense arrays only (``'default'``)."""
+        return "default"
+
+    def __repr__(self) -> str:
+        body = str(self.asnumpy())
+        shape = "x".join(str(dim) for dim in self.shape)
+        return f"\n{body}\n<NDArray {shape} @{self.context!r}>"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d NDArray")
+        return self.shape[0]
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(
+                f"the truth value of an NDArray with {self.size} elements is ambiguous; "
+                "use (a != 0).sum() or a.asscalar()"
+            )
+        return bool(self.asscalar())
+
+    def __iter__(self) -> Any:
+        for index in range(len(self)):
+            yield self[index]
+
+    # -- synchronisation -----------------------------------------------------------
+    def wait_to_read(self) -> None:
+        """Block until every pending write to this array has run (re-raises its error)."""
+        _engine().wait_for_var(self._var)
+
+    def wait_to_write(self) -> None:
+        """Block until every pending read and write of this array has run."""
+        _engine().wait_for_var(self._var)
+
+    def asnumpy(self) -> np.ndarray:
+        """Return a numpy copy of the data, waiting for pending writes."""
+        self.wait_to_read()
+        raw = self._array
+        if isinstance(raw, np.ndarray):
+            return np.array(raw)
+        return raw.get()  # cupy (not run on real hardware)
+
+    def asscalar(self) -> Any:
+        """Return the value of a one-element array as a numpy scalar."""
+        if self.size != 1:
+            raise ShapeError(
+                f"asscalar: the array has shape {self.shape}; it needs exactly one element"
+            )
+        return self.asnumpy().reshape(())[()]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        result = self.asnumpy()
+        return result if dtype is None else result.astype(dtype)
+
+    def __float__(self) -> float:
+        return float(self.asscalar())
+
+    def __int__(self) -> int:
+        return int(self.asscalar())
+
+    def __index__(self) -> int:
+        return int(self.asscalar())
+
+    # -- copies and contexts ------------------------------------------------------------
+    def copy(self) -> "NDArray":
+        """Return a copy on the same context (the ``_copy`` op)."""
+        return _invoke("_copy", [self], {})
+
+    def copyto(self, other: "NDArray | Context") -> "NDArray":
+        """Copy into ``other`` (an NDArray of the same shape) or to a new array on a context."""
+        if isinstance(other, NDArray):
+            if other._var is self._var and other._offset == self._offset:
+                return other
+            if other.shape != self.shape:
+                raise ShapeError(
+                    f"copyto: source shape {self.shape} does not match target shape {other.shape}"
+                )
+            if other.context == self.context:
+                if other.dtype == self.dtype:
+                    _invoke("_copy", [self], {}, out=other)
+                else:
+                    _invoke("Cast", [self], {"dtype": other.dtype.name}, out=other)
+                return other
+            _copy_across(self, other)
+            return other
+        ctx = _ctx_of(other)
+        target = _alloc(self.shape, ctx, self.dtype)
+        return self.copyto(target)
+
+    def as_in_context(self, context: Context) -> "NDArray":
+        """Return this array if it is on ``context``, else a copy there."""
+        context = _ctx_of(context)
+        if context == self.context:
+            return self
+        return self.copyto(context)
+
+    def astype(self, dtype: Any, copy: bool = True) -> "NDArray":
+        """Return the array cast to ``dtype`` (the ``Cast`` op); no copy if same dtype and copy=False."""
+        dtype = np_dtype(dtype)
+        if not copy and dtype == self.dtype:
+            return self
+        return _invoke("Cast", [self], {"dtype": dtype.name})
+
+    def as_np_ndarray(self) -> np.ndarray:
+        """Return a numpy copy (alias of :meth:`asnumpy`)."""
+        return self.asnumpy()
+
+    # -- shapes and views --------------------------------------------------------------
+    def reshape(self, *shape: Any, **kwargs: Any) -> "NDArray":
+        """Return a view with a new shape; ``0`` keeps a dimension, ``-1`` infers one.
+
+        While autograd records, the ``Reshape`` op is used so the gradient flows.
+        """
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = tuple(shape[0])
+        if "shape" in kwargs:
+            shape = tuple(kwargs.pop("shape"))
+        reverse = bool(kwargs.pop("reverse", False))
+        if kwargs:
+            raise MXNBError(f"reshape: unknown keyword arguments {sorted(kwargs)}")
+        target = _resolve_reshape(self.shape, tuple(int(dim) for dim in shape), reverse)
+        if _recording():
+            return _invoke("Reshape", [self], {"shape": target})
+        raw = self._array
+        if not _is_contiguous(raw):
+            return _invoke("Reshape", [self], {"shape": target})
+        return self._view(raw.reshape(target))
+
+    def reshape_like(self, other: "NDArray") -> "NDArray":
+        """Return a view with ``other``'s shape."""
+        return self.reshape(other.shape)
+
+    def flatten(self) -> "NDArray":
+        """Collapse all but the first axis: ``(n, a, b) -> (n, a*b)``."""
+        first = self.shape[0] if self.shape else 1
+        return self.reshape((first, -1))
+
+    def expand_dims(self, axis: int) -> "NDArray":
+        """Insert an axis of length 1 at ``axis`` (a view)."""
+        ndim = self.ndim + 1
+        if not -ndim <= axis < ndim:
+            raise ShapeError(
+                f"expand_dims: axis {axis} is out of range for a result of {ndim} dimensions"
+            )
+        axis = axis % ndim
+        return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
+
+    def squeeze(self, axis: int | Sequence[int] | None = None) -> "NDArray":
+        """Remove axes of length 1 (all of them, or ``axis``) (a view)."""
+        if axis is None:
+            axes = {index for index, dim in enumerate(self.shape) if dim == 1}
+        else:
+            axes = {a % self.ndim for a in ((axis,) if isinstance(axis, int) else axis)}
+            for a in axes:
+                if self.shape[a] != 1:
+                    raise ShapeError(
+                        f"squeeze: axis {a} of shape {self.shape} has length {self.shape[a]}, not 1"
+                    )
+        return self.reshape(tuple(dim for index, dim in enumerate(self.shape) if index not in axes))
+
+    def transpose(self, axes: Sequence[int] | None = None, *more: int) -> "NDArray":
+        """Permute the axes (the ``transpose`` op); no axes reverses them."""
+        if more:
+            axes = (axes, *more)  # type: ignore[assignment]
+        params = {} if axes is None else {"axes": tuple(axes)}
+        return _invoke("transpose", [self], params)
+
+    def broadcast_to(self, shape: Sequence[int]) -> "NDArray":
+        """Broadcast to ``shape`` (the ``broadcast_to`` op)."""
+        _broadcast_shape("broadcast_to", self.shape, tuple(shape))
+        return _invoke("broadcast_to", [self], {"shape": tuple(shape)})
+
+    def __getitem__(self, key: Any) -> "NDArray":
+        view = _view_key(self, key)
+        if view is not None:
+            return view
+        return _copy_index(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _set_item(self, key, value)
+
+    # -- autograd (thin delegations to mxnb.autograd) -----------------------------------
+    def attach_grad(self, grad_req: str = "write", stype: Any = None) -> None:
+        """Allocate a gradient buffer for this array and mark it for autograd."""
+        from .. import autograd
+
+        autograd.attach_grad(self, grad_req)
+
+    @property
+    def grad(self) -> "NDArray | None":
+        """The gradient buffer attached by :meth:`attach_grad` (None if none)."""
+        from .. import autograd
+
+        return autograd.get_grad(self)
+
+    def backward(
+        self, out_grad: "NDArray | None" = None, retain_graph: bool = False, train_mode: bool = True
+    ) -> None:
+        """Compute the gradients of this array with respect to the marked arrays."""
+        from .. import autograd
+
+        autograd.backward([self], [out_grad], retain_graph, train_mode)
+
+    def detach(self) -> "NDArray":
+        """Return a view that autograd does not track."""
+        from .. import autograd
+
+        detach = getattr(autograd, "detach", None)
+        if detach is not None:
+            return detach(self)
+        return self._view(self._array)
+
+    # -- arithmetic ---------------------------------------------------------------------------
+    def __neg__(self) -> "NDArray":
+        return _invoke("negative", [self], {})
+
+    def __pos__(self) -> "NDArray":
+        return self
+
+    def __abs__(self) -> "NDArray":
+        return _invoke("abs", [self], {})
+
+    def __add__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "add")
+
+    def __radd__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "add")
+
+    def __iadd__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "add", out=self)
+
+    def __sub__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "sub")
+
+    def __rsub__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "sub", reverse=True)
+
+    def __isub__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "sub", out=self)
+
+    def __mul__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "mul")
+
+    def __rmul__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "mul")
+
+    def __imul__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "mul", out=self)
+
+    def __truediv__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "div")
+
+    def __rtruediv__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "div", reverse=True)
+
+    def __itruediv__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "div", out=self)
+
+    def __mod__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "mod")
+
+    def __rmod__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "mod", reverse=True)
+
+    def __imod__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "mod", out=self)
+
+    def __pow__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "power")
+
+    def __rpow__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "power", reverse=True)
+
+    def __ipow__(self, other: Any) -> "NDArray":
+        return _arith(self, other, "power", out=self)
+
+    # -- comparisons (results are 0/1 in the array's dtype, as MXNet) ---------------------
+    def __eq__(self, other: Any) -> "NDArray":  # type: ignore[override]
+        return _compare(self, other, "equal")
+
+    def __ne__(self, other: Any) -> "NDArray":  # type: ignore[override]
+        return _compare(self, other, "not_equal")
+
+    def __gt__(self, other: Any) -> "NDArray":
+        return _compare(self, other, "greater")
+
+    def __ge__(self, other: Any) -> "NDArray":
+        return _compare(self, other, "greater_equal")
+
+    def __lt__(self, other: Any) -> "NDArray":
+        return _compare(self, other, "lesser")
+
+    def __le__(self, other: Any) -> "NDArray":
+        return _compare(self, other, "lesser_equal")
+
+    # -- reductions ----------------------------------------------------------------------------
+    def sum(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> "NDArray":
+        """Sum over ``axis`` (all axes by default) (the ``sum`` op)."""
+        return _invoke("sum", [self], _reduce_params(axis, keepdims, exclude))
+
+    def mean(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> "NDArray":
+        """Mean over ``axis`` (the ``mean`` op)."""
+        return _invoke("mean", [self], _reduce_params(axis, keepdims, exclude))
+
+    def max(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> "NDArray":
+        """Maximum over ``axis`` (the ``max`` op)."""
+        return _invoke("max", [self], _reduce_params(axis, keepdims, exclude))
+
+    def min(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> "NDArray":
+        """Minimum over ``axis`` (the ``min`` op)."""
+        return _invoke("min", [self], _reduce_params(axis, keepdims, exclude))
+
+    def prod(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> "NDArray":
+        """Product over ``axis`` (the ``prod`` op)."""
+        return _invoke("prod", [self], _reduce_params(axis, keepdims, exclude))
+
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> "NDArray":
+        """Index of the maximum along ``axis`` (the ``argmax`` op)."""
+        return _invoke("argmax", [self], _reduce_params(axis, keepdims, False, tuple_axis=False))
+
+    def argmin(self, axis: int | None = None, keepdims: bool = False) -> "NDArray":
+        """Index of the minimum along ``axis`` (the ``argmin`` op)."""
+        return _invoke("argmin", [self], _reduce_params(axis, keepdims, False, tuple_axis=False))
+
+    def norm(self, ord: int = 2, axis: Any = None, keepdims: bool = False) -> "NDArray":
+        """The L2 (or L1) norm (the ``norm`` op)."""
+        params = _reduce_params(axis, keepdims, False)
+        if ord != 2:
+            params["ord"] = ord
+        return _invoke("norm", [self], params)
+
+    def clip(self, a_min: float, a_max: float) -> "NDArray":
+        """Clip values into ``[a_min, a_max]`` (the ``clip`` op)."""
+        return _invoke("clip", [self], {"a_min": a_min, "a_max": a_max})
+
+    def zeros_like(self) -> "NDArray":
+        """A new array of zeros with this shape, dtype and context."""
+        return zeros_like(self)
+
+    def ones_like(self) -> "NDArray":
+        """A new array of ones with this shape, dtype and context."""
+        return ones_like(self)
+
+    def tostype(self, stype: str) -> "NDArray":
+        """Only ``'default'`` (dense) storage exists in mxnb."""
+        if stype != "default":
+            from ..base import NotSupportedError
+
+            raise NotSupportedError(f"tostype({stype!r}): mxnb has dense ('default') arrays only")
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        # Unary and other ops MXNet exposes as methods (x.exp(), x.relu(), x.softmax(axis=1)).
+        if name.startswith("_") or name not in _METHOD_OPS:
+            raise AttributeError(f"'NDArray' object has no attribute {name!r}")
+        from ..operator import registry
+
+        if registry.find(name) is None:
+            raise AttributeError(
+                f"'NDArray' object has no attribute {name!r} (no operator {name!r} is registered)"
+            )
+        from .invoke import make_op_function
+
+        function = make_op_function(name)
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            return function(self, *args, **kwargs)
+
+        method.__doc__ = function.__doc__
+        return method
+
+
+#: Operators reachable as NDArray methods (``x.exp()``), as MXNet's NDArray has them.
+_METHOD_OPS = frozenset(
+    """abs sign round rint ceil floor fix trunc sqrt rsqrt cbrt rcbrt square reciprocal exp expm1
+    log log10 log2 log1p sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh
+    degrees radians relu sigmoid softmax log_softmax softmin tile repeat flip pad slice slice_axis
+    slice_like take pick one_hot topk sort argsort argmax_channel nansum nanprod sum_axis split
+    swapaxes diag dot batch_dot broadcast_like broadcast_axes depth_to_space space_to_depth
+    shape_array size_array""".split()
+)
+
+
+# ---------------------------------------------------------------------------
+# helpers of the methods above
+# ---------------------------------------------------------------------------
+
+
+def _recording() -> bool:
+    from .invoke import _autograd_state
+
+    return _autograd_state()[0]
+
+
+def _byte_offset(raw: Any, base: Any) -> int:
+    try:
+        return int(raw.__array_interface__["data"][0] - base.__array_interface__["data"][0])
+    except (AttributeError, KeyError, TypeError):  # cupy: data.ptr
+        return int(raw.data.ptr - base.data.ptr)
+
+
+def _is_contiguous(raw: Any) -> bool:
+    return bool(raw.flags.c_contiguous)
+
+
+def _resolve_reshape(old: tuple, new: tuple, reverse: bool = False) -> tuple:
+    """MXNet's reshape codes: ``0`` copies the input dimension, ``-1`` infers one."""
+    if reverse:
+        return tuple(reversed(_resolve_reshape(tuple(reversed(old)), tuple(reversed(new)))))
+    result: list[int] = []
+    infer = -1
+    for index, dim in enumerate(new):
+        if dim == 0:
+            if index >= len(old):
+                raise ShapeError(
+                    f"reshape: 0 at position {index} but the input {old} has {len(old)} dimensions"
+                )
+            result.append(old[index])
+        elif dim == -1:
+            if infer >= 0:
+                raise ShapeError(f"reshape: at most one -1 in {new}")
+            infer = index
+            result.append(1)
+        elif dim < 0:
+            raise ShapeError(f"reshape: code {dim} in {new} is not supported; use 0, -1 or sizes")
+        else:
+            result.append(dim)
+    total = int(np.prod(old, dtype=np.int64))
+    known = int(np.prod(result, dtype=np.int64))
+    if infer >= 0:
+        if known == 0 or total % known:
+            raise ShapeError(f"reshape: cannot reshape {old} ({total} elements) into {new}")
+        result[infer] = total // known
+    elif known != total:
+        raise ShapeError(
+            f"reshape: cannot reshape {old} ({total} elements) into {tuple(result)} ({known} elements)"
+        )
+    return tuple(result)
+
+
+def _reduce_params(
+    axis: Any, keepdims: bool, exclude: bool, tuple_axis: bool = True
+) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    if axis is not None:
+        if tuple_axis:
+            params["axis"] = (int(axis),) if isinstance(axis, (int, np.integer)) else tuple(axis)
+        else:
+            params["axis"] = int(axis)
+    if keepdims:
+        params["keepdims"] = True
+    if exclude:
+        params["exclude"] = True
+    return params
+
+
+_ARITH = {
+    # kind: (same-shape op, broadcast op, scalar op, reversed scalar op)
+    "add": ("elemwise_add", "broadcast_add", "_plus_scalar", "_plus_scalar"),
+    "sub": ("elemwise_sub", "broadcast_sub", "_minus_scalar", "_rminus_scalar"),
+    "mul": ("elemwise_mul", "broadcast_mul", "_mul_scalar", "_mul_scalar"),
+    "div": ("elemwise_div", "broadcast_div", "_div_scalar", "_rdiv_scalar"),
+    "mod": ("_mod", "broadcast_mod", "_mod_scalar", "_rmod_scalar"),
+    "power": ("_power", "broadcast_power", "_power_scalar", "_rpower_scalar"),
+    "maximum": ("_maximum", "broadcast_maximum", "_maximum_scalar", "_maximum_scalar"),
+    "minimum": ("_minimum", "broadcast_minimum", "_minimum_scalar", "_minimum_scalar"),
+    "equal": ("_equal", "broadcast_equal", "_equal_scalar", "_equal_scalar"),
+    "not_equal": ("_not_equal", "broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar"),
+    "greater": ("_greater", "broadcast_greater", "_greater_scalar", "_lesser_scalar"),
+    "greater_equal": (
+        "_greater_equal",
+        "broadcast_greater_equal",
+        "_greater_equal_scalar",
+        "_lesser_equal_scalar",
+    ),
+    "lesser": ("_lesser", "broadcast_lesser", "_lesser_scalar", "_greater_scalar"),
+    "lesser_equal": (
+        "_lesser_equal",
+        "broadcast_lesser_equal",
+        "_lesser_equal_scalar",
+        "_greater_equal_scalar",
+    ),
+}
+
+
+def _arith(
+    lhs: NDArray, rhs: Any, kind: str, reverse: bool = False, out: NDArray | None = None
+) -> Any:
+    same_op, broadcast_op, scalar_op, rscalar_op = _ARITH[kind]
+    if isinstance(rhs, _NUMBER_TYPES):
+        op = rscalar_op if reverse else scalar_op
+        return _invoke(op, [lhs], {"scalar": float(rhs)}, out)
+    if isinstance(rhs, np.ndarray):
+        rhs = array(rhs, ctx=lhs.context, dtype=lhs.dtype)
+    if not isinstance(rhs, NDArray):
+        return NotImplemented
+    if reverse:
+        lhs, rhs = rhs, lhs
+    _check_same_context(broadcast_op, lhs, rhs)
+    if lhs.shape == rhs.shape:
+        op = same_op if _has_op(same_op) else broadcast_op
+        return _invoke(op, [lhs, rhs], {}, out)
+    shape = _broadcast_shape(broadcast_op, lhs.shape, rhs.shape)
+    if out is not None and shape != out.shape:
+        raise ShapeError(
+            f"{broadcast_op}: the result of shapes {lhs.shape} and {rhs.shape} has shape {shape}, "
+            f"which cannot be written in place into an array of shape {out.shape}"
+        )
+    return _invoke(broadcast_op, [lhs, rhs], {}, out)
+
+
+def _compare(lhs: NDArray, rhs: Any, kind: str) -> Any:
+    if rhs is None:
+        return kind == "not_equal"
+    if not isinstance(rhs, (NDArray, np.ndarray) + _NUMBER_TYPES):
+        return NotImplemented
+    return _arith(lhs, rhs, kind)
+
+
+_op_cache: dict[str, bool] = {}
+
+
+def _has_op(name: str) -> bool:
+    found = _op_cache.get(name)
+    if found is None:
+        from ..operator import registry
+
+        found = registry.find(name) is not None
+        if found:
+            _op_cache[name] = True
+    return found
+
+
+# ---------------------------------------------------------------------------
+# indexing
+# ---------------------------------------------------------------------------
+
+
+def _view_key(nd: NDArray, key: Any) -> NDArray | None:
+    """The view for a first-axis int or unit-step slice (MXNet's ``At`` / ``Slice``), else None."""
+    if isinstance(key, tuple):
+        if len(key) == 1:
+            key = key[0]
+        else:
+            return None
+    raw = nd._array
+    if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
+        if not nd.shape:
+            raise IndexError("cannot index a 0-d NDArray")
+        length = nd.shape[0]
+        index = int(key)
+        if not -length <= index < length:
+            raise IndexError(f"index {index} is out of bounds for axis 0 with size {length}")
+        index %= length
+        if _recording() and _has_op("slice_axis"):
+            sliced = _invoke("slice_axis", [nd], {"axis": 0, "begin": index, "end": index + 1})
+            return sliced if nd.ndim == 1 else sliced.reshape(nd.shape[1:])
+        return nd._view(raw[index] if nd.ndim > 1 else raw[index : index + 1])
+    if isinstance(key, slice) and key.step in (None, 1):
+        if not nd.shape:
+            raise IndexError("cannot slice a 0-d NDArray")
+        start, stop, _ = key.indices(nd.shape[0])
+        stop = max(start, stop)
+        if _recording() and _has_op("slice_axis") and (start, stop) != (0, nd.shape[0]):
+            return _invoke("slice_axis", [nd], {"axis": 0, "begin": start, "end": stop})
+        return nd._view(raw[start:stop])
+    return None
+
+
+def _numpy_key(key: Any) -> Any:
+    if isinstance(key, NDArray):
+        return key.asnumpy().astype(np.int64)
+    if isinstance(key, tuple):
+        return tuple(_numpy_key(item) for item in key)
+    return key
+
+
+def _dummy(nd: NDArray) -> np.ndarray:
+    """A zero-stride stand-in of ``nd``'s shape: indexing it gives result shapes for free."""
+    return np.lib.stride_tricks.as_strided(
+        np.zeros(1, dtype=np.int8), shape=nd.shape, strides=(0,) * nd.ndim
+    )
+
+
+def _copy_index(nd: NDArray, key: Any) -> NDArray:
+    key = _numpy_key(key)
+    try:
+        shape = _dummy(nd)[key].shape
+    except IndexError as exc:
+        raise IndexError(f"NDArray of shape {nd.shape}: {exc}") from None
+    result = _alloc(tuple(shape), nd.context, nd.dtype)
+    source, target = nd._array, result._array
+
+    def run(run_ctx: Any) -> None:
+        target[...] = source[key]
+
+    _push(run, nd.context, [nd._var], [result._var], "_slice")
+    return result
+
+
+def _set_item(nd: NDArray, key: Any, value: Any) -> None:
+    key = _numpy_key(key)
+    try:
+        target_shape = _dummy(nd)[key].shape
+    except IndexError as exc:
+        raise IndexError(f"NDArray of shape {nd.shape}: {exc}") from None
+    raw = nd._array
+    if isinstance(value, NDArray):
+        if value.context != nd.context:
+            value = value.as_in_context(nd.context)
+        _broadcast_into("__setitem__", value.shape, target_shape)
+        source = value._array
+        same_chunk = value._var is nd._var
+
+        def run_copy(run_ctx: Any) -> None:
+            raw[key] = source.copy() if same_chunk else source
+
+        const = [] if same_chunk else [value._var]
+        _push(run_copy, nd.context, const, [nd._var], "_slice_assign")
+        return
+    if isinstance(value, _NUMBER_TYPES):
+        scalar = value
+
+        def run_fill(run_ctx: Any) -> None:
+            raw[key] = scalar
+
+        _push(run_fill, nd.context, [], [nd._var], "_set_value")
+        return
+    data = np.array(value, dtype=nd.dtype)
+    _broadcast_into("__setitem__", data.shape, target_shape)
+    xp = nd.context.array_module
+    if xp is not np:
+        data = xp.asarray(data)  # not run on real hardware
+
+    def run_numpy(run_ctx: Any) -> None:
+        raw[key] = data
+
+    _push(run_numpy, nd.context, [], [nd._var], "_slice_assign")
+
+
+def _broadcast_into(op: str, source: tuple, target: tuple) -> None:
+    if _broadcast_shape(op, source, target) != tuple(target):
+        raise ShapeError(
+            f"{op}: a value of shape {source} cannot be assigned to a region of shape {target}"
+        )
+
+
+def _copy_across(source: NDArray, target: NDArray) -> None:
+    """Copy between contexts: one engine op reading the source, writing the target."""
+    src, dst = source._array, target._array
+    src_np = isinstance(src, np.ndarray)
+    dst_np = isinstance(dst, np.ndarray)
+
+    def run(run_ctx: Any) -> None:
+        if src_np and dst_np:
+            dst[...] = src
+        elif dst_np:
+            dst[...] = src.get()  # device -> host (not run on real hardware)
+        else:
+            dst.set(src) if src_np else dst.__setitem__(Ellipsis, src)  # not run on real hardware
+
+    _push(run, target.context, [source._var], [target._var], "_copyto")
+
+
+# ---------------------------------------------------------------------------
+# creation
+# ---------------------------------------------------------------------------
+
+
+def empty(shape: Any, ctx: Any = None, dtype: Any = None) -> NDArray:
+    """Return a new array of ``shape`` whose contents are undefined (no op is pushed)."""
+    return _alloc(_to_shape(shape), _ctx_of(ctx), np_dtype(dtype))
+
+
+def _filled(shape: Any, ctx: Any, dtype: Any, value: Any, name: str) -> NDArray:
+    result = empty(shape, ctx, dtype)
+    raw = result._array
+
+    def run(run_ctx: Any) -> None:
+        raw.fill(value)
+
+    _push(run, result.context, [], [result._var], name)
+    return result
+
+
+def zeros(shape: Any, ctx: Any = None, dtype: Any = None, **kwargs: Any) -> NDArray:
+    """Return a new array of zeros (filled by a pushed ``_zeros`` op)."""
+    return _filled(shape, ctx, dtype, 0, "_zeros")
+
+
+def ones(shape: Any, ctx: Any = None, dtype: Any = None, **kwargs: Any) -> NDArray:
+    """Return a new array of ones (filled by a pushed ``_ones`` op)."""
+    return _filled(shape, ctx, dtype, 1, "_ones")
+
+
+def full(
+    shape: Any, val: Any, ctx: Any = None, dtype: Any = None, out: NDArray | None = None
+) -> NDArray:
+    """Return a new array filled with ``val`` (or fill ``out``)."""
+    if out is not None:
+        out[:] = val
+        return out
+    return _filled(shape, ctx, dtype, val, "_full")
+
+
+def array(source_array: Any, ctx: Any = None, dtype: Any = None) -> NDArray:
+    """Return a new array holding a copy of ``source_array`` (numpy array, list, NDArray).
+
+    The dtype is ``dtype``, else the NDArray's / numpy array's own when
+    supported, else float32 (MXNet's default).
+    """
+    if isinstance(source_array, NDArray):
+        if dtype is None:
+            dtype = source_array.dtype
+        result = empty(source_array.shape, ctx if ctx is not None else source_array.context, dtype)
+        source_array.copyto(result)
+        return result
+    if dtype is None:
+        found = getattr(source_array, "dtype", None)
+        dtype = found if found is not None and np.dtype(found) in _SUPPORTED else None
+    dtype = np_dtype(dtype)
+    try:
+        data = np.asarray(source_array, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise DTypeError(
+            f"array: cannot convert {type(source_array).__name__} to {dtype.name}: {exc}"
+        ) from exc
+    result = empty(data.shape, ctx, dtype)
+    raw = result._array
+    # A fresh array has no pending ops, so the copy is made now (MXNet's SyncCopyFromCPU).
+    if isinstance(raw, np.ndarray):
+        raw[...] = data
+    else:
+        raw.set(data)  # not run on real hardware
+    return result
+
+
+def arange(
+    start: float,
+    stop: float | None = None,
+    step: float = 1.0,
+    repeat: int = 1,
+    ctx: Any = None,
+    dtype: Any = None,
+) -> NDArray:
+    """Return evenly spaced values in ``[start, stop)`` (MXNet's ``arange``, with ``repeat``)."""
+    dtype = np_dtype(dtype)
+    values = (
+        np.arange(start, stop, step, dtype=np.float64)
+        if stop is not None
+        else np.arange(start, dtype=np.float64)
+    )
+    if repeat > 1:
+        values = np.repeat(values, repeat)
+    return array(values.astype(dtype), ctx=ctx, dtype=dtype)
+
+
+def zeros_like(other: NDArray) -> NDArray:
+    """Return zeros with ``other``'s shape, dtype and context."""
+    return zeros(other.shape, other.context, other.dtype)
+
+
+def ones_like(other: NDArray) -> NDArray:
+    """Return ones with ``other``'s shape, dtype and context."""
+    return ones(other.shape, other.context, other.dtype)
+
+
+def empty_like(other: NDArray) -> NDArray:
+    """Return an uninitialised array with ``other``'s shape, dtype and context."""
+    return empty(other.shape, other.context, other.dtype)
+
+
+def full_like(other: NDArray, val: Any) -> NDArray:
+    """Return an array of ``val`` with ``other``'s shape, dtype and context."""
+    return full(other.shape, val, other.context, other.dtype)
+
+
+def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = True) -> NDArray:
+    """Join arrays along ``axis`` (the ``Concat`` op)."""
+    if not arrays:
+        raise ShapeError("concatenate: no arrays given")
+    if len(arrays) == 1 and not always_copy:
+        return arrays[0]
+    return _invoke("Concat", list(arrays), {"dim": axis, "num_args": len(arrays)})
+
+
+def waitall() -> None:
+    """Block until every pushed op has run (re-raises the first stored error)."""
+    _engine().wait_for_all()
+
+
+_SUPPORTED = frozenset(
+    np_dtype(name) for name in ("float32", "float64", "float16", "uint8", "int32", "int8", "int64")
+)
