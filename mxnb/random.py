@@ -23,7 +23,7 @@ from typing import Any
 from . import resource as _resource
 from .ndarray.random import normal, randint, randn, uniform
 
-__all__ = ["seed", "uniform", "normal", "randn", "randint"]
+__all__ = ["normal", "randint", "randn", "seed", "uniform"]
 
 
 def seed(seed_state: int, ctx: Any = "all") -> None:

@@ -33,7 +33,8 @@ Example::
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,10 +44,10 @@ from .context import Context
 from .operator.base import ResourceRequest
 
 __all__ = [
-    "Resource",
     "RandomResource",
-    "TempSpaceResource",
+    "Resource",
     "ResourceManager",
+    "TempSpaceResource",
     "manager",
     "request",
     "seed",

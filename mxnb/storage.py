@@ -58,18 +58,18 @@ trace = importlib.import_module("mxnb.engine.trace")
 
 __all__ = [
     "Handle",
-    "StorageStats",
-    "StorageManager",
     "NaiveStorageManager",
     "PooledStorageManager",
-    "size_class",
+    "StorageManager",
+    "StorageStats",
     "alloc",
     "free",
-    "stats",
-    "release_all",
     "get_manager",
-    "set_manager_type",
+    "release_all",
     "reset",
+    "set_manager_type",
+    "size_class",
+    "stats",
 ]
 
 #: Smallest block handed out (bytes); also the alignment of every block.
@@ -123,7 +123,7 @@ class Handle:
     buffer: Any
     pool_hit: bool = False
     freed: bool = False
-    manager: "StorageManager | None" = field(default=None, repr=False)  # the lender
+    manager: StorageManager | None = field(default=None, repr=False)  # the lender
 
 
 @dataclass(frozen=True)
@@ -196,8 +196,7 @@ class StorageManager:
             else:
                 self._misses += 1
             self._in_use += capacity
-            if self._in_use > self._peak:
-                self._peak = self._in_use
+            self._peak = max(self._peak, self._in_use)
         handle = Handle(next(_handle_ids), self.ctx, nbytes, capacity, buffer, hit, False, self)
         if trace.enabled:
             trace.emit(

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _extra_ops  # noqa: F401 - registers ops the operator library lacks
-from . import random
+from . import (
+    _extra_ops,  # noqa: F401 - registers ops the operator library lacks
+    random,
+)
 from .debug import readonly_view
 from .fileformat import load, save
 from .invoke import clear_cache, invoke, make_op_function

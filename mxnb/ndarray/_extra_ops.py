@@ -20,7 +20,8 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ __all__ = ["SamplerProp"]
 
 
 class _SamplerOperator(Operator):
-    def __init__(self, prop: "SamplerProp") -> None:
+    def __init__(self, prop: SamplerProp) -> None:
         self.prop = prop
 
     def forward(

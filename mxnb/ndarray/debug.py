@@ -38,7 +38,7 @@ import numpy as np
 
 from ..base import OpError
 
-__all__ = ["ReadOnlyArray", "readonly_view", "write_error", "READONLY_HINT"]
+__all__ = ["READONLY_HINT", "ReadOnlyArray", "readonly_view", "write_error"]
 
 READONLY_HINT = (
     "; inputs are read-only: compute into out_data (use mxnb.operator.assign), or "

@@ -41,7 +41,8 @@ import os
 import struct
 import tempfile
 import zlib
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,7 @@ from ..base import SUPPORTED_DTYPES, FormatError, MXNBError
 from ..context import Context
 from .ndarray import NDArray, array
 
-__all__ = ["save", "load", "MAGIC", "VERSION", "NDArrayFileNotFoundError", "SaveTypeError"]
+__all__ = ["MAGIC", "VERSION", "NDArrayFileNotFoundError", "SaveTypeError", "load", "save"]
 
 MAGIC = b"MXNBND\x00\x01"
 VERSION = 1
@@ -148,7 +149,7 @@ def _bad(path: str, message: str) -> FormatError:
 
 def load(
     fname: str | os.PathLike, ctx: Context | None = None
-) -> "list[NDArray] | dict[str, NDArray]":
+) -> list[NDArray] | dict[str, NDArray]:
     """Load what :func:`save` wrote: a list of NDArrays, or a dict when a dict was saved."""
     path = os.fspath(fname)
     try:

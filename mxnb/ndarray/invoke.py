@@ -34,8 +34,9 @@ Example::
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ from ..operator.base import OpContext, OperatorProperty, OpReqType
 from .debug import readonly_view
 from .ndarray import NDArray, _alloc, _ctx_of
 
-__all__ = ["invoke", "invoke_visible", "make_op_function", "clear_cache"]
+__all__ = ["clear_cache", "invoke", "invoke_visible", "make_op_function"]
 
 _WRITE_TO = OpReqType.WRITE_TO
 
@@ -234,10 +235,10 @@ def _check_out(
 
 
 def invoke(
-    op: "str | OperatorProperty",
+    op: str | OperatorProperty,
     inputs: Sequence[NDArray],
     params: dict[str, Any] | None = None,
-    out: "NDArray | Sequence[NDArray] | None" = None,
+    out: NDArray | Sequence[NDArray] | None = None,
     aux: Sequence[NDArray] | None = None,
     ctx: Context | None = None,
     name: str | None = None,

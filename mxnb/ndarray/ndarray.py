@@ -39,8 +39,10 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import numbers
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -51,18 +53,18 @@ from ..context import Context, current_context
 
 __all__ = [
     "NDArray",
-    "empty",
-    "zeros",
-    "ones",
-    "full",
-    "array",
     "arange",
-    "zeros_like",
-    "ones_like",
-    "empty_like",
-    "full_like",
+    "array",
     "concatenate",
+    "empty",
+    "empty_like",
+    "full",
+    "full_like",
+    "ones",
+    "ones_like",
     "waitall",
+    "zeros",
+    "zeros_like",
 ]
 
 _NUMBER_TYPES = (numbers.Number, np.generic)
@@ -95,7 +97,7 @@ class _Chunk:
     (:meth:`NDArray._wrap_raw`); then deleting the chunk frees only the var.
     """
 
-    __slots__ = ("handle", "var", "ctx", "__weakref__")
+    __slots__ = ("__weakref__", "ctx", "handle", "var")
 
     def __init__(self, handle: storage.Handle | None, var: Any, ctx: Context) -> None:
         self.handle = handle
@@ -103,21 +105,20 @@ class _Chunk:
         self.ctx = ctx
 
     def __del__(self) -> None:
-        try:
+        # At interpreter shutdown the engine may be gone: then there is nothing left to order.
+        with contextlib.suppress(Exception):
             handle = self.handle
             if handle is None:
                 _engine().push_delete(self.var, self.ctx)
             else:
                 _engine().push_delete(self.var, self.ctx, fn=_free_fn(handle))
-        except Exception:  # noqa: BLE001 - interpreter shutdown or engine replaced: nothing to order
-            pass
 
 
 def _new_var(name: str = "") -> Any:
     return _engine().new_var(name)
 
 
-def _alloc(shape: tuple[int, ...], ctx: Context, dtype: np.dtype) -> "NDArray":
+def _alloc(shape: tuple[int, ...], ctx: Context, dtype: np.dtype) -> NDArray:
     """A fresh, uninitialised NDArray on a new chunk (no engine op pushed)."""
     size = 1
     for dim in shape:
@@ -146,7 +147,7 @@ def _push(fn: Any, ctx: Context, const: Sequence[Any], mutate: Sequence[Any], na
     _engine().push_sync(fn, ctx, const, mutate, 0, name)
 
 
-def _invoke(op: str, inputs: list["NDArray"], params: dict[str, Any], out: Any = None) -> Any:
+def _invoke(op: str, inputs: list[NDArray], params: dict[str, Any], out: Any = None) -> Any:
     from .invoke import invoke_visible
 
     return invoke_visible(op, inputs, params, out)
@@ -171,7 +172,7 @@ def _broadcast_shape(op: str, lhs: tuple, rhs: tuple) -> tuple:
         ) from None
 
 
-def _check_same_context(op: str, first: "NDArray", second: "NDArray") -> None:
+def _check_same_context(op: str, first: NDArray, second: NDArray) -> None:
     if first.context != second.context:
         raise ContextError(
             f"{op}: operands are on different contexts, {first.context!r} and "
@@ -187,15 +188,15 @@ class NDArray:
     """
 
     __slots__ = (
-        "_chunk",
-        "_var",
-        "_array",
-        "_offset",
-        "shape",
-        "dtype",
-        "context",
         "__dict__",
         "__weakref__",
+        "_array",
+        "_chunk",
+        "_offset",
+        "_var",
+        "context",
+        "dtype",
+        "shape",
     )
     __array_priority__ = 1000.0  # numpy defers ``np_array + nd`` to NDArray.__radd__
 
@@ -212,7 +213,7 @@ class NDArray:
         shape: tuple[int, ...],
         dtype: np.dtype,
         ctx: Context,
-    ) -> "NDArray":
+    ) -> NDArray:
         self = object.__new__(cls)
         self._chunk = chunk
         self._var = var
@@ -224,7 +225,7 @@ class NDArray:
         return self
 
     @classmethod
-    def _wrap_raw(cls, array: Any, ctx: Context | None = None) -> "NDArray":
+    def _wrap_raw(cls, array: Any, ctx: Context | None = None) -> NDArray:
         """Return an NDArray over an existing raw array (shares memory, fresh var, not pooled).
 
         Custom operators wrap the buffers the system hands them with this; the
@@ -236,7 +237,7 @@ class NDArray:
             _Chunk(None, var, ctx), var, array, 0, tuple(array.shape), np.dtype(array.dtype), ctx
         )
 
-    def _view(self, raw: Any) -> "NDArray":
+    def _view(self, raw: Any) -> NDArray:
         """A view sharing this array's chunk and var."""
         base = self._array
         offset = self._offset
@@ -277,7 +278,7 @@ class NDArray:
         return self._chunk.handle
 
     @property
-    def T(self) -> "NDArray":
+    def T(self) -> NDArray:
         """The transpose (reverses the axes; through the ``transpose`` op)."""
         return _invoke("transpose", [self], {})
 
@@ -350,11 +351,11 @@ class NDArray:
         return int(self.asscalar())
 
     # -- copies and contexts ------------------------------------------------------------
-    def copy(self) -> "NDArray":
+    def copy(self) -> NDArray:
         """Return a copy on the same context (the ``_copy`` op)."""
         return _invoke("_copy", [self], {})
 
-    def copyto(self, other: "NDArray | Context") -> "NDArray":
+    def copyto(self, other: NDArray | Context) -> NDArray:
         """Copy into ``other`` (an NDArray of the same shape) or to a new array on a context."""
         if isinstance(other, NDArray):
             if other._var is self._var and other._offset == self._offset:
@@ -375,14 +376,14 @@ class NDArray:
         target = _alloc(self.shape, ctx, self.dtype)
         return self.copyto(target)
 
-    def as_in_context(self, context: Context) -> "NDArray":
+    def as_in_context(self, context: Context) -> NDArray:
         """Return this array if it is on ``context``, else a copy there."""
         context = _ctx_of(context)
         if context == self.context:
             return self
         return self.copyto(context)
 
-    def astype(self, dtype: Any, copy: bool = True) -> "NDArray":
+    def astype(self, dtype: Any, copy: bool = True) -> NDArray:
         """Return the array cast to ``dtype`` (the ``Cast`` op); no copy if same dtype and copy=False."""
         dtype = np_dtype(dtype)
         if not copy and dtype == self.dtype:
@@ -394,7 +395,7 @@ class NDArray:
         return self.asnumpy()
 
     # -- shapes and views --------------------------------------------------------------
-    def reshape(self, *shape: Any, **kwargs: Any) -> "NDArray":
+    def reshape(self, *shape: Any, **kwargs: Any) -> NDArray:
         """Return a view with a new shape; ``0`` keeps a dimension, ``-1`` infers one.
 
         While autograd records, the ``Reshape`` op is used so the gradient flows.
@@ -414,16 +415,16 @@ class NDArray:
             return _invoke("Reshape", [self], {"shape": target})
         return self._view(raw.reshape(target))
 
-    def reshape_like(self, other: "NDArray") -> "NDArray":
+    def reshape_like(self, other: NDArray) -> NDArray:
         """Return a view with ``other``'s shape."""
         return self.reshape(other.shape)
 
-    def flatten(self) -> "NDArray":
+    def flatten(self) -> NDArray:
         """Collapse all but the first axis: ``(n, a, b) -> (n, a*b)``."""
         first = self.shape[0] if self.shape else 1
         return self.reshape((first, -1))
 
-    def expand_dims(self, axis: int) -> "NDArray":
+    def expand_dims(self, axis: int) -> NDArray:
         """Insert an axis of length 1 at ``axis`` (a view)."""
         ndim = self.ndim + 1
         if not -ndim <= axis < ndim:
@@ -433,7 +434,7 @@ class NDArray:
         axis = axis % ndim
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
-    def squeeze(self, axis: int | Sequence[int] | None = None) -> "NDArray":
+    def squeeze(self, axis: int | Sequence[int] | None = None) -> NDArray:
         """Remove axes of length 1 (all of them, or ``axis``) (a view)."""
         if axis is None:
             axes = {index for index, dim in enumerate(self.shape) if dim == 1}
@@ -446,19 +447,19 @@ class NDArray:
                     )
         return self.reshape(tuple(dim for index, dim in enumerate(self.shape) if index not in axes))
 
-    def transpose(self, axes: Sequence[int] | None = None, *more: int) -> "NDArray":
+    def transpose(self, axes: Sequence[int] | None = None, *more: int) -> NDArray:
         """Permute the axes (the ``transpose`` op); no axes reverses them."""
         if more:
             axes = (axes, *more)  # type: ignore[assignment]
         params = {} if axes is None else {"axes": tuple(axes)}
         return _invoke("transpose", [self], params)
 
-    def broadcast_to(self, shape: Sequence[int]) -> "NDArray":
+    def broadcast_to(self, shape: Sequence[int]) -> NDArray:
         """Broadcast to ``shape`` (the ``broadcast_to`` op)."""
         _broadcast_shape("broadcast_to", self.shape, tuple(shape))
         return _invoke("broadcast_to", [self], {"shape": tuple(shape)})
 
-    def __getitem__(self, key: Any) -> "NDArray":
+    def __getitem__(self, key: Any) -> NDArray:
         view = _view_key(self, key)
         if view is not None:
             return view
@@ -475,21 +476,21 @@ class NDArray:
         autograd.attach_grad(self, grad_req)
 
     @property
-    def grad(self) -> "NDArray | None":
+    def grad(self) -> NDArray | None:
         """The gradient buffer attached by :meth:`attach_grad` (None if none)."""
         from .. import autograd
 
         return autograd.get_grad(self)
 
     def backward(
-        self, out_grad: "NDArray | None" = None, retain_graph: bool = False, train_mode: bool = True
+        self, out_grad: NDArray | None = None, retain_graph: bool = False, train_mode: bool = True
     ) -> None:
         """Compute the gradients of this array with respect to the marked arrays."""
         from .. import autograd
 
         autograd.backward([self], [out_grad], retain_graph, train_mode)
 
-    def detach(self) -> "NDArray":
+    def detach(self) -> NDArray:
         """Return a view that autograd does not track."""
         from .. import autograd
 
@@ -499,137 +500,137 @@ class NDArray:
         return self._view(self._array)
 
     # -- arithmetic ---------------------------------------------------------------------------
-    def __neg__(self) -> "NDArray":
+    def __neg__(self) -> NDArray:
         return _invoke("negative", [self], {})
 
-    def __pos__(self) -> "NDArray":
+    def __pos__(self) -> NDArray:
         return self
 
-    def __abs__(self) -> "NDArray":
+    def __abs__(self) -> NDArray:
         return _invoke("abs", [self], {})
 
-    def __add__(self, other: Any) -> "NDArray":
+    def __add__(self, other: Any) -> NDArray:
         return _arith(self, other, "add")
 
-    def __radd__(self, other: Any) -> "NDArray":
+    def __radd__(self, other: Any) -> NDArray:
         return _arith(self, other, "add")
 
-    def __iadd__(self, other: Any) -> "NDArray":
+    def __iadd__(self, other: Any) -> NDArray:  # noqa: PYI034
         return _arith(self, other, "add", out=self)
 
-    def __sub__(self, other: Any) -> "NDArray":
+    def __sub__(self, other: Any) -> NDArray:
         return _arith(self, other, "sub")
 
-    def __rsub__(self, other: Any) -> "NDArray":
+    def __rsub__(self, other: Any) -> NDArray:
         return _arith(self, other, "sub", reverse=True)
 
-    def __isub__(self, other: Any) -> "NDArray":
+    def __isub__(self, other: Any) -> NDArray:  # noqa: PYI034
         return _arith(self, other, "sub", out=self)
 
-    def __mul__(self, other: Any) -> "NDArray":
+    def __mul__(self, other: Any) -> NDArray:
         return _arith(self, other, "mul")
 
-    def __rmul__(self, other: Any) -> "NDArray":
+    def __rmul__(self, other: Any) -> NDArray:
         return _arith(self, other, "mul")
 
-    def __imul__(self, other: Any) -> "NDArray":
+    def __imul__(self, other: Any) -> NDArray:  # noqa: PYI034
         return _arith(self, other, "mul", out=self)
 
-    def __truediv__(self, other: Any) -> "NDArray":
+    def __truediv__(self, other: Any) -> NDArray:
         return _arith(self, other, "div")
 
-    def __rtruediv__(self, other: Any) -> "NDArray":
+    def __rtruediv__(self, other: Any) -> NDArray:
         return _arith(self, other, "div", reverse=True)
 
-    def __itruediv__(self, other: Any) -> "NDArray":
+    def __itruediv__(self, other: Any) -> NDArray:  # noqa: PYI034
         return _arith(self, other, "div", out=self)
 
-    def __mod__(self, other: Any) -> "NDArray":
+    def __mod__(self, other: Any) -> NDArray:
         return _arith(self, other, "mod")
 
-    def __rmod__(self, other: Any) -> "NDArray":
+    def __rmod__(self, other: Any) -> NDArray:
         return _arith(self, other, "mod", reverse=True)
 
-    def __imod__(self, other: Any) -> "NDArray":
+    def __imod__(self, other: Any) -> NDArray:  # noqa: PYI034
         return _arith(self, other, "mod", out=self)
 
-    def __pow__(self, other: Any) -> "NDArray":
+    def __pow__(self, other: Any) -> NDArray:
         return _arith(self, other, "power")
 
-    def __rpow__(self, other: Any) -> "NDArray":
+    def __rpow__(self, other: Any) -> NDArray:
         return _arith(self, other, "power", reverse=True)
 
-    def __ipow__(self, other: Any) -> "NDArray":
+    def __ipow__(self, other: Any) -> NDArray:  # noqa: PYI034
         return _arith(self, other, "power", out=self)
 
     # -- comparisons (results are 0/1 in the array's dtype, as MXNet) ---------------------
-    def __eq__(self, other: Any) -> "NDArray":  # type: ignore[override]
+    def __eq__(self, other: object) -> NDArray:  # type: ignore[override]
         return _compare(self, other, "equal")
 
-    def __ne__(self, other: Any) -> "NDArray":  # type: ignore[override]
+    def __ne__(self, other: object) -> NDArray:  # type: ignore[override]
         return _compare(self, other, "not_equal")
 
-    def __gt__(self, other: Any) -> "NDArray":
+    def __gt__(self, other: Any) -> NDArray:
         return _compare(self, other, "greater")
 
-    def __ge__(self, other: Any) -> "NDArray":
+    def __ge__(self, other: Any) -> NDArray:
         return _compare(self, other, "greater_equal")
 
-    def __lt__(self, other: Any) -> "NDArray":
+    def __lt__(self, other: Any) -> NDArray:
         return _compare(self, other, "lesser")
 
-    def __le__(self, other: Any) -> "NDArray":
+    def __le__(self, other: Any) -> NDArray:
         return _compare(self, other, "lesser_equal")
 
     # -- reductions ----------------------------------------------------------------------------
-    def sum(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> "NDArray":
+    def sum(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Sum over ``axis`` (all axes by default) (the ``sum`` op)."""
         return _invoke("sum", [self], _reduce_params(axis, keepdims, exclude))
 
-    def mean(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> "NDArray":
+    def mean(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Mean over ``axis`` (the ``mean`` op)."""
         return _invoke("mean", [self], _reduce_params(axis, keepdims, exclude))
 
-    def max(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> "NDArray":
+    def max(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Maximum over ``axis`` (the ``max`` op)."""
         return _invoke("max", [self], _reduce_params(axis, keepdims, exclude))
 
-    def min(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> "NDArray":
+    def min(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Minimum over ``axis`` (the ``min`` op)."""
         return _invoke("min", [self], _reduce_params(axis, keepdims, exclude))
 
-    def prod(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> "NDArray":
+    def prod(self, axis: Any = None, keepdims: bool = False, exclude: bool = False) -> NDArray:
         """Product over ``axis`` (the ``prod`` op)."""
         return _invoke("prod", [self], _reduce_params(axis, keepdims, exclude))
 
-    def argmax(self, axis: int | None = None, keepdims: bool = False) -> "NDArray":
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> NDArray:
         """Index of the maximum along ``axis`` (the ``argmax`` op)."""
         return _invoke("argmax", [self], _reduce_params(axis, keepdims, False, tuple_axis=False))
 
-    def argmin(self, axis: int | None = None, keepdims: bool = False) -> "NDArray":
+    def argmin(self, axis: int | None = None, keepdims: bool = False) -> NDArray:
         """Index of the minimum along ``axis`` (the ``argmin`` op)."""
         return _invoke("argmin", [self], _reduce_params(axis, keepdims, False, tuple_axis=False))
 
-    def norm(self, ord: int = 2, axis: Any = None, keepdims: bool = False) -> "NDArray":
+    def norm(self, ord: int = 2, axis: Any = None, keepdims: bool = False) -> NDArray:
         """The L2 (or L1) norm (the ``norm`` op)."""
         params = _reduce_params(axis, keepdims, False)
         if ord != 2:
             params["ord"] = ord
         return _invoke("norm", [self], params)
 
-    def clip(self, a_min: float, a_max: float) -> "NDArray":
+    def clip(self, a_min: float, a_max: float) -> NDArray:
         """Clip values into ``[a_min, a_max]`` (the ``clip`` op)."""
         return _invoke("clip", [self], {"a_min": a_min, "a_max": a_max})
 
-    def zeros_like(self) -> "NDArray":
+    def zeros_like(self) -> NDArray:
         """A new array of zeros with this shape, dtype and context."""
         return zeros_like(self)
 
-    def ones_like(self) -> "NDArray":
+    def ones_like(self) -> NDArray:
         """A new array of ones with this shape, dtype and context."""
         return ones_like(self)
 
-    def tostype(self, stype: str) -> "NDArray":
+    def tostype(self, stype: str) -> NDArray:
         """Only ``'default'`` (dense) storage exists in mxnb."""
         if stype != "default":
             from ..base import NotSupportedError
@@ -660,12 +661,75 @@ class NDArray:
 
 #: Operators reachable as NDArray methods (``x.exp()``), as MXNet's NDArray has them.
 _METHOD_OPS = frozenset(
-    """abs sign round rint ceil floor fix trunc sqrt rsqrt cbrt rcbrt square reciprocal exp expm1
-    log log10 log2 log1p sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh
-    degrees radians relu sigmoid softmax log_softmax softmin tile repeat flip pad slice slice_axis
-    slice_like take pick one_hot topk sort argsort argmax_channel nansum nanprod sum_axis split
-    swapaxes diag dot batch_dot broadcast_like broadcast_axes depth_to_space space_to_depth
-    shape_array size_array""".split()
+    [
+        "abs",
+        "sign",
+        "round",
+        "rint",
+        "ceil",
+        "floor",
+        "fix",
+        "trunc",
+        "sqrt",
+        "rsqrt",
+        "cbrt",
+        "rcbrt",
+        "square",
+        "reciprocal",
+        "exp",
+        "expm1",
+        "log",
+        "log10",
+        "log2",
+        "log1p",
+        "sin",
+        "cos",
+        "tan",
+        "arcsin",
+        "arccos",
+        "arctan",
+        "sinh",
+        "cosh",
+        "tanh",
+        "arcsinh",
+        "arccosh",
+        "arctanh",
+        "degrees",
+        "radians",
+        "relu",
+        "sigmoid",
+        "softmax",
+        "log_softmax",
+        "softmin",
+        "tile",
+        "repeat",
+        "flip",
+        "pad",
+        "slice",
+        "slice_axis",
+        "slice_like",
+        "take",
+        "pick",
+        "one_hot",
+        "topk",
+        "sort",
+        "argsort",
+        "argmax_channel",
+        "nansum",
+        "nanprod",
+        "sum_axis",
+        "split",
+        "swapaxes",
+        "diag",
+        "dot",
+        "batch_dot",
+        "broadcast_like",
+        "broadcast_axes",
+        "depth_to_space",
+        "space_to_depth",
+        "shape_array",
+        "size_array",
+    ]
 )
 
 

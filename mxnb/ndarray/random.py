@@ -22,7 +22,7 @@ from . import _extra_ops  # noqa: F401 - registers the samplers the op library l
 from .invoke import invoke
 from .ndarray import NDArray
 
-__all__ = ["uniform", "normal", "randn", "randint"]
+__all__ = ["normal", "randint", "randn", "uniform"]
 
 
 def _shape(shape: Any) -> tuple:
