@@ -90,12 +90,9 @@ def create(name: str | None = None) -> Engine:
     if name == "naive":
         engine: Engine = NaiveEngine()
     elif name in ("threaded", "threaded_per_device"):
-        try:
-            from .threaded import ThreadedEngine, ThreadedEnginePerDevice
-        except ImportError:  # pragma: no cover - only while threaded.py is being written
-            engine = NaiveEngine()
-        else:
-            engine = ThreadedEngine() if name == "threaded" else ThreadedEnginePerDevice()
+        from .threaded import ThreadedEngine, ThreadedEnginePerDevice
+
+        engine = ThreadedEngine() if name == "threaded" else ThreadedEnginePerDevice()
     elif name == "step":
         from .stepper import StepEngine
 
@@ -197,7 +194,7 @@ def _shutdown_at_exit() -> None:
     if engine is None:
         return
     with contextlib.suppress(BaseException):
-        engine.shutdown()
+        engine.shutdown(timeout=10.0)  # an async op whose callback never comes must not hang exit
 
 
 atexit.register(_shutdown_at_exit)

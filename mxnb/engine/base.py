@@ -60,6 +60,7 @@ __all__ = [
     "Engine",
     "OperatorHandle",
     "Opr",
+    "RunContextCache",
     "SlowWait",
     "Var",
 ]
@@ -251,10 +252,47 @@ class _Completion:
         self.engine._async_done(self, ready)
 
 
+_SEQUENCES = (list, tuple)
+
+
+class RunContextCache:
+    """The RunContext a worker hands its ops, one per context object.
+
+    Keyed by ``id(ctx)``: the cached RunContext keeps its context alive, so an
+    id cannot be reused while cached.  Hashing a Context costs more than an op.
+    """
+
+    __slots__ = ("_entries", "stream", "worker")
+
+    def __init__(self, stream: Any, worker: str) -> None:
+        self._entries: dict[int, RunContext] = {}
+        self.stream = stream
+        self.worker = worker
+
+    def get(self, ctx: Context) -> RunContext:
+        """Return the RunContext for ``ctx`` on this worker."""
+        rctx = self._entries.get(id(ctx))
+        if rctx is None or rctx.ctx is not ctx:
+            if len(self._entries) > 256:
+                self._entries.clear()
+            rctx = self._entries[id(ctx)] = RunContext(ctx, self.stream, self.worker)
+        return rctx
+
+
 def _check_vars(vars_: Iterable[Var] | None, what: str, op_name: str) -> tuple[Var, ...]:
-    if not vars_:
+    if vars_ is None:
         return ()
-    result = tuple(vars_)
+    if type(vars_) is Var:
+        raise EngineError(
+            f"push of op '{op_name}': {what} must be a list of vars, got the single var "
+            f"{vars_!r}; write [{vars_.name}] instead"
+        )
+    try:
+        result = tuple(vars_)
+    except TypeError:
+        raise EngineError(
+            f"push of op '{op_name}': {what} must be a list of vars, got {vars_!r}"
+        ) from None
     for var in result:
         if type(var) is not Var:
             raise EngineError(
@@ -338,7 +376,25 @@ class Engine:
         copy : bool
             A cross-device copy: runs on the copy workers of ``threaded_per_device``.
         """
-        return self._push_fn(fn, False, ctx, const_vars, mutate_vars, priority, name, copy)
+        # The hot path, written out: validate, normalise, build the op, book it.
+        if type(ctx) is not Context or not callable(fn):
+            self._check_fn_ctx(fn, ctx, name)
+        if not name:
+            name = getattr(fn, "__name__", "op")
+        if const_vars:
+            const, mutate = _normalise(const_vars, mutate_vars, name)
+        elif mutate_vars:
+            if (
+                type(mutate_vars) in _SEQUENCES
+                and len(mutate_vars) == 1
+                and type(mutate_vars[0]) is Var
+            ):
+                const, mutate = (), (mutate_vars[0],)
+            else:
+                const, mutate = _normalise((), mutate_vars, name)
+        else:
+            const = mutate = ()
+        return self._push_opr(Opr(fn, False, ctx, const, mutate, priority, name, copy))
 
     def push_async(
         self,
@@ -355,7 +411,12 @@ class Engine:
 
         ``on_complete(exc)`` reports a failure.  Other arguments as :meth:`push_sync`.
         """
-        return self._push_fn(fn, True, ctx, const_vars, mutate_vars, priority, name, copy)
+        if type(ctx) is not Context or not callable(fn):
+            self._check_fn_ctx(fn, ctx, name)
+        if not name:
+            name = getattr(fn, "__name__", "op")
+        const, mutate = _normalise(const_vars, mutate_vars, name)
+        return self._push_opr(Opr(fn, True, ctx, const, mutate, priority, name, copy))
 
     def new_operator(
         self,
@@ -432,19 +493,10 @@ class Engine:
                 f"push of op '{name}': ctx must be a mxnb.Context such as mx.cpu(), got {ctx!r}"
             )
 
-    def _push_fn(self, fn, is_async, ctx, const_vars, mutate_vars, priority, name, copy) -> int:  # type: ignore[no-untyped-def]
+    def _check_fn_ctx(self, fn: Any, ctx: Any, name: str) -> None:
         if not callable(fn):
-            raise EngineError(f"push of op '{name}': fn must be callable, got {fn!r}")
-        if type(ctx) is not Context:
-            self._check_ctx(ctx, name)
-        if not name:
-            name = getattr(fn, "__name__", "op")
-        if const_vars or mutate_vars:
-            const, mutate = _normalise(const_vars, mutate_vars, name)
-        else:
-            const = mutate = ()
-        opr = Opr(fn, is_async, ctx, const, mutate, priority, name, copy)
-        return self._push_opr(opr)
+            raise EngineError(f"push of op '{name or fn!r}': fn must be callable, got {fn!r}")
+        self._check_ctx(ctx, name or getattr(fn, "__name__", "op"))
 
     def _push_opr(self, opr: Opr, delete: Var | None = None) -> int:
         """Append ``opr`` to its vars' queues; dispatch it when nothing blocks it."""
@@ -554,36 +606,30 @@ class Engine:
         for opr in ready:
             self._dispatch(opr)
 
-    def _failed_input(self, opr: Opr) -> _ErrorRef | None:
-        for var in opr.mutate_vars:
-            ref = var.error
-            if ref is not None and ref.exc is not None:
-                return ref
-        for var in opr.const_vars:
-            ref = var.error
-            if ref is not None and ref.exc is not None:
-                return ref
-        return None
-
     def _run(self, opr: Opr, rctx: RunContext) -> list[Opr] | None:
         """Run ``opr`` in this thread; return the ops its completion made ready.
 
         Async ops return ``None``: their callback completes them (and dispatches
         the successors through :meth:`_async_done`).
         """
-        tracing = trace.enabled
         if self.slow_wait_threshold is not None:
             self._note_slow_wait(opr)
-        failed = self._failed_input(opr) if (opr.const_vars or opr.mutate_vars) else None
-        if failed is not None:
-            return self._complete(opr, None, inherited=failed)
-        if tracing:
+        for var in opr.mutate_vars:
+            if var.error is not None and var.error.exc is not None:
+                return self._complete(opr, None, inherited=var.error)
+        for var in opr.const_vars:
+            if var.error is not None and var.error.exc is not None:
+                return self._complete(opr, None, inherited=var.error)
+        if trace.enabled:
             trace.emit(
                 trace.OpStart(trace.now(), opr.id, rctx.worker, threading.current_thread().name)
             )
         opr.state = RUNNING
         fn = opr.fn
-        stack = _running_stack()
+        try:
+            stack = _local.stack
+        except AttributeError:
+            stack = _local.stack = []
         stack.append(opr)
         if opr.is_async:
             completion = _Completion(self, opr)
@@ -604,10 +650,10 @@ class Engine:
             return self._complete(opr, None)
         try:
             fn(rctx)
-        except BaseException as exc:
+        except BaseException as exc:  # stored on the op's vars, raised by a wait
             stack.pop()
             ready = self._complete(opr, exc)
-            if not isinstance(exc, Exception):
+            if not isinstance(exc, Exception):  # Ctrl-C in an op: book it, then let it fly
                 for successor in ready:
                     self._dispatch(successor)
                 raise
@@ -702,8 +748,16 @@ class Engine:
             )
 
     # -- waiting -------------------------------------------------------------
-    def _wait_until(self, satisfied: Callable[[], bool], var: Var | None) -> None:
-        """Block until ``satisfied()`` (checked under the lock); help run ops meanwhile."""
+    def _wait_until(
+        self, satisfied: Callable[[], bool], var: Var | None, timeout: float | None = None
+    ) -> bool:
+        """Block until ``satisfied()`` (checked under the lock); help run ops meanwhile.
+
+        Returns False when ``timeout`` seconds passed first.  Waits in short
+        slices, so Ctrl-C in the waiting thread interrupts it and leaves the
+        engine consistent (nothing is booked while waiting).
+        """
+        deadline = None if timeout is None else trace.now() + timeout
         tracing = trace.enabled
         wait_id = next(_wait_ids)
         if tracing:
@@ -719,18 +773,20 @@ class Engine:
             while True:
                 with self._lock:
                     if satisfied():
-                        return
+                        return True
                 if self._help_once():
                     continue
                 with self._cond:
                     if satisfied():
-                        return
+                        return True
+                    if deadline is not None and trace.now() >= deadline:
+                        return False
                     self._num_waiters += 1
                     try:
                         self._cond.wait(self._poll_interval())
                     finally:
                         self._num_waiters -= 1
-                self._stuck_check(satisfied)
+                self._stuck_check()
         finally:
             if tracing:
                 trace.emit(trace.WaitEnd(trace.now(), wait_id))
@@ -738,7 +794,7 @@ class Engine:
     def _poll_interval(self) -> float:
         return self._wait_poll
 
-    def _stuck_check(self, satisfied: Callable[[], bool]) -> None:
+    def _stuck_check(self) -> None:
         """Hook: raise when a wait can never be satisfied (the step engine knows)."""
 
     def wait_for_var(self, var: Var) -> None:
@@ -809,16 +865,16 @@ class Engine:
         """Return how many pushed ops are not complete yet."""
         return self._num_pending
 
-    def drain(self) -> None:
-        """Wait for every pushed op without raising their errors (used before shutdown)."""
-        self._wait_until(lambda: self._num_pending <= self._suspended, None)
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait for every pushed op without raising their errors; False if ``timeout`` passed."""
+        return self._wait_until(lambda: self._num_pending <= self._suspended, None, timeout)
 
-    def shutdown(self) -> None:
-        """Drain, then stop accepting pushes and stop the workers (idempotent)."""
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Drain (at most ``timeout`` s), then refuse pushes and stop the workers (idempotent)."""
         if self._shut:
             return
         try:
-            self.drain()
+            self.drain(timeout)
         finally:
             with self._lock:
                 self._shut = True

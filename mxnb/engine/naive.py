@@ -30,8 +30,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from ..context import Context, RunContext
-from .base import Engine, Opr, _Completion
+from .base import Engine, Opr, RunContextCache, _Completion
 
 __all__ = ["NaiveEngine"]
 
@@ -43,26 +42,18 @@ class NaiveEngine(Engine):
 
     def __init__(self) -> None:
         super().__init__()
-        self._run_contexts: dict[Context, RunContext] = {}
-
-    def _run_context(self, ctx: Context) -> RunContext:
-        rctx = self._run_contexts.get(ctx)
-        if rctx is None:
-            if len(self._run_contexts) > 64:
-                self._run_contexts.clear()
-            rctx = self._run_contexts[ctx] = RunContext(ctx, None, "main")
-        return rctx
+        self._run_contexts = RunContextCache(None, "main")
 
     def _dispatch(self, opr: Opr) -> None:
         # Successors made ready by a completion run here too, in push order,
         # iteratively (a long chain must not grow the Python stack).
-        ready = self._run(opr, self._run_context(opr.ctx))
+        ready = self._run(opr, self._run_contexts.get(opr.ctx))
         if not ready:
             return
         todo = deque(ready)
         while todo:
             successor = todo.popleft()
-            more = self._run(successor, self._run_context(successor.ctx))
+            more = self._run(successor, self._run_contexts.get(successor.ctx))
             if more:
                 todo.extend(more)
 

@@ -1,0 +1,277 @@
+"""Threaded engines: ready ops go to worker pools.
+
+Idea (MXNet: ``ThreadedEngine`` / ``ThreadedEnginePooled`` /
+``ThreadedEnginePerDevice`` in src/engine/): the var/op bookkeeping of
+:mod:`mxnb.engine.base` decides *when* an op may run; these engines decide
+*where*.  A ready op is put on the queue of a worker pool; a worker takes
+it, runs it, and books its completion, which may make successors ready.  The
+first successor that belongs to the same pool runs next on the same worker
+(no queue round trip: a chain stays on one thread, warm in cache).
+
+Rule: within a pool, a ready op with a larger ``priority`` is taken first;
+equal priorities go in the order they became ready.
+
+Pools:
+    threaded              one shared pool (``cpu/0`` …) for every context
+    threaded_per_device   ``cpu(0)/i`` for CPU contexts (``MXNB_CPU_WORKER_NTHREADS``,
+                          default max(2, cores)); ``gpu(N)/i`` per GPU context
+                          (``MXNB_GPU_WORKER_NTHREADS``, default 2; virtual GPUs get
+                          their own pool too; a real GPU worker owns a cupy stream and
+                          synchronises it after each op — written for cupy, not run on
+                          these machines); ``copy/i`` for ops pushed with ``copy=True``
+                          (``MXNB_COPY_WORKER_NTHREADS``, default 1)
+
+Waiting inside an op: a worker that calls ``wait_for_var`` / ``wait_for_all``
+keeps taking ready ops (from its own pool first, then any) and runs them
+inline until its wait is met, so nested waits never starve the pool.
+
+State kept:
+    _pools     label -> _WorkerPool (queue of ready ops, a heap for prioritised ones, threads)
+
+Example::
+
+    >>> import mxnb as mx
+    >>> eng = mx.engine.create('threaded_per_device')
+    >>> v = eng.new_var(name='v')
+    >>> out = []
+    >>> _ = eng.push_sync(lambda rctx: out.append(rctx.worker), mx.cpu(), mutate_vars=[v])
+    >>> eng.wait_for_var(v); out[0].startswith('cpu(0)/')
+    True
+    >>> eng.shutdown()
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import os
+import queue
+import threading
+from typing import Any
+
+from ..context import Context
+from .base import Engine, Opr, RunContextCache, _local
+
+__all__ = ["ThreadedEngine", "ThreadedEnginePerDevice", "default_cpu_workers"]
+
+logger = logging.getLogger("mxnb.engine")
+
+_PRIORITY_TOKEN = object()  # queue item: take the best op from the pool's heap
+_STOP = None  # queue item: the worker that takes it exits
+
+
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        logger.warning("%s=%r is not a whole number; using %d", name, text, default)
+        return default
+    return max(1, value)
+
+
+def default_cpu_workers() -> int:
+    """CPU worker threads: ``MXNB_CPU_WORKER_NTHREADS`` or max(2, cores)."""
+    return _env_int("MXNB_CPU_WORKER_NTHREADS", max(2, os.cpu_count() or 2))
+
+
+class _WorkerPool:
+    """Ready ops for one device and the threads that run them.
+
+    Ops with priority 0 go straight on a ``SimpleQueue``; others go on a heap
+    and a token goes on the queue.  A worker that takes anything while the
+    heap is non-empty swaps it for the heap's best, so the heap size always
+    equals the tokens outstanding and priorities are honoured.
+    """
+
+    def __init__(self, engine: ThreadedEngine, label: str, nthreads: int, streams: Any = None):
+        self.label = label
+        self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.heap: list[tuple[int, int, Opr]] = []
+        self.heap_lock = threading.Lock()
+        self.threads: list[threading.Thread] = []
+        for index in range(nthreads):
+            stream = streams[index] if streams else None
+            thread = threading.Thread(
+                target=engine._worker_main,
+                args=(self, index, stream),
+                name=f"mxnb-engine {label}/{index}",
+                daemon=True,
+            )
+            self.threads.append(thread)
+        for thread in self.threads:
+            thread.start()
+
+    def submit(self, opr: Opr) -> None:
+        if opr.priority:
+            with self.heap_lock:
+                heapq.heappush(self.heap, (-opr.priority, opr.id, opr))
+            self.queue.put(_PRIORITY_TOKEN)
+        else:
+            self.queue.put(opr)
+
+    def take(self, block: bool = True) -> Opr | None:
+        """Return the next op (None: stop); raises ``queue.Empty`` when not blocking."""
+        item = self.queue.get(block)
+        if item is _PRIORITY_TOKEN or (self.heap and item is not _STOP):
+            with self.heap_lock:
+                if item is not _PRIORITY_TOKEN:
+                    heapq.heappush(self.heap, (-item.priority, item.id, item))
+                item = heapq.heappop(self.heap)[2]
+        return item
+
+    def stop(self, timeout: float) -> None:
+        for _ in self.threads:
+            self.queue.put(_STOP)
+        current = threading.current_thread()
+        for thread in self.threads:
+            if thread is not current:
+                thread.join(timeout)
+
+
+class ThreadedEngine(Engine):
+    """One shared pool of worker threads for every context (MXNet: ``ThreadedEnginePooled``)."""
+
+    kind = "threaded"
+    _helper_poll = 0.002  # a waiting worker re-checks its queue this often
+
+    def __init__(self, nthreads: int | None = None) -> None:
+        super().__init__()
+        self._pools_lock = threading.Lock()
+        self._pools: dict[str, _WorkerPool] = {}
+        self._nthreads = nthreads or default_cpu_workers()
+        self._shared = self._make_pool("cpu", self._nthreads)
+
+    def _make_pool(self, label: str, nthreads: int, streams: Any = None) -> _WorkerPool:
+        pool = _WorkerPool(self, label, nthreads, streams)
+        self._pools[label] = pool
+        return pool
+
+    def _pool_for(self, opr: Opr) -> _WorkerPool:
+        return self._shared
+
+    def _dispatch(self, opr: Opr) -> None:
+        self._pool_for(opr).submit(opr)
+
+    def workers(self) -> list[str]:
+        """Return the worker names (as traces show them), pool by pool."""
+        return [
+            f"{label}/{index}"
+            for label, pool in self._pools.items()
+            for index in range(len(pool.threads))
+        ]
+
+    # -- the worker loop -----------------------------------------------------
+    def _worker_main(self, pool: _WorkerPool, index: int, stream: Any) -> None:
+        _local.stack = []
+        _local.pool = pool
+        _local.engine = self
+        contexts = RunContextCache(stream, f"{pool.label}/{index}")
+        take = pool.take
+        while True:
+            try:
+                opr = take()
+            except BaseException:  # noqa: BLE001 - a worker never dies of a signal
+                continue
+            if opr is None:
+                return
+            self._run_chain(opr, pool, contexts)
+
+    def _run_chain(self, opr: Opr | None, pool: _WorkerPool, contexts: RunContextCache) -> None:
+        """Run ``opr``, then the first successor for this pool, and so on."""
+        while opr is not None:
+            try:
+                ready = self._run(opr, contexts.get(opr.ctx))
+                if contexts.stream is not None:
+                    contexts.stream.synchronize()  # real GPU: the op's kernels are done
+            except BaseException:
+                logger.exception("op '%s' raised through the worker", opr.name)
+                ready = None
+            opr = None
+            if ready:
+                for successor in ready:
+                    if opr is None and self._pool_for(successor) is pool:
+                        opr = successor
+                    else:
+                        self._dispatch(successor)
+
+    # -- waiting inside an op --------------------------------------------------
+    def _help_once(self) -> bool:
+        if getattr(_local, "engine", None) is not self:
+            return False  # not one of our workers: just wait
+        own: _WorkerPool = _local.pool
+        for pool in (own, *[p for p in list(self._pools.values()) if p is not own]):
+            try:
+                opr = pool.take(block=False)
+            except queue.Empty:
+                continue
+            if opr is None:  # a stop request: put it back for the worker loop
+                pool.queue.put(_STOP)
+                return False
+            contexts = RunContextCache(None, f"{own.label}/help")
+            self._run_chain(opr, pool, contexts)
+            return True
+        return False
+
+    def _poll_interval(self) -> float:
+        if getattr(_local, "engine", None) is self:
+            return self._helper_poll
+        return self._wait_poll
+
+    def _stop_workers(self) -> None:
+        for pool in list(self._pools.values()):
+            pool.stop(timeout=5.0)
+
+
+class ThreadedEnginePerDevice(ThreadedEngine):
+    """A CPU pool, a pool per GPU context and copy workers (MXNet: ``ThreadedEnginePerDevice``)."""
+
+    kind = "threaded_per_device"
+
+    def __init__(self, nthreads: int | None = None) -> None:
+        Engine.__init__(self)
+        self._pools_lock = threading.Lock()
+        self._pools = {}
+        self._nthreads = nthreads or default_cpu_workers()
+        self._cpu = self._make_pool("cpu(0)", self._nthreads)
+        self._copy: _WorkerPool | None = None
+        self._gpus: dict[int, _WorkerPool] = {}
+
+    def _pool_for(self, opr: Opr) -> _WorkerPool:
+        if opr.copy:
+            return self._copy or self._copy_pool()
+        ctx = opr.ctx
+        if ctx.device_type == "gpu":
+            pool = self._gpus.get(ctx.device_id)
+            return pool or self._gpu_pool(ctx)
+        return self._cpu
+
+    def _copy_pool(self) -> _WorkerPool:
+        with self._pools_lock:
+            if self._copy is None:
+                self._copy = self._make_pool("copy", _env_int("MXNB_COPY_WORKER_NTHREADS", 1))
+            return self._copy
+
+    def _gpu_pool(self, ctx: Context) -> _WorkerPool:
+        with self._pools_lock:
+            pool = self._gpus.get(ctx.device_id)
+            if pool is None:
+                nthreads = _env_int("MXNB_GPU_WORKER_NTHREADS", 2)
+                streams = None
+                if not ctx.is_virtual:
+                    streams = _cupy_streams(ctx.device_id, nthreads)
+                pool = self._make_pool(str(ctx), nthreads, streams)
+                self._gpus[ctx.device_id] = pool
+            return pool
+
+
+def _cupy_streams(device_id: int, count: int) -> list[Any] | None:
+    """One non-blocking cupy stream per worker of a real GPU (None without cupy)."""
+    try:
+        import cupy  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    with cupy.cuda.Device(device_id):
+        return [cupy.cuda.Stream(non_blocking=True) for _ in range(count)]
