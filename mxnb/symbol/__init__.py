@@ -1,1 +1,142 @@
-"""Placeholder: filled in by its issue."""
+"""``mx.sym``: symbolic graphs — construction, composition, shape/type inference, JSON.
+
+Chapters of this package:
+    graph.py          Node / NodeEntry, topological order, shape and type inference (the
+                      contract the executor and memory planner read)
+    scope.py          automatic names (NameManager, Prefix) and attribute scopes (AttrScope)
+    symbol.py         the Symbol: operators applied to symbols, implicit variables,
+                      composition, Group, internals, arithmetic, attributes, inference
+    serialization.py  MXNet 1.x symbol JSON, written as MXNet writes it; old and Gluon files read
+
+``mx.sym.<Name>`` exists for every registered operator (module-level
+``__getattr__``), so an operator registered later — even in a notebook cell —
+is available at once, with its docstring generated from the registry.
+
+Example::
+
+    >>> import mxnb as mx
+    >>> data = mx.sym.Variable('data')
+    >>> net = mx.sym.FullyConnected(data, num_hidden=4, name='fc1')
+    >>> net = mx.sym.Activation(net, act_type='relu', name='relu1')
+    >>> net.list_arguments(), net.list_outputs()
+    (['data', 'fc1_weight', 'fc1_bias'], ['relu1_output'])
+    >>> net.infer_shape(data=(2, 3))
+    ([(2, 3), (4, 3), (4,)], [(2, 4)], [])
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..operator import registry
+from . import graph
+from .scope import AttrScope, NameManager, Prefix
+from .serialization import from_json
+from .symbol import Group, Symbol, Variable, create, var
+
+__all__ = [
+    "AttrScope",
+    "Group",
+    "NameManager",
+    "Prefix",
+    "Symbol",
+    "Variable",
+    "arange",
+    "create",
+    "full",
+    "graph",
+    "load",
+    "load_json",
+    "ones",
+    "var",
+    "zeros",
+]
+
+
+def load_json(json_str: str) -> Symbol:
+    """Load a symbol from MXNet symbol JSON text (``sym.tojson()``, ``*-symbol.json`` files).
+
+    Raises :class:`~mxnb.base.GraphError` listing every operator the file uses
+    that is not registered, and :class:`~mxnb.base.FormatError` when the text
+    is not a symbol file.
+    """
+    return Symbol._from_outputs(from_json(json_str))
+
+
+def load(fname: str) -> Symbol:
+    """Load a symbol from a ``*-symbol.json`` file written by ``sym.save`` or MXNet/Gluon."""
+    with open(fname, encoding="utf-8") as handle:
+        return load_json(handle.read())
+
+
+def _dtype_name(dtype: Any) -> str:
+    import numpy as np
+
+    return np.dtype("float32" if dtype is None else dtype).name
+
+
+def zeros(shape: int | Sequence[int], dtype: Any = None, **kwargs: Any) -> Symbol:
+    """A symbol of zeros of ``shape`` (the ``_zeros`` operator; dtype defaults to float32)."""
+    return create("_zeros", shape=shape, dtype=_dtype_name(dtype), hint="_zeros", **kwargs)
+
+
+def ones(shape: int | Sequence[int], dtype: Any = None, **kwargs: Any) -> Symbol:
+    """A symbol of ones of ``shape`` (the ``_ones`` operator)."""
+    return create("_ones", shape=shape, dtype=_dtype_name(dtype), hint="_ones", **kwargs)
+
+
+def full(shape: int | Sequence[int], val: float, dtype: Any = None, **kwargs: Any) -> Symbol:
+    """A symbol of ``shape`` filled with ``val`` (the ``_full`` operator)."""
+    return create(
+        "_full", shape=shape, value=float(val), dtype=_dtype_name(dtype), hint="_full", **kwargs
+    )
+
+
+def arange(
+    start: float,
+    stop: float | None = None,
+    step: float = 1.0,
+    repeat: int = 1,
+    infer_range: bool = False,
+    name: str | None = None,
+    dtype: Any = None,
+) -> Symbol:
+    """Evenly spaced values in ``[start, stop)`` (the ``_arange`` operator)."""
+    return create(
+        "_arange",
+        start=start,
+        stop=stop,
+        step=step,
+        repeat=repeat,
+        infer_range=infer_range,
+        name=name,
+        dtype=_dtype_name(dtype),
+        hint="_arange",
+    )
+
+
+@functools.cache
+def _op_function(name: str, prop_cls: type) -> Callable[..., Symbol]:
+    def function(*args: Any, **kwargs: Any) -> Symbol:
+        return create(name, *args, **kwargs)
+
+    function.__name__ = name
+    function.__qualname__ = name
+    function.__module__ = __name__
+    function.__doc__ = registry.make_docstring(name)
+    return function
+
+
+def __getattr__(name: str) -> Callable[..., Symbol]:
+    """``mx.sym.<Name>``: the registered operator ``Name`` as a symbol-building function."""
+    info = registry.find(name)
+    if info is None or name.startswith("__"):
+        raise AttributeError(f"module 'mxnb.symbol' has no attribute {name!r}")
+    return _op_function(name, info.prop_cls)
+
+
+def __dir__() -> list[str]:
+    ops = [name for name in registry.list_ops() if not name.startswith("_")]
+    return sorted(set(globals()) | set(ops))

@@ -1,0 +1,344 @@
+"""Symbol JSON: MXNet 1.x's graph file format, written byte for byte as MXNet writes it.
+
+Idea (MXNet: nnvm's ``SaveJSON`` / ``LoadJSON`` passes and
+``src/nnvm/legacy_json_util.cc``): a graph is saved as its nodes in
+topological (DFS post-) order.  Each node has ``op`` (``"null"`` for a
+variable), ``name``, ``attrs`` (operator parameters and attributes, all
+strings, keys sorted) and ``inputs`` as ``[node_id, output_index,
+version]``.  ``arg_nodes`` lists the variables, ``node_row_ptr`` the first
+entry id of each node, ``heads`` the outputs, and ``attrs`` carries
+``{"mxnet_version": ["int", 10901]}``.
+
+Rules:
+* Writing follows dmlc's JSONWriter layout (two-space indent, ``", "``
+  separators, arrays of more than ten numbers one per line, one-entry
+  dicts on one line), so a file we write looks like one MXNet wrote, and
+  ``to_json(from_json(text)) == text`` for our own output.
+* Reading accepts what MXNet accepts: older files with ``"param"`` /
+  ``"attr"`` instead of ``"attrs"``, two-element inputs, no
+  ``node_row_ptr``, bare hidden keys (``lr_mult`` -> ``__lr_mult__``), aux
+  states missing from pre-0.9 files; and Gluon exports (``__init__`` attrs,
+  parameters as strings).  Every unknown operator is reported at once.
+
+Example::
+
+    >>> import mxnb as mx
+    >>> net = mx.sym.Activation(mx.sym.Variable('x'), act_type='relu', name='relu1')
+    >>> mx.sym.load_json(net.tojson()).tojson() == net.tojson()
+    True
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..base import FormatError, GraphError, ParamError
+from ..operator import registry
+from .graph import Node, NodeEntry, topo_sort
+from .scope import hide_key
+
+__all__ = ["MXNET_VERSION", "from_json", "to_json"]
+
+#: The MXNet version our files claim (1.9.1), as MXNET_VERSION encodes it.
+MXNET_VERSION = 10901
+
+
+# ---------------------------------------------------------------------------
+# writing: dmlc::JSONWriter's layout
+# ---------------------------------------------------------------------------
+
+
+class _DmlcWriter:
+    """Reproduces dmlc::JSONWriter: scopes remember whether they are multi-line."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.multi_line: list[bool] = []
+        self.counts: list[int] = []
+
+    def separator(self) -> None:
+        if not self.multi_line or self.multi_line[-1]:
+            self.parts.append("\n" + " " * (2 * len(self.multi_line)))
+
+    def begin(self, bracket: str, multi_line: bool) -> None:
+        self.parts.append(bracket)
+        self.multi_line.append(multi_line)
+        self.counts.append(0)
+
+    def end(self, bracket: str) -> None:
+        newline = self.multi_line.pop()
+        count = self.counts.pop()
+        if newline and count:
+            self.separator()
+        self.parts.append(bracket)
+
+    def key_value(self, key: str, write_value: Callable[[], None]) -> None:
+        if self.counts[-1] > 0:
+            self.parts.append(", ")
+        self.separator()
+        self.parts.append(f'"{key}": ')
+        self.counts[-1] += 1
+        write_value()
+
+    def array_item(self, write_value: Callable[[], None]) -> None:
+        if self.counts[-1]:
+            self.parts.append(", ")
+        self.counts[-1] += 1
+        self.separator()
+        write_value()
+
+    def string(self, text: str) -> None:
+        escaped = (
+            text.replace("\\", "\\\\")
+            .replace('"', '\\"')
+            .replace("\r", "\\r")
+            .replace("\n", "\\n")
+            .replace("\t", "\\t")
+        )
+        self.parts.append(f'"{escaped}"')
+
+    def number(self, value: int) -> None:
+        self.parts.append(str(int(value)))
+
+    # containers, as dmlc's ArrayHandler / MapHandler lay them out
+    def int_array(self, values: Sequence[int]) -> None:
+        self.begin("[", len(values) > 10)
+        for value in values:
+            self.array_item(lambda value=value: self.number(value))
+        self.end("]")
+
+    def entry(self, entry: tuple[int, int, int]) -> None:
+        self.begin("[", False)
+        for value in entry:
+            self.array_item(lambda value=value: self.number(value))
+        self.end("]")
+
+    def entry_array(self, entries: Sequence[tuple[int, int, int]]) -> None:
+        self.begin("[", len(entries) > 10)  # an entry is plain data (POD) in dmlc's eyes
+        for item in entries:
+            self.array_item(lambda item=item: self.entry(item))
+        self.end("]")
+
+    def string_map(self, mapping: dict[str, str]) -> None:
+        self.begin("{", len(mapping) > 1)
+        for key in sorted(mapping):
+            self.key_value(key, lambda key=key: self.string(mapping[key]))
+        self.end("}")
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def _node_dict(node: Node) -> dict[str, str]:
+    """The strings MXNet keeps in a node's ``attrs.dict``: given parameters, then attributes."""
+    merged: dict[str, str] = {}
+    if node.op is not None:
+        defaults = {name: param.default for name, param in node.op.params.items()}
+        values = node.op.get_params()
+        strings = node.op.get_params_str()
+        for key, value in values.items():
+            if key not in node.params and value != defaults.get(key):
+                merged[key] = strings[key]  # set on the property directly, not given as a string
+        merged.update(node.params)
+    merged.update(node.attrs)
+    return merged
+
+
+def to_json(outputs: Sequence[NodeEntry]) -> str:
+    """Write the graph of ``outputs`` in MXNet 1.x's symbol JSON format."""
+    nodes = topo_sort(outputs)
+    index = {id(node): position for position, node in enumerate(nodes)}
+    row_ptr = [0]
+    for node in nodes:
+        row_ptr.append(row_ptr[-1] + node.num_outputs())
+    writer = _DmlcWriter()
+    writer.begin("{", True)
+
+    def write_node(node: Node) -> None:
+        writer.begin("{", True)
+        op_name = "null" if node.op is None else node.op.op_name
+        writer.key_value("op", lambda: writer.string(op_name))
+        writer.key_value("name", lambda: writer.string(node.name))
+        attrs = _node_dict(node)
+        if attrs:
+            writer.key_value("attrs", lambda: writer.string_map(attrs))
+        inputs = [(index[id(entry.node)], entry.index, 0) for entry in node.inputs]
+        writer.key_value("inputs", lambda: writer.entry_array(inputs))
+        writer.end("}")
+
+    def write_nodes() -> None:
+        writer.begin("[", True)
+        for node in nodes:
+            writer.array_item(lambda node=node: write_node(node))
+        writer.end("]")
+
+    def write_version() -> None:
+        writer.begin("{", False)
+
+        def write_any() -> None:
+            writer.begin("[", False)
+            writer.array_item(lambda: writer.string("int"))
+            writer.array_item(lambda: writer.number(MXNET_VERSION))
+            writer.end("]")
+
+        writer.key_value("mxnet_version", write_any)
+        writer.end("}")
+
+    arg_nodes = [position for position, node in enumerate(nodes) if node.op is None]
+    heads = [(index[id(entry.node)], entry.index, 0) for entry in outputs]
+    writer.key_value("nodes", write_nodes)
+    writer.key_value("arg_nodes", lambda: writer.int_array(arg_nodes))
+    writer.key_value("node_row_ptr", lambda: writer.int_array(row_ptr))
+    writer.key_value("heads", lambda: writer.entry_array(heads))
+    writer.key_value("attrs", write_version)
+    writer.end("}")
+    return writer.text()
+
+
+# ---------------------------------------------------------------------------
+# reading
+# ---------------------------------------------------------------------------
+
+
+def _string_dict(value: Any, where: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise FormatError(
+            f"{where}: attributes must be an object of strings, got {type(value).__name__}"
+        )
+    return {
+        str(key): item if isinstance(item, str) else json.dumps(item) for key, item in value.items()
+    }
+
+
+def _entry(raw: Any, count: int, where: str) -> tuple[int, int]:
+    if not isinstance(raw, list) or len(raw) not in (2, 3):
+        raise FormatError(
+            f"{where}: an entry must be [node, index] or [node, index, version], got {raw!r}"
+        )
+    node_id, output = int(raw[0]), int(raw[1])
+    if not 0 <= node_id < count:
+        raise FormatError(
+            f"{where}: entry {raw!r} refers to node {node_id}, but there are {count} nodes"
+        )
+    return node_id, output
+
+
+def _check_unknown_ops(raw_nodes: list[dict[str, Any]]) -> None:
+    unknown: dict[str, list[str]] = {}
+    for raw in raw_nodes:
+        op_name = raw.get("op", "null")
+        if op_name != "null" and registry.find(op_name) is None:
+            unknown.setdefault(op_name, []).append(str(raw.get("name", "?")))
+    if unknown:
+        listed = "; ".join(
+            f"{op} (node{'s' if len(names) > 1 else ''} {', '.join(names[:3])}"
+            f"{', ...' if len(names) > 3 else ''})"
+            for op, names in sorted(unknown.items())
+        )
+        raise GraphError(
+            f"the symbol file uses {len(unknown)} operator{'s' if len(unknown) > 1 else ''} "
+            f"mxnb does not have: {listed}; register them (@mx.operator.register) "
+            f"or check the file"
+        )
+
+
+def _split_op_attrs(op_name: str, attrs: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Separate an op node's strings into its parameters and its other attributes."""
+    declared = registry.get(op_name).prop_cls.params
+    params: dict[str, str] = {}
+    others: dict[str, str] = {}
+    for key, value in attrs.items():
+        if key in declared:
+            params[key] = value
+        elif key.startswith("__") and key.endswith("__"):
+            others[key] = value
+        elif hide_key(key) != key:
+            others[hide_key(key)] = value
+        elif op_name == "Custom":
+            params[key] = value  # a custom op's kwargs go to its CustomOpProp
+        else:
+            others[key] = value  # a parameter mxnb's op does not declare: kept, written back
+    return params, others
+
+
+def from_json(text: str) -> list[NodeEntry]:
+    """Read MXNet symbol JSON; return the head entries of the graph."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"not a symbol JSON file: {exc}") from exc
+    if not isinstance(data, dict) or "nodes" not in data or "heads" not in data:
+        raise FormatError(
+            "not an MXNet symbol JSON: expected an object with 'nodes' and 'heads' "
+            "(was this a params file? load those with mx.nd.load)"
+        )
+    raw_nodes = data["nodes"]
+    _check_unknown_ops(raw_nodes)
+    nodes: list[Node] = []
+    for position, raw in enumerate(raw_nodes):
+        name = str(raw.get("name", ""))
+        where = f"node {position} ({name!r})"
+        merged = {
+            **_string_dict(raw.get("param"), where),
+            **_string_dict(raw.get("attr"), where),
+            **_string_dict(raw.get("attrs"), where),
+        }
+        if raw.get("subgraphs"):
+            raise GraphError(
+                f"{where}: subgraphs (control-flow operators) are not supported by mxnb"
+            )
+        op_name = raw.get("op", "null")
+        if op_name == "null":
+            attrs = {
+                hide_key(key) if not key.startswith("__") else key: value
+                for key, value in merged.items()
+            }
+            nodes.append(Node(None, name, [], attrs))
+            continue
+        params, attrs = _split_op_attrs(op_name, merged)
+        try:
+            prop = registry.get(op_name).create_property(**params)
+        except ParamError as exc:
+            raise ParamError(f"{op_name} '{name}' in the symbol file: {exc}") from exc
+        nodes.append(Node(prop, name, [], attrs, params))
+    for position, (raw, node) in enumerate(zip(raw_nodes, nodes)):
+        where = f"node {position} ({node.name!r})"
+        node.inputs = [
+            NodeEntry(nodes[node_id], output)
+            for node_id, output in (
+                _entry(item, len(nodes), where) for item in raw.get("inputs", [])
+            )
+        ]
+        if node.op is None:
+            if node.inputs:
+                raise FormatError(f"{where}: a variable cannot have inputs")
+            continue
+        arguments = node.op.list_arguments()
+        aux_names = node.op.list_auxiliary_states()
+        if len(node.inputs) == len(arguments) and aux_names:
+            # Files from MXNet < 0.9 left aux states out of the graph: add them, named as MXNet does.
+            node.inputs += [
+                NodeEntry(Node(None, f"{node.name}_{aux}", [], {}), 0) for aux in aux_names
+            ]
+        expected = len(arguments) + len(aux_names)
+        if len(node.inputs) != expected:
+            raise GraphError(
+                f"{node.op.op_name} '{node.name}' in the symbol file has {len(node.inputs)} inputs "
+                f"but takes {expected} ({', '.join([*arguments, *aux_names])})"
+            )
+        for entry in node.inputs:
+            if entry.index >= entry.node.num_outputs():
+                raise FormatError(
+                    f"{where}: input {entry.node.name!r} has no output {entry.index} "
+                    f"(it has {entry.node.num_outputs()})"
+                )
+    heads = [
+        NodeEntry(nodes[node_id], output)
+        for node_id, output in (_entry(item, len(nodes), "heads") for item in data["heads"])
+    ]
+    topo_sort(heads)  # raises on a cycle, printing its path
+    return heads
