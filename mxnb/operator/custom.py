@@ -296,6 +296,10 @@ class CustomProp(OperatorProperty):
         self, ctx: Any, in_shapes: Sequence[tuple], in_types: Sequence[np.dtype]
     ) -> Operator:
         """Call the user's ``create_operator(ctx, shapes, dtypes)`` and wrap the result."""
+        if ctx is None:  # the eager runner has no device: custom ops run on the CPU there
+            from ..context import cpu
+
+            ctx = cpu()
         shapes = [list(shape) for shape in in_shapes]
         dtypes = [np.dtype(dtype) for dtype in in_types]
         user_op = self.user_prop.create_operator(ctx, shapes, dtypes)

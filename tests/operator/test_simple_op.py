@@ -313,3 +313,65 @@ def test_reregistering_replaces_the_definition():
     op.simple_op("t_redefine").set_function(two)
     _, (out,) = run_property(registry.get("t_redefine").create_property(), [np.zeros(1)])
     assert out[0] == 2
+
+
+# -- through mx.nd, autograd and the numeric gradient check ------------------------------------
+def test_smooth_l1_example_through_mx_nd_and_autograd():
+    import mxnb as mx
+    from mxnb.testing import assert_almost_equal, check_numeric_gradient
+
+    register_smooth_l1()
+    values = np.array([-1.5, -0.3, -0.1, 0.05, 0.2, 0.6, 2.0], dtype=np.float32)
+    x = mx.nd.array(values)
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.my_smooth_l1(x, scalar=2.0)
+    y.backward(mx.nd.full(values.shape, 2.0))
+    assert_almost_equal(
+        y, smooth_l1_reference(values.astype(np.float64), 2.0), rtol=1e-6, atol=1e-7
+    )
+    expected = 2.0 * np.where(np.abs(values) < 0.25, 4.0 * values, np.sign(values))
+    assert_almost_equal(x.grad, expected, rtol=1e-6, atol=1e-7)
+    check_numeric_gradient("my_smooth_l1", [values], params={"scalar": 2.0})
+    assert "Smooth L1 loss" in mx.nd.my_smooth_l1.__doc__
+
+
+def test_rerunning_the_cell_changes_mx_nd():
+    import mxnb as mx
+
+    def plus_one(src, env, ret, req, run_ctx):
+        op.assign(ret, req, src + 1)
+
+    def plus_two(src, env, ret, req, run_ctx):
+        op.assign(ret, req, src + 2)
+
+    op.simple_op("t_rerun_nd").set_function(plus_one)
+    assert mx.nd.t_rerun_nd(mx.nd.zeros((1,))).asnumpy()[0] == 1
+    op.simple_op("t_rerun_nd").set_function(plus_two)
+    assert mx.nd.t_rerun_nd(mx.nd.zeros((1,))).asnumpy()[0] == 2
+
+
+def test_binary_simple_op_through_mx_nd_with_shared_input():
+    r"""
+    x ---+--> t_mul2 --> y      y = x * x: both operands are x, so x's gradient
+         \____/                  is the sum of the lhs and rhs gradients (2x)
+    """
+    import mxnb as mx
+    from mxnb.testing import assert_almost_equal, check_numeric_gradient
+
+    def mul_fwd(lhs, rhs, env, ret, req, run_ctx):
+        op.assign(ret, req, lhs * rhs)
+
+    def mul_grad(out_grad, lhs, rhs, env, lhs_grad, rhs_grad, req_lhs, req_rhs, run_ctx):
+        op.assign(lhs_grad, req_lhs, out_grad * rhs)
+        op.assign(rhs_grad, req_rhs, out_grad * lhs)
+
+    op.simple_op("t_mul2").set_function(mul_fwd).set_gradient(mul_grad, uses=op.GradUses.INPUT)
+    x = mx.nd.array([1.0, -2.0, 3.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.t_mul2(x, x)
+    y.backward()
+    assert_almost_equal(x.grad, np.array([2.0, -4.0, 6.0]))
+    rng = np.random.default_rng(0)
+    check_numeric_gradient("t_mul2", [rng.standard_normal((2, 3)), rng.standard_normal((2, 3))])
