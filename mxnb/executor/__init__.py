@@ -3,6 +3,8 @@
 Modules, in the order data flows:
     graph.py     the forward+backward steps built from a Symbol (gradient graph)
     memory.py    memory planning: in-place and co-share (plan_memory)
+    executor.py  the Executor: one engine op per step, one engine var per storage block
+    zoo.py       model-zoo networks (MLP, LeNet, AlexNet, VGG-16, ResNet, unrolled LSTM)
     plan.py      the MemoryPlan data objects (entries, storage blocks, figures)
 
 Example::
@@ -12,14 +14,20 @@ Example::
     (-1, 'forward')
 """
 
+from . import zoo
+from .executor import Executor, bind, simple_bind
 from .memory import plan_memory
 from .plan import EXTERNAL_STORAGE_ID, EntryKind, MemoryPlan, PlanEntry, StorageBlock
 
 __all__ = [
     "EXTERNAL_STORAGE_ID",
     "EntryKind",
+    "Executor",
     "MemoryPlan",
     "PlanEntry",
     "StorageBlock",
+    "bind",
     "plan_memory",
+    "simple_bind",
+    "zoo",
 ]

@@ -526,7 +526,7 @@ def _build_backward(
             if source_entry is None or step_req[target_index] == OpReqType.NULL:
                 continue
             options.append((source_entry, in_grad[target_index]))
-        step = Step(0, step_name, StepKind.BACKWARD, prop.op_name, prop, node)
+        step = Step(0, step_name, StepKind.BACKWARD, f"_backward_{prop.op_name}", prop, node)
         step.out_grad = out_grad
         step.in_data = in_data
         step.out_data = out_data

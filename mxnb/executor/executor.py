@@ -1,0 +1,619 @@
+"""The Executor: a bound graph run through the engine, one engine op per step.
+
+Idea (MXNet: ``GraphExecutor`` in src/executor/graph_executor.cc): binding
+infers shapes, builds the forward+backward steps (:mod:`.graph`), plans
+memory (:mod:`.memory`) and allocates ONE storage chunk per planned block,
+each with its own engine var.  Every internal entry is a view into its
+block.  ``forward`` / ``backward`` then push one engine op per step, whose
+const vars are the vars of what it reads and whose mutate vars are the vars
+of what it writes (plus aux states and resources).  Because a reused block
+keeps its var, a step writing into a block waits for the earlier steps that
+still read it: memory reuse becomes real ordering, visible in the DAG view.
+
+Rule: the arrays the user sees (``arg_dict``, ``grad_dict``, ``aux_dict``,
+``outputs``) are NDArrays; ``outputs`` are views of their blocks and stay
+valid until the next ``forward``.  ``grad_req='add'`` accumulates
+(``ADD_TO``), ``'null'`` skips.  Loss heads get no head gradient; other heads
+get ``out_grads`` or ones.
+
+State kept:
+    _graph        the ExecGraph (steps, entries)
+    memory_plan   the MemoryPlan used
+    _blocks       one NDArray (uint8) per storage block: its chunk and var
+    _arrays       entry id -> NDArray bound to it (argument, grad, aux, head grad or block view)
+    _prepared     per step: operator, resources, raw arrays, const / mutate vars
+
+Example::
+
+    >>> import mxnb as mx
+    >>> import numpy as np
+    >>> x = mx.sym.Variable('x')
+    >>> net = mx.sym.FullyConnected(x, num_hidden=2, no_bias=True, name='fc')
+    >>> exe = net.simple_bind(mx.cpu(), x=(1, 3))
+    >>> exe.arg_dict['fc_weight'][:] = 1
+    >>> exe.forward(x=np.array([[1, 2, 3]], 'float32'))[0].asnumpy()
+    array([[6., 6.]], dtype=float32)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import engine as _engine_mod
+from .. import resource as _resource
+from .. import storage as _storage
+from ..base import MXNBError, ParamError, ShapeError
+from ..context import Context, current_context
+from ..ndarray import ndarray as _nd
+from ..ndarray.debug import readonly_view
+from ..ndarray.ndarray import NDArray, _Chunk
+from ..operator.base import OpContext, OpReqType
+from .graph import ExecGraph, Step, StepKind, build_graph
+from .memory import plan_graph
+from .plan import MemoryPlan
+
+__all__ = ["Executor", "bind", "simple_bind"]
+
+
+@dataclass(eq=False)
+class _Prepared:
+    """What one step needs at push time, computed once at bind."""
+
+    step: Step
+    operator: Any = None
+    resources: list[Any] = field(default_factory=list)
+    const_vars: list[Any] = field(default_factory=list)
+    mutate_vars: list[Any] = field(default_factory=list)
+    raw: dict[str, list[Any]] = field(default_factory=dict)  # slot -> raw arrays (None allowed)
+    xp: Any = np
+
+
+class Executor:
+    """A symbol bound to arrays on one context; create with ``sym.simple_bind`` / ``sym.bind``."""
+
+    def __init__(
+        self,
+        sym: Any,
+        ctx: Context,
+        graph: ExecGraph,
+        plan: MemoryPlan,
+        args: dict[str, NDArray],
+        grads: dict[str, NDArray],
+        aux: dict[str, NDArray],
+    ) -> None:
+        self._symbol = sym
+        self._ctx = ctx
+        self._graph = graph
+        self.memory_plan = plan
+        self._engine = _engine_mod.get()
+        self._monitor: Callable[[str, NDArray], None] | None = None
+        self._monitor_all = False
+        self.arg_dict: dict[str, NDArray] = {name: args[name] for name in graph.arg_names}
+        self.grad_dict: dict[str, NDArray] = {
+            name: grads[name] for name in graph.arg_names if name in grads
+        }
+        self.aux_dict: dict[str, NDArray] = {name: aux[name] for name in graph.aux_names}
+        self._check_bound_shapes()
+        self._arrays: dict[int, NDArray] = {}
+        for name, entry in graph.arg_entries.items():
+            self._arrays[entry] = self.arg_dict[name]
+        for name, entry in graph.aux_entries.items():
+            self._arrays[entry] = self.aux_dict[name]
+        for name, entry in graph.grad_entries.items():
+            self._arrays[entry] = self.grad_dict[name]
+        self._head_grads: dict[int, NDArray] = {}
+        for output, entry in graph.head_grad_entries.items():
+            record = graph.entries[entry]
+            self._head_grads[output] = _nd.zeros(record.shape, ctx=ctx, dtype=record.dtype)
+            self._arrays[entry] = self._head_grads[output]
+        self._blocks = self._allocate_blocks()
+        self._prepared = [self._prepare(step) for step in graph.steps]
+        self.outputs: list[NDArray] = [self._arrays[entry] for entry in graph.output_entries]
+        self._output_names = [graph.entries[entry].name for entry in graph.output_entries]
+
+    # -- binding ------------------------------------------------------------------------
+    def _check_bound_shapes(self) -> None:
+        graph = self._graph
+        for table, entries, what in (
+            (self.arg_dict, graph.arg_entries, "argument"),
+            (self.aux_dict, graph.aux_entries, "auxiliary state"),
+        ):
+            for name, entry in entries.items():
+                want = graph.entries[entry].shape
+                if tuple(table[name].shape) != want:
+                    raise ShapeError(
+                        f"bind: {what} '{name}' has shape {tuple(table[name].shape)} but the "
+                        f"symbol infers {want}; pass an array of shape {want}"
+                    )
+        for name, array in self.grad_dict.items():
+            want = graph.entries[graph.arg_entries[name]].shape
+            if tuple(array.shape) != want:
+                raise ShapeError(
+                    f"bind: gradient of '{name}' has shape {tuple(array.shape)}; expected {want}"
+                )
+
+    def _allocate_blocks(self) -> list[NDArray]:
+        """One chunk + engine var per storage block; every planned entry a view into its block."""
+        ctx = self._ctx
+        blocks = []
+        for block in self.memory_plan.blocks:
+            handle = _storage.alloc(max(block.nbytes, 1), ctx)
+            var = self._engine.new_var(f"storage{block.id}")
+            raw = handle.buffer[: block.nbytes]
+            blocks.append(
+                NDArray._make(
+                    _Chunk(handle, var, ctx), var, raw, 0, (block.nbytes,), raw.dtype, ctx
+                )
+            )
+        for entry, planned in zip(self._graph.entries, self.memory_plan.entries):
+            if planned.external:
+                continue
+            block = blocks[planned.storage_id]
+            raw = block._array[: entry.nbytes].view(entry.dtype).reshape(entry.shape)
+            self._arrays[entry.id] = NDArray._make(
+                block._chunk, block._var, raw, 0, entry.shape, entry.dtype, ctx
+            )
+        return blocks
+
+    def _prepare(self, step: Step) -> _Prepared:
+        prepared = _Prepared(step, xp=self._ctx.array_module)
+        arrays = self._arrays
+
+        def raw(entry: int | None) -> Any:
+            return None if entry is None else arrays[entry]._array
+
+        const: list[Any] = []
+        mutate: list[Any] = []
+        for entry in step.inputs:
+            const.append(arrays[entry]._var)
+        for entry in step.outputs:
+            mutate.append(arrays[entry]._var)
+        for entry in step.aux:
+            mutate.append(arrays[entry]._var)
+        if step.kind in (StepKind.FORWARD, StepKind.BACKWARD):
+            prop = step.prop
+            assert prop is not None
+            in_shapes = [self._graph.entries[e].shape for e in self._forward_inputs(step)]
+            in_types = [self._graph.entries[e].dtype for e in self._forward_inputs(step)]
+            if step.kind is StepKind.FORWARD:
+                prepared.operator = prop.create_operator_ex(self._ctx, in_shapes, in_types)
+                requests = prop.forward_resource(in_shapes)
+            else:
+                prepared.operator = None  # bound lazily to the forward step's operator
+                requests = prop.backward_resource(in_shapes)
+            if requests:
+                prepared.resources = _resource.manager.request_all(self._ctx, requests)
+                mutate.extend(resource.var for resource in prepared.resources)
+        prepared.const_vars = _unique(const)
+        prepared.mutate_vars = _unique(mutate)
+        prepared.raw = {
+            "in_data": [raw(e) for e in step.in_data],
+            "out_data": [raw(e) for e in step.out_data],
+            "aux": [raw(e) for e in step.aux],
+            "out_grad": [raw(e) for e in step.out_grad],
+            "in_grad": [raw(e) for e in step.in_grad],
+        }
+        return prepared
+
+    def _forward_inputs(self, step: Step) -> list[int]:
+        """Entry ids of the forward node's arguments (for operator creation and resources)."""
+        node = step.node
+        assert node is not None
+        forward = self._forward_step_of(node)
+        return [entry for entry in forward.in_data if entry is not None]
+
+    def _forward_step_of(self, node: Any) -> Step:
+        for step in self._graph.steps[: self._graph.num_forward_steps]:
+            if step.node is node:
+                return step
+        raise MXNBError(f"no forward step for node {node.name!r}")  # pragma: no cover
+
+    # -- running ------------------------------------------------------------------------
+    def forward(self, is_train: bool = False, **kwargs: Any) -> list[NDArray]:
+        """Run the forward steps; ``kwargs`` are copied into the arguments first.
+
+        Returns ``self.outputs`` (views valid until the next forward).
+        """
+        for name, value in kwargs.items():
+            if name not in self.arg_dict:
+                raise ParamError(
+                    f"forward: unknown input {name!r}; the arguments are: "
+                    f"{', '.join(self.arg_dict)}"
+                )
+            target = self.arg_dict[name]
+            if isinstance(value, NDArray):
+                if value.shape != target.shape:
+                    raise ShapeError(
+                        f"forward: input {name!r} has shape {value.shape} but the executor was "
+                        f"bound with {target.shape}; use exe.reshape(...) or bind again"
+                    )
+                value.copyto(target)
+            else:
+                target[:] = np.asarray(value)
+        for prepared in self._prepared[: self._graph.num_forward_steps]:
+            self._push(prepared, is_train)
+        return self.outputs
+
+    def backward(
+        self, out_grads: NDArray | Sequence[NDArray] | None = None, is_train: bool = True
+    ) -> None:
+        """Run the backward steps: gradients go into ``grad_dict`` (as ``grad_req`` says).
+
+        ``out_grads`` are the gradients of the outputs that need one (not of
+        loss outputs), in output order; default ones.
+        """
+        graph = self._graph
+        if len(self._prepared) == graph.num_forward_steps:
+            raise MXNBError(
+                "backward: this executor was bound with grad_req='null' for every argument, so "
+                "there is nothing to compute; bind with grad_req='write' (or 'add')"
+            )
+        heads = [entry for entry in graph.output_entries if entry in self._head_grads]
+        if out_grads is None:
+            for entry in heads:
+                self._head_grads[entry][:] = 1
+        else:
+            given = [out_grads] if isinstance(out_grads, NDArray) else list(out_grads)
+            if len(given) == len(graph.output_entries) and len(heads) != len(given):
+                given = [g for g, e in zip(given, graph.output_entries) if e in self._head_grads]
+            if len(given) != len(heads):
+                names = [graph.entries[e].name for e in heads]
+                raise ParamError(
+                    f"backward: {len(given)} out_grads given but the outputs needing a head "
+                    f"gradient are {names}"
+                )
+            for entry, value in zip(heads, given):
+                target = self._head_grads[entry]
+                if isinstance(value, NDArray):
+                    value.copyto(target)
+                else:
+                    target[:] = np.asarray(value)
+        for prepared in self._prepared[graph.num_forward_steps :]:
+            self._push(prepared, is_train)
+
+    def _push(self, prepared: _Prepared, is_train: bool) -> None:
+        step = prepared.step
+        run = self._runner(prepared, is_train)
+        self._engine.push_sync(
+            run, self._ctx, prepared.const_vars, prepared.mutate_vars, 0, step.name
+        )
+        if self._monitor is not None:
+            for entry in step.outputs:
+                self._monitor(self._graph.entries[entry].name, self._arrays[entry])
+
+    def _runner(self, prepared: _Prepared, is_train: bool) -> Callable[[Any], None]:
+        step = prepared.step
+        raw = prepared.raw
+        xp = prepared.xp
+        req = step.req
+        debug = _engine_mod.is_debug()
+        if step.kind is StepKind.SUM:
+            parts = raw["in_data"]
+            out = raw["out_data"][0]
+            add = req[0] == OpReqType.ADD_TO
+            if debug:
+                parts = [readonly_view(p, step.name, f"part{i}") for i, p in enumerate(parts)]
+
+            def run_sum(run_ctx: Any) -> None:
+                total = parts[0] + parts[1]
+                for part in parts[2:]:
+                    total += part
+                if add:
+                    out[...] += total
+                else:
+                    out[...] = total
+
+            return run_sum
+        if step.kind is StepKind.ZEROS:
+            out = raw["out_data"][0]
+
+            def run_zeros(run_ctx: Any) -> None:
+                out[...] = 0
+
+            return run_zeros
+        operator = prepared.operator
+        resources = prepared.resources
+        if step.kind is StepKind.FORWARD:
+            in_data = raw["in_data"]
+            if debug:
+                names = step.prop.list_arguments()  # type: ignore[union-attr]
+                in_data = [readonly_view(a, step.name, n) for a, n in zip(in_data, names)]
+            out_data, aux = raw["out_data"], raw["aux"]
+            forward = operator.forward
+
+            def run_forward(run_ctx: Any) -> None:
+                forward(OpContext(is_train, run_ctx, resources, xp), in_data, req, out_data, aux)
+
+            return run_forward
+        if operator is None:
+            operator = self._operator_for(step)
+            prepared.operator = operator
+        backward = operator.backward
+        out_grad, in_data, out_data = raw["out_grad"], raw["in_data"], raw["out_data"]
+        aux, in_grad = raw["aux"], raw["in_grad"]
+        if debug:
+            args = step.prop.list_arguments()  # type: ignore[union-attr]
+            out_grad = [
+                None if a is None else readonly_view(a, step.name, f"out_grad{i}")
+                for i, a in enumerate(out_grad)
+            ]
+            in_data = [
+                None if a is None else readonly_view(a, step.name, args[i])
+                for i, a in enumerate(in_data)
+            ]
+            out_data = [
+                None if a is None else readonly_view(a, step.name, f"out_data{i}")
+                for i, a in enumerate(out_data)
+            ]
+
+        def run_backward(run_ctx: Any) -> None:
+            backward(
+                OpContext(is_train, run_ctx, resources, xp),
+                out_grad,
+                in_data,
+                out_data,
+                req,
+                in_grad,
+                aux,
+            )
+
+        return run_backward
+
+    def _operator_for(self, step: Step) -> Any:
+        """The operator object of the forward step of ``step.node`` (forward and backward share it)."""
+        forward = self._forward_step_of(step.node)
+        return self._prepared[forward.index].operator
+
+    # -- the MXNet Executor API -------------------------------------------------------------
+    @property
+    def arg_arrays(self) -> list[NDArray]:
+        """Argument arrays in ``list_arguments`` order."""
+        return list(self.arg_dict.values())
+
+    @property
+    def grad_arrays(self) -> list[NDArray | None]:
+        """Gradient arrays in argument order (None where grad_req is 'null')."""
+        return [self.grad_dict.get(name) for name in self._graph.arg_names]
+
+    @property
+    def aux_arrays(self) -> list[NDArray]:
+        """Auxiliary state arrays in ``list_auxiliary_states`` order."""
+        return list(self.aux_dict.values())
+
+    @property
+    def output_dict(self) -> dict[str, NDArray]:
+        """Outputs by name (``softmax_output``)."""
+        return dict(zip(self._output_names, self.outputs))
+
+    def copy_params_from(
+        self,
+        arg_params: Mapping[str, Any],
+        aux_params: Mapping[str, Any] | None = None,
+        allow_extra_params: bool = False,
+    ) -> None:
+        """Copy parameters into the bound arrays (MXNet: ``Executor.copy_params_from``)."""
+        for table, params, what in (
+            (self.arg_dict, arg_params, "argument"),
+            (self.aux_dict, aux_params or {}, "auxiliary state"),
+        ):
+            for name, value in params.items():
+                if name not in table:
+                    if allow_extra_params:
+                        continue
+                    raise ParamError(
+                        f"copy_params_from: {name!r} is not an {what} of the symbol; pass "
+                        f"allow_extra_params=True to skip it"
+                    )
+                target = table[name]
+                if isinstance(value, NDArray):
+                    value.copyto(target)
+                else:
+                    target[:] = np.asarray(value)
+
+    def set_monitor_callback(
+        self, callback: Callable[[str, NDArray], None], monitor_all: bool = False
+    ) -> None:
+        """Call ``callback(name, array)`` for every internal output as its step is pushed.
+
+        The array is a view of the output's storage block: read it (``asnumpy``)
+        inside the callback or copy it, since later steps may reuse the block.
+        """
+        self._monitor = callback
+        self._monitor_all = monitor_all
+
+    def debug_str(self) -> str:
+        """Describe the steps and the memory plan, ending with MXNet's "Total N MB allocated"."""
+        graph = self._graph
+        lines = ["Symbol Outputs:"]
+        lines += [f"\toutput[{i}]={name}" for i, name in enumerate(self._output_names)]
+        plan = self.memory_plan
+        for step in graph.steps:
+            lines.append("--------------------")
+            lines.append(f"Op:{step.op_type}, Name={step.name}")
+            lines.append("Inputs:")
+            for position, entry in enumerate(step.inputs):
+                planned = plan.entries[entry]
+                lines.append(f"\targ[{position}]={planned.name} storage={_sid(planned.storage_id)}")
+            lines.append("Outputs:")
+            for position, entry in enumerate(step.outputs):
+                planned = plan.entries[entry]
+                extra = f" inplace from {planned.inplace_source}" if planned.inplace_source else ""
+                lines.append(
+                    f"\tout[{position}]={planned.name} {planned.shape} "
+                    f"storage={_sid(planned.storage_id)}{extra}"
+                )
+        lines.append(f"Total {plan.internal_bytes >> 20} MB allocated")
+        lines.append(
+            f"({plan.internal_bytes:,} bytes in {len(plan.blocks)} blocks; naive "
+            f"{plan.naive_internal_bytes:,} bytes; {len(plan.inplace_pairs)} in-place)"
+        )
+        return "\n".join(lines) + "\n"
+
+    def reshape(
+        self, partial_shaping: bool = False, allow_up_sizing: bool = False, **kwargs: Any
+    ) -> Executor:
+        """Return an executor for new input shapes sharing this one's parameters.
+
+        Arguments whose shape is unchanged share their arrays (and gradients);
+        changed ones get new arrays.  Without ``allow_up_sizing`` an argument
+        may not grow.
+        """
+        graph = self._graph
+        shapes = {name: tuple(self.arg_dict[name].shape) for name in graph.arg_names}
+        for name, shape in kwargs.items():
+            if name not in shapes:
+                raise ParamError(f"reshape: {name!r} is not an argument of the symbol")
+            shapes[name] = tuple(shape)
+        new_graph = build_graph(self._symbol, dict(kwargs), grad_req=graph.grad_req)
+        args: dict[str, NDArray] = {}
+        grads: dict[str, NDArray] = {}
+        for name in new_graph.arg_names:
+            want = new_graph.entries[new_graph.arg_entries[name]].shape
+            old = self.arg_dict[name]
+            if tuple(old.shape) == want:
+                args[name] = old
+                if name in self.grad_dict:
+                    grads[name] = self.grad_dict[name]
+                continue
+            if name not in kwargs and not partial_shaping:
+                raise ShapeError(
+                    f"reshape: the shape of {name!r} changes from {old.shape} to {want}; pass "
+                    f"partial_shaping=True to allow arguments you did not name to change"
+                )
+            if int(np.prod(want)) > old.size and not allow_up_sizing:
+                raise ShapeError(
+                    f"reshape: {name!r} grows from {old.shape} to {want}; pass allow_up_sizing=True"
+                )
+            args[name] = _nd.zeros(want, ctx=self._ctx, dtype=old.dtype)
+            if name in self.grad_dict:
+                grads[name] = _nd.zeros(want, ctx=self._ctx, dtype=old.dtype)
+        plan = plan_graph(new_graph)
+        return Executor(self._symbol, self._ctx, new_graph, plan, args, grads, dict(self.aux_dict))
+
+    def __repr__(self) -> str:
+        plan = self.memory_plan
+        return (
+            f"<Executor {len(self._graph.steps)} steps on {self._ctx!r}, "
+            f"{plan.internal_bytes:,} B planned in {len(plan.blocks)} blocks>"
+        )
+
+
+def _sid(storage_id: int) -> str:
+    return "external" if storage_id < 0 else str(storage_id)
+
+
+def _unique(items: list[Any]) -> list[Any]:
+    seen: set[int] = set()
+    result = []
+    for item in items:
+        if id(item) not in seen:
+            seen.add(id(item))
+            result.append(item)
+    return result
+
+
+def _context(ctx: Any) -> Context:
+    if ctx is None:
+        return current_context()
+    if isinstance(ctx, Context):
+        return ctx
+    return _nd._ctx_of(ctx)
+
+
+def simple_bind(
+    sym: Any,
+    ctx: Any = None,
+    grad_req: str | Mapping[str, str] | Sequence[str] = "write",
+    type_dict: Mapping[str, Any] | None = None,
+    **shapes: Any,
+) -> Executor:
+    """Infer shapes from ``shapes``, allocate every array (zeros) and plan memory.
+
+    Example::
+
+        >>> exe = mx.executor.simple_bind(net, mx.cpu(), data=(32, 784))
+        >>> exe.memory_plan.internal_bytes
+    """
+    ctx = _context(ctx)
+    graph = build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict)
+    plan = plan_graph(graph)
+
+    def zeros(entry: int) -> NDArray:
+        record = graph.entries[entry]
+        return _nd.zeros(record.shape, ctx=ctx, dtype=record.dtype)
+
+    args = {name: zeros(entry) for name, entry in graph.arg_entries.items()}
+    grads = {name: zeros(graph.arg_entries[name]) for name in graph.grad_entries}
+    aux = {name: zeros(entry) for name, entry in graph.aux_entries.items()}
+    return Executor(sym, ctx, graph, plan, args, grads, aux)
+
+
+def _as_dict(values: Any, names: Sequence[str], what: str, allow_missing: bool) -> dict[str, Any]:
+    if values is None:
+        return {}
+    if isinstance(values, Mapping):
+        unknown = [name for name in values if name not in names]
+        if unknown:
+            raise ParamError(
+                f"bind: {what} names {', '.join(map(repr, unknown))} which the symbol does not "
+                f"have; expected names: {', '.join(names)}"
+            )
+        result = {
+            name: values[name] for name in names if name in values and values[name] is not None
+        }
+    else:
+        items = list(values)
+        if len(items) != len(names):
+            raise ParamError(
+                f"bind: {what} has {len(items)} arrays but the symbol has {len(names)} "
+                f"({', '.join(names)})"
+            )
+        result = {name: item for name, item in zip(names, items) if item is not None}
+    if not allow_missing:
+        missing = [name for name in names if name not in result]
+        if missing:
+            raise ParamError(f"bind: {what} is missing {', '.join(map(repr, missing))}")
+    return result
+
+
+def bind(
+    sym: Any,
+    ctx: Any,
+    args: Any,
+    args_grad: Any = None,
+    grad_req: str | Mapping[str, str] | Sequence[str] = "write",
+    aux_states: Any = None,
+) -> Executor:
+    """Bind the given arrays (lists in argument order, or dicts by name) and plan memory.
+
+    With ``args_grad=None`` no gradient is computed; arguments missing from a
+    ``args_grad`` dict get ``grad_req='null'``.
+    """
+    ctx = _context(ctx)
+    arg_names = sym.list_arguments()
+    aux_names = sym.list_auxiliary_states()
+    arg_map = _as_dict(args, arg_names, "args", allow_missing=False)
+    grad_map = _as_dict(args_grad, arg_names, "args_grad", allow_missing=True)
+    aux_map = _as_dict(aux_states, aux_names, "aux_states", allow_missing=False)
+    if isinstance(grad_req, str):
+        req = {name: (grad_req if name in grad_map else "null") for name in arg_names}
+    elif isinstance(grad_req, Mapping):
+        req = {
+            name: (grad_req.get(name, "null") if name in grad_map else "null") for name in arg_names
+        }
+    else:
+        req = {
+            name: (value if name in grad_map else "null")
+            for name, value in zip(arg_names, grad_req)
+        }
+    shapes = {name: tuple(array.shape) for name, array in arg_map.items()}
+    shapes.update({name: tuple(array.shape) for name, array in aux_map.items()})
+    types = {name: array.dtype for name, array in arg_map.items()}
+    graph = build_graph(sym, shapes, grad_req=req, type_dict=types)
+    plan = plan_graph(graph)
+    grads = {name: grad_map[name] for name in graph.grad_entries}
+    return Executor(sym, ctx, graph, plan, arg_map, grads, aux_map)

@@ -1,0 +1,339 @@
+"""Model-zoo networks built with ``mx.sym``, for memory planning, benchmarks and notebooks.
+
+Idea: the networks MXNet users export — MLP, LeNet, AlexNet, VGG-16,
+ResNet (MXNet's pre-activation ``symbols/resnet.py``) and an unrolled LSTM
+(MXNet's ``example/rnn/old/lstm.py``) — written once, node names as in MXNet's
+examples, so the plans mxnb makes can be set beside MXNet's own for the same
+graph and shapes.
+
+Rule: every builder takes an optional ``sym`` module (default ``mxnb.sym``);
+anything with MXNet's symbol API works, which is how the reference figures in
+``benchmarks/mxnet_reference.json`` were produced with MXNet 1.9.1 from this
+very file.  ``input_shapes(name, batch)`` gives the shapes to bind with.
+
+Example::
+
+    >>> import mxnb as mx
+    >>> from mxnb.executor import zoo
+    >>> net = zoo.lenet()
+    >>> plan = mx.executor.plan_memory(net, zoo.input_shapes('lenet', 32), grad_req='null')
+    >>> plan.internal_bytes < plan.naive_internal_bytes
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "NETWORKS",
+    "alexnet",
+    "build",
+    "input_shapes",
+    "lenet",
+    "lstm_unrolled",
+    "mlp",
+    "resnet",
+    "vgg16",
+]
+
+
+def _default(sym: Any) -> Any:
+    if sym is not None:
+        return sym
+    from .. import symbol
+
+    return symbol
+
+
+def mlp(num_classes: int = 10, sym: Any = None) -> Any:
+    """MXNet's MNIST MLP: fc1(128) relu, fc2(64) relu, fc3(classes), softmax; data (batch, 784)."""
+    sym = _default(sym)
+    data = sym.Variable("data")
+    fc1 = sym.FullyConnected(data=data, name="fc1", num_hidden=128)
+    act1 = sym.Activation(data=fc1, name="relu1", act_type="relu")
+    fc2 = sym.FullyConnected(data=act1, name="fc2", num_hidden=64)
+    act2 = sym.Activation(data=fc2, name="relu2", act_type="relu")
+    fc3 = sym.FullyConnected(data=act2, name="fc3", num_hidden=num_classes)
+    return sym.SoftmaxOutput(data=fc3, name="softmax")
+
+
+def lenet(num_classes: int = 10, sym: Any = None) -> Any:
+    """LeNet-5 as in MXNet's example: two conv(5x5)+tanh+maxpool, fc(500)+tanh, fc, softmax."""
+    sym = _default(sym)
+    data = sym.Variable("data")
+    conv1 = sym.Convolution(data=data, kernel=(5, 5), num_filter=20, name="conv1")
+    tanh1 = sym.Activation(data=conv1, act_type="tanh", name="tanh1")
+    pool1 = sym.Pooling(data=tanh1, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool1")
+    conv2 = sym.Convolution(data=pool1, kernel=(5, 5), num_filter=50, name="conv2")
+    tanh2 = sym.Activation(data=conv2, act_type="tanh", name="tanh2")
+    pool2 = sym.Pooling(data=tanh2, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool2")
+    flatten = sym.Flatten(data=pool2, name="flatten")
+    fc1 = sym.FullyConnected(data=flatten, num_hidden=500, name="fc1")
+    tanh3 = sym.Activation(data=fc1, act_type="tanh", name="tanh3")
+    fc2 = sym.FullyConnected(data=tanh3, num_hidden=num_classes, name="fc2")
+    return sym.SoftmaxOutput(data=fc2, name="softmax")
+
+
+def alexnet(num_classes: int = 1000, lrn: bool = False, sym: Any = None) -> Any:
+    """AlexNet as in MXNet's example (``lrn=True`` adds its two LRN layers); data (batch, 3, 224, 224)."""
+    sym = _default(sym)
+    data = sym.Variable("data")
+    conv1 = sym.Convolution(data=data, kernel=(11, 11), stride=(4, 4), num_filter=96, name="conv1")
+    body = sym.Activation(data=conv1, act_type="relu", name="relu1")
+    if lrn:
+        body = sym.LRN(data=body, alpha=0.0001, beta=0.75, knorm=2, nsize=5, name="lrn1")
+    body = sym.Pooling(data=body, pool_type="max", kernel=(3, 3), stride=(2, 2), name="pool1")
+    conv2 = sym.Convolution(data=body, kernel=(5, 5), pad=(2, 2), num_filter=256, name="conv2")
+    body = sym.Activation(data=conv2, act_type="relu", name="relu2")
+    if lrn:
+        body = sym.LRN(data=body, alpha=0.0001, beta=0.75, knorm=2, nsize=5, name="lrn2")
+    body = sym.Pooling(data=body, pool_type="max", kernel=(3, 3), stride=(2, 2), name="pool2")
+    for index, filters in ((3, 384), (4, 384), (5, 256)):
+        body = sym.Convolution(
+            data=body, kernel=(3, 3), pad=(1, 1), num_filter=filters, name=f"conv{index}"
+        )
+        body = sym.Activation(data=body, act_type="relu", name=f"relu{index}")
+    body = sym.Pooling(data=body, kernel=(3, 3), stride=(2, 2), pool_type="max", name="pool3")
+    body = sym.Flatten(data=body, name="flatten")
+    for index in (6, 7):
+        body = sym.FullyConnected(data=body, num_hidden=4096, name=f"fc{index}")
+        body = sym.Activation(data=body, act_type="relu", name=f"relu{index}")
+        body = sym.Dropout(data=body, p=0.5, name=f"drop{index}")
+    fc8 = sym.FullyConnected(data=body, num_hidden=num_classes, name="fc8")
+    return sym.SoftmaxOutput(data=fc8, name="softmax")
+
+
+def vgg16(num_classes: int = 1000, sym: Any = None) -> Any:
+    """VGG-16 as in MXNet's example (3x3 convs, 5 max pools, fc 4096 x2 with dropout)."""
+    sym = _default(sym)
+    body = sym.Variable("data")
+    layers = ((2, 64), (2, 128), (3, 256), (3, 512), (3, 512))
+    for stage, (count, filters) in enumerate(layers, start=1):
+        for unit in range(1, count + 1):
+            body = sym.Convolution(
+                data=body,
+                kernel=(3, 3),
+                pad=(1, 1),
+                num_filter=filters,
+                name=f"conv{stage}_{unit}",
+            )
+            body = sym.Activation(data=body, act_type="relu", name=f"relu{stage}_{unit}")
+        body = sym.Pooling(
+            data=body, pool_type="max", kernel=(2, 2), stride=(2, 2), name=f"pool{stage}"
+        )
+    body = sym.Flatten(data=body, name="flatten")
+    for index in (6, 7):
+        body = sym.FullyConnected(data=body, num_hidden=4096, name=f"fc{index}")
+        body = sym.Activation(data=body, act_type="relu", name=f"relu{index}")
+        body = sym.Dropout(data=body, p=0.5, name=f"drop{index}")
+    fc8 = sym.FullyConnected(data=body, num_hidden=num_classes, name="fc8")
+    return sym.SoftmaxOutput(data=fc8, name="softmax")
+
+
+def _residual_unit(
+    sym: Any,
+    data: Any,
+    num_filter: int,
+    stride: tuple,
+    dim_match: bool,
+    name: str,
+    bottle_neck: bool,
+) -> Any:
+    """MXNet's pre-activation residual unit (BN-ReLU-Conv, shortcut conv when shapes change)."""
+    bn_mom = 0.9
+    bn1 = sym.BatchNorm(data=data, fix_gamma=False, eps=2e-5, momentum=bn_mom, name=name + "_bn1")
+    act1 = sym.Activation(data=bn1, act_type="relu", name=name + "_relu1")
+    if bottle_neck:
+        quarter = int(num_filter * 0.25)
+        conv1 = sym.Convolution(
+            data=act1, num_filter=quarter, kernel=(1, 1), stride=(1, 1), pad=(0, 0),
+            no_bias=True, name=name + "_conv1",
+        )  # fmt: skip
+        bn2 = sym.BatchNorm(
+            data=conv1, fix_gamma=False, eps=2e-5, momentum=bn_mom, name=name + "_bn2"
+        )
+        act2 = sym.Activation(data=bn2, act_type="relu", name=name + "_relu2")
+        conv2 = sym.Convolution(
+            data=act2, num_filter=quarter, kernel=(3, 3), stride=stride, pad=(1, 1),
+            no_bias=True, name=name + "_conv2",
+        )  # fmt: skip
+        bn3 = sym.BatchNorm(
+            data=conv2, fix_gamma=False, eps=2e-5, momentum=bn_mom, name=name + "_bn3"
+        )
+        act3 = sym.Activation(data=bn3, act_type="relu", name=name + "_relu3")
+        body = sym.Convolution(
+            data=act3, num_filter=num_filter, kernel=(1, 1), stride=(1, 1), pad=(0, 0),
+            no_bias=True, name=name + "_conv3",
+        )  # fmt: skip
+    else:
+        conv1 = sym.Convolution(
+            data=act1, num_filter=num_filter, kernel=(3, 3), stride=stride, pad=(1, 1),
+            no_bias=True, name=name + "_conv1",
+        )  # fmt: skip
+        bn2 = sym.BatchNorm(
+            data=conv1, fix_gamma=False, eps=2e-5, momentum=bn_mom, name=name + "_bn2"
+        )
+        act2 = sym.Activation(data=bn2, act_type="relu", name=name + "_relu2")
+        body = sym.Convolution(
+            data=act2, num_filter=num_filter, kernel=(3, 3), stride=(1, 1), pad=(1, 1),
+            no_bias=True, name=name + "_conv2",
+        )  # fmt: skip
+    if dim_match:
+        shortcut = data
+    else:
+        shortcut = sym.Convolution(
+            data=act1, num_filter=num_filter, kernel=(1, 1), stride=stride, no_bias=True,
+            name=name + "_sc",
+        )  # fmt: skip
+    return body + shortcut
+
+
+def resnet(num_layers: int = 18, num_classes: int = 1000, sym: Any = None) -> Any:
+    """ResNet-18/34/50/101/152 for ImageNet as MXNet's ``symbols/resnet.py`` builds it (v2)."""
+    sym = _default(sym)
+    table = {
+        18: ([2, 2, 2, 2], False),
+        34: ([3, 4, 6, 3], False),
+        50: ([3, 4, 6, 3], True),
+        101: ([3, 4, 23, 3], True),
+        152: ([3, 8, 36, 3], True),
+    }
+    if num_layers not in table:
+        from ..base import ParamError
+
+        raise ParamError(f"resnet: num_layers must be one of {sorted(table)}; got {num_layers}")
+    units, bottle_neck = table[num_layers]
+    filters = [64, 256, 512, 1024, 2048] if bottle_neck else [64, 64, 128, 256, 512]
+    data = sym.Variable("data")
+    data = sym.BatchNorm(data=data, fix_gamma=True, eps=2e-5, momentum=0.9, name="bn_data")
+    body = sym.Convolution(
+        data=data, num_filter=filters[0], kernel=(7, 7), stride=(2, 2), pad=(3, 3),
+        no_bias=True, name="conv0",
+    )  # fmt: skip
+    body = sym.BatchNorm(data=body, fix_gamma=False, eps=2e-5, momentum=0.9, name="bn0")
+    body = sym.Activation(data=body, act_type="relu", name="relu0")
+    body = sym.Pooling(
+        data=body, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="max", name="pool0"
+    )
+    for stage in range(4):
+        stride = (1, 1) if stage == 0 else (2, 2)
+        body = _residual_unit(
+            sym, body, filters[stage + 1], stride, False, f"stage{stage + 1}_unit1", bottle_neck
+        )
+        for unit in range(units[stage] - 1):
+            body = _residual_unit(
+                sym, body, filters[stage + 1], (1, 1), True,
+                f"stage{stage + 1}_unit{unit + 2}", bottle_neck,
+            )  # fmt: skip
+    bn1 = sym.BatchNorm(data=body, fix_gamma=False, eps=2e-5, momentum=0.9, name="bn1")
+    relu1 = sym.Activation(data=bn1, act_type="relu", name="relu1")
+    pool1 = sym.Pooling(data=relu1, global_pool=True, kernel=(7, 7), pool_type="avg", name="pool1")
+    flat = sym.Flatten(data=pool1, name="flatten")
+    fc1 = sym.FullyConnected(data=flat, num_hidden=num_classes, name="fc1")
+    return sym.SoftmaxOutput(data=fc1, name="softmax")
+
+
+def lstm_unrolled(
+    num_layers: int = 2,
+    seq_len: int = 35,
+    num_hidden: int = 200,
+    num_embed: int = 200,
+    num_classes: int = 10000,
+    sym: Any = None,
+) -> Any:
+    """An LSTM unrolled over ``seq_len`` steps, as MXNet's ``example/rnn/old/lstm.py``.
+
+    Inputs: ``data`` (batch, seq_len, num_embed) (the embedded words),
+    ``l{i}_init_c`` / ``l{i}_init_h`` (batch, num_hidden) and ``softmax_label``
+    (seq_len * batch,).  Weights are shared across time steps, so their
+    gradients are sums over the steps.  Each cell is FullyConnected +
+    elementwise ops: gates = i2h(x) + h2h(h); c = f*c + i*g; h = o*tanh(c).
+    """
+    sym = _default(sym)
+    params = [
+        {
+            key: sym.Variable(f"l{layer}_{key}")
+            for key in ("i2h_weight", "i2h_bias", "h2h_weight", "h2h_bias")
+        }
+        for layer in range(num_layers)
+    ]
+    states = [
+        (sym.Variable(f"l{layer}_init_c"), sym.Variable(f"l{layer}_init_h"))
+        for layer in range(num_layers)
+    ]
+    data = sym.Variable("data")
+    words = sym.SliceChannel(
+        data=data, num_outputs=seq_len, axis=1, squeeze_axis=True, name="slice"
+    )
+    hidden_all = []
+    for step in range(seq_len):
+        hidden = words[step]
+        for layer in range(num_layers):
+            prev_c, prev_h = states[layer]
+            param = params[layer]
+            prefix = f"t{step}_l{layer}"
+            i2h = sym.FullyConnected(
+                data=hidden, weight=param["i2h_weight"], bias=param["i2h_bias"],
+                num_hidden=num_hidden * 4, name=f"{prefix}_i2h",
+            )  # fmt: skip
+            h2h = sym.FullyConnected(
+                data=prev_h, weight=param["h2h_weight"], bias=param["h2h_bias"],
+                num_hidden=num_hidden * 4, name=f"{prefix}_h2h",
+            )  # fmt: skip
+            gates = i2h + h2h
+            parts = sym.SliceChannel(data=gates, num_outputs=4, name=f"{prefix}_slice")
+            in_gate = sym.Activation(data=parts[0], act_type="sigmoid")
+            in_transform = sym.Activation(data=parts[1], act_type="tanh")
+            forget_gate = sym.Activation(data=parts[2], act_type="sigmoid")
+            out_gate = sym.Activation(data=parts[3], act_type="sigmoid")
+            next_c = (forget_gate * prev_c) + (in_gate * in_transform)
+            next_h = out_gate * sym.Activation(data=next_c, act_type="tanh")
+            states[layer] = (next_c, next_h)
+            hidden = next_h
+        hidden_all.append(hidden)
+    concat = sym.Concat(*hidden_all, dim=0, name="concat")
+    pred = sym.FullyConnected(data=concat, num_hidden=num_classes, name="pred")
+    return sym.SoftmaxOutput(data=pred, name="softmax")
+
+
+#: name -> (builder keyword arguments, per-example input shapes without the batch axis)
+NETWORKS: dict[str, tuple[dict[str, Any], dict[str, tuple]]] = {
+    "mlp": ({}, {"data": (784,)}),
+    "lenet": ({}, {"data": (1, 28, 28)}),
+    "alexnet": ({}, {"data": (3, 224, 224)}),
+    "vgg16": ({}, {"data": (3, 224, 224)}),
+    "resnet18": ({"num_layers": 18}, {"data": (3, 224, 224)}),
+    "resnet50": ({"num_layers": 50}, {"data": (3, 224, 224)}),
+    "lstm": ({"num_layers": 2, "seq_len": 35, "num_hidden": 200}, {"data": (35, 200)}),
+}
+
+
+def build(name: str, sym: Any = None) -> Any:
+    """Build the network called ``name`` (a key of :data:`NETWORKS`)."""
+    kwargs, _ = NETWORKS[name]
+    if name.startswith("resnet"):
+        return resnet(sym=sym, **kwargs)
+    builder = {
+        "mlp": mlp,
+        "lenet": lenet,
+        "alexnet": alexnet,
+        "vgg16": vgg16,
+        "lstm": lstm_unrolled,
+    }
+    return builder[name](sym=sym, **kwargs)
+
+
+def input_shapes(name: str, batch: int) -> dict[str, tuple]:
+    """The shapes to bind network ``name`` with at batch size ``batch`` (labels and LSTM states included)."""
+    kwargs, shapes = NETWORKS[name]
+    result = {key: (batch, *shape) for key, shape in shapes.items()}
+    if name == "lstm":
+        hidden = kwargs["num_hidden"]
+        for layer in range(kwargs["num_layers"]):
+            result[f"l{layer}_init_c"] = (batch, hidden)
+            result[f"l{layer}_init_h"] = (batch, hidden)
+        result["softmax_label"] = (batch * kwargs["seq_len"],)
+    else:
+        result["softmax_label"] = (batch,)
+    return result
