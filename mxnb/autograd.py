@@ -647,3 +647,15 @@ def _free(node: _Node) -> None:
     node.saved_outputs = [None] * len(node.saved_outputs)
     node.aux = []
     node.inputs = [None] * len(node.inputs)
+
+
+def _announce_to_invoke() -> None:
+    """Hand this module to the imperative invoke, which looks it up lazily (saves a lookup per op)."""
+    import sys
+
+    invoke = sys.modules.get("mxnb.ndarray.invoke")
+    if invoke is not None and getattr(invoke, "_autograd", None) is None:
+        invoke._autograd = sys.modules[__name__]
+
+
+_announce_to_invoke()

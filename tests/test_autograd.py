@@ -1,0 +1,440 @@
+"""Autograd: recording ``mx.nd`` ops and pushing their backward through the engine.
+
+Specification:
+* the flags are thread-local and restored by the context managers;
+* gradients match MXNet 1.9.1's (the conformance vectors) for every differentiable case;
+* gradients of composed functions (an MLP, conv + BatchNorm + relu, a 3-step
+  LSTM cell of FullyConnected + elementwise ops) match central differences;
+* an entry used twice accumulates; ``grad_req`` 'write' / 'add' / 'null' is honoured;
+* ONE engine op is pushed per recorded node; the tape is freed unless retain_graph.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mxnb as mx
+from mxnb import autograd
+from mxnb.base import MXNBError, NotSupportedError
+from mxnb.engine.trace import OpPush
+from mxnb.operator import registry
+from mxnb.testing import assert_almost_equal, numeric_grad
+
+CONFORMANCE = Path("/work/shared/conformance")
+if not (CONFORMANCE / "cases.json").exists():
+    CONFORMANCE = Path(__file__).resolve().parents[1] / "shared" / "conformance"
+CASES = json.loads((CONFORMANCE / "cases.json").read_text())["cases"]
+GRAD_CASES = [case for case in CASES if case["gradients"]]
+
+
+def nd64(values) -> mx.nd.NDArray:
+    return mx.nd.array(np.asarray(values, dtype=np.float64), dtype="float64")
+
+
+def needs_ops(*names: str) -> None:
+    missing = [name for name in names if registry.find(name) is None]
+    if missing:
+        pytest.skip(f"operators {missing} are not registered yet (operator library)")
+
+
+# -- flags -------------------------------------------------------------------------------------
+def test_record_pause_and_modes_nest_and_restore():
+    assert not autograd.is_recording() and not autograd.is_training()
+    with autograd.record():
+        assert autograd.is_recording() and autograd.is_training()
+        with autograd.pause():
+            assert not autograd.is_recording() and not autograd.is_training()
+            with autograd.train_mode():
+                assert autograd.is_training() and not autograd.is_recording()
+        with autograd.predict_mode():
+            assert autograd.is_recording() and not autograd.is_training()
+        assert autograd.is_recording() and autograd.is_training()
+    with autograd.record(train_mode=False):
+        assert autograd.is_recording() and not autograd.is_training()
+    assert not autograd.is_recording() and not autograd.is_training()
+    assert autograd.set_recording(True) is False
+    assert autograd.set_training(True) is False
+    assert autograd.set_recording(False) is True
+    assert autograd.set_training(False) is True
+
+
+@pytest.mark.timeout(30)
+def test_flags_are_thread_local():
+    seen = []
+    with autograd.record():
+        thread = threading.Thread(target=lambda: seen.append(autograd.is_recording()))
+        thread.start()
+        thread.join()
+    assert seen == [False]
+
+
+# -- basic gradients -----------------------------------------------------------------------------
+def test_entry_used_twice_accumulates():
+    r"""
+    x ----+---> mul ---> add ---> y      y = x*x + x   dy/dx = 2x + 1
+          \______/______/
+    """
+    x = nd64([1.0, -2.0, 3.0])
+    x.attach_grad()
+    with autograd.record():
+        y = x * x + x
+    y.backward()
+    assert_almost_equal(x.grad, np.array([3.0, -3.0, 7.0]))
+
+
+def test_diamond_graph():
+    r"""
+        x
+       / \
+     exp  sin
+       \ /
+       mul          y = exp(x) * sin(x)
+    """
+    values = np.array([0.3, -1.2, 2.0])
+    x = nd64(values)
+    x.attach_grad()
+    with autograd.record():
+        y = mx.nd.exp(x) * mx.nd.sin(x)
+    y.backward(nd64([1.0, 2.0, 3.0]))
+    expected = np.exp(values) * (np.sin(values) + np.cos(values)) * np.array([1.0, 2.0, 3.0])
+    assert_almost_equal(x.grad, expected)
+
+
+def test_grad_req_add_accumulates_and_write_overwrites():
+    x = nd64([1.0, 2.0])
+    w = nd64([3.0, 4.0])
+    x.attach_grad(grad_req="add")
+    w.attach_grad(grad_req="write")
+    for _ in range(2):
+        with autograd.record():
+            y = x * w
+        y.backward()
+    assert_almost_equal(x.grad, 2 * np.array([3.0, 4.0]))  # added twice
+    assert_almost_equal(w.grad, np.array([1.0, 2.0]))  # written twice
+
+
+def test_grad_req_null_leaves_the_buffer_alone():
+    x = nd64([1.0, 2.0])
+    z = nd64([5.0, 6.0])
+    x.attach_grad()
+    z.attach_grad(grad_req="null")
+    with autograd.record():
+        y = x * z
+    y.backward()
+    assert_almost_equal(x.grad, np.array([5.0, 6.0]))
+    assert_almost_equal(z.grad, np.zeros(2))
+
+
+def test_mark_variables_with_own_buffers():
+    x = nd64([1.0, 2.0])
+    gradient = nd64([10.0, 10.0])
+    autograd.mark_variables([x], [gradient], grad_reqs="add")
+    with autograd.record():
+        y = x * x
+    autograd.backward([y])
+    assert_almost_equal(gradient, np.array([12.0, 14.0]))
+    assert x.grad is gradient
+
+
+def test_multiple_heads_with_head_grads():
+    x = nd64([1.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        a = x * 2
+        b = x * x
+    autograd.backward([a, b], [nd64([1.0, 1.0]), nd64([0.5, 0.5])])
+    assert_almost_equal(x.grad, np.array([2.0 + 1.0, 2.0 + 2.0]))
+
+
+def test_autograd_grad_returns_new_arrays_and_keeps_dot_grad():
+    x = nd64([1.0, 2.0, 3.0])
+    x.attach_grad()
+    with autograd.record():
+        y = x * x * x
+    (dx,) = autograd.grad(y, [x], retain_graph=True)
+    assert_almost_equal(dx, 3 * np.array([1.0, 4.0, 9.0]))
+    assert_almost_equal(x.grad, np.zeros(3))
+    with pytest.raises(NotSupportedError, match="create_graph"):
+        autograd.grad(y, [x], create_graph=True)
+
+
+def test_pause_stops_recording():
+    x = nd64([1.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        y = x * 3
+        with autograd.pause():
+            z = y * 100  # not recorded: z is a constant to autograd
+        w = y + z
+    w.backward()
+    assert_almost_equal(x.grad, np.array([3.0, 3.0]))
+
+
+# -- the tape --------------------------------------------------------------------------------------
+def test_backward_twice_needs_retain_graph():
+    x = nd64([1.0, 2.0])
+    x.attach_grad(grad_req="add")
+    with autograd.record():
+        y = mx.nd.exp(x)
+    y.backward(retain_graph=True)
+    y.backward()
+    assert_almost_equal(x.grad, 2 * np.exp([1.0, 2.0]))
+    with pytest.raises(MXNBError, match="retain_graph=True"):
+        y.backward()
+
+
+def test_unrecorded_head_is_a_clear_error():
+    x = nd64([1.0])
+    with pytest.raises(MXNBError, match="record"):
+        x.backward()
+
+
+def test_inplace_write_into_recorded_array_is_refused():
+    x = nd64([1.0, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        y = x * 2
+        with pytest.raises(MXNBError, match="in-place"):
+            y += 1
+
+
+@pytest.mark.timeout(60)
+def test_one_engine_op_per_recorded_node():
+    r"""
+    x -> mul(x, x) -> exp -> sum      three nodes: three backward ops, each named after its op
+    """
+    x = nd64(np.arange(4.0))
+    x.attach_grad()
+    with autograd.record():
+        y = mx.nd.sum(mx.nd.exp(x * x))
+    with mx.engine.trace() as trace:
+        y.backward()
+        mx.nd.waitall()
+    names = [event.name for event in trace.events_of(OpPush)]
+    backward_ops = [name for name in names if name.endswith("_backward")]
+    assert len(backward_ops) == 3, names
+    assert (
+        backward_ops[0].startswith("sum")
+        and backward_ops[-1].startswith("elemwise_mul")
+        or (backward_ops[-1].startswith("_mul"))
+    ), backward_ops
+    assert_almost_equal(x.grad, 2 * np.arange(4.0) * np.exp(np.arange(4.0) ** 2))
+
+
+# -- conformance vectors -------------------------------------------------------------------------------
+@pytest.mark.parametrize("case", GRAD_CASES, ids=[case["name"] for case in GRAD_CASES])
+def test_conformance_gradients_through_autograd(case):
+    """Run the case exactly as its generator ran MXNet: mx.nd + autograd.record + backward."""
+    needs_ops(case["op"])
+    with np.load(CONFORMANCE / "cases" / f"{case['name']}.npz") as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    inputs, aux = [], []
+    for spec in case["inputs"]:
+        if spec["is_aux"]:
+            aux.append(mx.nd.array(arrays[f"aux_in_{spec['name']}"]))
+            continue
+        array = mx.nd.array(arrays[f"input_{spec['name']}"])
+        if spec["requires_grad"]:
+            array.attach_grad()
+        inputs.append((spec["name"], array))
+    with autograd.record(train_mode=case["train_mode"]):
+        outputs = mx.nd.invoke(case["op"], [a for _, a in inputs], dict(case["kwargs"]), aux=aux)
+    visible = outputs[: len(case["outputs"])]
+    heads = [mx.nd.array(arrays[f"head_grad_{i}"]) for i in range(len(visible))]
+    autograd.backward(visible, heads)
+    loose = 1e-4 if case["op"] in ("Convolution", "Deconvolution") else 1e-5
+    for index, output in enumerate(visible):
+        assert_almost_equal(
+            output, arrays[f"output_{index}"], 1e-4, 1e-5, names=(f"output_{index}", "mxnet")
+        )
+    for name, array in inputs:
+        if f"grad_{name}" in arrays:
+            assert array.grad is not None, name
+            assert_almost_equal(
+                array.grad, arrays[f"grad_{name}"], 1e-4, loose, names=(f"grad_{name}", "mxnet")
+            )
+    for spec, array in zip([s for s in case["inputs"] if s["is_aux"]], aux):
+        key = f"aux_out_{spec['name']}"
+        if key in arrays:
+            assert_almost_equal(array, arrays[key], 1e-4, 1e-5, names=(key, "mxnet"))
+
+
+# -- composed functions against central differences ---------------------------------------------------
+def check_against_numeric(
+    function,
+    values: dict,
+    eps: float = 1e-5,
+    rtol: float = 1e-4,
+    atol: float = 1e-6,
+    train: bool = True,
+    seed: int = 0,
+) -> dict:
+    """Compare autograd's gradient of sum(function(**x) * proj) with central differences (float64)."""
+    values = {key: np.ascontiguousarray(value, dtype=np.float64) for key, value in values.items()}
+    arrays = {key: nd64(value) for key, value in values.items()}
+    for array in arrays.values():
+        array.attach_grad()
+    with autograd.record(train_mode=train):
+        out = function(**arrays)
+    proj = np.random.default_rng(seed).standard_normal(out.shape)
+    out.backward(nd64(proj))
+    analytic = {key: array.grad.asnumpy() for key, array in arrays.items()}
+
+    def objective() -> float:
+        with autograd.train_mode() if train else autograd.predict_mode():
+            result = function(**{key: nd64(value) for key, value in values.items()})
+        return float(np.sum(result.asnumpy() * proj))
+
+    for key, value in values.items():
+        numeric = numeric_grad(objective, value, eps)
+        assert_almost_equal(
+            numeric,
+            analytic[key],
+            rtol=rtol,
+            atol=atol,
+            names=(f"numeric_{key}", f"autograd_{key}"),
+        )
+    return analytic
+
+
+@pytest.mark.timeout(120)
+def test_mlp_matches_numeric_gradient():
+    r"""
+    data -> FC(8) -> relu -> FC(3) -> tanh -> out
+    """
+    rng = np.random.default_rng(3)
+
+    def mlp(data, w1, b1, w2, b2):
+        hidden = mx.nd.relu(mx.nd.FullyConnected(data, w1, b1, num_hidden=8))
+        return mx.nd.tanh(mx.nd.FullyConnected(hidden, w2, b2, num_hidden=3))
+
+    check_against_numeric(
+        mlp,
+        {
+            "data": rng.standard_normal((4, 5)),
+            "w1": rng.standard_normal((8, 5)) * 0.5,
+            "b1": rng.standard_normal(8) * 0.1,
+            "w2": rng.standard_normal((3, 8)) * 0.5,
+            "b2": rng.standard_normal(3) * 0.1,
+        },
+    )
+
+
+@pytest.mark.timeout(120)
+def test_conv_batchnorm_relu_chain_matches_numeric_gradient():
+    r"""
+    data -> Convolution(3x3, pad 1) -> BatchNorm(train, fix_gamma=False) -> relu -> out
+    """
+    needs_ops("Convolution", "BatchNorm", "relu")
+    rng = np.random.default_rng(4)
+    moving_mean = nd64(np.zeros(3))
+    moving_var = nd64(np.ones(3))
+
+    def chain(data, weight, bias, gamma, beta):
+        conv = mx.nd.Convolution(data, weight, bias, kernel=(3, 3), pad=(1, 1), num_filter=3)
+        bn = mx.nd.BatchNorm(conv, gamma, beta, moving_mean, moving_var, fix_gamma=False)
+        return mx.nd.relu(bn)
+
+    check_against_numeric(
+        chain,
+        {
+            "data": rng.standard_normal((2, 2, 4, 4)),
+            "weight": rng.standard_normal((3, 2, 3, 3)) * 0.5,
+            "bias": rng.standard_normal(3) * 0.1,
+            "gamma": 1 + rng.standard_normal(3) * 0.1,
+            "beta": rng.standard_normal(3) * 0.1,
+        },
+        rtol=1e-3,
+        atol=1e-5,
+    )
+
+
+def lstm_unrolled(x0, x1, x2, h0, c0, wi, wf, wo, wg, ui, uf, uo, ug, bi, bf, bo, bg):
+    """3 steps of an LSTM cell: every gate is FC(x) + FC(h); weights are shared by the steps."""
+    h, c = h0, c0
+    zero = mx.nd.zeros(bi.shape, ctx=bi.context, dtype=bi.dtype)
+
+    def gate(x, h, w, u, b):
+        return mx.nd.FullyConnected(x, w, b, num_hidden=4) + mx.nd.FullyConnected(
+            h, u, zero, num_hidden=4
+        )
+
+    for x in (x0, x1, x2):
+        i = mx.nd.sigmoid(gate(x, h, wi, ui, bi))
+        f = mx.nd.sigmoid(gate(x, h, wf, uf, bf))
+        o = mx.nd.sigmoid(gate(x, h, wo, uo, bo))
+        g = mx.nd.tanh(gate(x, h, wg, ug, bg))
+        c = f * c + i * g
+        h = o * mx.nd.tanh(c)
+    return h
+
+
+@pytest.mark.timeout(120)
+def test_three_step_lstm_cell_matches_numeric_gradient():
+    r"""
+    x0 -> cell -> x1 -> cell -> x2 -> cell -> h3     (weights shared: gradients accumulate)
+    """
+    rng = np.random.default_rng(5)
+    values = {f"x{t}": rng.standard_normal((2, 3)) for t in range(3)}
+    values["h0"] = rng.standard_normal((2, 4)) * 0.5
+    values["c0"] = rng.standard_normal((2, 4)) * 0.5
+    for gate in "ifog":
+        values[f"w{gate}"] = rng.standard_normal((4, 3)) * 0.5
+        values[f"u{gate}"] = rng.standard_normal((4, 4)) * 0.5
+        values[f"b{gate}"] = rng.standard_normal(4) * 0.1
+    check_against_numeric(lstm_unrolled, values)
+
+
+@pytest.mark.timeout(120)
+def test_threaded_engine_gives_the_naive_engines_gradients():
+    rng = np.random.default_rng(6)
+    values = {
+        "data": rng.standard_normal((4, 5)),
+        "w1": rng.standard_normal((8, 5)),
+        "b1": rng.standard_normal(8),
+    }
+
+    def run() -> dict:
+        arrays = {key: nd64(value) for key, value in values.items()}
+        for array in arrays.values():
+            array.attach_grad()
+        with autograd.record():
+            h = mx.nd.FullyConnected(arrays["data"], arrays["w1"], arrays["b1"], num_hidden=8)
+            y = mx.nd.sigmoid(h) * h + h
+        y.backward()
+        return {key: array.grad.asnumpy() for key, array in arrays.items()}
+
+    previous = mx.engine.engine_type()
+    try:
+        mx.engine.set_engine("naive")
+        naive = run()
+        mx.engine.set_engine("threaded_per_device")
+        threaded = run()
+    finally:
+        mx.engine.set_engine(previous)
+    for key in values:
+        np.testing.assert_array_equal(naive[key], threaded[key])
+
+
+def test_failure_in_backward_surfaces_at_the_gradient_with_the_op_name():
+    from mxnb import operator as op
+
+    def fwd(src, env, ret, req, run_ctx):
+        op.assign(ret, req, src)
+
+    def bad_grad(out_grad, env, in_grad, req, run_ctx):
+        raise RuntimeError("gradient kernel failed")
+
+    op.simple_op("t_bad_grad_ag").set_function(fwd).set_gradient(bad_grad)
+    x = nd64([1.0])
+    x.attach_grad()
+    with autograd.record():
+        y = mx.nd.t_bad_grad_ag(x)
+    y.backward()
+    with pytest.raises(MXNBError, match="t_bad_grad_ag_backward"):
+        x.grad.asnumpy()
