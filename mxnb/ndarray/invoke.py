@@ -43,9 +43,10 @@ import numpy as np
 from .. import engine as _engine_mod
 from .. import resource as _resource
 from ..base import ContextError, DTypeError, MXNBError, OpError, ShapeError
-from ..context import Context, current_context
+from ..context import Context
 from ..operator import registry
 from ..operator.base import OpContext, OperatorProperty, OpReqType
+from . import _extra_ops
 from .debug import readonly_view
 from .ndarray import NDArray, _alloc, _ctx_of
 
@@ -73,6 +74,8 @@ class _Plan:
     num_visible: int
     arg_names: list[str]
     xp: Any
+    single_output: bool  # one output (the common case: skips list building)
+    operator: Any = None  # cached when the operator holds no per-call state
 
 
 _plans: dict[Any, _Plan] = {}
@@ -109,8 +112,17 @@ def _params_key(params: dict[str, Any]) -> Any:
 
 
 def _get_prop(op_name: str, params: dict[str, Any]) -> tuple[OperatorProperty, Any]:
-    key = (op_name, _params_key(params))
-    prop = _props.get(key)
+    """The parsed property of ``op_name`` with ``params``, and its cache key."""
+    if params:
+        try:
+            key: Any = (op_name, tuple(params.items()))
+            prop = _props.get(key)
+        except TypeError:  # an unhashable value (a list): normalise it
+            key = (op_name, _params_key(params))
+            prop = _props.get(key)
+    else:
+        key = op_name
+        prop = _props.get(key)
     if prop is None:
         prop = registry.get(op_name).create_property(**params)
         if len(_props) > _MAX_CACHE:
@@ -134,11 +146,6 @@ def _autograd_state() -> tuple[bool, bool]:
             return False, False
         _autograd = module
     return bool(module.is_recording()), bool(module.is_training())
-
-
-def _is_debug() -> bool:
-    check = getattr(_engine_mod, "is_debug", None)
-    return bool(check()) if check is not None else False
 
 
 # -- planning ---------------------------------------------------------------------
@@ -200,7 +207,43 @@ def _make_plan(
         num_visible=prop.num_visible_outputs(),
         arg_names=arg_names,
         xp=ctx.array_module,
+        single_output=num_outputs == 1,
+        operator=_reusable_operator(prop, ctx, in_shapes, in_types),
     )
+
+
+def _stateless_operator_types() -> tuple[type, ...]:
+    """Operator classes that only forward to their property: one instance serves every call."""
+    global _STATELESS
+    if _STATELESS is None:
+        found: list[type] = [_extra_ops._SamplerOperator]
+        try:
+            from ..operator.ops._common import PropOperator
+
+            found.append(PropOperator)
+        except ImportError:  # the operator library is not there yet
+            pass
+        try:
+            from ..operator.simple_op import _SimpleOperator
+
+            found.append(_SimpleOperator)
+        except ImportError:
+            pass
+        _STATELESS = tuple(found)
+    return _STATELESS
+
+
+_STATELESS: tuple[type, ...] | None = None
+
+
+def _reusable_operator(
+    prop: OperatorProperty, ctx: Context, in_shapes: list, in_types: list
+) -> Any:
+    """The operator to cache in a plan, or None to create one per call (custom ops keep state)."""
+    operator = prop.create_operator_ex(ctx, in_shapes, in_types)
+    if type(operator) in _stateless_operator_types():
+        return operator
+    return None
 
 
 def _check_contexts(op: str, arrays: Sequence[NDArray], ctx: Context) -> None:
@@ -278,28 +321,52 @@ def _invoke_prop(
     ctx: Any,
     name: str | None,
 ) -> tuple[_Plan, list[NDArray]]:
-    """Invoke a parsed property; ``prop_key`` (None: do not cache) keys the plan cache."""
-    aux = aux or ()
-    if inputs:
+    """Invoke a parsed property; ``prop_key`` (None: do not cache) keys the plan cache.
+
+    This is the hot path of every small imperative op: the plan lookup is one
+    dict access keyed by (params, shapes, dtypes, context); contexts are
+    interned by the NDArray layer, so the context is keyed by identity.
+    """
+    count = len(inputs)
+    if count == 1:
+        first = inputs[0]
+        ctx = first.context
+        key: Any = (prop_key, first.shape, first.dtype, id(ctx))
+    elif count == 2:
+        first, second = inputs
+        ctx = first.context
+        key = (prop_key, first.shape, first.dtype, second.shape, second.dtype, id(ctx))
+        if second.context is not ctx and second.context != ctx:
+            _check_contexts(prop.op_name, inputs, ctx)
+    elif count:
         ctx = inputs[0].context
+        key = (
+            prop_key,
+            tuple(item.shape for item in inputs),
+            tuple(item.dtype for item in inputs),
+            id(ctx),
+        )
+        _check_contexts(prop.op_name, inputs, ctx)
     else:
-        ctx = _ctx_of(ctx) if ctx is not None else current_context()
-    in_shapes = tuple(item.shape for item in inputs)
-    in_types = tuple(item.dtype for item in inputs)
-    key = (prop_key, in_shapes, in_types, ctx, len(aux))
+        ctx = _ctx_of(ctx)
+        key = (prop_key, id(ctx))
+    if aux:
+        key = (key, tuple(item.shape for item in aux))
     plan = _plans.get(key) if prop_key is not None else None
     if plan is None:
         _check_contexts(prop.op_name, inputs, ctx)
-        _check_contexts(prop.op_name, aux, ctx)
-        plan = _make_plan(prop, prop.op_name, ctx, list(in_shapes), list(in_types), len(aux))
+        plan = _make_plan(
+            prop,
+            prop.op_name,
+            ctx,
+            [item.shape for item in inputs],
+            [item.dtype for item in inputs],
+            len(aux) if aux else 0,
+        )
         if prop_key is not None:
             if len(_plans) > _MAX_CACHE:
                 _plans.clear()
             _plans[key] = plan
-    else:
-        for item in inputs:
-            if item.context != ctx:
-                _check_contexts(prop.op_name, inputs, ctx)
     if aux:
         _check_contexts(prop.op_name, aux, ctx)
         for item, shape in zip(aux, plan.aux_shapes):
@@ -307,49 +374,77 @@ def _invoke_prop(
                 raise ShapeError(
                     f"{prop.op_name}: auxiliary state has shape {item.shape}, expected {shape}"
                 )
-    outputs = _outputs(plan, out)
-    return plan, _push(plan, list(inputs), outputs, list(aux), name)
-
-
-def _outputs(plan: _Plan, out: Any) -> list[NDArray]:
-    ctx = plan.ctx
     if out is None:
-        return [_alloc(shape, ctx, dtype) for shape, dtype in zip(plan.out_shapes, plan.out_types)]
+        if plan.single_output:
+            outputs = [_alloc(plan.out_shapes[0], ctx, plan.out_types[0])]
+        else:
+            outputs = [
+                _alloc(shape, ctx, dtype) for shape, dtype in zip(plan.out_shapes, plan.out_types)
+            ]
+    elif plan.single_output and type(out) is NDArray:
+        if (
+            out.shape != plan.out_shapes[0]
+            or out.dtype != plan.out_types[0]
+            or out.context is not ctx
+        ):
+            _check_out(prop.op_name, 0, out, plan.out_shapes[0], plan.out_types[0], ctx)
+        outputs = [out]
+    else:
+        outputs = _given_outputs(plan, out)
+    return plan, _push(plan, inputs, outputs, aux or (), name)
+
+
+def _given_outputs(plan: _Plan, out: Any) -> list[NDArray]:
+    ctx = plan.ctx
     given = [out] if isinstance(out, NDArray) else list(out)
+    op = plan.prop.op_name
     if len(given) > len(plan.out_shapes):
         raise MXNBError(
-            f"{plan.prop.op_name}: out= has {len(given)} arrays but the op has {len(plan.out_shapes)} outputs"
+            f"{op}: out= has {len(given)} arrays but the op has {len(plan.out_shapes)} outputs"
         )
     if len(given) < plan.num_visible:
         raise MXNBError(
-            f"{plan.prop.op_name}: out= has {len(given)} arrays but the op has {plan.num_visible} visible outputs"
+            f"{op}: out= has {len(given)} arrays but the op has {plan.num_visible} visible outputs"
         )
     for index, target in enumerate(given):
-        _check_out(
-            plan.prop.op_name, index, target, plan.out_shapes[index], plan.out_types[index], ctx
-        )
+        _check_out(op, index, target, plan.out_shapes[index], plan.out_types[index], ctx)
     for index in range(len(given), len(plan.out_shapes)):
         given.append(_alloc(plan.out_shapes[index], ctx, plan.out_types[index]))
     return given
 
 
 def _push(
-    plan: _Plan, inputs: list[NDArray], outputs: list[NDArray], aux: list[NDArray], name: str | None
+    plan: _Plan,
+    inputs: Sequence[NDArray],
+    outputs: list[NDArray],
+    aux: Sequence[NDArray],
+    name: str | None,
 ) -> list[NDArray]:
-    prop = plan.prop
-    ctx = plan.ctx
-    operator = prop.create_operator_ex(ctx, plan.in_shapes, plan.in_types)
-    recording, is_train = _autograd_state()
-    out_raw = [item._array for item in outputs]
-    aux_raw = [item._array for item in aux]
-    mutate = [item._var for item in outputs]
+    """Push ONE engine op: const = inputs; mutate = outputs + aux + resource vars."""
+    operator = plan.operator
+    if operator is None:
+        operator = plan.prop.create_operator_ex(plan.ctx, plan.in_shapes, plan.in_types)
+    autograd = _autograd
+    if autograd is not None:
+        recording = autograd.is_recording()
+        is_train = autograd.is_training()
+    else:
+        recording, is_train = _autograd_state()
+    if plan.single_output and not aux:
+        target = outputs[0]
+        out_raw = [target._array]
+        mutate = [target._var]
+    else:
+        out_raw = [item._array for item in outputs]
+        mutate = [item._var for item in outputs]
     if aux:
         mutate += [item._var for item in aux]
+    aux_raw = [item._array for item in aux]
     if plan.resource_vars:
         mutate += plan.resource_vars
     const = [item._var for item in inputs]
     label = name or plan.label
-    if _is_debug():
+    if _engine_mod.is_debug():
         in_raw = [
             readonly_view(item._array, label, arg) for item, arg in zip(inputs, plan.arg_names)
         ]
@@ -364,9 +459,9 @@ def _push(
         def run(run_ctx: Any) -> None:
             forward(OpContext(is_train, run_ctx, requested, xp), in_raw, reqs, out_raw, aux_raw)
 
-    _engine_mod.get().push_sync(run, ctx, const, mutate, 0, label)
+    _engine_mod.get().push_sync(run, plan.ctx, const, mutate, 0, label)
     if recording:
-        _autograd._record_op(prop, operator, inputs, outputs, aux, is_train)
+        autograd._record_op(plan.prop, operator, list(inputs), outputs, list(aux), is_train)
     return outputs
 
 

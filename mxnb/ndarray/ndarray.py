@@ -126,31 +126,54 @@ def _alloc(shape: tuple[int, ...], ctx: Context, dtype: np.dtype) -> NDArray:
             raise ShapeError(f"shape {shape} has a negative dimension")
         size *= dim
     nbytes = size * dtype.itemsize
-    handle = storage.alloc(nbytes, ctx)
-    var = _new_var(f"nd{handle.handle_id}")
-    raw = handle.buffer[:nbytes].view(dtype).reshape(shape)
+    handle = storage.get_manager(ctx).alloc(nbytes)
+    var = _engine_mod.get().new_var(f"nd{handle.handle_id}")
+    buffer = handle.buffer
+    if type(buffer) is np.ndarray:
+        raw = np.ndarray(shape, dtype, buffer)
+    else:  # cupy (not run on real hardware)
+        raw = buffer[:nbytes].view(dtype).reshape(shape)
     return NDArray._make(_Chunk(handle, var, ctx), var, raw, 0, shape, dtype, ctx)
 
 
+_CANONICAL: dict[Context, Context] = {}
+
+
 def _ctx_of(ctx: Any) -> Context:
+    """The interned Context for ``ctx`` (None: the current context).
+
+    Arrays share one Context object per device, so the invoke path can key
+    its caches by identity and compare contexts with ``is``.
+    """
     if ctx is None:
-        return current_context()
-    if isinstance(ctx, Context):
-        return ctx
-    if isinstance(ctx, str):
-        name, _, rest = ctx.partition("(")
-        return Context(name, int(rest.rstrip(")") or 0))
-    raise ContextError(f"ctx must be a Context such as mx.cpu() or mx.gpu(0), got {ctx!r}")
+        ctx = current_context()
+    elif not isinstance(ctx, Context):
+        if isinstance(ctx, str):
+            name, _, rest = ctx.partition("(")
+            ctx = Context(name, int(rest.rstrip(")") or 0))
+        else:
+            raise ContextError(f"ctx must be a Context such as mx.cpu() or mx.gpu(0), got {ctx!r}")
+    canonical = _CANONICAL.get(ctx)
+    if canonical is None:
+        canonical = _CANONICAL.setdefault(ctx, ctx)
+    return canonical
 
 
 def _push(fn: Any, ctx: Context, const: Sequence[Any], mutate: Sequence[Any], name: str) -> None:
     _engine().push_sync(fn, ctx, const, mutate, 0, name)
 
 
-def _invoke(op: str, inputs: list[NDArray], params: dict[str, Any], out: Any = None) -> Any:
-    from .invoke import invoke_visible
+_invoke_visible: Any = None
 
-    return invoke_visible(op, inputs, params, out)
+
+def _invoke(op: str, inputs: list[NDArray], params: dict[str, Any], out: Any = None) -> Any:
+    """Run a registered op (``invoke_visible``; bound late: invoke.py imports this module)."""
+    global _invoke_visible
+    if _invoke_visible is None:
+        from .invoke import invoke_visible
+
+        _invoke_visible = invoke_visible
+    return _invoke_visible(op, inputs, params, out)
 
 
 def _registered(*names: str) -> str:
@@ -839,19 +862,22 @@ def _arith(
     lhs: NDArray, rhs: Any, kind: str, reverse: bool = False, out: NDArray | None = None
 ) -> Any:
     same_op, broadcast_op, scalar_op, rscalar_op = _ARITH[kind]
-    if isinstance(rhs, _NUMBER_TYPES):
-        op = rscalar_op if reverse else scalar_op
-        return _invoke(op, [lhs], {"scalar": float(rhs)}, out)
-    if isinstance(rhs, np.ndarray):
-        rhs = array(rhs, ctx=lhs.context, dtype=lhs.dtype)
-    if not isinstance(rhs, NDArray):
-        return NotImplemented
+    if type(rhs) is not NDArray:
+        if type(rhs) is float or type(rhs) is int or isinstance(rhs, _NUMBER_TYPES):
+            op = rscalar_op if reverse else scalar_op
+            return _invoke(op, [lhs], {"scalar": float(rhs)}, out)
+        if isinstance(rhs, np.ndarray):
+            rhs = array(rhs, ctx=lhs.context, dtype=lhs.dtype)
+        elif not isinstance(rhs, NDArray):
+            return NotImplemented
     if reverse:
         lhs, rhs = rhs, lhs
-    _check_same_context(broadcast_op, lhs, rhs)
     if lhs.shape == rhs.shape:
         op = same_op if _has_op(same_op) else broadcast_op
+        if lhs.context is not rhs.context:
+            _check_same_context(op, lhs, rhs)
         return _invoke(op, [lhs, rhs], {}, out)
+    _check_same_context(broadcast_op, lhs, rhs)
     shape = _broadcast_shape(broadcast_op, lhs.shape, rhs.shape)
     if out is not None and shape != out.shape:
         raise ShapeError(

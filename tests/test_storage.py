@@ -1,0 +1,124 @@
+"""Storage managers: size classes, pooled reuse, counters, trace events, per-context managers."""
+
+from __future__ import annotations
+
+import pytest
+
+import mxnb as mx
+from mxnb import storage
+from mxnb.base import MXNBError
+from mxnb.engine.trace import StorageAlloc, StorageFree, Trace
+
+
+@pytest.fixture
+def fresh() -> None:
+    """Forget every manager so counters start at zero (handles in use still free to their lender)."""
+    storage.reset()
+    yield
+    storage.set_manager_type("pooled")
+
+
+def test_size_classes_are_powers_of_two_then_multiples_of_16_mib():
+    assert storage.size_class(0) == 64
+    assert storage.size_class(64) == 64
+    assert storage.size_class(65) == 128
+    assert storage.size_class(4_000_000) == 4 * 1024 * 1024
+    assert storage.size_class(16 << 20) == 16 << 20
+    assert storage.size_class((16 << 20) + 1) == 32 << 20
+    assert storage.size_class(40 << 20) == 48 << 20
+
+
+def test_pooled_manager_reuses_a_freed_block_of_the_same_class(fresh):
+    ctx = mx.cpu(7)
+    first = storage.alloc(1000, ctx)
+    buffer_id = id(first.buffer)
+    assert (first.capacity, first.pool_hit) == (1024, False)
+    storage.free(first)
+    second = storage.alloc(900, ctx)  # same size class (1024): a pool hit, the same buffer
+    assert second.pool_hit and id(second.buffer) == buffer_id
+    third = storage.alloc(2000, ctx)  # another class: a miss
+    assert not third.pool_hit
+    stats = storage.stats(ctx)
+    assert stats.kind == "pooled"
+    assert (stats.allocs, stats.frees, stats.pool_hits, stats.pool_misses) == (3, 1, 1, 2)
+    assert stats.bytes_in_use == 1024 + 2048
+    assert stats.peak_bytes == 1024 + 2048
+    assert stats.pooled_bytes == 0
+    storage.free(second)
+    storage.free(third)
+    stats = storage.stats(ctx)
+    assert (stats.bytes_in_use, stats.pooled_bytes, stats.peak_bytes) == (0, 3072, 3072)
+
+
+def test_release_all_returns_pooled_blocks(fresh):
+    ctx = mx.cpu(7)
+    handles = [storage.alloc(100, ctx) for _ in range(3)]
+    for handle in handles:
+        storage.free(handle)
+    assert storage.stats(ctx).pooled_bytes == 3 * 128
+    assert storage.release_all(ctx) == 3 * 128
+    assert storage.stats(ctx).pooled_bytes == 0
+    assert not storage.alloc(100, ctx).pool_hit
+
+
+def test_naive_manager_never_pools(fresh):
+    storage.set_manager_type("naive")
+    ctx = mx.cpu(7)
+    handle = storage.alloc(1000, ctx)
+    assert handle.capacity == 1000
+    storage.free(handle)
+    again = storage.alloc(1000, ctx)
+    stats = storage.stats(ctx)
+    assert not again.pool_hit
+    assert (stats.kind, stats.pool_hits, stats.pooled_bytes, stats.bytes_in_use) == (
+        "naive",
+        0,
+        0,
+        1000,
+    )
+
+
+def test_double_free_is_an_error(fresh):
+    handle = storage.alloc(10, mx.cpu(7))
+    storage.free(handle)
+    with pytest.raises(MXNBError, match="already freed"):
+        storage.free(handle)
+
+
+def test_unknown_manager_kind_is_an_error():
+    with pytest.raises(MXNBError, match="pooled"):
+        storage.set_manager_type("buddy")
+
+
+def test_alloc_and_free_emit_trace_events_with_hit_or_miss(fresh):
+    ctx = mx.cpu(7)
+    with Trace() as tr:
+        first = storage.alloc(100, ctx)
+        storage.free(first)
+        second = storage.alloc(100, ctx)
+    allocs = tr.events_of(StorageAlloc)
+    frees = tr.events_of(StorageFree)
+    assert [(e.handle_id, e.nbytes, e.pool_hit) for e in allocs] == [
+        (first.handle_id, 128, False),
+        (second.handle_id, 128, True),
+    ]
+    assert [(e.handle_id, e.to_pool, e.ctx) for e in frees] == [(first.handle_id, True, "cpu(7)")]
+
+
+def test_each_context_has_its_own_manager_virtual_gpus_too(fresh):
+    mx.context.set_virtual_gpus(2)
+    try:
+        assert storage.get_manager(mx.gpu(1)) is not storage.get_manager(mx.gpu(0))
+        assert storage.get_manager(mx.gpu(1)) is not storage.get_manager(mx.cpu(1))
+        handle = storage.alloc(100, mx.gpu(1))
+        assert storage.stats(mx.gpu(1)).bytes_in_use == 128
+        assert storage.stats(mx.gpu(1)).ctx == "gpu(1) [virtual]"
+        assert storage.stats(mx.gpu(0)).bytes_in_use == 0
+        storage.free(handle)
+    finally:
+        mx.context.set_virtual_gpus(0)
+
+
+def test_negative_size_is_an_error():
+    with pytest.raises(MXNBError, match="nbytes"):
+        storage.alloc(-1, mx.cpu(7))
