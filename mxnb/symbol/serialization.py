@@ -37,7 +37,7 @@ from typing import Any
 from ..base import FormatError, GraphError, ParamError
 from ..operator import registry
 from .graph import Node, NodeEntry, topo_sort
-from .scope import hide_key
+from .scope import HIDDEN_KEYS
 
 __all__ = ["MXNET_VERSION", "from_json", "to_json"]
 
@@ -246,6 +246,15 @@ def _check_unknown_ops(raw_nodes: list[dict[str, Any]]) -> None:
         )
 
 
+def _is_legacy_hidden(key: str) -> bool:
+    """MXNet's UpgradeJSON_FixParsing test: a hidden key as the whole key, its start or its end."""
+    for hidden in HIDDEN_KEYS:
+        position = key.rfind(hidden)
+        if position == 0 or (position != -1 and position == len(key) - len(hidden)):
+            return True
+    return False
+
+
 def _split_op_attrs(op_name: str, attrs: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """Separate an op node's strings into its parameters and its other attributes."""
     declared = registry.get(op_name).prop_cls.params
@@ -256,8 +265,6 @@ def _split_op_attrs(op_name: str, attrs: dict[str, str]) -> tuple[dict[str, str]
             params[key] = value
         elif key.startswith("__") and key.endswith("__"):
             others[key] = value
-        elif hide_key(key) != key:
-            others[hide_key(key)] = value
         elif op_name == "Custom":
             params[key] = value  # a custom op's kwargs go to its CustomOpProp
         else:
@@ -265,8 +272,48 @@ def _split_op_attrs(op_name: str, attrs: dict[str, str]) -> tuple[dict[str, str]
     return params, others
 
 
+def _file_version(data: dict[str, Any]) -> int:
+    """The ``mxnet_version`` a file was written by (0.8.0 when absent, as MXNet assumes)."""
+    attrs = data.get("attrs") or {}
+    value = attrs.get("mxnet_version")
+    if isinstance(value, list) and len(value) == 2:
+        return int(value[1])
+    return 800
+
+
+def _restore_hidden_keys(node: Node, hidden: dict[str, str]) -> None:
+    """Put legacy hidden keys back as MXNet's UpgradeJSON_FixParsing does.
+
+    ``lr_mult`` becomes ``__lr_mult__``; an op's ``weight_lr_mult`` becomes the
+    ``__lr_mult__`` of the variable feeding its ``weight`` input; anything else stays as is.
+    """
+    for key, value in hidden.items():
+        placed = False
+        for hidden_key in HIDDEN_KEYS:
+            position = key.rfind(hidden_key)
+            if position == 0 and len(key) == len(hidden_key):
+                node.attrs[f"__{hidden_key}__"] = value
+                placed = True
+                break
+            if position > 1 and position == len(key) - len(hidden_key):
+                if node.op is not None:
+                    slots = [*node.op.list_arguments(), *node.op.list_auxiliary_states()]
+                    argument = key[: position - 1]
+                    if argument in slots and node.inputs[slots.index(argument)].node.op is None:
+                        node.inputs[slots.index(argument)].node.attrs[f"__{hidden_key}__"] = value
+                        placed = True
+                break
+        if not placed:
+            node.attrs[key] = value
+
+
 def from_json(text: str) -> list[NodeEntry]:
-    """Read MXNet symbol JSON; return the head entries of the graph."""
+    """Read MXNet symbol JSON; return the head entries of the graph.
+
+    Files older than MXNet 1.9.1 are upgraded as MXNet's LoadLegacyJSON pass
+    does: hidden keys restored, aux-state variables added (before 0.9), and
+    ``argmax``/``argmin``'s ``axis=-1`` dropped (before 0.9.5).
+    """
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -276,9 +323,12 @@ def from_json(text: str) -> list[NodeEntry]:
             "not an MXNet symbol JSON: expected an object with 'nodes' and 'heads' "
             "(was this a params file? load those with mx.nd.load)"
         )
+    version = _file_version(data)
+    upgrading = version < MXNET_VERSION
     raw_nodes = data["nodes"]
     _check_unknown_ops(raw_nodes)
     nodes: list[Node] = []
+    hidden_by_node: list[dict[str, str]] = []
     for position, raw in enumerate(raw_nodes):
         name = str(raw.get("name", ""))
         where = f"node {position} ({name!r})"
@@ -291,14 +341,17 @@ def from_json(text: str) -> list[NodeEntry]:
             raise GraphError(
                 f"{where}: subgraphs (control-flow operators) are not supported by mxnb"
             )
+        hidden = {}
+        if upgrading:
+            hidden = {key: value for key, value in merged.items() if _is_legacy_hidden(key)}
+            merged = {key: value for key, value in merged.items() if key not in hidden}
+        hidden_by_node.append(hidden)
         op_name = raw.get("op", "null")
         if op_name == "null":
-            attrs = {
-                hide_key(key) if not key.startswith("__") else key: value
-                for key, value in merged.items()
-            }
-            nodes.append(Node(None, name, [], attrs))
+            nodes.append(Node(None, name, [], merged))
             continue
+        if version < 905 and op_name in ("argmax", "argmin") and merged.get("axis") == "-1":
+            del merged["axis"]  # MXNet 0.9.5 made axis optional; -1 used to mean "all"
         params, attrs = _split_op_attrs(op_name, merged)
         try:
             prop = registry.get(op_name).create_property(**params)
@@ -320,9 +373,12 @@ def from_json(text: str) -> list[NodeEntry]:
         arguments = node.op.list_arguments()
         aux_names = node.op.list_auxiliary_states()
         if len(node.inputs) == len(arguments) and aux_names:
-            # Files from MXNet < 0.9 left aux states out of the graph: add them, named as MXNet does.
+            # Files from MXNet < 0.9 left aux states out of the graph: add them as MXNet does,
+            # named {node}_{aux} and carrying the node's attributes.
+            inherited = {**node.params, **node.attrs}
             node.inputs += [
-                NodeEntry(Node(None, f"{node.name}_{aux}", [], {}), 0) for aux in aux_names
+                NodeEntry(Node(None, f"{node.name}_{aux}", [], dict(inherited)), 0)
+                for aux in aux_names
             ]
         expected = len(arguments) + len(aux_names)
         if len(node.inputs) != expected:
@@ -336,6 +392,9 @@ def from_json(text: str) -> list[NodeEntry]:
                     f"{where}: input {entry.node.name!r} has no output {entry.index} "
                     f"(it has {entry.node.num_outputs()})"
                 )
+    if upgrading:
+        for node, hidden in zip(nodes, hidden_by_node):
+            _restore_hidden_keys(node, hidden)
     heads = [
         NodeEntry(nodes[node_id], output)
         for node_id, output in (_entry(item, len(nodes), "heads") for item in data["heads"])

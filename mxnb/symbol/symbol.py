@@ -814,8 +814,12 @@ def create(op_name: str, *args: Any, hint: str | None = None, **kwargs: Any) -> 
     try:
         prop = prop_cls(**params)
     except ParamError as exc:
-        node_name = f" '{name}'" if name else ""
-        raise ParamError(f"mx.sym.{op_name}{node_name}: {exc}") from exc
+        message = str(exc)
+        where = f"{op_name} '{name}'" if name else op_name
+        prefix = f"{prop_cls.type_string or op_name}:"
+        if message.startswith(prefix):
+            message = message[len(prefix) :].lstrip()
+        raise ParamError(f"{where}: {message}") from exc
     node_name = NameManager.current().get(name, hint or op_name.lower())
     attrs = AttrScope.current().get(attr)
     attrs.update(extra_attrs)
