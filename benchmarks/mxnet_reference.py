@@ -123,8 +123,12 @@ def main() -> None:
             "allocated'; bytes exact from data pointers seen by a monitor_all callback "
             "(None where not measured). See benchmarks/mxnet_reference.py."
         ),
-        "environment": {key: os.environ.get(key) for key in ("MXNET_SUBGRAPH_BACKEND", "MXNET_MKLDNN_ENABLED")},
-        "runs": sorted(runs.values(), key=lambda r: (NETWORKS.index(r["network"]), r["batch"], r["mode"])),
+        "environment": {
+            key: os.environ.get(key) for key in ("MXNET_SUBGRAPH_BACKEND", "MXNET_MKLDNN_ENABLED")
+        },
+        "runs": sorted(
+            runs.values(), key=lambda r: (NETWORKS.index(r["network"]), r["batch"], r["mode"])
+        ),
     }
     OUT.write_text(json.dumps(results, indent=1) + "\n")
 
