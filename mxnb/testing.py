@@ -155,7 +155,7 @@ def assert_almost_equal(
     fraction = 100.0 * bad.sum() / bad.size
     raise ToleranceError(
         f"{names[0]} and {names[1]} differ: worst element at index {index}: "
-        f"{names[0]}={a64[worst]!r}, {names[1]}={b64[worst]!r}, |diff|={error[worst]:.6g} "
+        f"{names[0]}={a64[worst].item()!r}, {names[1]}={b64[worst].item()!r}, |diff|={error[worst]:.6g} "
         f"exceeds atol + rtol*|{names[1]}| = {allowed[worst]:.6g} (rtol={rtol:g}, atol={atol:g}); "
         f"{int(bad.sum())} of {bad.size} elements ({fraction:.3g}%) are out of tolerance"
     )

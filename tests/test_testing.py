@@ -1,0 +1,183 @@
+"""mxnb.testing: tolerant comparisons that name the worst element, and numeric gradient checks.
+
+The checks must *fail* on a wrong gradient, not only pass on right ones: a
+SimpleOp with a deliberately wrong gradient is the control.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mxnb as mx
+from mxnb import operator as op
+from mxnb.base import MXNBError, NotSupportedError, ParamError
+from mxnb.testing import (
+    ToleranceError,
+    assert_almost_equal,
+    check_numeric_gradient,
+    check_symbolic_backward,
+    check_symbolic_forward,
+    default_atol,
+    default_context,
+    default_rtol,
+    numeric_grad,
+    rand_ndarray,
+    rand_shape_nd,
+    same,
+)
+
+
+# -- assert_almost_equal -----------------------------------------------------------------------
+def test_assert_almost_equal_reports_the_worst_element():
+    a = np.zeros((3, 4))
+    b = np.zeros((3, 4))
+    a[1, 2] = 1e-3  # out of tolerance too (float64 atol is 1e-20), but not the worst
+    a[2, 3] = 0.5  # the worst
+    with pytest.raises(ToleranceError) as info:
+        assert_almost_equal(a, b, names=("mine", "ref"))
+    message = str(info.value)
+    assert "index (2, 3)" in message
+    assert "mine=0.5" in message and "ref=0.0" in message
+    assert "2 of 12 elements" in message
+    assert isinstance(info.value, AssertionError) and isinstance(info.value, MXNBError)
+
+
+def test_assert_almost_equal_accepts_ndarrays_and_uses_dtype_tolerances():
+    assert_almost_equal(mx.nd.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-5], dtype=np.float32))
+    with pytest.raises(ToleranceError):
+        assert_almost_equal(np.array([1.0]), np.array([1.0 + 1e-4]))  # float64: rtol 1e-5
+    assert default_rtol(np.float32) == 1e-4 and default_atol(np.float32) == 1e-3
+    assert default_rtol(np.float16, np.float64) == 1e-2  # the less precise dtype decides
+    assert default_atol() == 1e-20
+
+
+def test_assert_almost_equal_shapes_and_nans():
+    with pytest.raises(ToleranceError, match=r"shape \(2,\).*shape \(3,\)"):
+        assert_almost_equal(np.zeros(2), np.zeros(3))
+    nan = np.array([np.nan, 1.0])
+    with pytest.raises(ToleranceError, match="index \\(0,\\)"):
+        assert_almost_equal(nan, nan)
+    assert_almost_equal(nan, nan, equal_nan=True)
+
+
+def test_same_and_random_helpers():
+    a = mx.nd.array([1.0, 2.0])
+    assert same(a, np.array([1.0, 2.0]))
+    assert not same(a, np.array([1.0, 2.5]))
+    assert default_context() == mx.cpu()
+    x = rand_ndarray((2, 3))
+    assert x.shape == (2, 3) and x.dtype == np.float32
+    assert len(rand_shape_nd(3, dim=4)) == 3
+    with pytest.raises(NotSupportedError):
+        rand_ndarray((2,), stype="csr")
+
+
+def test_numeric_grad_of_a_quadratic():
+    x = np.array([1.0, -2.0, 0.5])
+    grad = numeric_grad(lambda: float(np.sum(x**2)), x, eps=1e-4)
+    np.testing.assert_allclose(grad, 2 * np.array([1.0, -2.0, 0.5]), rtol=1e-8)
+    np.testing.assert_array_equal(x, [1.0, -2.0, 0.5])  # restored
+
+
+# -- check_numeric_gradient on registered ops ---------------------------------------------------
+def test_numeric_gradient_passes_for_library_ops():
+    rng = np.random.default_rng(0)
+    check_numeric_gradient("tanh", [rng.standard_normal((3, 4))])
+    grads = check_numeric_gradient(
+        "FullyConnected",
+        {
+            "data": rng.standard_normal((2, 3)),
+            "weight": rng.standard_normal((4, 3)),
+            "bias": rng.standard_normal(4),
+        },
+        params={"num_hidden": 4},
+    )
+    assert set(grads) == {"data", "weight", "bias"}
+    grads = check_numeric_gradient(
+        "elemwise_mul", [rng.standard_normal(5), rng.standard_normal(5)], grad_nodes=["lhs"]
+    )
+    assert set(grads) == {"lhs"}
+
+
+def _wrong_gradient_op() -> None:
+    def square(src, env, ret, req, run_ctx):
+        op.assign(ret, req, src * src)
+
+    def wrong(out_grad, x, env, in_grad, req, run_ctx):
+        op.assign(in_grad, req, 3 * x * out_grad)  # should be 2x
+
+    op.simple_op("t_wrong_square").set_function(square).set_gradient(wrong, uses=op.GradUses.INPUT)
+
+
+def test_numeric_gradient_catches_a_wrong_gradient():
+    _wrong_gradient_op()
+    with pytest.raises(ToleranceError, match="NUMERICAL_data.*BACKWARD_data"):
+        check_numeric_gradient("t_wrong_square", [np.array([1.0, 2.0, -1.5])])
+
+
+def test_numeric_gradient_refuses_loss_layers():
+    """An op that ignores its head gradient has no derivative to compare with."""
+
+    class LossOp(op.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            self.assign(out_data[0], req[0], in_data[0])
+
+        def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+            self.assign(in_grad[0], req[0], out_data[0])
+
+    @op.register("t_loss_like")
+    class LossProp(op.CustomOpProp):
+        def __init__(self):
+            super().__init__(need_top_grad=False)
+
+        def create_operator(self, ctx, shapes, dtypes):
+            return LossOp()
+
+    with pytest.raises(NotSupportedError, match="head gradient"):
+        check_numeric_gradient("Custom", [np.ones(3)], params={"op_type": "t_loss_like"})
+
+
+def test_numeric_gradient_argument_errors():
+    with pytest.raises(ParamError, match="not arguments"):
+        check_numeric_gradient("tanh", [np.ones(2)], grad_nodes=["nope"])
+    with pytest.raises(ParamError, match="1 inputs given"):
+        check_numeric_gradient("elemwise_add", [np.ones(2)])
+
+
+# -- symbols ---------------------------------------------------------------------------------------
+def _mlp_symbol():
+    data = mx.sym.Variable("data")
+    fc = mx.sym.FullyConnected(data, num_hidden=3, name="fc")
+    return mx.sym.tanh(fc, name="act")
+
+
+@pytest.mark.timeout(120)
+def test_numeric_gradient_of_a_symbol():
+    rng = np.random.default_rng(1)
+    sym = _mlp_symbol()
+    location = {
+        "data": rng.standard_normal((2, 4)),
+        "fc_weight": rng.standard_normal((3, 4)),
+        "fc_bias": rng.standard_normal(3),
+    }
+    grads = check_numeric_gradient(sym, location)
+    assert set(grads) == {"data", "fc_weight", "fc_bias"}
+
+
+@pytest.mark.timeout(120)
+def test_check_symbolic_forward_and_backward():
+    rng = np.random.default_rng(2)
+    sym = _mlp_symbol()
+    x, w, b = rng.standard_normal((2, 4)), rng.standard_normal((3, 4)), rng.standard_normal(3)
+    out = np.tanh(x @ w.T + b)
+    location = {"data": x, "fc_weight": w, "fc_bias": b}
+    check_symbolic_forward(sym, location, [out], rtol=1e-4, atol=1e-5)
+    head = np.ones_like(out)
+    d_pre = head * (1 - out**2)
+    expected = {"data": d_pre @ w, "fc_weight": d_pre.T @ x, "fc_bias": d_pre.sum(0)}
+    check_symbolic_backward(sym, location, [head], expected, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ToleranceError, match="BACKWARD_fc_bias"):
+        check_symbolic_backward(
+            sym, location, [head], {"fc_bias": d_pre.sum(0) + 1}, rtol=1e-4, atol=1e-5
+        )
