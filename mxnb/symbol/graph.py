@@ -51,7 +51,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..base import FLAG_TO_DTYPE, DTypeError, GraphError, ShapeError
+from ..base import FLAG_TO_DTYPE, DTypeError, GraphError, MXNBError, ShapeError
 from ..operator.base import OperatorProperty
 
 __all__ = [
@@ -251,10 +251,6 @@ def _accepts_out_shape(method: Callable[..., Any]) -> bool:
         return False
 
 
-def _uses_default(prop: OperatorProperty, method: str) -> bool:
-    return getattr(type(prop), method) is getattr(OperatorProperty, method)
-
-
 class _Inference:
     """Shared fixed-point loop of shape and type inference over one graph."""
 
@@ -330,6 +326,39 @@ class _Inference:
     def normalize(self, value: Any) -> Any:
         return value
 
+    def probe_same(self, node: Node, infer: Callable[[list[Any]], Any]) -> bool:
+        """Backward through a same-shape (same-dtype) op: a known output fills unknown inputs.
+
+        MXNet's elementwise ops infer in both directions; a property only sees
+        its inputs.  So when inputs are still unknown and every output is known
+        and equal, ask the property with the unknown inputs set to that value:
+        if it answers that every input and output is that value, the op keeps
+        shapes (dtypes) as they are, and the guess is the only consistent one.
+        A FullyConnected, a Concat or a Reshape answer something else (or fail)
+        and are left alone.
+        """
+        num_args = node.num_arguments()
+        in_values = [self.values.get(entry) for entry in node.inputs[:num_args]]
+        out_values = [self.values[NodeEntry(node, i)] for i in range(node.num_outputs())]
+        if all(value is not None for value in in_values) or not out_values:
+            return False
+        known = out_values[0]
+        if known is None or any(value != known for value in out_values):
+            return False
+        probe = [known if value is None else value for value in in_values]
+        try:
+            result = infer(probe)
+        except (MXNBError, ValueError, TypeError, IndexError):
+            return False
+        if result is None:
+            return False
+        answered = [*(result[0] or []), *(result[1] or []), *(result[2] or [])]
+        if len(answered) < num_args + len(out_values):
+            return False
+        if any(value is None or self.normalize(value) != known for value in answered):
+            return False
+        return self.apply(node, result)
+
 
 class _ShapeInference(_Inference):
     def __init__(self, heads: Sequence[NodeEntry], known: dict[str, tuple]) -> None:
@@ -380,16 +409,7 @@ class _ShapeInference(_Inference):
         except ShapeError as exc:
             raise _reword_error(node, exc, ShapeError) from exc
         changed = self.apply(node, result)
-        if result is None and _uses_default(prop, "infer_shape"):
-            # Backward through a same-shape op: a known output gives every input its shape.
-            known = next((shape for shape in out_shapes if shape is not None), None)
-            if known is not None:
-                filled = (
-                    [known] * num_args,
-                    [known] * node.num_outputs(),
-                    [known] * len(prop.list_auxiliary_states()),
-                )
-                changed |= self.apply(node, filled)
+        changed |= self.probe_same(node, prop.infer_shape)
         return changed
 
 
@@ -426,16 +446,7 @@ class _TypeInference(_Inference):
         except DTypeError as exc:
             raise _reword_error(node, exc, DTypeError) from exc
         changed = self.apply(node, result)
-        if result is None and _uses_default(prop, "infer_type"):
-            out_types = [self.values[NodeEntry(node, i)] for i in range(node.num_outputs())]
-            known = next((dtype for dtype in out_types if dtype is not None), None)
-            if known is not None:
-                filled = (
-                    [known] * num_args,
-                    [known] * node.num_outputs(),
-                    [known] * len(prop.list_auxiliary_states()),
-                )
-                changed |= self.apply(node, filled)
+        changed |= self.probe_same(node, prop.infer_type)
         return changed
 
 
