@@ -199,8 +199,14 @@ def run_backward(
     state: EagerState,
     head_grads: Sequence[Any | None] | None = None,
     req: Sequence[OpReqType] | None = None,
+    is_train: bool = True,
 ) -> list[Any]:
     """Run the backward of the forward ``state`` came from; return one gradient per argument.
+
+    ``is_train`` is the mode backward runs in; True by default, as MXNet's
+    ``autograd.backward(train_mode=True)``: a BatchNorm run forward in
+    inference mode then differentiates through its saved (moving) statistics
+    with the full batch formula, exactly as MXNet 1.9.1 does.
 
     ``head_grads`` gives one gradient per output (visible outputs at least;
     missing or ``None`` entries are zeros).  Only the entries the op's
@@ -224,9 +230,10 @@ def run_backward(
     if req is None:
         req = [OpReqType.WRITE_TO] * len(in_grad)
     requested = _resources(prop.backward_resource(state.in_shapes), xp, None)
-    if requested:
-        state.ctx.requested = requested
-    state.operator.backward(state.ctx, out_grad, in_data, out_data, list(req), in_grad, state.aux)
+    ctx = OpContext(
+        is_train=is_train, run_ctx=None, requested=requested or state.ctx.requested, xp=xp
+    )
+    state.operator.backward(ctx, out_grad, in_data, out_data, list(req), in_grad, state.aux)
     return in_grad
 
 

@@ -1,7 +1,13 @@
 """The operator library: importing this package registers every built-in operator.
 
 One family per module (MXNet: src/operator/): :mod:`.elemwise` (unary,
-binary, scalar, broadcast, comparison, Cast, ElementWiseSum).  Each module
+binary, scalar, broadcast, comparison, Cast, ElementWiseSum), :mod:`.reduce`
+(sum, mean, max, norm, argmax, ...), :mod:`.matrix` (dot, FullyConnected,
+Reshape, transpose, ...), :mod:`.join` (Concat, SliceChannel, slice, tile,
+Pad, ...), :mod:`.indexing` (Embedding, take, one_hot, topk, where, clip),
+:mod:`.nn` (Convolution, Deconvolution, Pooling, UpSampling, LRN),
+:mod:`.norm` (Activation, BatchNorm, Dropout, softmax, loss layers) and
+:mod:`.init` (_zeros, _ones, _full, _arange, zeros_like, ...).  Each module
 registers its properties with :func:`mxnb.operator.register`, so after
 ``import mxnb`` every op is reachable by name through the registry, and
 through ``mx.nd.<name>`` / ``mx.sym.<name>``.
@@ -18,6 +24,6 @@ Example::
     'SliceChannel'
 """
 
-from . import elemwise, matrix, reduce
+from . import elemwise, indexing, init, join, matrix, nn, norm, reduce
 
-__all__ = ["elemwise", "matrix", "reduce"]
+__all__ = ["elemwise", "indexing", "init", "join", "matrix", "nn", "norm", "reduce"]
