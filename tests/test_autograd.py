@@ -438,3 +438,108 @@ def test_failure_in_backward_surfaces_at_the_gradient_with_the_op_name():
     y.backward()
     with pytest.raises(MXNBError, match="t_bad_grad_ag_backward"):
         x.grad.asnumpy()
+
+
+# -- executor vs autograd on the same nets ------------------------------------------------------------
+def mlp_net(F, data, w1, b1, w2, b2):
+    hidden = F.relu(F.FullyConnected(data, w1, b1, num_hidden=8))
+    return F.tanh(F.FullyConnected(hidden, w2, b2, num_hidden=3))
+
+
+def conv_bn_net(F, data, weight, bias, gamma, beta, aux=()):
+    conv = F.Convolution(data, weight, bias, kernel=(3, 3), pad=(1, 1), num_filter=3)
+    return F.relu(F.BatchNorm(conv, gamma, beta, *aux, fix_gamma=False))
+
+
+def lstm_net(F, x0, x1, x2, h0, c0, wi, wf, wo, wg, ui, uf, uo, ug, bi, bf, bo, bg):
+    h, c = h0, c0
+    weights = {"i": (wi, ui, bi), "f": (wf, uf, bf), "o": (wo, uo, bo), "g": (wg, ug, bg)}
+
+    def gate(x, h, name):
+        w, u, b = weights[name]
+        return F.FullyConnected(x, w, b, num_hidden=4) + F.FullyConnected(
+            h, u, num_hidden=4, no_bias=True
+        )
+
+    for x in (x0, x1, x2):
+        i, f, o = (F.sigmoid(gate(x, h, name)) for name in "ifo")
+        g = F.tanh(gate(x, h, "g"))
+        c = f * c + i * g
+        h = o * F.tanh(c)
+    return h
+
+
+def lstm_values(rng) -> dict:
+    values = {f"x{t}": rng.standard_normal((2, 3)) for t in range(3)}
+    values["h0"] = rng.standard_normal((2, 4)) * 0.5
+    values["c0"] = rng.standard_normal((2, 4)) * 0.5
+    for gate in "ifog":
+        values[f"w{gate}"] = rng.standard_normal((4, 3)) * 0.5
+        values[f"u{gate}"] = rng.standard_normal((4, 4)) * 0.5
+        values[f"b{gate}"] = rng.standard_normal(4) * 0.1
+    return values
+
+
+def compare_executor_with_autograd(net, values: dict, nd_extra: dict | None = None) -> None:
+    """Bind the symbolic net and run it; record the same net through mx.nd; compare everything."""
+    variables = {name: mx.sym.Variable(name) for name in values}
+    sym = net(mx.sym, **variables)
+    shapes = {name: value.shape for name, value in values.items()}
+    exe = sym.simple_bind(mx.cpu(), type_dict={name: np.float64 for name in values}, **shapes)
+    for name, value in values.items():
+        exe.arg_dict[name][:] = value
+    for name, array in exe.aux_dict.items():  # BatchNorm moving stats: mean 0, var 1
+        array[:] = 1.0 if name.endswith("var") else 0.0
+    exe.forward(is_train=True)
+    proj = np.random.default_rng(9).standard_normal(exe.outputs[0].shape)
+    exe.backward([nd64(proj)])
+
+    arrays = {name: nd64(value) for name, value in values.items()}
+    for array in arrays.values():
+        array.attach_grad()
+    with autograd.record():
+        out = net(mx.nd, **arrays, **(nd_extra or {}))
+    out.backward(nd64(proj))
+    assert_almost_equal(exe.outputs[0], out, rtol=1e-10, atol=1e-12, names=("executor", "autograd"))
+    for name, array in arrays.items():
+        assert_almost_equal(
+            exe.grad_dict[name],
+            array.grad,
+            rtol=1e-9,
+            atol=1e-12,
+            names=(f"executor_{name}", f"autograd_{name}"),
+        )
+
+
+@pytest.mark.timeout(120)
+def test_executor_and_autograd_agree_on_mlp():
+    rng = np.random.default_rng(11)
+    values = {
+        "data": rng.standard_normal((4, 5)),
+        "w1": rng.standard_normal((8, 5)),
+        "b1": rng.standard_normal(8),
+        "w2": rng.standard_normal((3, 8)),
+        "b2": rng.standard_normal(3),
+    }
+    compare_executor_with_autograd(mlp_net, values)
+
+
+@pytest.mark.timeout(120)
+def test_executor_and_autograd_agree_on_conv_batchnorm_relu():
+    needs_ops("Convolution", "BatchNorm")
+    rng = np.random.default_rng(12)
+    values = {
+        "data": rng.standard_normal((2, 2, 5, 5)),
+        "weight": rng.standard_normal((3, 2, 3, 3)),
+        "bias": rng.standard_normal(3),
+        "gamma": 1 + rng.standard_normal(3) * 0.1,
+        "beta": rng.standard_normal(3) * 0.1,
+    }
+    compare_executor_with_autograd(
+        conv_bn_net, values, {"aux": [nd64(np.zeros(3)), nd64(np.ones(3))]}
+    )
+
+
+@pytest.mark.timeout(120)
+def test_executor_and_autograd_agree_on_three_step_lstm():
+    compare_executor_with_autograd(lstm_net, lstm_values(np.random.default_rng(13)))
