@@ -251,3 +251,89 @@ def test_assign_follows_req_strings():
     assert target.asnumpy().tolist() == [2.0, 2.0]
     with pytest.raises(MXNBError, match="req"):
         custom.assign(target, "sometimes", 1)
+
+
+# -- inside a symbol and an executor ------------------------------------------------------------
+def bind_example_mlp(batch: int = 8, input_dim: int = 784):
+    scope = load_example()
+    exec(CUSTOM_SOFTMAX_SYMBOL, scope)  # noqa: S102 - MXNet's example, verbatim
+    mlp = scope["mlp"]
+    return mlp, mlp.simple_bind(mx.cpu(), data=(batch, input_dim))
+
+
+@pytest.mark.timeout(120)
+def test_mxnet_example_symbol_binds_with_an_implicit_label(engine):
+    mlp, exe = bind_example_mlp()
+    assert mlp.list_arguments()[-1] == "softmax_label"
+    assert mlp.list_outputs() == ["softmax_output"]
+    assert exe.arg_dict["softmax_label"].shape == (8,)
+    assert exe.arg_dict["fc3_weight"].shape == (10, 64)
+
+
+@pytest.mark.timeout(120)
+def test_executor_matches_autograd_through_the_custom_softmax(engine):
+    """The same weights through simple_bind and through mx.nd + autograd give the same gradients."""
+    _, exe = bind_example_mlp(batch=6, input_dim=20)
+    rng = np.random.default_rng(3)
+    for name, array in exe.arg_dict.items():
+        array[:] = rng.standard_normal(array.shape).astype(np.float32) * 0.3
+    exe.arg_dict["softmax_label"][:] = np.array([0, 1, 2, 3, 4, 5], dtype=np.float32)
+    exe.forward(is_train=True)
+    exe.backward()
+
+    arrays = {name: mx.nd.array(array.asnumpy()) for name, array in exe.arg_dict.items()}
+    for name in ("fc1_weight", "fc2_weight", "fc3_weight", "fc3_bias"):
+        arrays[name].attach_grad()
+    with mx.autograd.record():
+        h = mx.nd.relu(
+            mx.nd.FullyConnected(
+                arrays["data"], arrays["fc1_weight"], arrays["fc1_bias"], num_hidden=128
+            )
+        )
+        h = mx.nd.relu(
+            mx.nd.FullyConnected(h, arrays["fc2_weight"], arrays["fc2_bias"], num_hidden=64)
+        )
+        h = mx.nd.FullyConnected(h, arrays["fc3_weight"], arrays["fc3_bias"], num_hidden=10)
+        p = mx.nd.Custom(h, arrays["softmax_label"], op_type="softmax")
+    p.backward()
+    assert_almost_equal(exe.outputs[0], p, rtol=1e-5, atol=1e-6)
+    for name in ("fc1_weight", "fc2_weight", "fc3_weight", "fc3_bias"):
+        assert_almost_equal(
+            exe.grad_dict[name],
+            arrays[name].grad,
+            rtol=1e-4,
+            atol=1e-5,
+            names=(f"executor_{name}", "autograd"),
+        )
+
+
+@pytest.mark.timeout(120)
+def test_mxnet_example_trains(engine):
+    """The example's purpose: SGD on its MLP lowers the loss (synthetic, separable data)."""
+    _, exe = bind_example_mlp(batch=32, input_dim=16)
+    rng = np.random.default_rng(4)
+    centers = rng.standard_normal((10, 16)) * 3
+    labels = np.arange(32) % 10
+    data = centers[labels] + rng.standard_normal((32, 16)) * 0.5
+    for name, array in exe.arg_dict.items():
+        if name.endswith("weight"):
+            array[:] = rng.standard_normal(array.shape) * 0.1
+        elif name.endswith("bias"):
+            array[:] = 0
+    exe.arg_dict["data"][:] = data
+    exe.arg_dict["softmax_label"][:] = labels
+
+    def loss() -> float:
+        probabilities = exe.outputs[0].asnumpy()
+        return float(-np.mean(np.log(probabilities[np.arange(32), labels] + 1e-12)))
+
+    exe.forward(is_train=False)
+    first = loss()
+    for _ in range(30):
+        exe.forward(is_train=True)
+        exe.backward()
+        for name, grad in exe.grad_dict.items():
+            if name not in ("data", "softmax_label"):
+                exe.arg_dict[name][:] = exe.arg_dict[name] - 0.1 / 32 * grad
+    exe.forward(is_train=False)
+    assert loss() < 0.5 * first
