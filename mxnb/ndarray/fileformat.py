@@ -102,7 +102,9 @@ def save(fname: str | os.PathLike, data: Any) -> None:
     Waits for pending writes to the arrays.  See the module docstring for the format.
     """
     names, arrays = _collect(data)
-    blobs = [np.ascontiguousarray(item.asnumpy()) for item in arrays]
+    blobs = [
+        np.array(item.asnumpy(), order="C") for item in arrays
+    ]  # (ascontiguousarray makes 0-d 1-d)
     entries = []
     offset = 0
     for blob in blobs:

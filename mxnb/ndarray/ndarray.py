@@ -1037,7 +1037,8 @@ def _copy_across(source: NDArray, target: NDArray) -> None:
         else:
             dst.set(src) if src_np else dst.__setitem__(Ellipsis, src)  # not run on real hardware
 
-    _push(run, target.context, [source._var], [target._var], "_copyto")
+    # copy=True: threaded_per_device runs it on its copy workers, as MXNet's CopyFromTo
+    _engine().push_sync(run, target.context, [source._var], [target._var], 0, "_copyto", copy=True)
 
 
 # ---------------------------------------------------------------------------
