@@ -1,0 +1,52 @@
+"""Every notebook in ``notebooks/`` runs top to bottom in a fresh kernel.
+
+A failing cell fails the suite.  Notebooks are committed with their outputs
+cleared (the suite executes them), which is checked here too.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "notebooks/ holds no .ipynb files"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
+def test_notebook_is_committed_without_outputs(path):
+    notebook = nbformat.read(path, as_version=4)
+    with_outputs = [
+        index
+        for index, cell in enumerate(notebook.cells)
+        if cell.cell_type == "code" and (cell.get("outputs") or cell.get("execution_count"))
+    ]
+    assert not with_outputs, f"{path.name}: cells {with_outputs} have outputs; clear them"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
+def test_notebook_runs_top_to_bottom(path, tmp_path):
+    notebook = nbformat.read(path, as_version=4)
+    env_backup = dict(os.environ)
+    os.environ["MPLBACKEND"] = "Agg"
+    try:
+        client = NotebookClient(
+            notebook,
+            timeout=180,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(tmp_path)}},
+        )
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(env_backup)
