@@ -38,6 +38,7 @@ from ..base import FormatError, GraphError, ParamError
 from ..operator import registry
 from .graph import Node, NodeEntry, topo_sort
 from .scope import HIDDEN_KEYS
+from .symbol import set_input_var_attrs
 
 __all__ = ["MXNET_VERSION", "from_json", "to_json"]
 
@@ -370,10 +371,16 @@ def from_json(text: str) -> list[NodeEntry]:
             if node.inputs:
                 raise FormatError(f"{where}: a variable cannot have inputs")
             continue
+    if upgrading:
+        for node, hidden in zip(nodes, hidden_by_node):
+            _restore_hidden_keys(node, hidden)
+    for node in nodes:
+        if node.op is None:
+            continue
         arguments = node.op.list_arguments()
         aux_names = node.op.list_auxiliary_states()
-        if len(node.inputs) == len(arguments) and aux_names:
-            # Files from MXNet < 0.9 left aux states out of the graph: add them as MXNet does,
+        if len(node.inputs) == len(arguments) and aux_names and version < 900:
+            # MXNet < 0.9 left aux states out of the graph: add them as MXNet's upgrade does,
             # named {node}_{aux} and carrying the node's attributes.
             inherited = {**node.params, **node.attrs}
             node.inputs += [
@@ -389,12 +396,11 @@ def from_json(text: str) -> list[NodeEntry]:
         for entry in node.inputs:
             if entry.index >= entry.node.num_outputs():
                 raise FormatError(
-                    f"{where}: input {entry.node.name!r} has no output {entry.index} "
-                    f"(it has {entry.node.num_outputs()})"
+                    f"{node.op.op_name} '{node.name}': input {entry.node.name!r} has no output "
+                    f"{entry.index} (it has {entry.node.num_outputs()})"
                 )
-    if upgrading:
-        for node, hidden in zip(nodes, hidden_by_node):
-            _restore_hidden_keys(node, hidden)
+        if version < 904:
+            set_input_var_attrs(node)  # MXNet 0.9.4 moved initialisers into variable attrs
     heads = [
         NodeEntry(nodes[node_id], output)
         for node_id, output in (_entry(item, len(nodes), "heads") for item in data["heads"])

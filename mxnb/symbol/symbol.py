@@ -852,7 +852,31 @@ def create(op_name: str, *args: Any, hint: str | None = None, **kwargs: Any) -> 
             variable = Node(None, f"{node_name}_{slot}", [], dict(inherited))
             entries.append(NodeEntry(variable, 0))
     node = Node(prop, node_name, entries, attrs, param_strings)
+    set_input_var_attrs(node)
     return Symbol([NodeEntry(node, index) for index in range(prop.num_visible_outputs())])
+
+
+#: Attributes an operator gives the variables in its input slots when composed (MXNet:
+#: ``FSetInputVarAttrOnCompose``; BatchNorm initialises its moving mean to 0 and variance to 1).
+#: A property may also define ``input_var_attrs(index) -> dict`` itself.
+VAR_ATTRS_ON_COMPOSE: dict[str, dict[int, dict[str, str]]] = {
+    "BatchNorm": {3: {"__init__": '["zero", {}]'}, 4: {"__init__": '["one", {}]'}},
+}
+
+
+def set_input_var_attrs(node: Node) -> None:
+    """Give input variables the attributes the op asks for, unless they set ``__init__``."""
+    assert node.op is not None
+    hook = getattr(node.op, "input_var_attrs", None)
+    table = VAR_ATTRS_ON_COMPOSE.get(node.op.op_name, {})
+    if hook is None and not table:
+        return
+    for index, entry in enumerate(node.inputs):
+        if entry.node.op is not None or "__init__" in entry.node.attrs:
+            continue
+        extra = hook(index) if hook is not None else table.get(index)
+        if extra:
+            entry.node.attrs.update(extra)
 
 
 # MXNet's Python names of the arithmetic functions -> registered op names to look for.
