@@ -337,3 +337,23 @@ def test_mxnet_example_trains(engine):
                 exe.arg_dict[name][:] = exe.arg_dict[name] - 0.1 / 32 * grad
     exe.forward(is_train=False)
     assert loss() < 0.5 * first
+
+
+def test_redefining_a_custom_op_in_a_rerun_cell_takes_effect():
+    def define(factor: float) -> None:
+        class Times(op.CustomOp):
+            def forward(self, is_train, req, in_data, out_data, aux):
+                self.assign(out_data[0], req[0], in_data[0] * factor)
+
+        @op.register("t_redefined")
+        class TimesProp(op.CustomOpProp):
+            def infer_shape(self, in_shape):
+                return in_shape, [in_shape[0]], []
+
+            def create_operator(self, ctx, shapes, dtypes):
+                return Times()
+
+    define(2.0)
+    assert mx.nd.Custom(mx.nd.ones((3,)), op_type="t_redefined").asnumpy().tolist() == [2.0] * 3
+    define(5.0)
+    assert mx.nd.Custom(mx.nd.ones((3,)), op_type="t_redefined").asnumpy().tolist() == [5.0] * 3

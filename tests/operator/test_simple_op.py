@@ -375,3 +375,84 @@ def test_binary_simple_op_through_mx_nd_with_shared_input():
     assert_almost_equal(x.grad, np.array([2.0, -4.0, 6.0]))
     rng = np.random.default_rng(0)
     check_numeric_gradient("t_mul2", [rng.standard_normal((2, 3)), rng.standard_normal((2, 3))])
+
+
+def test_what_the_gradient_uses_decides_what_the_planner_may_share():
+    r"""
+    data -> fc1 -> t_plan_tanh (IN_OUT) -> fc2
+
+    Inference: the activation always takes fc1's output in place.  Training:
+    a gradient that reads the *input* keeps fc1_output alive for backward, so
+    the in-place pair disappears and the plan grows; reading only out_grad or
+    the output keeps it.
+    """
+    import mxnb as mx
+
+    def fwd(src, env, ret, req, run_ctx):
+        op.assign(ret, req, env.xp.tanh(src))
+
+    def grad_none(out_grad, env, in_grad, req, run_ctx):
+        op.assign(in_grad, req, out_grad)
+
+    def grad_input(out_grad, x, env, in_grad, req, run_ctx):
+        op.assign(in_grad, req, out_grad * (1 - env.xp.tanh(x) ** 2))
+
+    def grad_output(out_grad, y, env, in_grad, req, run_ctx):
+        op.assign(in_grad, req, out_grad * (1 - y**2))
+
+    plans = {}
+    for uses, gradient in (
+        (op.GradUses.NONE, grad_none),
+        (op.GradUses.INPUT, grad_input),
+        (op.GradUses.OUTPUT, grad_output),
+    ):
+        (
+            op.simple_op("t_plan_tanh")
+            .set_function(fwd, op.SimpleOpInplace.IN_OUT)
+            .set_gradient(gradient, op.SimpleOpInplace.OUT_IN, uses=uses)
+        )
+        data = mx.sym.Variable("data")
+        hidden = mx.sym.FullyConnected(data, num_hidden=64, name="fc1")
+        net = mx.sym.FullyConnected(
+            mx.sym.t_plan_tanh(hidden, name="act"), num_hidden=64, name="fc2"
+        )
+        for grad_req in ("null", "write"):
+            plan = mx.executor.plan_memory(net, {"data": (32, 64)}, grad_req=grad_req)
+            plan.check()
+            plans[uses, grad_req] = plan
+    forward_pair = ("fc1_output", "act_output")
+    for uses in op.GradUses:
+        assert forward_pair in plans[uses, "null"].inplace_pairs
+    assert forward_pair in plans[op.GradUses.NONE, "write"].inplace_pairs
+    assert forward_pair in plans[op.GradUses.OUTPUT, "write"].inplace_pairs
+    assert forward_pair not in plans[op.GradUses.INPUT, "write"].inplace_pairs
+    assert (
+        plans[op.GradUses.INPUT, "write"].internal_bytes
+        > plans[op.GradUses.NONE, "write"].internal_bytes
+    )
+
+
+def test_smooth_l1_example_in_a_symbol_and_executor():
+    import mxnb as mx
+    from mxnb.testing import assert_almost_equal, check_numeric_gradient
+
+    register_smooth_l1()
+    data = mx.sym.Variable("data")
+    net = mx.sym.my_smooth_l1(
+        mx.sym.FullyConnected(data, num_hidden=4, name="fc"), scalar=2.0, name="loss"
+    )
+    assert net.list_arguments() == ["data", "fc_weight", "fc_bias"]
+    assert '"scalar": "2.0"' in net.tojson()
+    rng = np.random.default_rng(5)
+    location = {
+        "data": rng.standard_normal((3, 5)),
+        "fc_weight": rng.standard_normal((4, 5)),
+        "fc_bias": rng.standard_normal(4),
+    }
+    check_numeric_gradient(net, location, numeric_eps=1e-5, rtol=1e-4)
+    exe = net.simple_bind(mx.cpu(), data=(3, 5))
+    for name, value in location.items():
+        exe.arg_dict[name][:] = value
+    exe.forward()
+    pre = location["data"] @ location["fc_weight"].T + location["fc_bias"]
+    assert_almost_equal(exe.outputs[0], smooth_l1_reference(pre, 2.0), rtol=1e-5, atol=1e-5)
