@@ -16,9 +16,14 @@ number of reads still pending on the values it holds.
 
 Outputs are placed largest first.  External entries (arguments, gradients
 bound by the user, aux states, head gradients) are never placed.  Graph
-outputs get one extra read so they stay alive.  Since the figures depend a
-little on the match range, :func:`plan_memory` tries a few and keeps the
-smallest plan (MXNet tries just one by default).
+outputs get one extra read so they stay alive.
+
+Better than MXNet: the walk above is MXNet's online allocator, and its
+result depends on the match range.  :func:`plan_memory` also tries a few
+match ranges and an *offline* placement — every lifetime is known before
+anything runs, so in-place chains can be placed largest first into the
+smallest block whose other lifetimes they do not overlap (greedy by size) —
+and keeps the smallest plan.
 
 State kept while planning (one ``_Planner`` per plan):
     storage_of        entry id -> block id
@@ -98,18 +103,69 @@ def plan_graph(
     With ``match_range=None`` a few match ranges are tried and the smallest plan
     is kept; pass a number to get exactly MXNet's single try.
     """
-    ranges = (
-        _TRIED_MATCH_RANGES
-        if (match_range is None and coshare)
-        else (match_range or DEFAULT_MATCH_RANGE,)
+    if match_range is not None or not coshare:
+        return _Planner(graph, inplace, coshare, match_range or DEFAULT_MATCH_RANGE).run()
+    candidates = [_Planner(graph, inplace, coshare, value).run() for value in _TRIED_MATCH_RANGES]
+    candidates.append(_offline_plan(graph, inplace))
+    return min(candidates, key=lambda plan: plan.internal_bytes)
+
+
+def _offline_plan(graph: ExecGraph, inplace: bool) -> MemoryPlan:
+    """Co-share with every lifetime known in advance: greedy by size (TFLite's shared objects).
+
+    The in-place chains are those of the walk (they depend only on pending
+    reads, not on co-sharing).  Each chain is one interval ``[first write,
+    last read]``; chains are placed largest first into the smallest existing
+    block none of whose chains' intervals overlap, else into a new block.
+    Blocks never grow, since the larger chains come first.
+    """
+    walk = _Planner(graph, inplace, coshare=False, match_range=DEFAULT_MATCH_RANGE)
+    walk.run()
+    entries = graph.entries
+    last_step = len(graph.steps) - 1
+    chains: dict[int, list[int]] = {}
+    for entry_id, block in walk.storage_of.items():
+        chains.setdefault(block, []).append(entry_id)
+
+    def interval(members: list[int]) -> tuple[int, int]:
+        first = min(entries[e].writer for e in members)
+        last = first
+        for e in members:
+            if entries[e].is_output:
+                last = last_step
+            elif entries[e].readers:
+                last = max(last, max(entries[e].readers))
+            else:
+                last = max(last, entries[e].writer)
+        return first, last
+
+    order = sorted(
+        chains.values(),
+        key=lambda members: (-max(entries[e].nbytes for e in members), interval(members)),
     )
-    best: MemoryPlan | None = None
-    for value in ranges:
-        plan = _Planner(graph, inplace, coshare, value).run()
-        if best is None or plan.internal_bytes < best.internal_bytes:
-            best = plan
-    assert best is not None
-    return best
+    block_bytes: list[int] = []
+    block_intervals: list[list[tuple[int, int]]] = []
+    storage_of: dict[int, int] = {}
+    for members in order:
+        size = max(entries[e].nbytes for e in members)
+        first, last = interval(members)
+        chosen = -1
+        for block, taken in enumerate(block_intervals):
+            if chosen >= 0 and block_bytes[block] >= block_bytes[chosen]:
+                continue
+            if all(last < start or first > end for start, end in taken):
+                chosen = block
+        if chosen < 0:
+            block_bytes.append(size)
+            block_intervals.append([])
+            chosen = len(block_bytes) - 1
+        block_intervals[chosen].append((first, last))
+        for e in members:
+            storage_of[e] = chosen
+    walk.storage_of = storage_of
+    walk.block_bytes = block_bytes
+    walk.coshare = True
+    return walk.make_plan()
 
 
 class _Planner:
