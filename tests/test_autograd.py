@@ -543,3 +543,39 @@ def test_executor_and_autograd_agree_on_conv_batchnorm_relu():
 @pytest.mark.timeout(120)
 def test_executor_and_autograd_agree_on_three_step_lstm():
     compare_executor_with_autograd(lstm_net, lstm_values(np.random.default_rng(13)))
+
+
+# -- autograd.Function ------------------------------------------------------------------------------
+class ScaledProduct(autograd.Function):
+    """(a, b) -> (a * b, 2 * a): two inputs, two outputs, NDArray code in both directions."""
+
+    def forward(self, a, b):
+        self.save_for_backward(a, b)
+        return a * b, a * 2
+
+    def backward(self, d_product, d_double):
+        a, b = self.saved_tensors
+        return d_product * b + d_double * 2, d_product * a
+
+
+@pytest.mark.timeout(60)
+def test_function_gradients_flow_through_python_backward():
+    a_np, b_np = np.array([1.0, -2.0, 0.5]), np.array([3.0, 0.25, -1.0])
+    a, b = nd64(a_np), nd64(b_np)
+    a.attach_grad()
+    b.attach_grad(grad_req="add")
+    with autograd.record():
+        product, double = ScaledProduct()(a, b)
+        total = mx.nd.sum(mx.nd.exp(product) + double * double)
+    total.backward()
+    exp_ab = np.exp(a_np * b_np)
+    assert_almost_equal(a.grad, exp_ab * b_np + 2 * (2 * a_np) * 2)
+    assert_almost_equal(b.grad, exp_ab * a_np)
+
+
+def test_function_instance_is_single_use_and_unrecorded_calls_are_plain():
+    function = ScaledProduct()
+    product, _ = function(nd64([2.0]), nd64([3.0]))  # not recording: just runs forward
+    assert product.asnumpy().tolist() == [6.0]
+    with pytest.raises(MXNBError, match="called once"):
+        function(nd64([2.0]), nd64([3.0]))
