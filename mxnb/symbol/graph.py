@@ -44,6 +44,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -244,9 +245,11 @@ def _reword_error(node: Node, exc: Exception, kind: type[Exception]) -> Exceptio
     return kind(message)
 
 
-def _accepts_out_shape(method: Callable[..., Any]) -> bool:
+@functools.cache
+def _accepts_out_shape(prop_cls: type) -> bool:
+    """Whether a property's ``infer_shape`` also takes the known ``out_shape`` (once per class)."""
     try:
-        return "out_shape" in inspect.signature(method).parameters
+        return "out_shape" in inspect.signature(prop_cls.infer_shape).parameters
     except (TypeError, ValueError):
         return False
 
@@ -258,12 +261,19 @@ class _Inference:
         self.nodes = topo_sort(heads)
         self.what = what  # 'shape' or 'dtype' (for messages)
         self.values: dict[NodeEntry, Any] = {}
+        self.outputs: dict[int, list[NodeEntry]] = {}  # node id -> its output entries
         for node in self.nodes:
-            for index in range(node.num_outputs()):
-                self.values[NodeEntry(node, index)] = None
+            entries = [NodeEntry(node, index) for index in range(node.num_outputs())]
+            self.outputs[id(node)] = entries
+            for entry in entries:
+                self.values[entry] = None
+        self.done: set[int] = set()  # operator nodes whose inputs and outputs are all known
 
-    def set_value(self, entry: NodeEntry, value: Any, node: Node, slot: str) -> bool:
-        """Record ``value`` for ``entry``; return True if it was new; raise on a conflict."""
+    def set_value(self, entry: NodeEntry, value: Any, node: Node, slot: Callable[[], str]) -> bool:
+        """Record ``value`` for ``entry``; return True if it was new; raise on a conflict.
+
+        ``slot`` names the input or output for the error message (built only on a conflict).
+        """
         current = self.values.get(entry)
         if value is None:
             return False
@@ -271,7 +281,7 @@ class _Inference:
             self.values[entry] = value
             return True
         if current != value:
-            self.conflict(entry, current, value, node, slot)
+            self.conflict(entry, current, value, node, slot())
         return False
 
     def conflict(self, entry: NodeEntry, current: Any, value: Any, node: Node, slot: str) -> None:
@@ -285,20 +295,21 @@ class _Inference:
             changed = False
             order = operators if passes % 2 == 0 else list(reversed(operators))
             for node in order:
-                if self.complete(node):
+                if id(node) in self.done:
                     continue
                 if self.infer_node(node):
                     changed = True
+                if self.complete(node):
+                    self.done.add(id(node))
             passes += 1
-            if (
-                passes > 2 * len(operators) + 4
-            ):  # each pass must fill something; cannot loop forever
+            if passes > 2 * len(operators) + 4:  # each pass fills something: cannot loop forever
                 break
 
     def complete(self, node: Node) -> bool:
-        if any(self.values.get(entry) is None for entry in node.inputs):
+        values = self.values
+        if any(values.get(entry) is None for entry in node.inputs):
             return False
-        return all(self.values[NodeEntry(node, i)] is not None for i in range(node.num_outputs()))
+        return all(values[entry] is not None for entry in self.outputs[id(node)])
 
     def infer_node(self, node: Node) -> bool:
         raise NotImplementedError
@@ -314,13 +325,22 @@ class _Inference:
         for position, (entry, value) in enumerate(zip(node.inputs, new_inputs)):
             if value is None:
                 continue
-            slot = _describe_input(node, position)
-            changed |= self.set_value(entry, self.normalize(value), node, slot)
-        for index, value in enumerate(list(out_values or [])[: node.num_outputs()]):
+            changed |= self.set_value(
+                entry,
+                self.normalize(value),
+                node,
+                lambda position=position: _describe_input(node, position),
+            )
+        outputs = self.outputs[id(node)]
+        for index, value in enumerate(list(out_values or [])[: len(outputs)]):
             if value is None:
                 continue
-            slot = f"output {node.op.list_outputs()[index]}"  # type: ignore[union-attr]
-            changed |= self.set_value(NodeEntry(node, index), self.normalize(value), node, slot)
+            changed |= self.set_value(
+                outputs[index],
+                self.normalize(value),
+                node,
+                lambda index=index: f"output {node.op.list_outputs()[index]}",  # type: ignore[union-attr]
+            )
         return changed
 
     def normalize(self, value: Any) -> Any:
@@ -339,7 +359,7 @@ class _Inference:
         """
         num_args = node.num_arguments()
         in_values = [self.values.get(entry) for entry in node.inputs[:num_args]]
-        out_values = [self.values[NodeEntry(node, i)] for i in range(node.num_outputs())]
+        out_values = [self.values[entry] for entry in self.outputs[id(node)]]
         if all(value is not None for value in in_values) or not out_values:
             return False
         known = out_values[0]
@@ -400,9 +420,9 @@ class _ShapeInference(_Inference):
         assert prop is not None
         num_args = node.num_arguments()
         in_shapes = [self.values.get(entry) for entry in node.inputs[:num_args]]
-        out_shapes = [self.values[NodeEntry(node, i)] for i in range(node.num_outputs())]
+        out_shapes = [self.values[entry] for entry in self.outputs[id(node)]]
         try:
-            if _accepts_out_shape(prop.infer_shape):
+            if _accepts_out_shape(type(prop)):
                 result = prop.infer_shape(list(in_shapes), out_shape=list(out_shapes))  # type: ignore[call-arg]
             else:
                 result = prop.infer_shape(list(in_shapes))

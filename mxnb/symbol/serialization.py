@@ -159,7 +159,7 @@ def to_json(outputs: Sequence[NodeEntry]) -> str:
 
     def write_node(node: Node) -> None:
         writer.begin("{", True)
-        op_name = "null" if node.op is None else node.op.op_name
+        op_name = "null" if node.op is None else (node.op.type_string or type(node.op).__name__)
         writer.key_value("op", lambda: writer.string(op_name))
         writer.key_value("name", lambda: writer.string(node.name))
         attrs = _node_dict(node)

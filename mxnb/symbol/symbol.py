@@ -318,19 +318,21 @@ class Symbol:
             node.params = new_params
 
     # -- inference ---------------------------------------------------------------
-    def _known(self, what: str, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    def _known(
+        self, what: str, args: Sequence[Any], kwargs: dict[str, Any], nodes: list[Node]
+    ) -> dict[str, Any]:
         if args and kwargs:
             raise TypeError(
                 f"infer_{what}: give known {what}s positionally or by keyword, not both"
             )
-        arguments = self.list_arguments()
+        arguments = input_names(nodes, "read_only")
         if len(args) > len(arguments):
             raise GraphError(
                 f"infer_{what}: {len(args)} positional {what}s but only {len(arguments)} arguments "
                 f"({', '.join(arguments)})"
             )
         known = {name: value for name, value in zip(arguments, args) if value is not None}
-        inputs = self.list_inputs()
+        inputs = input_names(nodes, "all")
         for key, value in kwargs.items():
             if key not in inputs:
                 raise GraphError(
@@ -343,7 +345,8 @@ class Symbol:
 
     def _infer_shape(self, partial: bool, args: Sequence[Any], kwargs: dict[str, Any]):
         known = {}
-        for key, shape in self._known("shape", args, kwargs).items():
+        nodes = self._nodes()
+        for key, shape in self._known("shape", args, kwargs, nodes).items():
             if isinstance(shape, (int, np.integer)):
                 shape = (int(shape),)
             try:
@@ -355,7 +358,6 @@ class Symbol:
             if shape:
                 known[key] = shape
         values = infer_shapes(self._outputs, known, partial=True)
-        nodes = self._nodes()
         aux = aux_variable_nodes(nodes)
         arg_values = [values[NodeEntry(n, 0)] for n in nodes if n.op is None and id(n) not in aux]
         aux_values = [values[NodeEntry(n, 0)] for n in nodes if n.op is None and id(n) in aux]
@@ -400,13 +402,13 @@ class Symbol:
 
     def _infer_type(self, args: Sequence[Any], kwargs: dict[str, Any]):
         known = {}
-        for key, dtype in self._known("type", args, kwargs).items():
+        nodes = self._nodes()
+        for key, dtype in self._known("type", args, kwargs, nodes).items():
             try:
                 known[key] = np.dtype(dtype)
             except TypeError as exc:
                 raise DTypeError(f"infer_type: {key}={dtype!r} is not a dtype") from exc
         values = infer_types(self._outputs, known)
-        nodes = self._nodes()
         aux = aux_variable_nodes(nodes)
 
         def as_type(value: Any) -> Any:
@@ -868,7 +870,7 @@ def set_input_var_attrs(node: Node) -> None:
     """Give input variables the attributes the op asks for, unless they set ``__init__``."""
     assert node.op is not None
     hook = getattr(node.op, "input_var_attrs", None)
-    table = VAR_ATTRS_ON_COMPOSE.get(node.op.op_name, {})
+    table = VAR_ATTRS_ON_COMPOSE.get(node.op.type_string, {})
     if hook is None and not table:
         return
     for index, entry in enumerate(node.inputs):

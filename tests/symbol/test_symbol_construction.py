@@ -262,3 +262,43 @@ def test_debug_str_lists_nodes():
     net = mx.sym.TestDense(mx.sym.Variable("data"), num_hidden=2, name="fc")
     text = net.debug_str()
     assert "Variable:data" in text and "Op:TestDense, Name=fc" in text and "num_hidden=2" in text
+
+
+def test_custom_operator_symbol_round_trips_through_json():
+    from mxnb import operator as op
+
+    class Scale(op.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            self.assign(out_data[0], req[0], in_data[0] * float(self.factor))
+
+    @op.register("symbol_test_scale")
+    class ScaleProp(op.CustomOpProp):
+        def __init__(self, factor="2"):
+            super().__init__(need_top_grad=True)
+            self.factor = factor
+
+        def infer_shape(self, in_shape):
+            return in_shape, [in_shape[0]], []
+
+        def create_operator(self, ctx, shapes, dtypes):
+            scale = Scale()
+            scale.factor = self.factor
+            return scale
+
+    x = mx.sym.Variable("x")
+    net = mx.sym.Custom(x, op_type="symbol_test_scale", factor=3, name="scale")
+    assert net.list_arguments() == ["x"] and net.infer_shape(x=(2,))[1] == [(2,)]
+    text = net.tojson()
+    assert '"op": "Custom"' in text and '"factor": "3"' in text
+    loaded = mx.sym.load_json(text)
+    assert loaded.tojson() == text
+    assert loaded.eval(x=mx.nd.array([1.0, 2.0]))[0].asnumpy().tolist() == [3.0, 6.0]
+
+
+def test_real_operator_errors_name_the_node():
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(data, num_hidden=10, name="fc1")
+    with pytest.raises(mx.base.ShapeError, match="fc1"):
+        net.infer_shape(data=(32, 100), fc1_weight=(10, 784))
+    with pytest.raises(ParamError, match="Convolution 'conv'.*kernel"):
+        mx.sym.Convolution(data, num_filter=3, name="conv")
