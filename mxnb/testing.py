@@ -395,7 +395,7 @@ class _OpRunner:
 
         outputs, state = self._run()
         heads = list(head_grads) + [np.zeros_like(out) for out in outputs[self.visible :]]
-        in_grads = eager.run_backward(state, heads)
+        in_grads = eager.run_backward(state, heads, is_train=self.is_train)
         return {
             name: np.asarray(grad, dtype=np.float64)
             for name, grad in zip(self.arguments, in_grads)

@@ -6,6 +6,9 @@ SimpleOp with a deliberately wrong gradient is the control.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -181,3 +184,45 @@ def test_check_symbolic_forward_and_backward():
         check_symbolic_backward(
             sym, location, [head], {"fc_bias": d_pre.sum(0) + 1}, rtol=1e-4, atol=1e-5
         )
+
+
+# -- every differentiable conformance case -------------------------------------------------------
+CONFORMANCE = Path("/work/shared/conformance")
+if not (CONFORMANCE / "cases.json").exists():
+    CONFORMANCE = Path(__file__).resolve().parents[1] / "shared" / "conformance"
+NUMERIC_CASES = [
+    case
+    for case in json.loads((CONFORMANCE / "cases.json").read_text())["cases"]
+    if case["gradients"]
+    and not case["head_grad_ignored"]  # loss layers have no derivative to check
+]
+# Embedding computes in its own ``dtype`` parameter (float32 by default): check it in float64.
+PARAM_OVERRIDES = {"Embedding": {"dtype": "float64"}}
+
+
+@pytest.mark.parametrize("case", NUMERIC_CASES, ids=[case["name"] for case in NUMERIC_CASES])
+def test_numeric_gradient_of_every_differentiable_conformance_case(case):
+    """The op's backward equals central differences of its forward, at MXNet's inputs, in float64."""
+    with np.load(CONFORMANCE / "cases" / f"{case['name']}.npz") as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    inputs = {
+        spec["name"]: arrays[f"input_{spec['name']}"]
+        for spec in case["inputs"]
+        if not spec["is_aux"]
+    }
+    aux = [arrays[f"aux_in_{spec['name']}"] for spec in case["inputs"] if spec["is_aux"]]
+    nodes = [
+        spec["name"] for spec in case["inputs"] if spec["requires_grad"] and not spec["is_aux"]
+    ]
+    params = {**case["kwargs"], **PARAM_OVERRIDES.get(case["op"], {})}
+    check_numeric_gradient(
+        case["op"],
+        inputs,
+        params=params,
+        aux_states=aux or None,
+        grad_nodes=nodes,
+        is_train=case["train_mode"],
+        numeric_eps=1e-4,
+        rtol=1e-3,
+        atol=1e-5,
+    )
