@@ -36,6 +36,7 @@ rng = np.random.default_rng(0)
 # Backward computes `dx = dy W`, `dW = dyᵀ x`, `db = Σ dy`. It reads `dy`, `x` and `W` —
 # **never `y`**. So `declare_backward_dependency` returns `[out_grad, data, weight]`.
 
+
 # %%
 @op.register("MyFullyConnected")
 class MyFullyConnectedProp(op.OperatorProperty):
@@ -82,6 +83,7 @@ class MyFullyConnected(op.Operator):
         op.assign(in_grad[1], req[1], dy.T @ x.reshape(x.shape[0], -1))
         op.assign(in_grad[2], req[2], dy.sum(axis=0))
 
+
 # %% [markdown]
 # Registering makes the operator available imperatively (`mx.nd`) and symbolically
 # (`mx.sym`) at once. Parameters are parsed and checked like MXNet's (`'4'` is accepted,
@@ -116,6 +118,7 @@ assert dict(zip(fc.list_arguments(), arg_shapes))["fc_weight"] == (5, 12)
 # 2×2 max pooling with stride 2. Its backward routes `dy` to the position of the maximum
 # in each window; to find that position it compares `x` with `y`. So it reads
 # **`dy`, `x` and `y`** — the output too.
+
 
 # %%
 @op.register("MyMaxPool")
@@ -155,6 +158,7 @@ class MyMaxPool(op.Operator):
         windows = x.reshape(n, c, h // 2, 2, w // 2, 2)
         is_max = windows == y[:, :, :, None, :, None]
         op.assign(in_grad[0], req[0], (is_max * dy[:, :, :, None, :, None]).reshape(x.shape))
+
 
 # %% [markdown]
 # Both operators pass the numeric gradient check (central differences of the forward,
@@ -210,8 +214,10 @@ assert plan_pool.entry("relu_output").storage_id != plan_pool.entry("pool_output
 # %%
 for plan, name in ((plan_fc, "fc_output"), (plan_pool, "pool_output")):
     entry = plan.entry(name)
-    print(f"{name:12s} written at step {entry.first_step}, last read at step "
-          f"{entry.last_step} ({plan.steps[entry.last_step]})")
+    print(
+        f"{name:12s} written at step {entry.first_step}, last read at step "
+        f"{entry.last_step} ({plan.steps[entry.last_step]})"
+    )
 assert plan_fc.entry("fc_output").last_step == 1
 assert plan_pool.entry("pool_output").last_step == len(plan_pool.steps) - 1
 
@@ -248,6 +254,7 @@ print("executor forward/backward agree with numpy")
 # Forward may write over its input (`IN_OUT`), backward may write `dx` over `dy` (`OUT_IN`).
 # `set_enable_scalar` gives the op a `scalar` parameter (σ), seen by kernels as `env.scalar`.
 
+
 # %%
 def smooth_l1(src, env, ret, req, run_ctx):
     xp = env.xp  # numpy here; cupy on a real GPU
@@ -271,7 +278,7 @@ builder = (
     .set_enable_scalar(True)
     .describe("Smooth L1 loss of MXNet's notes (sigma as `scalar`).")
 )
-builder
+print(builder)
 
 # %% [markdown]
 # It is now an operator like any other, and it agrees with the library's `smooth_l1`
@@ -280,8 +287,9 @@ builder
 # %%
 x = mx.nd.array([-2.0, -0.5, 0.0, 0.1, 3.0])
 print(mx.nd.my_smooth_l1(x, scalar=1.0).asnumpy())
-assert_almost_equal(mx.nd.my_smooth_l1(x, scalar=2.0).asnumpy(),
-                    mx.nd.smooth_l1(x, scalar=2.0).asnumpy())
+assert_almost_equal(
+    mx.nd.my_smooth_l1(x, scalar=2.0).asnumpy(), mx.nd.smooth_l1(x, scalar=2.0).asnumpy()
+)
 
 # %% [markdown]
 # `check_numeric_gradient` compares the gradient kernel with central differences
@@ -297,6 +305,7 @@ print("gradient matches for sigma = 1 and 2")
 # Now the bug everyone writes once: forgetting σ² and the sign on the linear branch
 # (`where(|x| < 1, x, 1)`). Re-running `set_gradient` re-registers the op (handy in a
 # notebook). The check names the worst element, both values and the tolerance:
+
 
 # %%
 def smooth_l1_grad_wrong(out_grad, src, env, in_grad, req, run_ctx):
@@ -322,14 +331,17 @@ assert "BACKWARD_data" in str(caught)
 builder.set_gradient(smooth_l1_grad, uses=op.GradUses.INPUT, inplace=op.SimpleOpInplace.OUT_IN)
 check_numeric_gradient("my_smooth_l1", [points], params={"scalar": 1.0})
 
-loss = mx.sym.my_smooth_l1(mx.sym.MyFullyConnected(data, num_hidden=64, name="fc"),
-                           scalar=1.0, name="loss")
+loss = mx.sym.my_smooth_l1(
+    mx.sym.MyFullyConnected(data, num_hidden=64, name="fc"), scalar=1.0, name="loss"
+)
 plan = mx.executor.plan_memory(loss, {"data": (32, 128)}, grad_req="write")
 plan.check()
 print(plan.summary())
 assert ("fc_output", "loss_output") not in plan.inplace_pairs
-print("\nthe same op, inference only (grad_req='null'):", 
-      mx.executor.plan_memory(loss, {"data": (32, 128)}, grad_req="null").inplace_pairs)
+print(
+    "\nthe same op, inference only (grad_req='null'):",
+    mx.executor.plan_memory(loss, {"data": (32, 128)}, grad_req="null").inplace_pairs,
+)
 
 # %% [markdown]
 # With no backward to feed (inference), nothing else reads `fc_output`, and the in-place
