@@ -9,6 +9,7 @@ mxnb; the example runs with a numpy namespace that still has it.)
 
 from __future__ import annotations
 
+import json
 import types
 
 import numpy as np
@@ -357,3 +358,21 @@ def test_redefining_a_custom_op_in_a_rerun_cell_takes_effect():
     assert mx.nd.Custom(mx.nd.ones((3,)), op_type="t_redefined").asnumpy().tolist() == [2.0] * 3
     define(5.0)
     assert mx.nd.Custom(mx.nd.ones((3,)), op_type="t_redefined").asnumpy().tolist() == [5.0] * 3
+
+
+def test_custom_symbol_json_round_trip_keeps_op_type_and_string_kwargs():
+    load_example()
+    data = mx.sym.Variable("data")
+    scaled = mx.sym.Custom(
+        data, mx.sym.Variable("calls"), op_type="t_scale", factor=2.5, name="scale"
+    )
+    net = mx.sym.Custom(data=scaled, name="softmax", op_type="softmax")
+    text = net.tojson()
+    nodes = {node["name"]: node for node in json.loads(text)["nodes"]}
+    assert nodes["scale"]["attrs"] == {"op_type": "t_scale", "factor": "2.5"}
+    assert nodes["softmax"]["attrs"] == {"op_type": "softmax"}
+    loaded = mx.sym.load_json(text)
+    assert loaded.list_arguments() == ["data", "softmax_label"]
+    assert loaded.list_auxiliary_states() == ["calls"]
+    _, out_shapes, aux_shapes = loaded.infer_shape(data=(2, 3))
+    assert out_shapes == [(2, 3)] and aux_shapes == [(1,)]
