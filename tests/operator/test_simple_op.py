@@ -456,3 +456,30 @@ def test_smooth_l1_example_in_a_symbol_and_executor():
     exe.forward()
     pre = location["data"] @ location["fc_weight"].T + location["fc_bias"]
     assert_almost_equal(exe.outputs[0], smooth_l1_reference(pre, 2.0), rtol=1e-5, atol=1e-5)
+
+
+def test_resources_and_kwargs_through_mx_nd_and_mx_sym():
+    """A kwargs op asking for the random resource: env.resource holds the context's generator."""
+    import mxnb as mx
+
+    def add_noise(src, env, ret, req, run_ctx):
+        generator = env.resource[0].generator
+        scale = float(env.kwargs["scale"])
+        op.assign(ret, req, src + scale * generator.standard_normal(src.shape))
+
+    (
+        op.simple_op("t_add_noise")
+        .set_function(add_noise)
+        .set_enable_kwargs(True)
+        .set_resource_request(ResourceRequest.RANDOM)
+    )
+    mx.random.seed(7)
+    first = mx.nd.t_add_noise(mx.nd.zeros((1000,)), scale=2).asnumpy()
+    mx.random.seed(7)
+    again = mx.nd.t_add_noise(mx.nd.zeros((1000,)), scale="2").asnumpy()
+    np.testing.assert_array_equal(first, again)  # the seeded generator, serialized by its var
+    assert 1.8 < first.std() < 2.2
+    net = mx.sym.t_add_noise(mx.sym.Variable("data"), scale=0.5, name="noise")
+    loaded = mx.sym.load_json(net.tojson())
+    assert loaded.infer_shape(data=(3, 2))[1] == [(3, 2)]
+    assert '"scale": "0.5"' in net.tojson()
