@@ -6,15 +6,18 @@ topological order.  For training, each node one of whose inputs needs a
 gradient gets a backward step, in reverse order.  A backward step reads only
 what its property's ``declare_backward_dependency`` names — the rest of the
 forward values may be freed early — and writes one gradient per argument.
-Where an entry feeds several consumers its gradient is the sum of their
-contributions (an ``ElementWiseSum`` step); an output gradient nobody
-produces is zeros (a ``zeros`` step).  Loss operators (their backward does
+Where an internal entry feeds several consumers its gradient is the sum of
+their contributions (an ``ElementWiseSum`` step); an argument read by
+several nodes (a weight shared across time steps) has its gradient
+accumulated straight into the bound array (the first contribution writes,
+the others ``ADD_TO``); an output gradient nobody produces is zeros (a
+``zeros`` step).  Loss operators (their backward does
 not declare ``out_grad``) need no head gradient.
 
 Rule: every step lists every entry it reads (``inputs``, one item per read)
 and writes (``outputs``).  An argument's gradient entry is written straight
-into the bound gradient array when exactly one step produces it; otherwise
-the contributions are summed into it.
+into (or accumulated into) the bound gradient array; only a variable read
+twice by one node (``x * x``) gets its contributions summed into it.
 
 State kept:
     ExecGraph.entries     every DataEntry (arguments, aux, forward, backward, gradients)
@@ -74,10 +77,15 @@ class DataEntry:
     is_output: bool = False  # a graph output: kept alive to the end
     variable: str | None = None  # the argument / aux / head this entry is bound to
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the value."""
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+    nbytes: int = 0  # bytes of the value (set from shape and dtype)
+    dtype_name: str = ""  # 'float32'
+
+    def __post_init__(self) -> None:
+        size = 1
+        for dim in self.shape:
+            size *= int(dim)
+        self.nbytes = size * self.dtype.itemsize
+        self.dtype_name = self.dtype.name
 
     @property
     def external(self) -> bool:
@@ -216,7 +224,8 @@ class _Builder:
         for entry_id in step.inputs:
             self.entries[entry_id].readers.append(step.index)
         for entry_id in step.outputs:
-            self.entries[entry_id].writer = step.index
+            if self.entries[entry_id].writer < 0:  # an accumulated gradient keeps its first writer
+                self.entries[entry_id].writer = step.index
         self.steps.append(step)
         return step
 
@@ -372,11 +381,15 @@ def _build_backward(
             )
     # How many argument slots read each variable that wants a gradient (1: write it directly).
     consumers: dict[int, int] = {}
+    repeated: set[int] = set()  # variables read twice by one node (x * x): summed, not accumulated
+    accumulated: set[int] = set()  # variables whose gradient array was written already
     for node in nodes:
         if node.op is None:
             continue
         for entry in node.inputs[: node.num_arguments()]:
             consumers[entry_id[entry]] = consumers.get(entry_id[entry], 0) + 1
+        arguments = [entry_id[entry] for entry in node.inputs[: node.num_arguments()]]
+        repeated.update(entry for entry in arguments if arguments.count(entry) > 1)
     contributions: dict[int, list[int]] = {}  # forward entry id -> gradient entry ids so far
     head_set = {entry_id[head] for head in heads}
 
@@ -495,10 +508,17 @@ def _build_backward(
                 )
                 step_req.append(OpReqType.NULL)
                 continue
-            if source.kind is EntryKind.ARGUMENT and consumers[entry] == 1:
+            if source.kind is EntryKind.ARGUMENT and entry not in repeated:
+                # Straight into the bound gradient: the first contribution writes (or adds,
+                # for grad_req 'add'), later ones add (MXNet's kAddTo), so shared weights
+                # need no buffer per contribution and no sum.
+                first = entry not in accumulated
+                accumulated.add(entry)
                 in_grad.append(argument_grad(entry))
                 step_req.append(
-                    OpReqType.ADD_TO if req[source.variable] == "add" else OpReqType.WRITE_TO
+                    OpReqType.WRITE_TO
+                    if first and req[source.variable] != "add"
+                    else OpReqType.ADD_TO
                 )
                 continue
             part = builder.new_entry(

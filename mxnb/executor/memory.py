@@ -46,9 +46,10 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from .graph import ExecGraph, build_graph
+from .graph import DataEntry, ExecGraph, build_graph
 from .plan import EXTERNAL_STORAGE_ID, MemoryPlan, PlanEntry, StorageBlock
 
 __all__ = ["DEFAULT_MATCH_RANGE", "plan_graph", "plan_memory"]
@@ -100,17 +101,37 @@ def plan_graph(
 ) -> MemoryPlan:
     """Plan an already built :class:`~mxnb.executor.graph.ExecGraph`.
 
-    With ``match_range=None`` a few match ranges are tried and the smallest plan
-    is kept; pass a number to get exactly MXNet's single try.
+    With ``match_range=None`` a few match ranges and the offline placement are
+    tried and the smallest plan is kept; pass a number to get exactly MXNet's
+    single walk.
     """
     if match_range is not None or not coshare:
-        return _Planner(graph, inplace, coshare, match_range or DEFAULT_MATCH_RANGE).run()
+        walk = _Planner(graph, inplace, coshare, match_range or DEFAULT_MATCH_RANGE)
+        return _make_plan(graph, walk.run(), inplace, coshare)
     candidates = [_Planner(graph, inplace, coshare, value).run() for value in _TRIED_MATCH_RANGES]
-    candidates.append(_offline_plan(graph, inplace))
-    return min(candidates, key=lambda plan: plan.internal_bytes)
+    candidates.append(_offline_placement(graph, inplace))
+    best = min(candidates, key=lambda result: sum(result.block_bytes))
+    return _make_plan(graph, best, inplace, coshare)
 
 
-def _offline_plan(graph: ExecGraph, inplace: bool) -> MemoryPlan:
+@dataclass
+class _Placement:
+    """Where a planning strategy put every internal entry."""
+
+    storage_of: dict[int, int]  # entry id -> block
+    block_bytes: list[int]  # block -> size
+    inplace_source: dict[int, int]  # entry id -> the entry whose block it took in place
+
+
+def _last_step(entry: DataEntry, last_step: int) -> int:
+    if entry.is_output:
+        return last_step
+    if entry.readers:
+        return max(entry.readers)
+    return entry.writer
+
+
+def _offline_placement(graph: ExecGraph, inplace: bool) -> _Placement:
     """Co-share with every lifetime known in advance: greedy by size (TFLite's shared objects).
 
     The in-place chains are those of the walk (they depend only on pending
@@ -119,53 +140,46 @@ def _offline_plan(graph: ExecGraph, inplace: bool) -> MemoryPlan:
     block none of whose chains' intervals overlap, else into a new block.
     Blocks never grow, since the larger chains come first.
     """
-    walk = _Planner(graph, inplace, coshare=False, match_range=DEFAULT_MATCH_RANGE)
-    walk.run()
+    walk = _Planner(graph, inplace, coshare=False, match_range=DEFAULT_MATCH_RANGE).run()
     entries = graph.entries
     last_step = len(graph.steps) - 1
     chains: dict[int, list[int]] = {}
     for entry_id, block in walk.storage_of.items():
         chains.setdefault(block, []).append(entry_id)
-
-    def interval(members: list[int]) -> tuple[int, int]:
+    items = []
+    for members in chains.values():
         first = min(entries[e].writer for e in members)
-        last = first
-        for e in members:
-            if entries[e].is_output:
-                last = last_step
-            elif entries[e].readers:
-                last = max(last, max(entries[e].readers))
-            else:
-                last = max(last, entries[e].writer)
-        return first, last
-
-    order = sorted(
-        chains.values(),
-        key=lambda members: (-max(entries[e].nbytes for e in members), interval(members)),
-    )
-    block_bytes: list[int] = []
-    block_intervals: list[list[tuple[int, int]]] = []
-    storage_of: dict[int, int] = {}
-    for members in order:
+        last = max(_last_step(entries[e], last_step) for e in members)
         size = max(entries[e].nbytes for e in members)
-        first, last = interval(members)
+        items.append((-size, first, last, members))
+    items.sort(key=lambda item: item[:3])
+    block_bytes: list[int] = []
+    starts: list[list[int]] = []  # per block: sorted interval starts
+    ends: list[list[int]] = []  # per block: the matching ends (intervals are disjoint)
+    storage_of: dict[int, int] = {}
+    for negative_size, first, last, members in items:
         chosen = -1
-        for block, taken in enumerate(block_intervals):
+        for block in range(len(block_bytes)):
             if chosen >= 0 and block_bytes[block] >= block_bytes[chosen]:
                 continue
-            if all(last < start or first > end for start, end in taken):
-                chosen = block
+            position = bisect.bisect_left(starts[block], first)
+            # free when the interval starting before ends before us, and the next starts after us
+            if position > 0 and ends[block][position - 1] >= first:
+                continue
+            if position < len(starts[block]) and starts[block][position] <= last:
+                continue
+            chosen = block
         if chosen < 0:
-            block_bytes.append(size)
-            block_intervals.append([])
+            block_bytes.append(-negative_size)
+            starts.append([])
+            ends.append([])
             chosen = len(block_bytes) - 1
-        block_intervals[chosen].append((first, last))
+        position = bisect.bisect_left(starts[chosen], first)
+        starts[chosen].insert(position, first)
+        ends[chosen].insert(position, last)
         for e in members:
             storage_of[e] = chosen
-    walk.storage_of = storage_of
-    walk.block_bytes = block_bytes
-    walk.coshare = True
-    return walk.make_plan()
+    return _Placement(storage_of, block_bytes, walk.inplace_source)
 
 
 class _Planner:
@@ -182,6 +196,7 @@ class _Planner:
         self.free: list[tuple[int, int, int]] = []  # (bytes, release order, block id)
         self.releases = 0
         self.inplace_source: dict[int, int] = {}
+        self.taken: set[int] = set()  # entries already reused in place
 
     # -- the allocator (MXNet: GraphAllocator::Request / Release) ----------------------
     def request(self, nbytes: int) -> int:
@@ -209,37 +224,41 @@ class _Planner:
             self.releases += 1
 
     # -- the walk -----------------------------------------------------------------------
-    def run(self) -> MemoryPlan:
+    def run(self) -> _Placement:
         entries = self.graph.entries
         reads = [len(entry.readers) + (1 if entry.is_output else 0) for entry in entries]
+        storage_of = self.storage_of
+        pending = self.pending_reads
         for step in self.graph.steps:
             internal_outputs = [out for out in step.outputs if not entries[out].external]
             if self.inplace:
                 for source, target in step.inplace_options:
                     self.try_inplace(source, target, reads)
-            for out in sorted(internal_outputs, key=lambda e: -entries[e].nbytes):
-                if out in self.storage_of:
+            if len(internal_outputs) > 1:
+                internal_outputs.sort(key=lambda e: -entries[e].nbytes)
+            for out in internal_outputs:
+                if out in storage_of:
                     continue
                 block = self.request(entries[out].nbytes)
-                self.storage_of[out] = block
-                self.pending_reads[block] = reads[out]
+                storage_of[out] = block
+                pending[block] = reads[out]
             for entry_id in step.inputs:
-                block = self.storage_of.get(entry_id)
+                block = storage_of.get(entry_id)
                 if block is None:
                     continue
-                self.pending_reads[block] -= 1
-                if self.pending_reads[block] == 0:
+                pending[block] -= 1
+                if pending[block] == 0:
                     self.release(block)
             for out in internal_outputs:
-                if reads[out] == 0 and self.pending_reads[self.storage_of[out]] == 0:
-                    self.release(self.storage_of[out])
-        return self.make_plan()
+                if reads[out] == 0 and pending[storage_of[out]] == 0:
+                    self.release(storage_of[out])
+        return _Placement(storage_of, self.block_bytes, self.inplace_source)
 
     def try_inplace(self, source: int, target: int, reads: list[int]) -> None:
         entries = self.graph.entries
         if target in self.storage_of or entries[target].external:
             return
-        if source in self.inplace_source.values():
+        if source in self.taken:
             return  # taken already by another output of this step
         block = self.storage_of.get(source)
         if block is None:
@@ -251,89 +270,69 @@ class _Planner:
         self.storage_of[target] = block
         self.pending_reads[block] += reads[target]
         self.inplace_source[target] = source
+        self.taken.add(source)
 
-    def make_plan(self) -> MemoryPlan:
-        graph = self.graph
-        entries = graph.entries
-        last = len(graph.steps) - 1
-        plan_entries = []
-        members: dict[int, list[tuple[int, str]]] = {}
-        for entry in entries:
-            block = self.storage_of.get(entry.id, EXTERNAL_STORAGE_ID)
-            first = entry.writer
-            if entry.is_output:
-                final = last
-            elif entry.readers:
-                final = max(entry.readers)
-            else:
-                final = max(first, 0) if first >= 0 else -1
-            if first < 0 and final < 0:
-                final = -1
-            source = self.inplace_source.get(entry.id)
-            plan_entries.append(
-                PlanEntry(
-                    name=entry.name,
-                    node=entry.node,
-                    op=entry.op,
-                    output_index=entry.output_index,
-                    kind=entry.kind,
-                    shape=entry.shape,
-                    dtype=entry.dtype.name,
-                    nbytes=entry.nbytes,
-                    storage_id=block,
-                    inplace_source=entries[source].name if source is not None else None,
-                    first_step=first,
-                    last_step=final,
-                )
-            )
-            if block != EXTERNAL_STORAGE_ID:
-                members.setdefault(block, []).append((first, entry.name))
-        # Renumber blocks in order of first use so ids read naturally.
-        order = sorted(members, key=lambda block: min(members[block]))
-        renumber = {old: new for new, old in enumerate(order)}
-        plan_entries = [
-            entry
-            if entry.storage_id == EXTERNAL_STORAGE_ID
-            else _replace_storage(entry, renumber[entry.storage_id])
-            for entry in plan_entries
-        ]
-        blocks = tuple(
-            StorageBlock(
-                id=renumber[old],
-                nbytes=self.block_bytes[old],
-                entries=tuple(name for _, name in sorted(members[old])),
-            )
-            for old in order
-        )
-        pairs = tuple(
-            (entries[source].name, entries[target].name)
-            for target, source in sorted(
-                self.inplace_source.items(), key=lambda item: entries[item[0]].writer
+
+def _make_plan(graph: ExecGraph, placement: _Placement, inplace: bool, coshare: bool) -> MemoryPlan:
+    """Turn a placement into the MemoryPlan data object (blocks renumbered by first use)."""
+    entries = graph.entries
+    last = len(graph.steps) - 1
+    storage_of = placement.storage_of
+    members: dict[int, list[tuple[int, str]]] = {}
+    for entry_id, block in storage_of.items():
+        entry = entries[entry_id]
+        members.setdefault(block, []).append((entry.writer, entry.name))
+    order = sorted(members, key=lambda block: min(members[block]))
+    renumber = {old: new for new, old in enumerate(order)}
+    plan_entries = []
+    for entry in entries:
+        block = storage_of.get(entry.id)
+        first = entry.writer
+        final = _last_step(entry, last) if first >= 0 or entry.readers or entry.is_output else -1
+        source = placement.inplace_source.get(entry.id)
+        plan_entries.append(
+            PlanEntry(
+                name=entry.name,
+                node=entry.node,
+                op=entry.op,
+                output_index=entry.output_index,
+                kind=entry.kind,
+                shape=entry.shape,
+                dtype=entry.dtype_name,
+                nbytes=entry.nbytes,
+                storage_id=EXTERNAL_STORAGE_ID if block is None else renumber[block],
+                inplace_source=entries[source].name if source is not None else None,
+                first_step=first,
+                last_step=final,
             )
         )
-        internal = sum(block.nbytes for block in blocks)
-        naive = sum(
-            entry.nbytes for entry in plan_entries if entry.storage_id != EXTERNAL_STORAGE_ID
+    blocks = tuple(
+        StorageBlock(
+            id=renumber[old],
+            nbytes=placement.block_bytes[old],
+            entries=tuple(name for _, name in sorted(members[old])),
         )
-        plan = MemoryPlan(
-            steps=tuple(step.name for step in graph.steps),
-            entries=tuple(plan_entries),
-            blocks=blocks,
-            inplace_pairs=pairs,
-            internal_bytes=internal,
-            naive_internal_bytes=naive,
-            peak_bytes=0,
-            inplace=self.inplace,
-            coshare=self.coshare,
-            grad_req=tuple((name, graph.grad_req[name]) for name in graph.arg_names),
-            step_ops=tuple(step.op_type for step in graph.steps),
+        for old in order
+    )
+    pairs = tuple(
+        (entries[source].name, entries[target].name)
+        for target, source in sorted(
+            placement.inplace_source.items(), key=lambda item: entries[item[0]].writer
         )
-        live = plan.live_bytes()
-        object.__setattr__(plan, "peak_bytes", max(live) if live else 0)
-        return plan
-
-
-def _replace_storage(entry: PlanEntry, storage_id: int) -> PlanEntry:
-    from dataclasses import replace
-
-    return replace(entry, storage_id=storage_id)
+    )
+    plan = MemoryPlan(
+        steps=tuple(step.name for step in graph.steps),
+        entries=tuple(plan_entries),
+        blocks=blocks,
+        inplace_pairs=pairs,
+        internal_bytes=sum(block.nbytes for block in blocks),
+        naive_internal_bytes=sum(entries[e].nbytes for e in storage_of),
+        peak_bytes=0,
+        inplace=inplace,
+        coshare=coshare,
+        grad_req=tuple((name, graph.grad_req[name]) for name in graph.arg_names),
+        step_ops=tuple(step.op_type for step in graph.steps),
+    )
+    live = plan.live_bytes()
+    object.__setattr__(plan, "peak_bytes", max(live) if live else 0)
+    return plan

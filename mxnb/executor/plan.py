@@ -161,13 +161,20 @@ class MemoryPlan:
 
     def live_bytes(self) -> tuple[int, ...]:
         """Internal entry bytes alive at each step (the curve whose max is ``peak_bytes``)."""
-        live = [0] * len(self.steps)
+        change = [0] * (len(self.steps) + 1)  # bytes coming alive minus bytes dying, per step
         handed_over = {source for source, _ in self.inplace_pairs}
         for entry in self.internal_entries():
             # An in-place source and its reuser meet at one step in one block: count it once.
             last = entry.last_step - 1 if entry.name in handed_over else entry.last_step
-            for step in range(max(entry.first_step, 0), last + 1):
-                live[step] += entry.nbytes
+            first = max(entry.first_step, 0)
+            if last >= first:
+                change[first] += entry.nbytes
+                change[last + 1] -= entry.nbytes
+        live = []
+        total = 0
+        for delta in change[:-1]:
+            total += delta
+            live.append(total)
         return tuple(live)
 
     # -- invariants ------------------------------------------------------------------

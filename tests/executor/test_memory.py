@@ -116,23 +116,61 @@ def test_inplace_refused_on_size_mismatch_and_on_arguments():
     assert plan.inplace_pairs == ()
 
 
-def test_shared_input_gradients_are_summed():
+def gradient_writes(graph, name):
+    """(step name, req name) of every step writing the entry called ``name``, in order."""
+    target = next(entry.id for entry in graph.entries if entry.name == name)
+    return [
+        (step.name, step.req[step.outputs.index(target)].name)
+        for step in graph.steps
+        if target in step.outputs
+    ]
+
+
+def test_shared_argument_gradient_is_accumulated_in_place():
     r"""
     data -> fc_a --\
-        \-> fc_b --- add -> softmax         data's gradient = sum of two contributions
+        \-> fc_b --- add -> softmax
+
+    data's gradient has two contributions: fc_b_backward writes the bound
+    array, fc_a_backward adds to it (ADD_TO) -- no buffer, no sum step.
     """
     data = var("data")
     a = apply(ToyFC(num_hidden=3), "fc_a", data)
     b = apply(ToyFC(num_hidden=3), "fc_b", data)
     out = apply(ToySoftmaxOutput(), "softmax", apply(ToyAdd(), "add", a, b))
     graph = build_graph(ToySymbol([out]), {"data": (2, 4)}, grad_req="write")
-    sum_steps = [step for step in graph.steps if step.op_type == "ElementWiseSum"]
-    assert [step.name for step in sum_steps] == ["data_grad_sum"]
-    assert graph.entries[sum_steps[0].outputs[0]].name == "data_grad"
+    assert not [step for step in graph.steps if step.op_type == "ElementWiseSum"]
+    assert gradient_writes(graph, "data_grad") == [
+        ("fc_b_backward", "WRITE_TO"),
+        ("fc_a_backward", "ADD_TO"),
+    ]
     plan = plan_graph(graph)
     plan.check()
     assert plan.entry("data_grad").kind is EntryKind.ARG_GRAD
-    assert plan.steps.index("data_grad_sum") > plan.steps.index("fc_a_backward")
+    assert plan.entry("data_grad").first_step == plan.steps.index("fc_b_backward")
+    # with grad_req 'add' every contribution adds
+    graph = build_graph(ToySymbol([out]), {"data": (2, 4)}, grad_req="add")
+    assert {req for _, req in gradient_writes(graph, "data_grad")} == {"ADD_TO"}
+
+
+def test_internal_entry_and_repeated_argument_gradients_are_summed():
+    r"""
+    data -> fc --+--> add(fc, fc) -> softmax      fc_output read twice by one node:
+                                                  its gradient is an ElementWiseSum
+    """
+    fc = apply(ToyFC(num_hidden=3), "fc", var("data"))
+    out = apply(ToySoftmaxOutput(), "softmax", apply(ToyAdd(), "add", fc, fc))
+    graph = build_graph(ToySymbol([out]), {"data": (2, 4)}, grad_req="write")
+    sums = [step for step in graph.steps if step.op_type == "ElementWiseSum"]
+    assert [step.name for step in sums] == ["fc_output_grad_sum"]
+    assert (
+        sums[0].index
+        == graph.steps.index(next(step for step in graph.steps if step.name == "fc_backward")) - 1
+    )
+    plan = plan_graph(graph)
+    plan.check()
+    # the sum may run in place over its first part
+    assert plan.entry("fc_output_grad").inplace_source == "add_backward_lhs"
 
 
 def test_non_loss_head_gets_a_head_gradient_and_null_req_gets_scratch():
