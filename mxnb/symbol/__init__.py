@@ -4,8 +4,10 @@ Chapters of this package:
     graph.py          Node / NodeEntry, topological order, shape and type inference (the
                       contract the executor and memory planner read)
     scope.py          automatic names (NameManager, Prefix) and attribute scopes (AttrScope)
-    symbol.py         the Symbol: operators applied to symbols, implicit variables,
-                      composition, Group, internals, arithmetic, attributes, inference
+    symbol.py         the Symbol: outputs, arguments, internals, composition, attributes,
+                      inference, JSON and executor hooks
+    creation.py       making nodes: Variable, operators applied (implicit variables named
+                      like MXNet), Group, arithmetic through the registered ops
     serialization.py  MXNet 1.x symbol JSON, written as MXNet writes it; old and Gluon files read
 
 ``mx.sym.<Name>`` exists for every registered operator (module-level
@@ -32,9 +34,10 @@ from typing import Any
 
 from ..operator import registry
 from . import graph
+from .creation import Group, Variable, create, var
 from .scope import AttrScope, NameManager, Prefix
 from .serialization import from_json
-from .symbol import Group, Symbol, Variable, create, var
+from .symbol import Symbol
 
 __all__ = [
     "AttrScope",

@@ -36,9 +36,9 @@ from typing import Any
 
 from ..base import FormatError, GraphError, ParamError
 from ..operator import registry
+from .creation import set_input_var_attrs
 from .graph import Node, NodeEntry, topo_sort
 from .scope import HIDDEN_KEYS
-from .symbol import set_input_var_attrs
 
 __all__ = ["MXNET_VERSION", "from_json", "to_json"]
 
