@@ -62,14 +62,26 @@ class EagerRandom:
 
 
 class EagerTempSpace:
-    """A TEMP_SPACE resource for eager runs: ``get_space(shape, dtype)`` returns scratch memory."""
+    """A TEMP_SPACE resource for eager runs: one scratch block, grown to the largest request.
+
+    As MXNet's temp space (and :class:`mxnb.resource.TempSpaceResource`):
+    every ``get_space`` call returns memory over the *same* block, so an op
+    takes one space per call of forward or backward and must not hold it
+    across calls.
+    """
 
     def __init__(self, xp: Any = np) -> None:
         self.xp = xp
+        self._block: Any = None
 
     def get_space(self, shape: Sequence[int], dtype: Any = np.float32) -> Any:
-        """Return an uninitialised array of ``shape`` (fresh each call)."""
-        return self.xp.empty(tuple(shape), dtype=dtype)
+        """Return an uninitialised array of ``shape`` and ``dtype`` over the scratch block."""
+        shape = tuple(int(s) for s in shape)
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if self._block is None or self._block.size < nbytes:
+            self._block = self.xp.empty(max(nbytes, 1), dtype=np.uint8)
+        return self._block[:nbytes].view(dtype).reshape(shape)
 
 
 @dataclass

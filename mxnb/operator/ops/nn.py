@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...base import NotSupportedError
-from ..base import OpReqType
+from ..base import OpReqType, ResourceRequest
 from ..param import Param, Shape
 from ..registry import register
 from ._common import KernelProp, fmt, write
@@ -142,6 +142,94 @@ def _fill(param: tuple, nd: int, value: int) -> tuple:
     return tuple(param) if param else (value,) * nd
 
 
+def _scratch(ctx: Any, xp: Any, shape: tuple, dtype: Any) -> Any:
+    """Scratch memory from the TEMP_SPACE resource when the caller provided it, else fresh."""
+    for resource in ctx.requested or ():
+        if hasattr(resource, "get_space"):
+            return resource.get_space(shape, dtype)
+    return xp.empty(shape, dtype=dtype)
+
+
+def channel_last_padded(xp: Any, x: Any, before: Sequence[int], after: Sequence[int]) -> Any:
+    """``(N, C, *S)`` -> zero-padded channel-last ``(N, *(S + pads), C)`` (negative pads crop)."""
+    spatial = x.shape[2:]
+    shape = (
+        (x.shape[0],) + tuple(s + b + a for s, b, a in zip(spatial, before, after)) + (x.shape[1],)
+    )
+    result = (
+        xp.zeros(shape, dtype=x.dtype)
+        if any(before) or any(after)
+        else xp.empty(shape, dtype=x.dtype)
+    )
+    target = tuple(
+        slice(max(b, 0), max(b, 0) + s + min(b, 0) + min(a, 0))
+        for s, b, a in zip(spatial, before, after)
+    )
+    source = tuple(slice(max(-b, 0), s - max(-a, 0)) for s, b, a in zip(spatial, before, after))
+    result[(slice(None),) + target + (slice(None),)] = xp.moveaxis(
+        x[(slice(None), slice(None)) + source], 1, -1
+    )
+    return result
+
+
+def im2col_channel_last(
+    xp: Any,
+    padded: Any,
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    dilate: Sequence[int],
+    out_spatial: Sequence[int],
+    out: Any = None,
+) -> Any:
+    """Columns ``(N*prod(out), prod(kernel)*C)`` of a channel-last padded input, in one copy.
+
+    Channel-last makes the copy fast: for stride-1 windows each run of
+    ``kernel[-1] * C`` values is contiguous in memory.
+    """
+    nd = len(kernel)
+    strides = padded.strides
+    shape = (padded.shape[0],) + tuple(out_spatial) + tuple(kernel) + (padded.shape[-1],)
+    view_strides = (
+        (strides[0],)
+        + tuple(strides[1 + i] * stride[i] for i in range(nd))
+        + tuple(strides[1 + i] * dilate[i] for i in range(nd))
+        + (strides[-1],)
+    )
+    view = xp.lib.stride_tricks.as_strided(
+        padded, shape=shape, strides=view_strides, writeable=False
+    )
+    columns = math.prod(kernel) * padded.shape[-1]
+    if out is None:
+        return xp.ascontiguousarray(view).reshape(-1, columns)
+    out.reshape(shape)[...] = view
+    return out
+
+
+def col2im_channel_last(
+    xp: Any,
+    cols: Any,
+    result: Any,
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    dilate: Sequence[int],
+    out_spatial: Sequence[int],
+) -> None:
+    """Add columns ``(N*P, K*C)`` into a channel-last padded ``result`` (loop over kernel offsets)."""
+    n, c = result.shape[0], result.shape[-1]
+    blocks = cols.reshape((n,) + tuple(out_spatial) + (math.prod(kernel), c))
+    for index, offset in enumerate(_offsets(kernel)):
+        window = (slice(None),) + tuple(
+            slice(k * d, k * d + s * (o - 1) + 1, s)
+            for k, s, d, o in zip(offset, stride, dilate, out_spatial)
+        )
+        result[window] += blocks[..., index, :]
+
+
+def _weight_channel_last(xp: Any, weight: Any) -> Any:
+    """``(F, C, *K)`` -> ``(F, K*C)`` matching the channel-last columns."""
+    return xp.moveaxis(weight, 1, -1).reshape(weight.shape[0], -1)
+
+
 # ---------------------------------------------------------------------------
 # Convolution
 # ---------------------------------------------------------------------------
@@ -233,85 +321,121 @@ class ConvolutionProp(_ConvBase):
         self._check_given(in_shape, shapes, self.list_arguments())
         return shapes, [(data[0], self.num_filter) + tuple(out_spatial)], []
 
+    def forward_resource(self, in_shape):
+        """TEMP_SPACE holds the im2col columns."""
+        return [ResourceRequest.TEMP_SPACE]
+
+    def backward_resource(self, in_shape):
+        """TEMP_SPACE holds the im2col columns."""
+        return [ResourceRequest.TEMP_SPACE]
+
     def forward(self, ctx, in_data, req, out_data, aux):
-        """im2col + one batched GEMM per group, straight into NCHW."""
+        """Channel-last im2col + one GEMM per group; bias added before the move back to NCHW."""
         xp = ctx.xp
         x, weight = in_data[0], in_data[1]
         kernel, stride, dilate, pad = self._geometry()
         out = out_data[0]
         n, f = out.shape[:2]
-        out_spatial = out.shape[2:]
+        out_spatial = tuple(out.shape[2:])
         groups = self.num_group
         c_group, f_group = x.shape[1] // groups, f // groups
-        padded = _pad(xp, x, pad, pad)
-        direct = req[0] == OpReqType.WRITE_TO and out.flags.c_contiguous
-        result = (
-            out.reshape(n, f, -1)
-            if direct
-            else xp.empty((n, f, math.prod(out_spatial)), dtype=out.dtype)
-        )
+        padded = channel_last_padded(xp, x, pad, pad)
+        rows = n * math.prod(out_spatial)
+        result = xp.empty((rows, f), dtype=out.dtype)
+        cols = _scratch(ctx, xp, (rows, math.prod(kernel) * c_group), x.dtype)
         for g in range(groups):
-            cols = im2col(
-                xp, padded[:, g * c_group : (g + 1) * c_group], kernel, stride, dilate, out_spatial
+            im2col_channel_last(
+                xp,
+                padded[..., g * c_group : (g + 1) * c_group],
+                kernel,
+                stride,
+                dilate,
+                out_spatial,
+                out=cols,
             )
-            w = weight[g * f_group : (g + 1) * f_group].reshape(f_group, -1)
+            w = _weight_channel_last(xp, weight[g * f_group : (g + 1) * f_group])
             if groups == 1:
-                xp.matmul(w, cols, out=result)
+                xp.matmul(cols, w.T, out=result)
             else:
-                result[:, g * f_group : (g + 1) * f_group] = xp.matmul(w, cols)
+                result[:, g * f_group : (g + 1) * f_group] = cols @ w.T
         if not self.no_bias:
-            result += in_data[2].reshape(1, f, 1)
-        if not direct:
-            write(out, req[0], result.reshape(out.shape))
+            result += in_data[2]
+        write(out, req[0], xp.moveaxis(result.reshape((n,) + out_spatial + (f,)), -1, 1))
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
-        """dW = dy @ cols^T (batched, summed over N); dx = col2im(W^T @ dy); db = sum(dy)."""
+        """dW = cols^T @ dy; dx = a stride-1 'full' convolution of dy (or col2im); db = sum(dy)."""
         xp = ctx.xp
         x, weight = in_data[0], in_data[1]
         kernel, stride, dilate, pad = self._geometry()
         g_out = out_grad[0]
         n, f = g_out.shape[:2]
-        out_spatial = g_out.shape[2:]
+        out_spatial = tuple(g_out.shape[2:])
         groups = self.num_group
         c_group, f_group = x.shape[1] // groups, f // groups
-        dy = g_out.reshape(n, f, -1)
-        padded = _pad(xp, x, pad, pad) if req[1] != OpReqType.NULL else None
-        grad_x = (
-            xp.zeros(
-                padded.shape if padded is not None else _padded_shape(x.shape, pad), dtype=x.dtype
-            )
-            if req[0] != OpReqType.NULL
-            else None
-        )
-        grad_w = xp.empty(weight.shape, dtype=weight.dtype) if req[1] != OpReqType.NULL else None
-        for g in range(groups):
-            dy_g = dy[:, g * f_group : (g + 1) * f_group]
-            w = weight[g * f_group : (g + 1) * f_group].reshape(f_group, -1)
-            if grad_w is not None:
-                cols = im2col(
+        dy = xp.ascontiguousarray(xp.moveaxis(g_out, 1, -1)).reshape(-1, f)  # (N*P, F)
+        if not self.no_bias:
+            write(in_grad[2], req[2], dy.sum(axis=0))
+        if req[1] != OpReqType.NULL:
+            padded = channel_last_padded(xp, x, pad, pad)
+            cols = _scratch(ctx, xp, (dy.shape[0], math.prod(kernel) * c_group), x.dtype)
+            grad_w = xp.empty(weight.shape, dtype=weight.dtype)
+            for g in range(groups):
+                im2col_channel_last(
                     xp,
-                    padded[:, g * c_group : (g + 1) * c_group],
+                    padded[..., g * c_group : (g + 1) * c_group],
+                    kernel,
+                    stride,
+                    dilate,
+                    out_spatial,
+                    out=cols,
+                )
+                partial = (cols.T @ dy[:, g * f_group : (g + 1) * f_group]).T  # (F/g, K*C/g)
+                grad_w[g * f_group : (g + 1) * f_group] = xp.moveaxis(
+                    partial.reshape((f_group,) + kernel + (c_group,)), -1, 1
+                )
+            del padded
+            write(in_grad[1], req[1], grad_w)
+        if req[0] == OpReqType.NULL:
+            return
+        spatial = tuple(x.shape[2:])
+        full_pad = tuple(d * (k - 1) - p for k, d, p in zip(kernel, dilate, pad))
+        grad_x = xp.empty((n * math.prod(spatial), x.shape[1]), dtype=x.dtype)
+        if all(s == 1 for s in stride) and all(p >= 0 for p in full_pad):
+            # dx = correlate(dy padded by d(k-1)-p, flipped kernel): one more im2col + GEMM
+            padded = channel_last_padded(xp, g_out, full_pad, full_pad)
+            cols = _scratch(ctx, xp, (grad_x.shape[0], math.prod(kernel) * f_group), x.dtype)
+            flip = (slice(None), slice(None)) + (slice(None, None, -1),) * len(kernel)
+            for g in range(groups):
+                im2col_channel_last(
+                    xp,
+                    padded[..., g * f_group : (g + 1) * f_group],
+                    kernel,
+                    (1,) * len(kernel),
+                    dilate,
+                    spatial,
+                    out=cols,
+                )
+                w = weight[g * f_group : (g + 1) * f_group][flip]  # (F/g, C/g, *K) flipped
+                w = xp.moveaxis(w, 0, -1).reshape(c_group, -1)  # (C/g, K*F/g)
+                grad_x[:, g * c_group : (g + 1) * c_group] = cols @ w.T
+            value = grad_x.reshape((n,) + spatial + (x.shape[1],))
+        else:
+            padded_spatial = tuple(s + 2 * p for s, p in zip(spatial, pad))
+            result = xp.zeros((n,) + padded_spatial + (x.shape[1],), dtype=x.dtype)
+            for g in range(groups):
+                w = _weight_channel_last(xp, weight[g * f_group : (g + 1) * f_group])
+                dcols = dy[:, g * f_group : (g + 1) * f_group] @ w  # (N*P, K*C/g)
+                col2im_channel_last(
+                    xp,
+                    dcols,
+                    result[..., g * c_group : (g + 1) * c_group],
                     kernel,
                     stride,
                     dilate,
                     out_spatial,
                 )
-                partial = xp.matmul(dy_g, cols.transpose(0, 2, 1))
-                grad_w[g * f_group : (g + 1) * f_group] = partial.sum(axis=0).reshape(
-                    (f_group, c_group) + kernel
-                )
-                del cols
-            if grad_x is not None:
-                dcols = xp.matmul(w.T, dy_g)
-                grad_x[:, g * c_group : (g + 1) * c_group] = col2im(
-                    xp, dcols, (n, c_group) + grad_x.shape[2:], kernel, stride, dilate, out_spatial
-                )
-        if grad_x is not None:
-            write(in_grad[0], req[0], _unpad(grad_x, pad, x.shape[2:]))
-        if grad_w is not None:
-            write(in_grad[1], req[1], grad_w)
-        if not self.no_bias:
-            write(in_grad[2], req[2], dy.sum(axis=(0, 2)))
+            value = result[(slice(None),) + tuple(slice(p, p + s) for p, s in zip(pad, spatial))]
+        write(in_grad[0], req[0], xp.moveaxis(value, -1, 1))
 
 
 def _padded_shape(shape: Sequence[int], pad: Sequence[int]) -> tuple:
@@ -520,14 +644,26 @@ class PoolingProp(KernelProp):
         needed = ((o - 1) * s + k - i for o, s, k, i in zip(out, stride, kernel, spatial))
         return tuple(max(n, 0) // 2 for n in needed)
 
-    def _padded(self, xp: Any, x: Any, kernel, stride, pad, out, value: float) -> tuple[Any, tuple]:
-        """The input padded (or cropped) to exactly the extent the windows cover."""
-        before = self._before(x.shape[2:], kernel, stride, pad, out)
-        after = tuple(
-            (o - 1) * s + k - i - b
-            for o, s, k, i, b in zip(out, stride, kernel, x.shape[2:], before)
-        )
-        return _pad(xp, x, before, after, value), before
+    def _windows(self, spatial, kernel, stride, before, out) -> list[tuple[tuple, tuple]]:
+        """(output index, input index) per kernel offset, clipped to the input: no padding copy.
+
+        Offset ``k`` of output ``o`` reads input ``o*s + k - before``; only the
+        outputs for which that lies inside the input take part.
+        """
+        pairs = []
+        for offset in _offsets(kernel):
+            out_index, in_index = [slice(None), slice(None)], [slice(None), slice(None)]
+            for k, s_, b, size, o in zip(offset, stride, before, spatial, out):
+                low = max(-(-(b - k) // s_), 0)
+                high = min((size - 1 + b - k) // s_ + 1, o)
+                if high <= low:
+                    break
+                start = low * s_ + k - b
+                out_index.append(slice(low, high))
+                in_index.append(slice(start, start + s_ * (high - low - 1) + 1, s_))
+            else:
+                pairs.append((tuple(out_index), tuple(in_index)))
+        return pairs
 
     def _divisor(self, xp: Any, spatial, kernel, stride, pad, out, dtype) -> Any:
         """Window sizes per output position (MXNet's pool_size with or without padding)."""
@@ -546,7 +682,7 @@ class PoolingProp(KernelProp):
         return divisor.astype(dtype)
 
     def forward(self, ctx, in_data, req, out_data, aux):
-        """A loop over kernel offsets: ``maximum`` or ``+`` of strided slices."""
+        """A loop over kernel offsets: ``maximum`` or ``+=`` of strided slices of the input."""
         xp, x = ctx.xp, in_data[0]
         kernel, stride, pad, out = self._geometry(x.shape[2:])
         if self.global_pool:
@@ -554,24 +690,24 @@ class PoolingProp(KernelProp):
             reducer = {"max": xp.max, "sum": xp.sum, "avg": xp.mean}[self.pool_type]
             write(out_data[0], req[0], reducer(x, axis=axes, keepdims=True))
             return
-        fill = -xp.inf if self.pool_type == "max" else 0.0
-        padded, _ = self._padded(xp, x, kernel, stride, pad, out, fill)
-        dilate = (1,) * len(kernel)
-        result = None
-        for offset in _offsets(kernel):
-            window = padded[_offset_slices(offset, stride, dilate, out)]
-            if result is None:
-                result = window.copy()
-            elif self.pool_type == "max":
-                xp.maximum(result, window, out=result)
+        target = out_data[0]
+        result = (
+            target if req[0] == OpReqType.WRITE_TO else xp.empty(target.shape, dtype=target.dtype)
+        )
+        result[...] = -xp.inf if self.pool_type == "max" else 0
+        before = self._before(x.shape[2:], kernel, stride, pad, out)
+        for out_index, in_index in self._windows(x.shape[2:], kernel, stride, before, out):
+            if self.pool_type == "max":
+                xp.maximum(result[out_index], x[in_index], out=result[out_index])
             else:
-                result += window
+                result[out_index] += x[in_index]
         if self.pool_type == "avg":
             result /= self._divisor(xp, x.shape[2:], kernel, stride, pad, out, x.dtype)
-        write(out_data[0], req[0], result)
+        if result is not target:
+            write(target, req[0], result)
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
-        """Scatter the head gradient back over the windows (first maximum only, for max)."""
+        """Scatter the head gradient back over the windows (max: to the first maximum only)."""
         xp = ctx.xp
         grad_shape = in_grad[0].shape
         spatial = grad_shape[2:]
@@ -581,28 +717,28 @@ class PoolingProp(KernelProp):
             scale = 1.0 / math.prod(spatial) if self.pool_type == "avg" else 1.0
             write(in_grad[0], req[0], xp.broadcast_to(g * scale, grad_shape))
             return
-        dilate = (1,) * len(kernel)
+        target = in_grad[0]
+        grad = target if req[0] == OpReqType.WRITE_TO else xp.empty(grad_shape, dtype=target.dtype)
+        grad[...] = 0
         before = self._before(spatial, kernel, stride, pad, out)
-        scratch = tuple(grad_shape[:2]) + tuple(
-            max((o - 1) * s + k, b + i)
-            for o, s, k, b, i in zip(out, stride, kernel, before, spatial)
-        )
-        grad = xp.zeros(scratch, dtype=g.dtype)
+        windows = self._windows(spatial, kernel, stride, before, out)
         if self.pool_type == "max":
-            padded, _ = self._padded(xp, in_data[0], kernel, stride, pad, out, -xp.inf)
-            y = out_data[0]
-            taken = xp.zeros(y.shape, dtype=bool)
-        elif self.pool_type == "avg":
-            g = g / self._divisor(xp, spatial, kernel, stride, pad, out, g.dtype)
-        for offset in _offsets(kernel):
-            index = _offset_slices(offset, stride, dilate, out)
-            if self.pool_type == "max":
-                hit = (padded[index] == y) & ~taken
-                taken |= hit
-                grad[index] += g * hit
-            else:
-                grad[index] += g
-        write(in_grad[0], req[0], _unpad(grad, before, spatial))
+            x, y = in_data[0], out_data[0]
+            pending = xp.ones(y.shape, dtype=bool)  # outputs whose maximum is not yet found
+            hit = xp.empty(y.shape, dtype=bool)
+            for out_index, in_index in windows:
+                found = hit[out_index]
+                xp.equal(x[in_index], y[out_index], out=found)
+                xp.logical_and(found, pending[out_index], out=found)
+                xp.logical_xor(pending[out_index], found, out=pending[out_index])
+                grad[in_index] += g[out_index] * found
+        else:
+            if self.pool_type == "avg":
+                g = g / self._divisor(xp, spatial, kernel, stride, pad, out, g.dtype)
+            for out_index, in_index in windows:
+                grad[in_index] += g[out_index]
+        if grad is not target:
+            write(target, req[0], grad)
 
 
 # ---------------------------------------------------------------------------
