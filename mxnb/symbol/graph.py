@@ -191,15 +191,27 @@ def input_names(nodes: Sequence[Node], option: str = "all") -> list[str]:
 # ---------------------------------------------------------------------------
 
 
-def parse_shape_attr(text: str | None) -> tuple | None:
-    """Read a ``__shape__`` attribute (``'(32, 784)'``); None when absent or any dim is 0 (unknown)."""
+def parse_shape_attr(text: str | None, partial: bool = False) -> tuple | None:
+    """Read a ``__shape__`` attribute (``'(32, 784)'``).
+
+    Returns None when absent; when a dim is 0 or -1 (MXNet's "unknown", as Gluon
+    exports write ``(64, 0, 7, 7)``) returns None, or with ``partial=True`` the
+    dims with unknown ones as 0.
+    """
     if text is None or text in ("", "None"):
         return None
     body = text.strip().strip("()[]")
     dims = tuple(int(part) for part in body.replace(" ", "").split(",") if part != "")
     if any(dim <= 0 for dim in dims):
-        return None
+        return tuple(max(dim, 0) for dim in dims) if partial else None
     return dims
+
+
+def _compatible(partial_shape: tuple, shape: tuple) -> bool:
+    """Whether ``shape`` fits a partial shape whose 0 dims are unknown."""
+    if len(partial_shape) != len(shape):
+        return False
+    return all(want in (0, got) for want, got in zip(partial_shape, shape))
 
 
 def parse_dtype_attr(text: str | None) -> np.dtype | None:
@@ -383,6 +395,7 @@ class _Inference:
 class _ShapeInference(_Inference):
     def __init__(self, heads: Sequence[NodeEntry], known: dict[str, tuple]) -> None:
         super().__init__(heads, "shape")
+        self.hints: dict[NodeEntry, tuple] = {}  # partial __shape__ attrs: 0 = unknown dim
         for node in self.nodes:
             if node.op is not None:
                 continue
@@ -400,6 +413,22 @@ class _ShapeInference(_Inference):
                 self.values[NodeEntry(node, 0)] = given
             elif attr_shape is not None:
                 self.values[NodeEntry(node, 0)] = attr_shape
+            else:
+                hint = parse_shape_attr(node.attrs.get("__shape__"), partial=True)
+                if hint is not None:
+                    self.hints[NodeEntry(node, 0)] = hint
+
+    def set_value(self, entry: NodeEntry, value: Any, node: Node, slot: Callable[[], str]) -> bool:
+        """As the base class, and check the value against a partial ``__shape__`` hint."""
+        hint = self.hints.get(entry)
+        if hint is not None and value is not None and not _compatible(hint, tuple(value)):
+            pretty = "(" + ", ".join("?" if dim == 0 else str(dim) for dim in hint) + ")"
+            raise ShapeError(
+                f"{_where(node)}: {slot()} is inferred as {tuple(value)} but variable "
+                f"'{entry.node.name}' was declared with shape {pretty}; fix the declared "
+                f"shape or the shapes you passed"
+            )
+        return super().set_value(entry, value, node, slot)
 
     def normalize(self, value: Any) -> tuple:
         return tuple(int(dim) for dim in value)

@@ -124,3 +124,14 @@ def test_grouped_outputs_infer_together():
         ]
     )
     assert group.infer_shape(data=(3, 4))[1] == [(3, 2), (3, 5)]
+
+
+def test_partial_shape_attributes_are_checked_not_trusted():
+    """Gluon exports declare ``__shape__`` with 0 for dims fixed later: (4, 0) fits (4, 6)."""
+    weight = mx.sym.Variable("w", shape=(4, 0))
+    net = mx.sym.TestDense(mx.sym.Variable("data"), weight=weight, num_hidden=4, name="fc")
+    assert net.infer_shape(data=(2, 6))[0][1] == (4, 6)
+    wrong = mx.sym.Variable("w", shape=(5, 0))
+    net = mx.sym.TestDense(mx.sym.Variable("data"), weight=wrong, num_hidden=4, name="fc")
+    with pytest.raises(ShapeError, match=r"declared with shape \(5, \?\)"):
+        net.infer_shape(data=(2, 6))
