@@ -9,6 +9,10 @@ direction ``proj`` so that ``f(x) = sum(out * proj)`` is a scalar, asks the
 op's backward for ``df/dx`` with ``proj`` as the head gradient, and compares it
 with ``(f(x + eps/2) - f(x - eps/2)) / eps`` element by element, in float64.
 
+:func:`check_consistency` binds one Symbol on several contexts and dtypes
+(CPU, virtual GPUs, float32 / float64) and checks that outputs and gradients
+agree with the most precise run.
+
 Rule: comparisons report the *worst* element — its index, both values, the
 error and the tolerance — so a failure says where to look.  Default
 tolerances depend on the dtype, as MXNet's ``default_rtols`` / ``default_atols``.
@@ -43,6 +47,7 @@ from .base import MXNBError, NotSupportedError, ParamError
 
 __all__ = [
     "assert_almost_equal",
+    "check_consistency",
     "check_numeric_gradient",
     "check_symbolic_backward",
     "check_symbolic_forward",
@@ -515,3 +520,109 @@ def check_symbolic_backward(
             grads[name], want, rtol, atol, names=(f"BACKWARD_{name}", f"EXPECTED_{name}")
         )
     return grads
+
+
+# ---------------------------------------------------------------------------
+# consistency across contexts and dtypes
+# ---------------------------------------------------------------------------
+
+
+def check_consistency(
+    sym: Any,
+    ctx_list: Sequence[Mapping[str, Any]],
+    scale: float = 1.0,
+    grad_req: Any = "write",
+    arg_params: Mapping[str, Any] | None = None,
+    aux_params: Mapping[str, Any] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    is_train: bool = True,
+    seed: int = 0,
+) -> list[dict[str, np.ndarray]]:
+    """Bind ``sym`` once per entry of ``ctx_list`` and check that all runs agree (MXNet: same name).
+
+    Each entry is a dict with ``ctx`` (a Context), the argument shapes by name
+    and optionally ``type_dict``.  Every run gets the same random arguments
+    (uniform in ``[-scale, scale]`` unless given in ``arg_params``), runs
+    forward and, unless ``grad_req='null'``, backward with the same random
+    head gradients.  The run in the most precise dtype is the reference; the
+    others are compared with the tolerances of their own dtype.
+
+    Returns
+    -------
+    list of dict
+        Per run: ``output_<i>`` and ``grad_<name>`` as numpy arrays.
+    """
+    from . import ndarray as nd
+
+    if not ctx_list:
+        raise ParamError("check_consistency: ctx_list is empty")
+    rng = np.random.default_rng(seed)
+    runs = []
+    arguments = sym.list_arguments()
+    aux_names = sym.list_auxiliary_states()
+    for spec in ctx_list:
+        spec = dict(spec)
+        ctx = spec.pop("ctx", None) or default_context()
+        type_dict = spec.pop("type_dict", None) or {}
+        executor = sym.simple_bind(ctx, grad_req=grad_req, type_dict=type_dict, **spec)
+        runs.append((executor, type_dict))
+    reference_executor = runs[0][0]
+    values = {}
+    for name in arguments:
+        shape = reference_executor.arg_dict[name].shape
+        given = (arg_params or {}).get(name)
+        values[name] = (
+            _to_numpy(given).astype(np.float64)
+            if given is not None
+            else rng.uniform(-scale, scale, size=shape)
+        )
+    aux_values = {
+        name: _to_numpy((aux_params or {})[name]).astype(np.float64)
+        for name in aux_names
+        if name in (aux_params or {})
+    }
+    results = []
+    heads = None
+    for executor, _ in runs:
+        for name, value in values.items():
+            executor.arg_dict[name][:] = value
+        for name, value in aux_values.items():
+            executor.aux_dict[name][:] = value
+        executor.forward(is_train=is_train)
+        outputs = [out.asnumpy() for out in executor.outputs]
+        result = {f"output_{i}": out for i, out in enumerate(outputs)}
+        if grad_req != "null":
+            if heads is None:
+                heads = [rng.standard_normal(out.shape) for out in outputs]
+            executor.backward(
+                [
+                    nd.array(h, ctx=out.context, dtype=out.dtype)
+                    for h, out in zip(heads, executor.outputs)
+                ]
+            )
+            for name, grad in executor.grad_dict.items():
+                if grad is not None:
+                    result[f"grad_{name}"] = grad.asnumpy()
+        results.append(result)
+    precision = [
+        max(np.finfo(a.dtype).resolution if a.dtype.kind == "f" else 0 for a in r.values())
+        for r in results
+    ]
+    best = int(np.argmin(precision))
+    for index, result in enumerate(results):
+        if index == best:
+            continue
+        for key, value in result.items():
+            expected = results[best][key]
+            assert_almost_equal(
+                value,
+                expected.astype(value.dtype) if value.dtype != expected.dtype else expected,
+                rtol=rtol if rtol is not None else default_rtol(value.dtype) * 10,
+                atol=atol if atol is not None else default_atol(value.dtype),
+                names=(
+                    f"{key} of run {index} ({ctx_list[index].get('ctx', default_context())})",
+                    f"run {best}",
+                ),
+            )
+    return results

@@ -18,6 +18,7 @@ from mxnb.base import MXNBError, NotSupportedError, ParamError
 from mxnb.testing import (
     ToleranceError,
     assert_almost_equal,
+    check_consistency,
     check_numeric_gradient,
     check_symbolic_backward,
     check_symbolic_forward,
@@ -226,3 +227,66 @@ def test_numeric_gradient_of_every_differentiable_conformance_case(case):
         rtol=1e-3,
         atol=1e-5,
     )
+
+
+# -- check_consistency ---------------------------------------------------------------------------
+@pytest.fixture
+def one_virtual_gpu():
+    previous = mx.context.virtual_gpus()
+    mx.context.set_virtual_gpus(max(1, previous))
+    yield mx.gpu(0)
+    mx.context.set_virtual_gpus(previous)
+
+
+def _conv_net(final):
+    data = mx.sym.Variable("data")
+    net = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, pad=(1, 1), name="conv")
+    net = mx.sym.Activation(mx.sym.BatchNorm(net, fix_gamma=False, name="bn"), act_type="tanh")
+    return final(mx.sym.FullyConnected(net, num_hidden=3, name="fc"))
+
+
+@pytest.mark.timeout(120)
+def test_check_consistency_across_dtypes_and_devices(one_virtual_gpu):
+    net = _conv_net(lambda sym: sym)
+    shape = (2, 2, 5, 5)
+    runs = check_consistency(
+        net,
+        [
+            {"ctx": mx.cpu(0), "data": shape, "type_dict": {"data": np.float64}},
+            {"ctx": mx.cpu(0), "data": shape, "type_dict": {"data": np.float32}},
+            {"ctx": one_virtual_gpu, "data": shape, "type_dict": {"data": np.float32}},
+        ],
+    )
+    assert [run["output_0"].dtype for run in runs] == [np.float64, np.float32, np.float32]
+    assert {"grad_data", "grad_conv_weight", "grad_bn_gamma", "grad_fc_bias"} <= set(runs[0])
+
+
+class _DeviceBiased(op.CustomOp):
+    """Identity on the CPU, off by 0.01 elsewhere: the control for check_consistency."""
+
+    def __init__(self, bias: float) -> None:
+        super().__init__()
+        self.bias = bias
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self.assign(out_data[0], req[0], in_data[0] + self.bias)
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        self.assign(in_grad[0], req[0], out_grad[0])
+
+
+@op.register("t_device_biased")
+class _DeviceBiasedProp(op.CustomOpProp):
+    def create_operator(self, ctx, shapes, dtypes):
+        return _DeviceBiased(0.0 if ctx.device_type == "cpu" else 0.01)
+
+
+@pytest.mark.timeout(120)
+def test_check_consistency_catches_a_device_that_differs(one_virtual_gpu):
+    net = _conv_net(lambda sym: mx.sym.Custom(sym, op_type="t_device_biased"))
+    shape = (2, 2, 5, 5)
+    with pytest.raises(ToleranceError, match="output_0"):
+        check_consistency(
+            net,
+            [{"ctx": mx.cpu(0), "data": shape}, {"ctx": one_virtual_gpu, "data": shape}],
+        )
