@@ -147,6 +147,31 @@ class CustomOpProp:
             [in_type[0]] * len(self.list_auxiliary_states()),
         )
 
+    def infer_storage_type(self, in_stype: list[str]) -> tuple[Any, Any, Any]:
+        """Storage types (MXNet-compatible; mxnb arrays are dense, so all ``'default'``)."""
+        return (
+            in_stype,
+            [in_stype[0]] * len(self.list_outputs()),
+            [in_stype[0]] * len(self.list_auxiliary_states()),
+        )
+
+    def infer_storage_type_backward(
+        self,
+        ograd_stype: list[str],
+        in_stype: list[str],
+        out_stype: list[str],
+        igrad_stype: list[str],
+        aux_stype: list[str],
+    ) -> tuple[Any, Any, Any, Any, Any]:
+        """Backward storage types (MXNet-compatible; all ``'default'`` in mxnb)."""
+        return (
+            ["default"] * len(ograd_stype),
+            ["default"] * len(in_stype),
+            ["default"] * len(out_stype),
+            ["default"] * len(igrad_stype),
+            ["default"] * len(aux_stype),
+        )
+
     def list_outputs(self) -> list[str]:
         """Names of the outputs (default ``['output']``)."""
         return ["output"]
