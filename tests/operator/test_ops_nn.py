@@ -21,7 +21,7 @@ def _rand(*shape, seed=0):
 
 def _conv_reference(x, w, b, stride, pad, dilate, groups):
     """Direct definition of MXNet's convolution, one output pixel at a time (small shapes only)."""
-    n, c, h, wd = x.shape
+    n, _c, h, wd = x.shape
     f, cg, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
     oh = (h + 2 * pad[0] - dilate[0] * (kh - 1) - 1) // stride[0] + 1
@@ -45,15 +45,17 @@ def _conv_reference(x, w, b, stride, pad, dilate, groups):
 
 
 CONV_CASES = [
-    dict(kernel=(3, 3), num_filter=4),
-    dict(kernel=(3, 3), num_filter=4, pad=(1, 1)),
-    dict(kernel=(3, 3), num_filter=4, stride=(2, 2), pad=(1, 1)),
-    dict(kernel=(3, 2), num_filter=4, dilate=(2, 1), pad=(2, 0)),
-    dict(kernel=(3, 3), num_filter=6, num_group=2, pad=(1, 1), no_bias=True),
-    dict(kernel=(2, 2), num_filter=2, stride=(2, 1), num_group=2),
-    dict(
-        kernel=(1, 1), num_filter=3, pad=(1, 1)
-    ),  # padding beyond the kernel: col2im data gradient
+    {"kernel": (3, 3), "num_filter": 4},
+    {"kernel": (3, 3), "num_filter": 4, "pad": (1, 1)},
+    {"kernel": (3, 3), "num_filter": 4, "stride": (2, 2), "pad": (1, 1)},
+    {"kernel": (3, 2), "num_filter": 4, "dilate": (2, 1), "pad": (2, 0)},
+    {"kernel": (3, 3), "num_filter": 6, "num_group": 2, "pad": (1, 1), "no_bias": True},
+    {"kernel": (2, 2), "num_filter": 2, "stride": (2, 1), "num_group": 2},
+    {
+        "kernel": (1, 1),
+        "num_filter": 3,
+        "pad": (1, 1),
+    },  # padding beyond the kernel: col2im data gradient
 ]
 
 
@@ -115,9 +117,16 @@ def test_convolution_backward_reads_data_and_weight_not_output():
 @pytest.mark.parametrize(
     "params",
     [
-        dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), adj=(1, 1), num_filter=3, no_bias=False),
-        dict(kernel=(2, 2), stride=(1, 1), num_filter=4, num_group=2),
-        dict(kernel=(3, 3), stride=(2, 2), num_filter=2, target_shape=(8, 8)),
+        {
+            "kernel": (3, 3),
+            "stride": (2, 2),
+            "pad": (1, 1),
+            "adj": (1, 1),
+            "num_filter": 3,
+            "no_bias": False,
+        },
+        {"kernel": (2, 2), "stride": (1, 1), "num_filter": 4, "num_group": 2},
+        {"kernel": (3, 3), "stride": (2, 2), "num_filter": 2, "target_shape": (8, 8)},
     ],
 )
 def test_deconvolution_is_the_transpose_of_convolution(params):
@@ -134,13 +143,13 @@ def test_deconvolution_is_the_transpose_of_convolution(params):
     ][0]
     # conv with the same weight read as (num_filter... ) -> (C, F/g, k, k) is conv's (F', C'/g, k, k)
     kernel = tuple(params["kernel"])
-    conv_params = dict(
-        kernel=kernel,
-        num_filter=x.shape[1],
-        num_group=params.get("num_group", 1),
-        stride=params.get("stride", (1, 1)),
-        no_bias=True,
-    )
+    conv_params = {
+        "kernel": kernel,
+        "num_filter": x.shape[1],
+        "num_group": params.get("num_group", 1),
+        "stride": params.get("stride", (1, 1)),
+        "no_bias": True,
+    }
     total = 2 * np.array(kernel) * 0
     pad = params.get("pad", (0, 0))
     if "target_shape" in params:
@@ -158,15 +167,21 @@ def test_deconvolution_is_the_transpose_of_convolution(params):
 
 
 POOL_CASES = [
-    dict(kernel=(2, 2), stride=(2, 2), pool_type="max"),
-    dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="max"),
-    dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="avg"),
-    dict(kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="avg", count_include_pad=False),
-    dict(kernel=(3, 3), stride=(2, 2), pool_type="max", pooling_convention="full"),
-    dict(kernel=(2, 2), stride=(2, 2), pool_type="avg", pooling_convention="full"),
-    dict(kernel=(3, 3), stride=(2, 2), pool_type="sum", pooling_convention="same"),
-    dict(kernel=(1, 1), global_pool=True, pool_type="max"),
-    dict(kernel=(1, 1), global_pool=True, pool_type="avg"),
+    {"kernel": (2, 2), "stride": (2, 2), "pool_type": "max"},
+    {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "max"},
+    {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "avg"},
+    {
+        "kernel": (3, 3),
+        "stride": (2, 2),
+        "pad": (1, 1),
+        "pool_type": "avg",
+        "count_include_pad": False,
+    },
+    {"kernel": (3, 3), "stride": (2, 2), "pool_type": "max", "pooling_convention": "full"},
+    {"kernel": (2, 2), "stride": (2, 2), "pool_type": "avg", "pooling_convention": "full"},
+    {"kernel": (3, 3), "stride": (2, 2), "pool_type": "sum", "pooling_convention": "same"},
+    {"kernel": (1, 1), "global_pool": True, "pool_type": "max"},
+    {"kernel": (1, 1), "global_pool": True, "pool_type": "avg"},
 ]
 
 

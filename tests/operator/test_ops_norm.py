@@ -125,7 +125,7 @@ def test_softmax_output_gradient_ignores_head_and_normalizes():
         ({"normalization": "batch", "grad_scale": 2.0}, 2.0 / 4, [1, 1, 1, 1]),
         ({"normalization": "valid", "use_ignore": True, "ignore_label": 2}, 1.0 / 2, [1, 0, 1, 0]),
     ]:
-        outs, _, state = eager.run_forward("SoftmaxOutput", [x, label], params)
+        _outs, _, state = eager.run_forward("SoftmaxOutput", [x, label], params)
         grads = eager.run_backward(state, [np.full((4, 3), 123.0)])
         expected = (_softmax(x) - onehot) * scale * np.array(rows)[:, None]
         np.testing.assert_allclose(grads[0], expected)
