@@ -106,6 +106,7 @@ class Var:
         "name",
         "pending_reads",
         "pending_write",
+        "prune_at",
         "queue",
         "readers",
         "writes_done",
@@ -120,6 +121,7 @@ class Var:
         self.pending_write: Opr | None = None  # oldest incomplete write
         self.last_write: Opr | None = None  # newest incomplete write
         self.readers: list[Opr] = []  # reads pushed since last_write
+        self.prune_at = _READERS_PRUNE  # drop finished readers when the list grows past this
         self.error: _ErrorRef | None = None  # set when an op writing this var failed
         self.deleted = False  # push_delete was pushed
         self.writes_pushed = 0  # writes pushed so far
@@ -529,8 +531,9 @@ class Engine:
                     wait += 1
                 readers = var.readers
                 readers.append(opr)
-                if len(readers) > _READERS_PRUNE:
-                    var.readers = [r for r in readers if r.state != DONE]
+                if len(readers) > var.prune_at:  # amortised O(1): the bound doubles
+                    readers = var.readers = [r for r in readers if r.state != DONE]
+                    var.prune_at = max(_READERS_PRUNE, 2 * len(readers))
             for var in mutate:
                 var.writes_pushed += 1
                 var.last_write = opr

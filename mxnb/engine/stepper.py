@@ -30,6 +30,7 @@ Example::
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 from ..base import EngineError
@@ -63,6 +64,7 @@ class StepEngine(Engine):
     def __init__(self) -> None:
         super().__init__()
         self._ready: dict[int, Opr] = {}
+        self._order: list[tuple[int, int]] = []  # heap of (-priority, op id); stale ids skipped
         self._live: dict[int, Opr] = {}
         self._contexts = RunContextCache(None, "step")
 
@@ -88,6 +90,7 @@ class StepEngine(Engine):
     def _dispatch(self, opr: Opr) -> None:
         with self._lock:
             self._ready[opr.id] = opr
+            heapq.heappush(self._order, (-opr.priority, opr.id))
 
     # -- the schedule, by hand -------------------------------------------------
     def ready_ops(self) -> list[OpInfo]:
@@ -105,10 +108,14 @@ class StepEngine(Engine):
     def step(self) -> OpInfo | None:
         """Run the next ready op (highest priority, then push order); None when none is ready."""
         with self._lock:
-            if not self._ready:
+            opr = None
+            while self._order:
+                _, op_id = heapq.heappop(self._order)
+                opr = self._ready.pop(op_id, None)
+                if opr is not None:
+                    break
+            if opr is None:
                 return None
-            opr = min(self._ready.values(), key=lambda o: (-o.priority, o.id))
-            del self._ready[opr.id]
         return self._run_now(opr)
 
     def run_op(self, op_id: int) -> OpInfo:
