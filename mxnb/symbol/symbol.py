@@ -188,7 +188,7 @@ class Symbol:
             names = self.list_outputs()
             matches = [i for i, name in enumerate(names) if name == index]
             if not matches:
-                raise KeyError(f"no output named {index!r}; the outputs are: {', '.join(names)}")
+                raise GraphError(f"no output named {index!r}; the outputs are: {', '.join(names)}")
             if len(matches) > 1:
                 raise GraphError(f"several outputs are named {index!r}; index them by position")
             return Symbol([self._outputs[matches[0]]])
@@ -603,7 +603,17 @@ class Symbol:
             raise AttributeError(
                 f"Symbol.{name} needs the operator {op_name!r}, which is not registered"
             )
-        return functools.partial(_creation.create, op_name, self)
+        if name == "reshape":
+            return self._reshape
+        return functools.partial(_creation.create, op_name, self, hint=name)
+
+    def _reshape(self, *shape: Any, **kwargs: Any) -> Symbol:
+        """``sym.reshape((2, -1))``, ``sym.reshape(2, -1)`` or ``sym.reshape(shape=(2, -1))``."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if shape:
+            kwargs["shape"] = tuple(shape)
+        return _creation.create("reshape", self, hint="reshape", **kwargs)
 
     def __dir__(self) -> list[str]:
         fluent = [name for name, op in _FLUENT.items() if registry.find(op) is not None]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import pickle
 
+import numpy as np
 import pytest
 
 import mxnb as mx
@@ -133,7 +134,7 @@ def test_group_indexing_and_iteration():
     assert [s.name for s in group] == ["fc1", "fc2"]
     assert len(group) == 2 and group[0:1].list_outputs() == ["fc1_output"]
     assert group.list_arguments() == ["data", "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"]
-    with pytest.raises(KeyError, match="fc1_output, fc2_output"):
+    with pytest.raises(ValueError, match="fc1_output, fc2_output"):
         group["fc3_output"]
 
 
@@ -302,3 +303,15 @@ def test_real_operator_errors_name_the_node():
         net.infer_shape(data=(32, 100), fc1_weight=(10, 784))
     with pytest.raises(ParamError, match="Convolution 'conv'.*kernel"):
         mx.sym.Convolution(data, num_filter=3, name="conv")
+
+
+def test_fluent_methods_apply_registered_ops_to_the_symbol():
+    x = mx.sym.Variable("x")
+    assert x.reshape((3, -1)).infer_shape(x=(6, 4))[1] == [(3, 8)]
+    assert x.reshape(shape=(2, 12)).infer_shape(x=(6, 4))[1] == [(2, 12)]
+    assert x.sum(axis=1).infer_shape(x=(6, 4))[1] == [(6,)]
+    halves = x.split(num_outputs=2, axis=1)
+    assert halves.name == "split0" and halves.infer_shape(x=(6, 4))[1] == [(6, 2), (6, 2)]
+    assert x.astype("float16").infer_type(x="float32")[1] == [np.float16]
+    with pytest.raises(AttributeError):
+        x.no_such_method  # noqa: B018
