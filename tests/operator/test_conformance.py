@@ -7,7 +7,9 @@ reference runner (forward, then backward with the declared dependencies
 only) and compare shapes and dtypes exactly and values within the README's
 tolerance (rtol 1e-4, atol 1e-5; convolution weight gradients atol 1e-4 as
 the README allows for a float32 summation order different from MXNet's).
-When ``mx.nd`` can invoke registered ops, the forward also runs through it.
+Every case also runs as MXNet ran it: ``mx.nd.<op>`` under
+``autograd.record`` and ``autograd.backward`` (engine, NDArray invoke,
+recorded graph).
 """
 
 from __future__ import annotations
@@ -81,3 +83,46 @@ def test_case_through_eager(case):
     for name, grad in zip(arguments, grads):
         if f"grad_{name}" in arrays:
             _close(grad, arrays[f"grad_{name}"], f"{case['name']} grad {name}", atol)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
+def test_case_through_nd_and_autograd(case):
+    """The same case as MXNet ran it: ``mx.nd.<op>`` under ``autograd.record``, then ``autograd.backward``.
+
+    Forward goes through the engine and NDArray invoke; aux states are the
+    NDArrays passed after the arguments and are updated in place; gradients
+    come from the recorded graph pushing each op's backward.
+    """
+    import mxnb as mx
+
+    arrays = _load(case)
+    inputs, aux = _split_inputs(case, arrays)
+    specs = [spec for spec in case["inputs"] if not spec["is_aux"]]
+    nd_inputs = [mx.nd.array(x) for x in inputs]
+    nd_aux = [mx.nd.array(a) for a in aux]
+    for spec, array in zip(specs, nd_inputs):
+        if spec["requires_grad"]:
+            array.attach_grad()
+    with mx.autograd.record(train_mode=case["train_mode"]):
+        result = getattr(mx.nd, case["op"])(*nd_inputs, *nd_aux, **case["kwargs"])
+    outputs = list(result) if isinstance(result, (list, tuple)) else [result]
+    for spec in case["outputs"]:
+        i = spec["index"]
+        _close(outputs[i].asnumpy(), arrays[f"output_{i}"], f"{case['name']} nd output {i}")
+    aux_names = [spec["name"] for spec in case["inputs"] if spec["is_aux"]]
+    for name, value in zip(aux_names, nd_aux):
+        if f"aux_out_{name}" in arrays:
+            _close(value.asnumpy(), arrays[f"aux_out_{name}"], f"{case['name']} nd aux {name}")
+    if not case["gradients"]:
+        return
+    heads = [mx.nd.array(arrays[f"head_grad_{i}"]) for i in range(len(outputs))]
+    mx.autograd.backward(outputs, heads)
+    atol = LOOSE_ATOL.get(case["op"], ATOL)
+    for spec, array in zip(specs, nd_inputs):
+        if f"grad_{spec['name']}" in arrays:
+            _close(
+                array.grad.asnumpy(),
+                arrays[f"grad_{spec['name']}"],
+                f"{case['name']} nd grad {spec['name']}",
+                atol,
+            )
