@@ -20,7 +20,7 @@ How the reference figures in ``mxnet_reference.json`` were produced::
   block's size is the largest entry in it; external arrays (arguments,
   gradients, aux states) are left out.  Recorded where running the network
   is cheap; elsewhere ``bytes`` is None and ``mb`` is the figure.  The
-  LSTM's exact inference figure at batch 32 was taken the same way by hand
+  LSTM's exact inference figures were taken the same way by hand
   (running its backward under the monitor grew past 3 GB in MXNet and was
   stopped).
 

@@ -1,0 +1,176 @@
+"""Memory planning figures for the zoo networks, beside MXNet 1.9.1's own, and executor speed.
+
+Prints, for MLP, LeNet, AlexNet, VGG-16, ResNet-18 (ImageNet shapes) and the
+unrolled 2-layer LSTM (35 steps, 200 hidden), at batch 1, 32 and 64, for
+inference (grad_req='null') and training (grad_req='write'):
+
+    naive        every internal entry its own storage
+    inplace      in-place only
+    coshare      co-share only
+    both         both strategies (what the executor uses)
+    naive/both   how much planning saves
+    mxnet        MXNet 1.9.1's GraphExecutor for the same graph and shapes
+                 (benchmarks/mxnet_reference.json; exact bytes where measured,
+                 else its "Total N MB allocated", N floored)
+    both/mxnet   below 1.00: mxnb plans less
+
+then the time to plan ResNet-50 (target under 1 s) and the executor's
+forward+backward time for the MLP and LeNet relative to the same network
+run op by op through mx.nd under autograd, in the same run (target: <= 1).
+
+Run: ``.venv/bin/python benchmarks/memory_plan.py`` (``--quick``: batch 32 only).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import mxnb as mx
+from mxnb.executor import zoo
+from mxnb.ndarray.invoke import invoke
+from mxnb.symbol.graph import NodeEntry, topo_sort
+
+HERE = Path(__file__).resolve().parent
+NETWORKS = ("mlp", "lenet", "alexnet", "vgg16", "resnet18", "lstm")
+MB = float(1 << 20)
+
+
+def reference() -> dict:
+    data = json.loads((HERE / "mxnet_reference.json").read_text())
+    return {(r["network"], r["batch"], r["mode"]): r for r in data["runs"]}
+
+
+def mxnet_bytes(run: dict | None) -> tuple[float | None, str]:
+    """MXNet's planned bytes and how exact the figure is ('' exact, '~' floored MB)."""
+    if run is None:
+        return None, ""
+    if run["bytes"] is not None:
+        return float(run["bytes"]), ""
+    return float(run["mb"]) * MB, "~"
+
+
+def plan_table(batches: tuple[int, ...]) -> None:
+    refs = reference()
+    header = (
+        f"{'network':<9} {'batch':>5} {'mode':<9} {'naive MB':>10} {'inplace':>9} "
+        f"{'coshare':>9} {'both':>9} {'naive/both':>10} {'mxnet MB':>10} {'both/mxnet':>10}"
+    )
+    print(header)
+    print("-" * len(header))
+    for name in NETWORKS:
+        sym = zoo.build(name)
+        for batch in batches:
+            shapes = zoo.input_shapes(name, batch)
+            for mode, req in (("inference", "null"), ("training", "write")):
+                graph = mx.executor.graph.build_graph(sym, shapes, grad_req=req)
+                plans = {}
+                for key, inplace, coshare in (
+                    ("naive", False, False),
+                    ("inplace", True, False),
+                    ("coshare", False, True),
+                    ("both", True, True),
+                ):
+                    plan = mx.executor.memory.plan_graph(graph, inplace=inplace, coshare=coshare)
+                    plan.check()
+                    plans[key] = plan.internal_bytes
+                theirs, mark = mxnet_bytes(refs.get((name, batch, mode)))
+                versus = f"{mark}{plans['both'] / theirs:.2f}" if theirs else "-"
+                theirs_text = f"{mark}{theirs / MB:.2f}" if theirs else "-"
+                print(
+                    f"{name:<9} {batch:>5} {mode:<9} {plans['naive'] / MB:>10.2f} "
+                    f"{plans['inplace'] / MB:>9.2f} {plans['coshare'] / MB:>9.2f} "
+                    f"{plans['both'] / MB:>9.2f} {plans['naive'] / plans['both']:>10.2f} "
+                    f"{theirs_text:>10} {versus:>10}",
+                    flush=True,
+                )
+
+
+def planning_time() -> None:
+    sym = zoo.resnet(num_layers=50)
+    shapes = zoo.input_shapes("resnet50", 32)
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        plan = mx.executor.plan_memory(sym, shapes, grad_req="write")
+        times.append(time.perf_counter() - start)
+    print(
+        f"\nplan ResNet-50 (batch 32, training: {len(plan.steps)} steps, {len(plan.entries)} "
+        f"entries): {statistics.median(times):.3f} s (median of 3; target < 1 s)"
+    )
+
+
+def imperative_step(sym, arrays: dict, aux: dict, heads) -> None:
+    """Run the symbol's graph node by node through the imperative invoke, under autograd."""
+    values: dict[NodeEntry, object] = {}
+    with mx.autograd.record():
+        for node in topo_sort(sym._outputs):
+            if node.op is None:
+                values[NodeEntry(node, 0)] = arrays.get(node.name, aux.get(node.name))
+                continue
+            num_args = node.num_arguments()
+            inputs = [values[entry] for entry in node.inputs[:num_args]]
+            aux_in = [values[entry] for entry in node.inputs[num_args:]]
+            outputs = invoke(node.op, inputs, aux=aux_in or None, name=node.name)
+            for index, output in enumerate(outputs):
+                values[NodeEntry(node, index)] = output
+    mx.autograd.backward([values[head] for head in heads])
+
+
+def executor_speed(batch: int = 64, repeats: int = 20) -> None:
+    print(f"\nexecutor forward+backward vs op by op through mx.nd + autograd (batch {batch}):")
+    rng = np.random.default_rng(0)
+    for name in ("mlp", "lenet"):
+        sym = zoo.build(name)
+        shapes = zoo.input_shapes(name, batch)
+        exe = sym.simple_bind(mx.cpu(), grad_req="write", **shapes)
+        for key, array in exe.arg_dict.items():
+            if key == "softmax_label":
+                array[:] = rng.integers(0, 10, array.shape)
+            else:
+                array[:] = rng.standard_normal(array.shape).astype("float32") * 0.1
+        arrays = {key: value.copy() for key, value in exe.arg_dict.items()}
+        for key, value in arrays.items():
+            if key != "softmax_label":
+                value.attach_grad()
+        aux = {key: value.copy() for key, value in exe.aux_dict.items()}
+
+        def run_executor(exe=exe) -> None:
+            exe.forward(is_train=True)
+            exe.backward()
+            mx.nd.waitall()
+
+        def run_imperative(sym=sym, arrays=arrays, aux=aux) -> None:
+            imperative_step(sym, arrays, aux, sym._outputs)
+            mx.nd.waitall()
+
+        for run in (run_executor, run_imperative):
+            run()  # warm up
+        timings = {"executor": [], "mx.nd": []}
+        for _ in range(repeats):
+            for key, run in (("executor", run_executor), ("mx.nd", run_imperative)):
+                start = time.perf_counter()
+                run()
+                timings[key].append(time.perf_counter() - start)
+        ours = statistics.median(timings["executor"])
+        theirs = statistics.median(timings["mx.nd"])
+        print(
+            f"  {name:<6} executor {ours * 1e3:8.2f} ms   mx.nd {theirs * 1e3:8.2f} ms   "
+            f"executor/mx.nd {ours / theirs:5.2f}   (engine: {mx.engine.engine_type()})"
+        )
+
+
+def main() -> None:
+    batches = (32,) if "--quick" in sys.argv else (1, 32, 64)
+    plan_table(batches)
+    planning_time()
+    executor_speed()
+
+
+if __name__ == "__main__":
+    main()
