@@ -344,6 +344,7 @@ _ELEMWISE_ALIASES = {
     "elemwise_mul": ["_mul", "_Mul"],
     "elemwise_div": ["_div", "_Div"],
     "_power": ["_Power"],
+    "_mod": ["_Mod"],
     "_maximum": ["_Maximum"],
     "_minimum": ["_Minimum"],
 }
@@ -484,6 +485,12 @@ SCALAR: dict[str, ScalarRule] = {
     "_mod_scalar": ScalarRule(
         lambda xp, x, s: xp.mod(x, s), lambda xp, g, x, y, s: g, NONE, "data modulo scalar."
     ),
+    "_rmod_scalar": ScalarRule(
+        lambda xp, x, s: xp.mod(s, x),
+        lambda xp, g, x, y, s: -g * xp.floor(s / x),
+        INPUT,
+        "scalar modulo data.",
+    ),
     "_power_scalar": ScalarRule(
         lambda xp, x, s: x**s, lambda xp, g, x, y, s: g * s * x ** (s - 1), INPUT, "data ** scalar."
     ),
@@ -536,6 +543,8 @@ _SCALAR_ALIASES = {
     "_rpower_scalar": ["_RPowerScalar"],
     "_maximum_scalar": ["_MaximumScalar"],
     "_minimum_scalar": ["_MinimumScalar"],
+    "_mod_scalar": ["_ModScalar"],
+    "_rmod_scalar": ["_RModScalar"],
 }
 
 
