@@ -8,6 +8,7 @@ Chapters of this package:
                       inference, JSON and executor hooks
     creation.py       making nodes: Variable, operators applied (implicit variables named
                       like MXNet), Group, arithmetic through the registered ops
+    random.py         ``mx.sym.random.uniform / normal / randint`` nodes
     serialization.py  MXNet 1.x symbol JSON, written as MXNet writes it; old and Gluon files read
 
 ``mx.sym.<Name>`` exists for every registered operator (module-level
@@ -33,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..operator import registry
-from . import graph
+from . import graph, random
 from .creation import Group, Variable, create, var
 from .scope import AttrScope, NameManager, Prefix
 from .serialization import from_json
@@ -53,6 +54,7 @@ __all__ = [
     "load",
     "load_json",
     "ones",
+    "random",
     "var",
     "zeros",
 ]

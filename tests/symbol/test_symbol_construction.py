@@ -315,3 +315,11 @@ def test_fluent_methods_apply_registered_ops_to_the_symbol():
     assert x.astype("float16").infer_type(x="float32")[1] == [np.float16]
     with pytest.raises(AttributeError):
         x.no_such_method  # noqa: B018
+
+
+def test_random_nodes_have_no_inputs_and_a_shape():
+    noise = mx.sym.random.uniform(-1, 1, shape=(2, 3))
+    assert noise.name == "_random_uniform0" and noise.list_arguments() == []
+    assert (noise + mx.sym.random.normal(shape=(2, 3))).infer_shape()[1] == [(2, 3)]
+    with pytest.raises(NotSupportedError, match="Symbol as low"):
+        mx.sym.random.uniform(mx.sym.Variable("low"), 1, shape=(2,))
