@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import GraphError, NotSupportedError, ParamError
+from ..base import DTYPE_TO_FLAG, GraphError, NotSupportedError, ParamError, np_dtype
 from ..operator import registry
 from ..operator.param import REQUIRED
 from .graph import Node, NodeEntry
@@ -83,8 +83,6 @@ def Variable(
     if wd_mult is not None:
         attrs["__wd_mult__"] = str(wd_mult)
     if dtype is not None:
-        from ..base import DTYPE_TO_FLAG, np_dtype
-
         attrs["__dtype__"] = str(DTYPE_TO_FLAG[np_dtype(dtype)])
     if init is not None:
         attrs["__init__"] = init if isinstance(init, str) else init.dumps()
