@@ -50,7 +50,7 @@ from typing import Any
 from ..base import EngineError, OpError, VarDeletedError
 from ..context import Context, RunContext
 from . import trace
-from .trace import Dependency, DepKind
+from .trace import DepKind
 
 __all__ = [
     "DONE",
@@ -346,7 +346,7 @@ class Engine:
         """Return a new var (MXNet: ``NewVariable``); ``name`` shows in traces and errors."""
         var = Var(name)
         if trace.enabled:
-            trace.emit(trace.VarNew(trace.now(), var.id, var.name))
+            trace.record(trace.VarNew, trace.now(), var.id, var.name)
         return var
 
     # -- pushing -------------------------------------------------------------
@@ -551,49 +551,46 @@ class Engine:
             opr.wait_count = wait
             self._num_pending += 1
             if tracing:
-                trace.emit(
-                    trace.OpPush(
-                        trace.now(),
-                        opr.id,
-                        opr.name,
-                        str(opr.ctx),
-                        tuple(v.id for v in const),
-                        tuple(v.id for v in mutate),
-                        opr.priority,
-                        waits_on,
-                        threading.current_thread().name,
-                    )
-                )
+                now = trace.now()
+                trace.record(trace._build_push, now, opr, waits_on, threading.current_thread())
+                if wait == 0:
+                    trace.record(trace.OpReady, now, opr.id)
             if self.slow_wait_threshold is not None:
                 opr.push_time = trace.now()
                 opr.waited_on = self._chain(waits_on)
             if wait == 0:
                 opr.state = READY
-                if tracing:
-                    trace.emit(trace.OpReady(trace.now(), opr.id))
         if wait == 0:
             self._dispatch(opr)
         return opr.id
 
-    def _dependencies(self, opr: Opr) -> tuple[Dependency, ...]:
-        """The unfinished earlier ops ``opr`` waits on, per var and why (call under the lock)."""
-        deps: list[Dependency] = []
+    def _dependencies(self, opr: Opr) -> tuple[tuple[int, int, DepKind, Opr, Var], ...]:
+        """The unfinished earlier ops ``opr`` waits on, per var and why (call under the lock).
+
+        Returns raw ``(op_id, var_id, kind, op, var)`` tuples; the trace builds
+        :class:`~mxnb.engine.trace.Dependency` events from them when read.
+        """
+        deps = []
         for var in opr.const_vars:
             writer = var.last_write
             if writer is not None:
-                deps.append(Dependency(writer.id, var.id, DepKind.RAW))
+                deps.append((writer.id, var.id, DepKind.RAW, writer, var))
         for var in opr.mutate_vars:
             writer = var.last_write
             if writer is not None:
-                deps.append(Dependency(writer.id, var.id, DepKind.WAW))
+                deps.append((writer.id, var.id, DepKind.WAW, writer, var))
             for reader in var.readers:
                 if reader.state != DONE:
-                    deps.append(Dependency(reader.id, var.id, DepKind.WAR))
+                    deps.append((reader.id, var.id, DepKind.WAR, reader, var))
         return tuple(deps)
 
-    def _chain(self, deps: tuple[Dependency, ...]) -> tuple[str, ...]:
-        """Debug mode: a readable chain of the ops ``deps`` names (call under the lock)."""
-        return tuple(f"op#{dep.op_id} via var#{dep.var_id} ({dep.kind.value})" for dep in deps)
+    def _chain(self, deps: tuple[tuple[int, int, DepKind, Opr, Var], ...]) -> tuple[str, ...]:
+        """Debug mode: the ops ``deps`` names, each followed by what it waited on itself."""
+        chain: list[str] = []
+        for op_id, _, kind, other, var in deps:
+            chain.append(f"'{other.name}' (id {op_id}) via var {var.name!r} ({kind.value})")
+            chain.extend(f"  {link}" for link in other.waited_on[:8])
+        return tuple(chain[:16])
 
     # -- running -------------------------------------------------------------
     def _dispatch(self, opr: Opr) -> None:
@@ -624,8 +621,8 @@ class Engine:
             if var.error is not None and var.error.exc is not None:
                 return self._complete(opr, None, inherited=var.error)
         if trace.enabled:
-            trace.emit(
-                trace.OpStart(trace.now(), opr.id, rctx.worker, threading.current_thread().name)
+            trace.record(
+                trace._build_start, trace.now(), opr.id, rctx.worker, threading.current_thread()
             )
         opr.state = RUNNING
         fn = opr.fn
@@ -723,15 +720,15 @@ class Engine:
                     error = f"skipped: input failed in op '{inherited.op_name}'"
                 else:
                     error = None
-                trace.emit(
-                    trace.OpEnd(trace.now(), opr.id, error, inherited is not None and exc is None)
+                trace.record(
+                    trace.OpEnd, trace.now(), opr.id, error, inherited is not None and exc is None
                 )
                 if opr.deletes is not None:
-                    trace.emit(trace.VarDelete(trace.now(), opr.deletes.id))
+                    trace.record(trace.VarDelete, trace.now(), opr.deletes.id)
             for successor in ready:
                 successor.state = READY
                 if tracing:
-                    trace.emit(trace.OpReady(trace.now(), successor.id))
+                    trace.record(trace.OpReady, trace.now(), successor.id)
         return ready
 
     def _note_slow_wait(self, opr: Opr) -> None:
@@ -792,7 +789,7 @@ class Engine:
                 self._stuck_check()
         finally:
             if tracing:
-                trace.emit(trace.WaitEnd(trace.now(), wait_id))
+                trace.record(trace.WaitEnd, trace.now(), wait_id)
 
     def _poll_interval(self) -> float:
         return self._wait_poll

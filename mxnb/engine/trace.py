@@ -33,11 +33,15 @@ Example::
 from __future__ import annotations
 
 import enum
+import json
+import os
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TypeVar
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
+
+from ..base import FormatError
 
 __all__ = [
     "DepKind",
@@ -47,15 +51,19 @@ __all__ = [
     "OpPush",
     "OpReady",
     "OpStart",
+    "OpSummary",
+    "StatsRow",
     "StorageAlloc",
     "StorageFree",
     "Trace",
+    "TraceStats",
     "VarDelete",
     "VarNew",
     "WaitBegin",
     "WaitEnd",
     "emit",
     "now",
+    "record",
 ]
 
 now = time.perf_counter
@@ -169,7 +177,37 @@ _attach_lock = threading.Lock()
 def emit(event: Event) -> None:
     """Append ``event`` to every attached recorder (call only when ``enabled``)."""
     for recorder in _recorders:
-        recorder.events.append(event)  # list.append is atomic under the GIL
+        recorder._log.append(event)  # list.append is atomic under the GIL
+
+
+def record(*raw: Any) -> None:
+    """Append a raw record ``(builder, *args)``; it becomes ``builder(*args)`` when read.
+
+    The engine's hot path uses this instead of :func:`emit`: building a frozen
+    dataclass costs more than the op it describes, so events are built lazily,
+    off the hot path, the first time :attr:`Trace.events` is read.
+    """
+    for recorder in _recorders:
+        recorder._log.append(raw)
+
+
+# Builders for the engine's raw records (see :func:`record`).
+def _build_push(t: float, opr: Any, deps: tuple, thread: threading.Thread) -> OpPush:
+    return OpPush(
+        t,
+        opr.id,
+        opr.name,
+        repr(opr.ctx),
+        tuple(v.id for v in opr.const_vars),
+        tuple(v.id for v in opr.mutate_vars),
+        opr.priority,
+        tuple(Dependency(dep[0], dep[1], dep[2]) for dep in deps),
+        thread.name,
+    )
+
+
+def _build_start(t: float, op_id: int, worker: str, thread: threading.Thread) -> OpStart:
+    return OpStart(t, op_id, worker, thread.name)
 
 
 class Trace:
@@ -177,19 +215,39 @@ class Trace:
 
     Use as ``with mx.engine.trace() as tr:`` (attached for the block) or call
     :meth:`attach` / :meth:`detach`.  Several recorders may be attached at
-    once; each gets every event.
+    once; each gets every event.  ``tr.events`` is the list of events in the
+    order they were recorded; :meth:`stats`, :meth:`explain` and
+    :meth:`to_chrome_trace` read it.
     """
 
     def __init__(self, events: list[Event] | None = None) -> None:
-        self.events: list[Event] = list(events) if events else []
+        self._log: list[Any] = list(events) if events else []  # events and raw records
+        self._built = 0  # _log[:_built] holds events only
         self.attached = False
+
+    @property
+    def events(self) -> list[Event]:
+        """The recorded events, in order (raw engine records are built here, once)."""
+        log = self._log
+        end = len(log)
+        for index in range(self._built, end):
+            item = log[index]
+            if type(item) is tuple:
+                log[index] = item[0](*item[1:])
+        self._built = max(self._built, end)
+        return log
+
+    @events.setter
+    def events(self, events: list[Event]) -> None:
+        self._log = list(events)
+        self._built = 0
 
     def attach(self) -> Trace:
         """Start recording (idempotent)."""
         global _recorders, enabled
         with _attach_lock:
             if not self.attached:
-                _recorders = _recorders + (self,)
+                _recorders = (*_recorders, self)
                 enabled = True
                 self.attached = True
         return self
@@ -204,18 +262,20 @@ class Trace:
                 self.attached = False
         return self
 
-    def __enter__(self) -> Trace:
-        return self.attach()
+    def __enter__(self) -> Trace:  # noqa: PYI034 - Trace is final in practice
+        self.attach()
+        return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.detach()
 
     def clear(self) -> None:
         """Forget the events recorded so far."""
-        self.events = []
+        self._log = []
+        self._built = 0
 
     def __len__(self) -> int:
-        return len(self.events)
+        return len(self._log)
 
     def __iter__(self) -> Iterator[Event]:
         return iter(list(self.events))
@@ -223,3 +283,467 @@ class Trace:
     def events_of(self, *kinds: type[E]) -> list[E]:
         """Return the recorded events of the given classes, in order."""
         return [event for event in list(self.events) if isinstance(event, kinds)]  # type: ignore[misc]
+
+    # -- reading the record ------------------------------------------------
+    def ops(self) -> dict[int, OpSummary]:
+        """Return one :class:`OpSummary` per op seen, keyed by op id, in push order."""
+        return _summarise(self.events)
+
+    def var_names(self) -> dict[int, str]:
+        """Return var id -> name for the vars created while recording."""
+        return {e.var_id: e.name for e in self.events if isinstance(e, VarNew)}
+
+    def stats(self) -> TraceStats:
+        """Per-op-name count / total / mean / min / max run time (MXNet's aggregate profiler)."""
+        return TraceStats.from_ops(self.ops().values())
+
+    def explain(self, op: int | str) -> str:
+        """Say in plain words why op ``op`` (an id, or the name of the latest such op) ran when it did."""
+        return _explain(self, op)
+
+    def to_chrome_trace(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """Write (when ``path`` is given) and return the Chrome / Perfetto trace-event JSON.
+
+        One complete ('X') event per op on a lane per worker, flow events
+        ('s' / 'f') for every dependency edge, 'X' events for waits on a lane
+        per waiting thread, memory counters ('C') per context, and metadata
+        naming the lanes.  The exact mxnb events ride along under the
+        ``"mxnb"`` key so :meth:`from_chrome_trace` loads them back losslessly.
+        """
+        document = _chrome_document(self.events)
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as handle:
+                json.dump(document, handle)
+        return document
+
+    @classmethod
+    def from_chrome_trace(cls, source: str | os.PathLike[str] | dict[str, Any]) -> Trace:
+        """Load a trace written by :meth:`to_chrome_trace` (a path or the loaded JSON) back into events."""
+        if isinstance(source, dict):
+            document = source
+        else:
+            with open(source, encoding="utf-8") as handle:
+                document = json.load(handle)
+        return cls(_events_from_document(document))
+
+
+# ---------------------------------------------------------------------------
+# per-op summaries, stats and explanations
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class OpSummary:
+    """Everything the trace says about one op (times in perf_counter seconds; None: not seen)."""
+
+    op_id: int
+    name: str = ""
+    ctx: str = ""
+    const_vars: tuple[int, ...] = ()
+    mutate_vars: tuple[int, ...] = ()
+    priority: int = 0
+    waits_on: tuple[Dependency, ...] = ()
+    thread: str = ""
+    push: float | None = None
+    ready: float | None = None
+    start: float | None = None
+    end: float | None = None
+    worker: str = ""
+    error: str | None = None
+    skipped: bool = False
+
+    @property
+    def duration(self) -> float | None:
+        """Run time in seconds (start to end), None when it did not run to the end."""
+        if self.start is None or self.end is None:
+            return None
+        return self.end - self.start
+
+
+def _summarise(events: list[Event]) -> dict[int, OpSummary]:
+    ops: dict[int, OpSummary] = {}
+    for event in list(events):
+        kind = type(event)
+        if kind is OpPush:
+            ops[event.op_id] = OpSummary(  # type: ignore[attr-defined]
+                event.op_id,  # type: ignore[attr-defined]
+                event.name,  # type: ignore[attr-defined]
+                event.ctx,  # type: ignore[attr-defined]
+                event.const_vars,  # type: ignore[attr-defined]
+                event.mutate_vars,  # type: ignore[attr-defined]
+                event.priority,  # type: ignore[attr-defined]
+                event.waits_on,  # type: ignore[attr-defined]
+                event.thread,  # type: ignore[attr-defined]
+                push=event.time,
+            )
+        elif kind in (OpReady, OpStart, OpEnd):
+            op = ops.get(event.op_id)  # type: ignore[attr-defined]
+            if op is None:
+                op = ops[event.op_id] = OpSummary(event.op_id)  # type: ignore[attr-defined]
+            if kind is OpReady:
+                op.ready = event.time
+            elif kind is OpStart:
+                op.start = event.time
+                op.worker = event.worker  # type: ignore[attr-defined]
+            else:
+                op.end = event.time
+                op.error = event.error  # type: ignore[attr-defined]
+                op.skipped = event.skipped  # type: ignore[attr-defined]
+    return ops
+
+
+@dataclass(frozen=True)
+class StatsRow:
+    """Aggregate run times of the ops sharing one name (seconds)."""
+
+    name: str
+    count: int
+    total: float
+    mean: float
+    min: float
+    max: float
+    failed: int = 0  # ops that raised or were skipped
+
+
+@dataclass(frozen=True)
+class TraceStats:
+    """Per-op-name aggregates, like MXNet's ``profiler.dumps(aggregate)`` table."""
+
+    rows: tuple[StatsRow, ...]
+
+    @classmethod
+    def from_ops(cls, ops: Iterable[OpSummary]) -> TraceStats:
+        """Aggregate the ops that ran, by name, largest total first."""
+        times: dict[str, list[float]] = {}
+        failed: dict[str, int] = {}
+        for op in ops:
+            if op.error is not None or op.skipped:
+                failed[op.name] = failed.get(op.name, 0) + 1
+            duration = op.duration
+            if duration is not None and not op.skipped:
+                times.setdefault(op.name, []).append(duration)
+        rows = [
+            StatsRow(
+                name,
+                len(values),
+                sum(values),
+                sum(values) / len(values),
+                min(values),
+                max(values),
+                failed.get(name, 0),
+            )
+            for name, values in times.items()
+        ]
+        rows.sort(key=lambda row: (-row.total, row.name))
+        return cls(tuple(rows))
+
+    def __getitem__(self, name: str) -> StatsRow:
+        for row in self.rows:
+            if row.name == name:
+                return row
+        raise KeyError(
+            f"no op named {name!r} ran in this trace; names: {[r.name for r in self.rows]}"
+        )
+
+    def table(self) -> str:
+        """Return the aggregate table as text (times in milliseconds)."""
+        header = ("Name", "Count", "Total (ms)", "Mean (ms)", "Min (ms)", "Max (ms)", "Failed")
+        body = [
+            (
+                row.name,
+                str(row.count),
+                f"{row.total * 1e3:.3f}",
+                f"{row.mean * 1e3:.3f}",
+                f"{row.min * 1e3:.3f}",
+                f"{row.max * 1e3:.3f}",
+                str(row.failed),
+            )
+            for row in self.rows
+        ]
+        widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
+        lines = [
+            "  ".join(
+                cell.ljust(w) if i == 0 else cell.rjust(w)
+                for i, (cell, w) in enumerate(zip(line, widths))
+            )
+            for line in [header, *body]
+        ]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms"
+
+
+def _explain(trace: Trace, op: int | str) -> str:
+    ops = trace.ops()
+    if isinstance(op, str):
+        matches = [summary for summary in ops.values() if summary.name == op]
+        if not matches:
+            names = sorted({summary.name for summary in ops.values()})
+            raise KeyError(f"explain: no op named {op!r} in this trace; names: {names}")
+        target = matches[-1]
+        note = f" (the latest of {len(matches)} ops named {op!r})" if len(matches) > 1 else ""
+    else:
+        if op not in ops:
+            raise KeyError(f"explain: no op with id {op} in this trace")
+        target, note = ops[op], ""
+    names = trace.var_names()
+
+    def var(var_id: int) -> str:
+        return repr(names.get(var_id, f"var#{var_id}"))
+
+    t0 = min((e.time for e in trace.events), default=0.0)
+    lines = [f"op {target.name!r} (id {target.op_id}){note} on {target.ctx or '?'}:"]
+    if target.push is not None:
+        reads = ", ".join(var(v) for v in target.const_vars) or "nothing"
+        writes = ", ".join(var(v) for v in target.mutate_vars) or "nothing"
+        lines.append(
+            f"  pushed at t={_ms(target.push - t0)} by thread {target.thread!r}; "
+            f"reads {reads}; writes {writes}; priority {target.priority}."
+        )
+    if target.waits_on:
+        lines.append(f"  it had to wait for {len(target.waits_on)} earlier op(s):")
+        last_end = None
+        for dep in target.waits_on:
+            other = ops.get(dep.op_id)
+            who = f"op {other.name!r} (id {dep.op_id})" if other else f"op id {dep.op_id}"
+            why = {
+                DepKind.RAW: f"it reads {var(dep.var_id)}, which {who} writes first",
+                DepKind.WAR: f"it writes {var(dep.var_id)}, which {who} still reads",
+                DepKind.WAW: f"it writes {var(dep.var_id)} after {who}, which writes it too",
+            }[dep.kind]
+            ended = ""
+            if other is not None and other.end is not None:
+                ended = f" ({who} ended at t={_ms(other.end - t0)})"
+                last_end = other.end if last_end is None else max(last_end, other.end)
+            lines.append(f"    - {why}{ended}")
+    elif target.push is not None:
+        lines.append("  nothing earlier held its vars: it was ready at push.")
+    if target.push is not None and target.ready is not None:
+        lines.append(f"  ready {_ms(target.ready - target.push)} after push.")
+    if target.skipped:
+        lines.append(f"  it did not run: {target.error or 'an input had failed'}.")
+    elif target.start is not None:
+        queued = (
+            f" after {_ms(target.start - target.ready)} in the ready queue"
+            if target.ready is not None
+            else ""
+        )
+        ran = (
+            f" for {_ms(target.duration)}" if target.duration is not None else " (no end recorded)"
+        )
+        lines.append(f"  it started on worker {target.worker!r}{queued}, and ran{ran}.")
+        if target.error:
+            lines.append(f"  it failed: {target.error}")
+    else:
+        lines.append("  it had not started when the trace ended.")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# Chrome / Perfetto trace-event JSON
+# ---------------------------------------------------------------------------
+
+_EVENT_CLASSES: dict[str, type[Event]] = {}
+
+
+def _encode(event: Event) -> list[Any]:
+    values: list[Any] = [type(event).__name__]
+    for f in fields(event):
+        value = getattr(event, f.name)
+        if f.name == "waits_on":
+            value = [[d.op_id, d.var_id, d.kind.name] for d in value]
+        elif isinstance(value, tuple):
+            value = list(value)
+        values.append(value)
+    return values
+
+
+def _decode(item: list[Any]) -> Event:
+    if not _EVENT_CLASSES:
+        for cls in (
+            VarNew,
+            VarDelete,
+            OpPush,
+            OpReady,
+            OpStart,
+            OpEnd,
+            WaitBegin,
+            WaitEnd,
+            StorageAlloc,
+            StorageFree,
+        ):
+            _EVENT_CLASSES[cls.__name__] = cls
+    cls = _EVENT_CLASSES.get(item[0])
+    if cls is None:
+        raise FormatError(f"from_chrome_trace: unknown mxnb event kind {item[0]!r}")
+    values = []
+    for f, value in zip(fields(cls), item[1:]):
+        if f.name == "waits_on":
+            value = tuple(Dependency(op_id, var_id, DepKind[kind]) for op_id, var_id, kind in value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        values.append(value)
+    return cls(*values)
+
+
+def _chrome_document(events: list[Event]) -> dict[str, Any]:
+    events = list(events)
+    t0 = min((e.time for e in events), default=0.0)
+
+    def us(t: float) -> float:
+        return round((t - t0) * 1e6, 3)
+
+    ops = _summarise(events)
+    lanes: dict[str, int] = {}
+
+    def lane(name: str) -> int:
+        if name not in lanes:
+            lanes[name] = len(lanes) + 1
+        return lanes[name]
+
+    names = {e.var_id: e.name for e in events if isinstance(e, VarNew)}
+    out: list[dict[str, Any]] = []
+    for op in ops.values():
+        if op.start is None:
+            continue
+        end = op.end if op.end is not None else op.start
+        out.append(
+            {
+                "name": op.name,
+                "cat": "op",
+                "ph": "X",
+                "ts": us(op.start),
+                "dur": max(round((end - op.start) * 1e6, 3), 0.001),
+                "pid": 1,
+                "tid": lane(op.worker or "?"),
+                "args": {
+                    "op_id": op.op_id,
+                    "ctx": op.ctx,
+                    "reads": [names.get(v, f"var#{v}") for v in op.const_vars],
+                    "writes": [names.get(v, f"var#{v}") for v in op.mutate_vars],
+                    "priority": op.priority,
+                    "queued_us": None if op.push is None else round((op.start - op.push) * 1e6, 3),
+                    "error": op.error,
+                },
+            }
+        )
+    flow_id = 0
+    for op in ops.values():
+        if op.start is None:
+            continue
+        for dep in op.waits_on:
+            source = ops.get(dep.op_id)
+            if source is None or source.start is None or source.end is None:
+                continue
+            flow_id += 1
+            label = f"{dep.kind.name} {names.get(dep.var_id, f'var#{dep.var_id}')}"
+            out.append(
+                {
+                    "name": label,
+                    "cat": "dependency",
+                    "ph": "s",
+                    "id": flow_id,
+                    "ts": us(max(source.start, source.end - 1e-9)),
+                    "pid": 1,
+                    "tid": lane(source.worker or "?"),
+                }
+            )
+            out.append(
+                {
+                    "name": label,
+                    "cat": "dependency",
+                    "ph": "f",
+                    "bp": "e",
+                    "id": flow_id,
+                    "ts": us(op.start),
+                    "pid": 1,
+                    "tid": lane(op.worker or "?"),
+                }
+            )
+    begins: dict[int, WaitBegin] = {}
+    for event in events:
+        if isinstance(event, WaitBegin):
+            begins[event.wait_id] = event
+        elif isinstance(event, WaitEnd) and event.wait_id in begins:
+            begin = begins.pop(event.wait_id)
+            what = (
+                "wait_for_all"
+                if begin.var_id is None
+                else f"wait_for_var({names.get(begin.var_id, f'var#{begin.var_id}')})"
+            )
+            out.append(
+                {
+                    "name": what,
+                    "cat": "wait",
+                    "ph": "X",
+                    "ts": us(begin.time),
+                    "dur": max(round((event.time - begin.time) * 1e6, 3), 0.001),
+                    "pid": 1,
+                    "tid": lane(f"wait: {begin.thread}"),
+                }
+            )
+    in_use: dict[str, int] = {}
+    for event in events:
+        if isinstance(event, (StorageAlloc, StorageFree)):
+            delta = event.nbytes if isinstance(event, StorageAlloc) else -event.nbytes
+            in_use[event.ctx] = in_use.get(event.ctx, 0) + delta
+            out.append(
+                {
+                    "name": f"memory {event.ctx}",
+                    "cat": "storage",
+                    "ph": "C",
+                    "ts": us(event.time),
+                    "pid": 1,
+                    "args": {"bytes": in_use[event.ctx]},
+                }
+            )
+    meta: list[dict[str, Any]] = [
+        {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "mxnb engine"}}
+    ]
+    for name, tid in lanes.items():
+        meta.append(
+            {"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}}
+        )
+        meta.append(
+            {
+                "name": "thread_sort_index",
+                "ph": "M",
+                "pid": 1,
+                "tid": tid,
+                "args": {"sort_index": tid},
+            }
+        )
+    return {
+        "traceEvents": meta + out,
+        "displayTimeUnit": "ms",
+        "mxnb": {"version": 1, "t0": t0, "events": [_encode(e) for e in events]},
+    }
+
+
+def _events_from_document(document: dict[str, Any]) -> list[Event]:
+    if not isinstance(document, dict) or "traceEvents" not in document:
+        raise FormatError("from_chrome_trace: not a Chrome trace (no 'traceEvents' key)")
+    embedded = document.get("mxnb")
+    if embedded is not None:
+        return [_decode(item) for item in embedded.get("events", [])]
+    # A trace from elsewhere (or stripped): rebuild ops from the complete events.
+    events: list[Event] = []
+    for item in document["traceEvents"]:
+        if item.get("ph") != "X" or item.get("cat") != "op":
+            continue
+        args = item.get("args", {})
+        op_id = int(args.get("op_id", len(events)))
+        start = item["ts"] / 1e6
+        events.append(
+            OpPush(start, op_id, item.get("name", ""), args.get("ctx", ""), (), (), 0, ())
+        )
+        events.append(OpStart(start, op_id, str(item.get("tid", "")), ""))
+        events.append(OpEnd(start + item.get("dur", 0) / 1e6, op_id, args.get("error")))
+    events.sort(key=lambda e: e.time)
+    return events
