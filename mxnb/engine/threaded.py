@@ -173,7 +173,7 @@ class ThreadedEngine(Engine):
         while True:
             try:
                 opr = take()
-            except BaseException:  # a worker never dies of a signal
+            except BaseException:  # noqa: BLE001 - a worker never dies of a signal
                 logger.debug("worker %s/%d: interrupted while idle", pool.label, index)
                 continue
             if opr is None:
