@@ -5,7 +5,8 @@ binary, scalar, broadcast, comparison, Cast, ElementWiseSum), :mod:`.reduce`
 (sum, mean, max, norm, argmax, ...), :mod:`.matrix` (dot, FullyConnected,
 Reshape, transpose, ...), :mod:`.join` (Concat, SliceChannel, slice, tile,
 Pad, ...), :mod:`.indexing` (Embedding, take, one_hot, topk, where, clip),
-:mod:`.nn` (Convolution, Deconvolution, Pooling, UpSampling, LRN),
+:mod:`.conv` (Convolution, Deconvolution), :mod:`.pool` (Pooling,
+UpSampling, LRN),
 :mod:`.norm` (Activation, BatchNorm, Dropout, softmax, loss layers) and
 :mod:`.init` (_zeros, _ones, _full, _arange, zeros_like, ...).  Each module
 registers its properties with :func:`mxnb.operator.register`, so after
@@ -24,6 +25,6 @@ Example::
     'SliceChannel'
 """
 
-from . import elemwise, indexing, init, join, matrix, nn, norm, reduce
+from . import conv, elemwise, indexing, init, join, matrix, norm, pool, reduce
 
-__all__ = ["elemwise", "indexing", "init", "join", "matrix", "nn", "norm", "reduce"]
+__all__ = ["conv", "elemwise", "indexing", "init", "join", "matrix", "norm", "pool", "reduce"]

@@ -20,7 +20,7 @@ Example::
 
     >>> import numpy as np
     >>> from mxnb.operator import eager
-    >>> x = np.array([[1.0, 2.0, 3.0]], np.float32)
+    >>> x = np.array([[1.0, 2.0, 3.0]])
     >>> eager.run_forward('softmax', [x])[0][0].round(3).tolist()
     [[0.09, 0.245, 0.665]]
 """

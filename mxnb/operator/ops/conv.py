@@ -1,0 +1,503 @@
+"""Convolution and Deconvolution: im2col + one GEMM per group, in channel-last layout.
+
+Idea (MXNet: src/operator/nn/convolution*, deconvolution*): a convolution
+is one matrix product once the input is laid out as columns.  The padded
+input is moved to channel-last ``(N, *spatial, C)``; a strided *view*
+``(N, *out, *kernel, C)`` of it (``xp.lib.stride_tricks.as_strided``, no
+Python loop over pixels) is copied once into columns ``(N*P, K*C)`` — in
+channel-last each run of ``kernel[-1] * C`` values is contiguous, so the copy
+is fast — and one GEMM per group with the weight ``(F, K*C)`` gives the
+output.  Backward: the weight gradient is one GEMM against the same columns;
+the data gradient of a stride-1 convolution is itself a convolution (of the
+padded head gradient with the flipped kernel), otherwise a GEMM to columns
+followed by ``col2im``: a loop over the ``K`` kernel offsets (9 for 3x3),
+each a strided slice-add.  Deconvolution is the same two steps swapped.
+
+Rules:
+    * layouts are MXNet's: data ``(N, C, *spatial)``, Convolution weight
+      ``(num_filter, C/num_group, *kernel)``, Deconvolution weight
+      ``(C, num_filter/num_group, *kernel)``; 1, 2 or 3 spatial dims;
+    * output size: conv ``(in + 2p - d(k-1) - 1) // s + 1``; deconv
+      ``s(in-1) + d(k-1) + 1 - 2p + adj``;
+    * backward reads head gradient, data and weight — never the output;
+    * the columns live in the TEMP_SPACE resource (one block reused across
+      calls, as MXNet's workspace) when the caller provides it.
+
+Example::
+
+    >>> import numpy as np
+    >>> from mxnb.operator import eager
+    >>> x, w = np.ones((1, 1, 4, 4), np.float32), np.ones((2, 1, 3, 3), np.float32)
+    >>> out = eager.run_forward('Convolution', [x, w], {'kernel': (3, 3), 'num_filter': 2, 'no_bias': True})
+    >>> out[0][0][0, :, 0, 0]
+    array([9., 9.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from ...base import NotSupportedError
+from ..base import OpReqType, ResourceRequest
+from ..param import Param, Shape
+from ..registry import register
+from ._common import KernelProp, fmt, write
+
+__all__ = ["ConvolutionProp", "DeconvolutionProp", "channel_last_padded", "col2im", "im2col"]
+
+
+# ---------------------------------------------------------------------------
+# columns
+# ---------------------------------------------------------------------------
+
+
+def _offsets(kernel: Sequence[int]) -> list[tuple]:
+    offsets: list[tuple] = [()]
+    for k in kernel:
+        offsets = [prefix + (i,) for prefix in offsets for i in range(k)]
+    return offsets
+
+
+def _fill(param: tuple, nd: int, value: int) -> tuple:
+    return tuple(param) if param else (value,) * nd
+
+
+def _scratch(ctx: Any, xp: Any, shape: tuple, dtype: Any) -> Any:
+    """Scratch memory from the TEMP_SPACE resource when the caller provided it, else fresh."""
+    for resource in ctx.requested or ():
+        if hasattr(resource, "get_space"):
+            return resource.get_space(shape, dtype)
+    return xp.empty(shape, dtype=dtype)
+
+
+def channel_last_padded(xp: Any, x: Any, before: Sequence[int], after: Sequence[int]) -> Any:
+    """``(N, C, *S)`` -> zero-padded channel-last ``(N, *(S + pads), C)`` (negative pads crop)."""
+    spatial = x.shape[2:]
+    shape = (
+        (x.shape[0],) + tuple(s + b + a for s, b, a in zip(spatial, before, after)) + (x.shape[1],)
+    )
+    result = (
+        xp.zeros(shape, dtype=x.dtype)
+        if any(before) or any(after)
+        else xp.empty(shape, dtype=x.dtype)
+    )
+    target = tuple(
+        slice(max(b, 0), max(b, 0) + s + min(b, 0) + min(a, 0))
+        for s, b, a in zip(spatial, before, after)
+    )
+    source = tuple(slice(max(-b, 0), s - max(-a, 0)) for s, b, a in zip(spatial, before, after))
+    result[(slice(None),) + target + (slice(None),)] = xp.moveaxis(
+        x[(slice(None), slice(None)) + source], 1, -1
+    )
+    return result
+
+
+def im2col(
+    xp: Any,
+    padded: Any,
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    dilate: Sequence[int],
+    out_spatial: Sequence[int],
+    out: Any = None,
+) -> Any:
+    """Columns ``(N*prod(out), prod(kernel)*C)`` of a channel-last padded input, in one copy.
+
+    Channel-last makes the copy fast: for stride-1 windows each run of
+    ``kernel[-1] * C`` values is contiguous in memory.
+    """
+    nd = len(kernel)
+    strides = padded.strides
+    shape = (padded.shape[0],) + tuple(out_spatial) + tuple(kernel) + (padded.shape[-1],)
+    view_strides = (
+        (strides[0],)
+        + tuple(strides[1 + i] * stride[i] for i in range(nd))
+        + tuple(strides[1 + i] * dilate[i] for i in range(nd))
+        + (strides[-1],)
+    )
+    view = xp.lib.stride_tricks.as_strided(
+        padded, shape=shape, strides=view_strides, writeable=False
+    )
+    columns = math.prod(kernel) * padded.shape[-1]
+    if out is None:
+        return xp.ascontiguousarray(view).reshape(-1, columns)
+    out.reshape(shape)[...] = view
+    return out
+
+
+def col2im(
+    xp: Any,
+    cols: Any,
+    result: Any,
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    dilate: Sequence[int],
+    out_spatial: Sequence[int],
+) -> None:
+    """Add columns ``(N*P, K*C)`` into a channel-last padded ``result`` (loop over kernel offsets)."""
+    n, c = result.shape[0], result.shape[-1]
+    blocks = cols.reshape((n,) + tuple(out_spatial) + (math.prod(kernel), c))
+    for index, offset in enumerate(_offsets(kernel)):
+        window = (slice(None),) + tuple(
+            slice(k * d, k * d + s * (o - 1) + 1, s)
+            for k, s, d, o in zip(offset, stride, dilate, out_spatial)
+        )
+        result[window] += blocks[..., index, :]
+
+
+def _weight_channel_last(xp: Any, weight: Any) -> Any:
+    """``(F, C, *K)`` -> ``(F, K*C)`` matching the channel-last columns."""
+    return xp.moveaxis(weight, 1, -1).reshape(weight.shape[0], -1)
+
+
+# ---------------------------------------------------------------------------
+# Convolution
+# ---------------------------------------------------------------------------
+
+
+class _ConvBase(KernelProp):
+    kernel = Param(Shape, doc="Kernel size, e.g. (3, 3).")
+    stride = Param(Shape, default=(), doc="Stride; default 1 per axis.")
+    dilate = Param(Shape, default=(), doc="Dilation; default 1 per axis.")
+    pad = Param(Shape, default=(), doc="Zero padding per side; default 0.")
+    num_filter = Param(int, low=1, doc="Number of output channels.")
+    num_group = Param(int, default=1, low=1, doc="Number of groups (channels split evenly).")
+    workspace = Param(int, default=1024, doc="Ignored (MXNet: temp space limit in MB).")
+    cudnn_tune = Param(str, default=None, optional=True, doc="Ignored (cuDNN tuning).")
+    cudnn_off = Param(bool, default=False, doc="Ignored (cuDNN switch).")
+    layout = Param(
+        str, default=None, optional=True, doc="Only None / NCW / NCHW / NCDHW are supported."
+    )
+
+    def _geometry(self) -> tuple[tuple, tuple, tuple, tuple]:
+        nd = len(self.kernel)
+        if nd not in (1, 2, 3):
+            raise self.shape_error(f"kernel {tuple(self.kernel)} must have 1, 2 or 3 dimensions")
+        if self.layout not in (None, "NCW", "NCHW", "NCDHW"):
+            raise NotSupportedError(
+                f"{self.op_name}: layout {self.layout!r} is not supported; use NCHW"
+            )
+        return (
+            tuple(self.kernel),
+            _fill(self.stride, nd, 1),
+            _fill(self.dilate, nd, 1),
+            _fill(self.pad, nd, 0),
+        )
+
+    def list_arguments(self):
+        """``data, weight[, bias]``."""
+        return ["data", "weight"] if self.no_bias else ["data", "weight", "bias"]
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):
+        """Head gradient, data and weight (not the output)."""
+        return [out_grad[0], in_data[0], in_data[1]]
+
+    def _check_given(self, in_shape: list, expected: list, names: list) -> None:
+        for name, given, want in zip(names, in_shape, expected):
+            if given is not None and tuple(given) != tuple(want):
+                raise self.shape_error(
+                    f"{name} has shape {fmt(given)} but data {fmt(in_shape[0])} with num_filter="
+                    f"{self.num_filter}, num_group={self.num_group}, kernel={tuple(self.kernel)} "
+                    f"needs {fmt(want)}"
+                )
+
+
+@register("Convolution")
+class ConvolutionProp(_ConvBase):
+    """N-d convolution (cross-correlation) with groups, stride, padding and dilation."""
+
+    no_bias = Param(bool, default=False, doc="Whether to leave out the bias.")
+
+    def infer_shape(self, in_shape):
+        """Fill weight ``(F, C/g, *kernel)`` and bias ``(F,)`` from data; compute the output."""
+        data = in_shape[0]
+        if data is None:
+            return None
+        data = tuple(data)
+        kernel, stride, dilate, pad = self._geometry()
+        nd = len(kernel)
+        if len(data) != nd + 2:
+            raise self.shape_error(
+                f"data {fmt(data)} must have {nd + 2} dimensions for kernel {kernel}"
+            )
+        channels = data[1]
+        if channels % self.num_group or self.num_filter % self.num_group:
+            raise self.shape_error(
+                f"channels {channels} and num_filter {self.num_filter} must be divisible by num_group "
+                f"{self.num_group}"
+            )
+        out_spatial = []
+        for i in range(nd):
+            extent = dilate[i] * (kernel[i] - 1) + 1
+            size = data[2 + i] + 2 * pad[i]
+            if size < extent:
+                raise self.shape_error(
+                    f"kernel {kernel} (dilated extent {extent}) is larger than padded data axis "
+                    f"{2 + i} of {fmt(data)} (size {size}); use a smaller kernel or more padding"
+                )
+            out_spatial.append((size - extent) // stride[i] + 1)
+        weight = (self.num_filter, channels // self.num_group) + kernel
+        shapes = [data, weight] + ([] if self.no_bias else [(self.num_filter,)])
+        self._check_given(in_shape, shapes, self.list_arguments())
+        return shapes, [(data[0], self.num_filter) + tuple(out_spatial)], []
+
+    def forward_resource(self, in_shape):
+        """TEMP_SPACE holds the im2col columns."""
+        return [ResourceRequest.TEMP_SPACE]
+
+    def backward_resource(self, in_shape):
+        """TEMP_SPACE holds the im2col columns."""
+        return [ResourceRequest.TEMP_SPACE]
+
+    def forward(self, ctx, in_data, req, out_data, aux):
+        """Channel-last im2col + one GEMM per group; bias added before the move back to NCHW."""
+        xp = ctx.xp
+        x, weight = in_data[0], in_data[1]
+        kernel, stride, dilate, pad = self._geometry()
+        out = out_data[0]
+        n, f = out.shape[:2]
+        out_spatial = tuple(out.shape[2:])
+        groups = self.num_group
+        c_group, f_group = x.shape[1] // groups, f // groups
+        padded = channel_last_padded(xp, x, pad, pad)
+        rows = n * math.prod(out_spatial)
+        result = xp.empty((rows, f), dtype=out.dtype)
+        cols = _scratch(ctx, xp, (rows, math.prod(kernel) * c_group), x.dtype)
+        for g in range(groups):
+            im2col(
+                xp,
+                padded[..., g * c_group : (g + 1) * c_group],
+                kernel,
+                stride,
+                dilate,
+                out_spatial,
+                out=cols,
+            )
+            w = _weight_channel_last(xp, weight[g * f_group : (g + 1) * f_group])
+            if groups == 1:
+                xp.matmul(cols, w.T, out=result)
+            else:
+                result[:, g * f_group : (g + 1) * f_group] = cols @ w.T
+        if not self.no_bias:
+            result += in_data[2]
+        write(out, req[0], xp.moveaxis(result.reshape((n,) + out_spatial + (f,)), -1, 1))
+
+    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
+        """dW = cols^T @ dy; dx = a stride-1 'full' convolution of dy (or col2im); db = sum(dy)."""
+        xp = ctx.xp
+        x, weight = in_data[0], in_data[1]
+        kernel, stride, dilate, pad = self._geometry()
+        g_out = out_grad[0]
+        n, f = g_out.shape[:2]
+        out_spatial = tuple(g_out.shape[2:])
+        groups = self.num_group
+        c_group, f_group = x.shape[1] // groups, f // groups
+        dy = xp.ascontiguousarray(xp.moveaxis(g_out, 1, -1)).reshape(-1, f)  # (N*P, F)
+        if not self.no_bias:
+            write(in_grad[2], req[2], dy.sum(axis=0))
+        if req[1] != OpReqType.NULL:
+            padded = channel_last_padded(xp, x, pad, pad)
+            cols = _scratch(ctx, xp, (dy.shape[0], math.prod(kernel) * c_group), x.dtype)
+            grad_w = xp.empty(weight.shape, dtype=weight.dtype)
+            for g in range(groups):
+                im2col(
+                    xp,
+                    padded[..., g * c_group : (g + 1) * c_group],
+                    kernel,
+                    stride,
+                    dilate,
+                    out_spatial,
+                    out=cols,
+                )
+                partial = (cols.T @ dy[:, g * f_group : (g + 1) * f_group]).T  # (F/g, K*C/g)
+                grad_w[g * f_group : (g + 1) * f_group] = xp.moveaxis(
+                    partial.reshape((f_group,) + kernel + (c_group,)), -1, 1
+                )
+            del padded
+            write(in_grad[1], req[1], grad_w)
+        if req[0] == OpReqType.NULL:
+            return
+        spatial = tuple(x.shape[2:])
+        full_pad = tuple(d * (k - 1) - p for k, d, p in zip(kernel, dilate, pad))
+        grad_x = xp.empty((n * math.prod(spatial), x.shape[1]), dtype=x.dtype)
+        if all(s == 1 for s in stride) and all(p >= 0 for p in full_pad):
+            # dx = correlate(dy padded by d(k-1)-p, flipped kernel): one more im2col + GEMM
+            padded = channel_last_padded(xp, g_out, full_pad, full_pad)
+            cols = _scratch(ctx, xp, (grad_x.shape[0], math.prod(kernel) * f_group), x.dtype)
+            flip = (slice(None), slice(None)) + (slice(None, None, -1),) * len(kernel)
+            for g in range(groups):
+                im2col(
+                    xp,
+                    padded[..., g * f_group : (g + 1) * f_group],
+                    kernel,
+                    (1,) * len(kernel),
+                    dilate,
+                    spatial,
+                    out=cols,
+                )
+                w = weight[g * f_group : (g + 1) * f_group][flip]  # (F/g, C/g, *K) flipped
+                w = xp.moveaxis(w, 0, -1).reshape(c_group, -1)  # (C/g, K*F/g)
+                grad_x[:, g * c_group : (g + 1) * c_group] = cols @ w.T
+            value = grad_x.reshape((n,) + spatial + (x.shape[1],))
+        else:
+            padded_spatial = tuple(s + 2 * p for s, p in zip(spatial, pad))
+            result = xp.zeros((n,) + padded_spatial + (x.shape[1],), dtype=x.dtype)
+            for g in range(groups):
+                w = _weight_channel_last(xp, weight[g * f_group : (g + 1) * f_group])
+                dcols = dy[:, g * f_group : (g + 1) * f_group] @ w  # (N*P, K*C/g)
+                col2im(
+                    xp,
+                    dcols,
+                    result[..., g * c_group : (g + 1) * c_group],
+                    kernel,
+                    stride,
+                    dilate,
+                    out_spatial,
+                )
+            value = result[(slice(None),) + tuple(slice(p, p + s) for p, s in zip(pad, spatial))]
+        write(in_grad[0], req[0], xp.moveaxis(value, -1, 1))
+
+
+# ---------------------------------------------------------------------------
+# Deconvolution
+# ---------------------------------------------------------------------------
+
+
+@register("Deconvolution")
+class DeconvolutionProp(_ConvBase):
+    """Transposed convolution: the gradient of Convolution with respect to its data."""
+
+    adj = Param(Shape, default=(), doc="Extra size added to one side of the output.")
+    target_shape = Param(
+        Shape, default=(), doc="Output spatial shape; pad and adj are then inferred."
+    )
+    no_bias = Param(bool, default=True, doc="Whether to leave out the bias (MXNet default: True).")
+
+    def _geometry_full(
+        self, spatial: Sequence[int]
+    ) -> tuple[tuple, tuple, tuple, tuple, tuple, tuple]:
+        kernel, stride, dilate, pad = self._geometry()
+        nd = len(kernel)
+        adj = _fill(self.adj, nd, 0)
+        if self.target_shape and any(self.target_shape):
+            pads, adjs = [], []
+            for i in range(nd):
+                total = (
+                    stride[i] * (spatial[i] - 1)
+                    + dilate[i] * (kernel[i] - 1)
+                    + 1
+                    - self.target_shape[i]
+                )
+                adjs.append(total % 2)
+                pads.append((total + 1) // 2)
+            pad, adj = tuple(pads), tuple(adjs)
+        out = tuple(
+            stride[i] * (spatial[i] - 1) + dilate[i] * (kernel[i] - 1) + 1 - 2 * pad[i] + adj[i]
+            for i in range(nd)
+        )
+        return kernel, stride, dilate, pad, adj, out
+
+    def infer_shape(self, in_shape):
+        """Fill weight ``(C, F/g, *kernel)`` and bias ``(F,)``; output size as the module doc says."""
+        data = in_shape[0]
+        if data is None:
+            return None
+        data = tuple(data)
+        kernel = tuple(self.kernel)
+        if len(data) != len(kernel) + 2:
+            raise self.shape_error(
+                f"data {fmt(data)} must have {len(kernel) + 2} dimensions for kernel {kernel}"
+            )
+        if data[1] % self.num_group or self.num_filter % self.num_group:
+            raise self.shape_error(
+                f"channels {data[1]} and num_filter {self.num_filter} must be divisible by num_group {self.num_group}"
+            )
+        *_, out = self._geometry_full(data[2:])
+        if any(o <= 0 for o in out):
+            raise self.shape_error(f"output spatial shape {out} is not positive; reduce pad")
+        weight = (data[1], self.num_filter // self.num_group) + kernel
+        shapes = [data, weight] + ([] if self.no_bias else [(self.num_filter,)])
+        self._check_given(in_shape, shapes, self.list_arguments())
+        return shapes, [(data[0], self.num_filter) + out], []
+
+    def forward_resource(self, in_shape):
+        """TEMP_SPACE holds the columns."""
+        return [ResourceRequest.TEMP_SPACE]
+
+    def backward_resource(self, in_shape):
+        """TEMP_SPACE holds the columns."""
+        return [ResourceRequest.TEMP_SPACE]
+
+    def _weight_matrix(self, xp: Any, weight: Any) -> Any:
+        """``(C/g, F/g, *K)`` -> ``(C/g, K*F/g)`` matching channel-last columns."""
+        return xp.moveaxis(weight, 1, -1).reshape(weight.shape[0], -1)
+
+    def forward(self, ctx, in_data, req, out_data, aux):
+        """cols = x @ W per group (channel-last), then col2im into the padded output and crop."""
+        xp = ctx.xp
+        x, weight = in_data[0], in_data[1]
+        kernel, stride, dilate, pad, _, out_spatial = self._geometry_full(x.shape[2:])
+        n, c = x.shape[:2]
+        in_spatial = tuple(x.shape[2:])
+        f = self.num_filter
+        groups = self.num_group
+        c_group, f_group = c // groups, f // groups
+        x_cl = xp.ascontiguousarray(xp.moveaxis(x, 1, -1)).reshape(-1, c)  # (N*I, C)
+        padded_spatial = tuple(o + 2 * p for o, p in zip(out_spatial, pad))
+        result = xp.zeros((n,) + padded_spatial + (f,), dtype=x.dtype)
+        cols = _scratch(ctx, xp, (x_cl.shape[0], math.prod(kernel) * f_group), x.dtype)
+        for g in range(groups):
+            w = self._weight_matrix(xp, weight[g * c_group : (g + 1) * c_group])
+            xp.matmul(x_cl[:, g * c_group : (g + 1) * c_group], w, out=cols)
+            col2im(
+                xp,
+                cols,
+                result[..., g * f_group : (g + 1) * f_group],
+                kernel,
+                stride,
+                dilate,
+                in_spatial,
+            )
+        value = result[(slice(None),) + tuple(slice(p, p + o) for p, o in zip(pad, out_spatial))]
+        if not self.no_bias:
+            value += in_data[2]
+        write(out_data[0], req[0], xp.moveaxis(value, -1, 1))
+
+    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
+        """cols = im2col(dy); dx = cols @ W^T; dW = x^T @ cols; db = sum(dy)."""
+        xp = ctx.xp
+        x, weight = in_data[0], in_data[1]
+        kernel, stride, dilate, pad, _, _ = self._geometry_full(x.shape[2:])
+        n, c = x.shape[:2]
+        in_spatial = tuple(x.shape[2:])
+        f = self.num_filter
+        groups = self.num_group
+        c_group, f_group = c // groups, f // groups
+        dy = out_grad[0]
+        if not self.no_bias:
+            write(in_grad[2], req[2], dy.sum(axis=(0,) + tuple(range(2, dy.ndim))))
+        padded = channel_last_padded(xp, dy, pad, pad)
+        x_cl = xp.ascontiguousarray(xp.moveaxis(x, 1, -1)).reshape(-1, c)
+        grad_x = xp.empty(x_cl.shape, dtype=x.dtype)
+        grad_w = xp.empty(weight.shape, dtype=weight.dtype)
+        cols = _scratch(ctx, xp, (x_cl.shape[0], math.prod(kernel) * f_group), x.dtype)
+        for g in range(groups):
+            im2col(
+                xp,
+                padded[..., g * f_group : (g + 1) * f_group],
+                kernel,
+                stride,
+                dilate,
+                in_spatial,
+                out=cols,
+            )
+            w = self._weight_matrix(xp, weight[g * c_group : (g + 1) * c_group])
+            grad_x[:, g * c_group : (g + 1) * c_group] = cols @ w.T
+            partial = x_cl[:, g * c_group : (g + 1) * c_group].T @ cols  # (C/g, K*F/g)
+            grad_w[g * c_group : (g + 1) * c_group] = xp.moveaxis(
+                partial.reshape((c_group,) + kernel + (f_group,)), -1, 1
+            )
+        write(in_grad[0], req[0], xp.moveaxis(grad_x.reshape((n,) + in_spatial + (c,)), -1, 1))
+        write(in_grad[1], req[1], grad_w)
