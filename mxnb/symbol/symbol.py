@@ -158,10 +158,15 @@ class Symbol:
         return input_names(self._nodes(), "all")
 
     def get_internals(self) -> Symbol:
-        """A symbol whose outputs are every output of every node (``fc1_output``, ``data``...)."""
+        """A symbol whose outputs are every visible output of every node (``fc1_output``, ``data``).
+
+        As nnvm's ``GetInternals``: hidden outputs (BatchNorm's saved mean and
+        variance) are not listed; the executor still sees them in the graph.
+        """
         entries = []
         for node in self._nodes():
-            entries.extend(NodeEntry(node, index) for index in range(node.num_outputs()))
+            count = 1 if node.op is None else node.op.num_visible_outputs()
+            entries.extend(NodeEntry(node, index) for index in range(count))
         return Symbol(entries)
 
     def get_children(self) -> Symbol | None:
