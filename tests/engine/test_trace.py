@@ -1,0 +1,182 @@
+"""What the engine records: event order, dependency edges, chrome export, stats, explain."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+import mxnb as mx
+from mxnb.base import OpError
+from mxnb.engine import trace as trace_module
+from mxnb.engine.trace import (
+    DepKind,
+    OpEnd,
+    OpPush,
+    OpReady,
+    OpStart,
+    Trace,
+    VarDelete,
+    VarNew,
+    WaitBegin,
+    WaitEnd,
+)
+
+CPU = mx.cpu()
+
+
+def index_of(events, kind, op_id):
+    return next(i for i, e in enumerate(events) if type(e) is kind and e.op_id == op_id)
+
+
+@pytest.mark.timeout(30)
+def test_every_op_goes_push_ready_start_end_with_its_dependencies(engine):
+    r"""
+    w (writes a)
+    | \
+    r  c (reads a, writes b)     both RAW on w
+    | /
+    w2 (writes a)                WAW on w, WAR on r and c
+    """
+    with mx.engine.trace() as tr:
+        a, b = engine.new_var(name="a"), engine.new_var(name="b")
+        w = engine.push_sync(lambda rctx: time.sleep(0.002), CPU, mutate_vars=[a], name="w")
+        r = engine.push_sync(lambda rctx: None, CPU, const_vars=[a], name="r")
+        c = engine.push_sync(lambda rctx: None, CPU, const_vars=[a], mutate_vars=[b], name="c")
+        w2 = engine.push_sync(lambda rctx: None, CPU, mutate_vars=[a], name="w2")
+        engine.wait_for_all()
+    events = tr.events
+    assert [e.name for e in tr.events_of(VarNew)] == ["a", "b"]
+    for op in (w, r, c, w2):
+        push, ready, start, end = (
+            index_of(events, k, op) for k in (OpPush, OpReady, OpStart, OpEnd)
+        )
+        assert push < start < end and ready < start
+    pushes = {e.name: e for e in tr.events_of(OpPush)}
+    if engine.kind != "naive":  # the naive engine ran w before r was even pushed
+        assert {(d.op_id, d.var_id, d.kind) for d in pushes["r"].waits_on} == {
+            (w, a.id, DepKind.RAW)
+        }
+        assert {(d.op_id, d.kind) for d in pushes["w2"].waits_on} == {
+            (w, DepKind.WAW),
+            (r, DepKind.WAR),
+            (c, DepKind.WAR),
+        }
+        assert index_of(events, OpEnd, w) < index_of(events, OpStart, r)
+    assert index_of(events, OpEnd, r) < index_of(events, OpStart, w2)
+    assert index_of(events, OpEnd, c) < index_of(events, OpStart, w2)
+    assert pushes["c"].const_vars == (a.id,) and pushes["c"].mutate_vars == (b.id,)
+    assert pushes["w"].ctx == "cpu(0)" and pushes["w"].thread == "MainThread"
+    starts = tr.events_of(OpStart)
+    expected_worker = {"naive": "main", "step": "step"}.get(engine.kind)
+    if expected_worker:
+        assert all(s.worker == expected_worker for s in starts)
+    else:
+        assert all(s.worker.startswith(("cpu/", "cpu(0)/")) for s in starts)
+    begin, end = tr.events_of(WaitBegin)[-1], tr.events_of(WaitEnd)[-1]
+    assert begin.var_id is None and begin.wait_id == end.wait_id
+
+
+@pytest.mark.timeout(30)
+def test_failures_and_skips_and_deletes_are_recorded(engine):
+    with mx.engine.trace() as tr:
+        a, b = engine.new_var(name="a"), engine.new_var(name="b")
+        bad = engine.push_sync(lambda rctx: 1 / 0, CPU, mutate_vars=[a], name="bad")
+        skipped = engine.push_sync(lambda rctx: None, CPU, [a], [b], name="dependent")
+        engine.push_delete(b)
+        with pytest.raises(OpError):
+            engine.wait_for_all()
+    ends = {e.op_id: e for e in tr.events_of(OpEnd)}
+    assert "ZeroDivisionError" in ends[bad].error and not ends[bad].skipped
+    assert ends[skipped].skipped and "bad" in ends[skipped].error
+    assert [e.var_id for e in tr.events_of(VarDelete)] == [b.id]
+    assert tr.stats()["bad"].failed == 1
+    assert skipped not in {e.op_id for e in tr.events_of(OpStart)}
+
+
+@pytest.mark.timeout(30)
+def test_no_recorder_means_no_events_and_one_flag():
+    tr = Trace()
+    eng = mx.engine.create("naive")
+    assert trace_module.enabled is False
+    eng.push_sync(lambda rctx: None, CPU)
+    assert len(tr) == 0
+    with tr:
+        assert trace_module.enabled is True
+        eng.push_sync(lambda rctx: None, CPU, name="seen")
+    assert trace_module.enabled is False
+    eng.push_sync(lambda rctx: None, CPU, name="unseen")
+    assert [e.name for e in tr.events_of(OpPush)] == ["seen"]
+    tr.clear()
+    assert len(tr) == 0 and tr.events == []
+
+
+@pytest.mark.timeout(30)
+def test_chrome_trace_is_valid_and_loads_back(threaded_engine, tmp_path):
+    eng = threaded_engine
+    with mx.engine.trace() as tr:
+        a = eng.new_var(name="a")
+        eng.push_sync(lambda rctx: time.sleep(0.001), CPU, mutate_vars=[a], name="produce")
+        for i in range(3):
+            eng.push_sync(lambda rctx: None, CPU, const_vars=[a], name=f"consume{i}")
+        eng.wait_for_all()
+    path = tmp_path / "run.json"
+    tr.to_chrome_trace(path)
+    document = json.loads(path.read_text())
+    events = document["traceEvents"]
+    complete = [e for e in events if e["ph"] == "X" and e["cat"] == "op"]
+    assert sorted(e["name"] for e in complete) == ["consume0", "consume1", "consume2", "produce"]
+    assert all(e["dur"] > 0 and isinstance(e["tid"], int) for e in complete)
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    finishes = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert len(starts) == 3 and starts.keys() == finishes.keys()
+    assert all(starts[i]["ts"] <= finishes[i]["ts"] for i in starts)
+    assert all(e["name"] == "RAW a" for e in starts.values())
+    lanes = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert {e["tid"] for e in complete} <= lanes.keys()
+    assert any(name.startswith("wait: ") for name in lanes.values())
+    loaded = Trace.from_chrome_trace(path)
+    assert loaded.events == tr.events
+    stripped = {"traceEvents": events}  # a trace without our embedded events
+    assert len(Trace.from_chrome_trace(stripped).events_of(OpStart)) == 4
+    with pytest.raises(mx.base.FormatError):
+        Trace.from_chrome_trace({"nothing": []})
+
+
+@pytest.mark.timeout(30)
+def test_stats_aggregate_by_op_name(engine):
+    with mx.engine.trace() as tr:
+        v = engine.new_var(name="v")
+        for _ in range(5):
+            engine.push_sync(lambda rctx: time.sleep(0.001), CPU, mutate_vars=[v], name="sleepy")
+        engine.push_sync(lambda rctx: None, CPU, mutate_vars=[v], name="quick")
+        engine.wait_for_all()
+    stats = tr.stats()
+    assert stats["sleepy"].count == 5 and stats["quick"].count == 1
+    row = stats["sleepy"]
+    assert row.min <= row.mean <= row.max and row.total == pytest.approx(row.mean * 5)
+    assert stats.rows[0].name == "sleepy"  # largest total first
+    text = str(stats)
+    assert text.splitlines()[0].split()[:2] == ["Name", "Count"] and "sleepy" in text
+    with pytest.raises(KeyError, match="no op named 'nope'"):
+        stats["nope"]
+
+
+@pytest.mark.timeout(30)
+def test_explain_names_the_op_that_held_the_var(threaded_engine):
+    eng = threaded_engine
+    with mx.engine.trace() as tr:
+        weight = eng.new_var(name="weight")
+        eng.push_sync(lambda rctx: time.sleep(0.01), CPU, mutate_vars=[weight], name="update")
+        eng.push_sync(lambda rctx: None, CPU, const_vars=[weight], name="forward")
+        eng.wait_for_all()
+    text = tr.explain("forward")
+    assert "op 'forward'" in text
+    assert "reads 'weight', which op 'update'" in text
+    assert "worker 'cpu" in text and "ran for" in text
+    assert "ready at push" in tr.explain("update")
+    with pytest.raises(KeyError):
+        tr.explain("missing")
+    with pytest.raises(KeyError):
+        tr.explain(10**9)
