@@ -159,9 +159,8 @@ def _offline_placement(graph: ExecGraph, inplace: bool) -> _Placement:
     storage_of: dict[int, int] = {}
     for negative_size, first, last, members in items:
         chosen = -1
-        for block in range(len(block_bytes)):
-            if chosen >= 0 and block_bytes[block] >= block_bytes[chosen]:
-                continue
+        # Blocks are made largest first, so walking them backwards visits the smallest first.
+        for block in range(len(block_bytes) - 1, -1, -1):
             position = bisect.bisect_left(starts[block], first)
             # free when the interval starting before ends before us, and the next starts after us
             if position > 0 and ends[block][position - 1] >= first:
@@ -169,6 +168,7 @@ def _offline_placement(graph: ExecGraph, inplace: bool) -> _Placement:
             if position < len(starts[block]) and starts[block][position] <= last:
                 continue
             chosen = block
+            break
         if chosen < 0:
             block_bytes.append(-negative_size)
             starts.append([])

@@ -227,22 +227,23 @@ class MemoryPlan:
                 assert (entry.inplace_source, entry.name) in pairs, (
                     f"{entry.name}: in-place source not listed in inplace_pairs"
                 )
+        by_block: dict[int, set[str]] = {}
+        for entry in self.internal_entries():
+            by_block.setdefault(entry.storage_id, set()).add(entry.name)
         total = 0
         for position, block in enumerate(self.blocks):
             assert block.id == position, f"block {block.id} at position {position}"
             members = [self.entry(name) for name in block.entries]
-            assert {m.name for m in members} == {
-                e.name for e in self.internal_entries() if e.storage_id == block.id
-            }, f"block {block.id}: entry list does not match the entries' storage ids"
+            assert {m.name for m in members} == by_block.get(block.id, set()), (
+                f"block {block.id}: entry list does not match the entries' storage ids"
+            )
             assert members, f"block {block.id} is empty"
             for member in members:
                 assert member.nbytes <= block.nbytes, (
                     f"{member.name} ({member.nbytes} B) does not fit block {block.id} "
                     f"({block.nbytes} B)"
                 )
-            for i, first in enumerate(members):
-                for second in members[i + 1 :]:
-                    _assert_disjoint(first, second, pairs)
+            _assert_disjoint(members, pairs)
             total += block.nbytes
         assert total == self.internal_bytes, f"internal_bytes {self.internal_bytes} != {total}"
         naive = sum(entry.nbytes for entry in self.internal_entries())
@@ -294,23 +295,35 @@ class MemoryPlan:
         )
 
 
-def _assert_disjoint(first: PlanEntry, second: PlanEntry, pairs: set[tuple[str, str]]) -> None:
-    """Two entries of one block: lifetimes must not overlap unless one took the other in place."""
-    if first.first_step > second.first_step:
-        first, second = second, first
-    if second.first_step > first.last_step:
-        return
-    if second.first_step == first.last_step and _inplace_chain(first, second, pairs):
-        return
-    raise AssertionError(
-        f"{first.name} (alive {first.first_step}..{first.last_step}) and {second.name} "
-        f"(alive {second.first_step}..{second.last_step}) share storage block "
-        f"{first.storage_id} while both are alive"
-    )
+def _assert_disjoint(members: list[PlanEntry], pairs: set[tuple[str, str]]) -> None:
+    """Entries of one block, taken in order of writing, never overlap.
 
-
-def _inplace_chain(first: PlanEntry, second: PlanEntry, pairs: set[tuple[str, str]]) -> bool:
-    return (first.name, second.name) in pairs
+    Each must be written after every earlier one's last read, except that it
+    may be written at the very step the latest one is last read when it takes
+    that one's storage in place.  (Linear in the block's entries: only the two
+    latest-ending earlier entries can matter.)
+    """
+    ordered = sorted(members, key=lambda entry: (entry.first_step, entry.last_step))
+    latest: PlanEntry | None = None  # the earlier entry alive the longest
+    runner_up = -2  # the last step of the earlier entry alive the second longest
+    for entry in ordered:
+        if latest is not None and entry.first_step <= latest.last_step:
+            handed_over = (
+                entry.first_step == latest.last_step
+                and (latest.name, entry.name) in pairs
+                and runner_up < entry.first_step
+            )
+            if not handed_over:
+                raise AssertionError(
+                    f"{latest.name} (alive {latest.first_step}..{latest.last_step}) and "
+                    f"{entry.name} (alive {entry.first_step}..{entry.last_step}) share storage "
+                    f"block {entry.storage_id} while both are alive"
+                )
+        if latest is None or entry.last_step >= latest.last_step:
+            runner_up = latest.last_step if latest is not None else runner_up
+            latest = entry
+        else:
+            runner_up = max(runner_up, entry.last_step)
 
 
 def _mb(nbytes: int) -> str:
