@@ -20,10 +20,10 @@ outputs get one extra read so they stay alive.
 
 Better than MXNet: the walk above is MXNet's online allocator, and its
 result depends on the match range.  :func:`plan_memory` also tries a few
-match ranges and an *offline* placement — every lifetime is known before
-anything runs, so in-place chains can be placed largest first into the
-smallest block whose other lifetimes they do not overlap (greedy by size) —
-and keeps the smallest plan.
+match ranges and two *offline* placements — every lifetime is known before
+anything runs, so in-place chains can be placed, largest first or in order
+of writing, into the best-fitting block whose other lifetimes they do not
+overlap — and keeps the smallest plan.
 
 State kept while planning (one ``_Planner`` per plan):
     storage_of        entry id -> block id
@@ -109,7 +109,7 @@ def plan_graph(
         walk = _Planner(graph, inplace, coshare, match_range or DEFAULT_MATCH_RANGE)
         return _make_plan(graph, walk.run(), inplace, coshare)
     candidates = [_Planner(graph, inplace, coshare, value).run() for value in _TRIED_MATCH_RANGES]
-    candidates.append(_offline_placement(graph, inplace))
+    candidates.extend(_offline_placements(graph, inplace))
     best = min(candidates, key=lambda result: sum(result.block_bytes))
     return _make_plan(graph, best, inplace, coshare)
 
@@ -131,14 +131,18 @@ def _last_step(entry: DataEntry, last_step: int) -> int:
     return entry.writer
 
 
-def _offline_placement(graph: ExecGraph, inplace: bool) -> _Placement:
-    """Co-share with every lifetime known in advance: greedy by size (TFLite's shared objects).
+def _offline_placements(graph: ExecGraph, inplace: bool) -> list[_Placement]:
+    """Co-share with every lifetime known in advance (TFLite's shared-object strategies).
 
     The in-place chains are those of the walk (they depend only on pending
     reads, not on co-sharing).  Each chain is one interval ``[first write,
-    last read]``; chains are placed largest first into the smallest existing
-    block none of whose chains' intervals overlap, else into a new block.
-    Blocks never grow, since the larger chains come first.
+    last read]`` and is placed into the existing block whose other intervals
+    it does not overlap that needs the least growth, then wastes the least;
+    else into a new block.  Two orders are tried:
+
+    * largest first ("greedy by size"): blocks never grow;
+    * in order of first write: the same as a linear scan, good for chains of
+      layers (VGG, AlexNet inference reach their peak live bytes this way).
     """
     walk = _Planner(graph, inplace, coshare=False, match_range=DEFAULT_MATCH_RANGE).run()
     entries = graph.entries
@@ -151,35 +155,48 @@ def _offline_placement(graph: ExecGraph, inplace: bool) -> _Placement:
         first = min(entries[e].writer for e in members)
         last = max(_last_step(entries[e], last_step) for e in members)
         size = max(entries[e].nbytes for e in members)
-        items.append((-size, first, last, members))
-    items.sort(key=lambda item: item[:3])
+        items.append((size, first, last, members))
+    by_size = sorted(items, key=lambda item: (-item[0], item[1], item[2]))
+    by_start = sorted(items, key=lambda item: (item[1], -item[0], item[2]))
+    return [
+        _Placement(*_place_intervals(order), walk.inplace_source) for order in (by_size, by_start)
+    ]
+
+
+def _place_intervals(
+    items: list[tuple[int, int, int, list[int]]],
+) -> tuple[dict[int, int], list[int]]:
+    """Best-fit placement of ``(size, first, last, entries)`` intervals into blocks, in order."""
     block_bytes: list[int] = []
     starts: list[list[int]] = []  # per block: sorted interval starts
     ends: list[list[int]] = []  # per block: the matching ends (intervals are disjoint)
     storage_of: dict[int, int] = {}
-    for negative_size, first, last, members in items:
+    for size, first, last, members in items:
         chosen = -1
-        # Blocks are made largest first, so walking them backwards visits the smallest first.
-        for block in range(len(block_bytes) - 1, -1, -1):
+        best = (0, 0)
+        for block in range(len(block_bytes)):
             position = bisect.bisect_left(starts[block], first)
             # free when the interval starting before ends before us, and the next starts after us
             if position > 0 and ends[block][position - 1] >= first:
                 continue
             if position < len(starts[block]) and starts[block][position] <= last:
                 continue
-            chosen = block
-            break
+            have = block_bytes[block]
+            cost = (max(size - have, 0), max(have - size, 0))  # (growth, waste)
+            if chosen < 0 or cost < best:
+                chosen, best = block, cost
         if chosen < 0:
-            block_bytes.append(-negative_size)
+            block_bytes.append(size)
             starts.append([])
             ends.append([])
             chosen = len(block_bytes) - 1
+        block_bytes[chosen] = max(block_bytes[chosen], size)
         position = bisect.bisect_left(starts[chosen], first)
         starts[chosen].insert(position, first)
         ends[chosen].insert(position, last)
         for e in members:
             storage_of[e] = chosen
-    return _Placement(storage_of, block_bytes, walk.inplace_source)
+    return storage_of, block_bytes
 
 
 class _Planner:
