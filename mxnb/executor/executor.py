@@ -535,8 +535,11 @@ def simple_bind(
 
     Example::
 
+        >>> import mxnb as mx
+        >>> net = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=10, name='fc')
         >>> exe = mx.executor.simple_bind(net, mx.cpu(), data=(32, 784))
-        >>> exe.memory_plan.internal_bytes
+        >>> exe.memory_plan.internal_bytes, sorted(exe.grad_dict)
+        (1280, ['data', 'fc_bias', 'fc_weight'])
     """
     ctx = _context(ctx)
     graph = build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict)

@@ -86,8 +86,12 @@ def plan_memory(
 
     Example::
 
-        >>> plan = mx.executor.plan_memory(net, {'data': (32, 784)}, grad_req='write')
-        >>> plan.check(); print(plan.summary())
+        >>> import mxnb as mx
+        >>> from mxnb.executor import zoo
+        >>> plan = mx.executor.plan_memory(zoo.mlp(), {'data': (32, 784)}, grad_req='write')
+        >>> plan.check()
+        >>> plan.internal_bytes < plan.naive_internal_bytes
+        True
     """
     graph = build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict)
     return plan_graph(graph, inplace=inplace, coshare=coshare)

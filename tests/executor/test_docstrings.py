@@ -1,0 +1,16 @@
+"""The examples in the executor modules' docstrings run and print what they say."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+from mxnb.executor import executor, graph, memory, plan, zoo
+
+
+@pytest.mark.parametrize("module", [plan, graph, memory, executor, zoo], ids=lambda m: m.__name__)
+def test_docstring_examples_run(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
