@@ -69,6 +69,7 @@ class _Prepared:
     const_vars: list[Any] = field(default_factory=list)
     mutate_vars: list[Any] = field(default_factory=list)
     raw: dict[str, list[Any]] = field(default_factory=dict)  # slot -> raw arrays (None allowed)
+    runners: dict[tuple[bool, bool], Any] = field(default_factory=dict)  # (is_train, debug) -> fn
     xp: Any = np
 
 
@@ -172,8 +173,9 @@ class Executor:
             const.append(arrays[entry]._var)
         for entry in step.outputs:
             mutate.append(arrays[entry]._var)
-        for entry in step.aux:
-            mutate.append(arrays[entry]._var)
+        if step.kind is StepKind.FORWARD:
+            # forward updates aux states in training (BatchNorm's moving stats); backward reads them
+            mutate.extend(arrays[entry]._var for entry in step.aux)
         if step.kind in (StepKind.FORWARD, StepKind.BACKWARD):
             prop = step.prop
             assert prop is not None
@@ -277,7 +279,10 @@ class Executor:
 
     def _push(self, prepared: _Prepared, is_train: bool) -> None:
         step = prepared.step
-        run = self._runner(prepared, is_train)
+        key = (is_train, _engine_mod.is_debug())
+        run = prepared.runners.get(key)
+        if run is None:
+            run = prepared.runners[key] = self._runner(prepared, is_train)
         self._engine.push_sync(
             run, self._ctx, prepared.const_vars, prepared.mutate_vars, 0, step.name
         )
