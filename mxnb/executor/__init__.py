@@ -16,7 +16,7 @@ Example::
 
 from . import zoo
 from .executor import Executor, bind, simple_bind
-from .memory import plan_memory
+from .memory import plan_memory, plan_strategies
 from .plan import EXTERNAL_STORAGE_ID, EntryKind, MemoryPlan, PlanEntry, StorageBlock
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "StorageBlock",
     "bind",
     "plan_memory",
+    "plan_strategies",
     "simple_bind",
     "zoo",
 ]

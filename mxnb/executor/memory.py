@@ -52,7 +52,7 @@ from typing import Any
 from .graph import DataEntry, ExecGraph, build_graph
 from .plan import EXTERNAL_STORAGE_ID, MemoryPlan, PlanEntry, StorageBlock
 
-__all__ = ["DEFAULT_MATCH_RANGE", "plan_graph", "plan_memory"]
+__all__ = ["DEFAULT_MATCH_RANGE", "plan_graph", "plan_memory", "plan_strategies"]
 
 #: MXNet's default ``NNVM_EXEC_MATCH_RANGE``.
 DEFAULT_MATCH_RANGE = 16
@@ -95,6 +95,37 @@ def plan_memory(
     """
     graph = build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict)
     return plan_graph(graph, inplace=inplace, coshare=coshare)
+
+
+def plan_strategies(
+    sym: Any,
+    shapes: Mapping[str, tuple],
+    grad_req: str | Mapping[str, str] | Sequence[str] = "write",
+    type_dict: Mapping[str, Any] | None = None,
+) -> dict[str, MemoryPlan]:
+    """Plan ``sym`` four times: ``'naive'``, ``'inplace'`` only, ``'coshare'`` only and ``'both'``.
+
+    The graph is built once; the plans differ only in the strategies used, so
+    they can be drawn side by side (``mx.widgets.MemoryPlanView``).
+
+    Example::
+
+        >>> import mxnb as mx
+        >>> from mxnb.executor import zoo
+        >>> plans = mx.executor.plan_strategies(zoo.mlp(), {'data': (1, 784)}, grad_req='null')
+        >>> {name: plan.internal_bytes for name, plan in plans.items()}
+        {'naive': 1616, 'inplace': 808, 'coshare': 1024, 'both': 768}
+    """
+    graph = build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict)
+    return {
+        name: plan_graph(graph, inplace=inplace, coshare=coshare)
+        for name, inplace, coshare in (
+            ("naive", False, False),
+            ("inplace", True, False),
+            ("coshare", False, True),
+            ("both", True, True),
+        )
+    }
 
 
 def plan_graph(

@@ -311,3 +311,29 @@ def test_reshape_shares_parameters():
     assert bigger.outputs[0].shape == (6, 3)
     with pytest.raises(ShapeError, match="allow_up_sizing"):
         exe.reshape(data=(6, 4))
+
+
+@pytest.mark.timeout(60)
+def test_executor_on_a_virtual_gpu_matches_cpu():
+    """Bound to gpu(0) (host-backed virtual GPU), every op runs there and the numbers match cpu."""
+    previous = mx.context.virtual_gpus()
+    mx.context.set_virtual_gpus(1)
+    try:
+        net = mlp_symbol()
+        loc = random_location(net, data=(3, 4))
+        results = []
+        for ctx in (mx.cpu(), mx.gpu(0)):
+            shapes = {name: value.shape for name, value in loc.items()}
+            exe = net.simple_bind(ctx, **shapes)
+            for name, value in loc.items():
+                exe.arg_dict[name][:] = value.astype("float32")
+            with mx.engine.trace() as recorder:
+                exe.forward(is_train=True)
+                exe.backward()
+                mx.nd.waitall()
+            contexts = {event.ctx for event in recorder.events_of(OpPush) if event.name == "fc1"}
+            assert contexts == {str(ctx) if ctx.device_type == "cpu" else "gpu(0) [virtual]"}
+            results.append(exe.grad_dict["fc1_weight"].asnumpy())
+        np.testing.assert_array_equal(results[0], results[1])
+    finally:
+        mx.context.set_virtual_gpus(previous)
