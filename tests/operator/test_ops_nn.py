@@ -246,3 +246,36 @@ def test_lrn_value_and_gradient():
     norm = 2 + 0.1 / 3 * (x[:, 1:4] ** 2).sum(axis=1)
     np.testing.assert_allclose(out[:, c], x[:, c] * norm**-0.75)
     eager.numeric_gradient_check("LRN", [x], {"nsize": 3, "alpha": 0.1, "beta": 0.75})
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "name, params, shapes",
+    [
+        (
+            "Pooling",
+            {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1), "pool_type": "max"},
+            [(5, 2, 7, 7)],
+        ),
+        ("Pooling", {"kernel": (2, 2), "pool_type": "avg"}, [(5, 2, 6, 6)]),
+        ("BatchNorm", {"fix_gamma": False}, [(4, 5, 3, 3), (5,), (5,)]),
+    ],
+)
+def test_chunked_parallel_kernels_equal_the_single_thread_result(monkeypatch, name, params, shapes):
+    """Large inputs are split into chunks on the op thread pool; the result must not change."""
+    from mxnb.operator.ops import _common
+
+    inputs = [_rand(*shape, seed=i) for i, shape in enumerate(shapes)]
+    aux = [np.zeros(5), np.ones(5)] if name == "BatchNorm" else None
+    heads = None
+    results = []
+    for minimum, threads in [(1 << 40, "1"), (1, "3")]:
+        monkeypatch.setattr(_common, "PARALLEL_MIN_ELEMENTS", minimum)
+        monkeypatch.setenv("MXNB_OP_THREADS", threads)
+        outs, aux_out, state = eager.run_forward(name, inputs, params, aux=aux, is_train=True)
+        heads = heads or [_rand(*o.shape, seed=9) for o in outs[:1]]
+        results.append((outs[0], aux_out, eager.run_backward(state, heads)))
+    (out_a, aux_a, grads_a), (out_b, aux_b, grads_b) = results
+    np.testing.assert_allclose(out_a, out_b, rtol=1e-12)
+    for a, b in zip(aux_a + grads_a, aux_b + grads_b):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)

@@ -172,3 +172,51 @@ def fmt(shape: Sequence[int] | None) -> str:
 def dtype_of(value: Any) -> np.dtype:
     """Return the numpy dtype of a dtype-like value."""
     return np.dtype(value)
+
+
+# ---------------------------------------------------------------------------
+# intra-op parallelism (MXNet's CPU kernels use OpenMP the same way)
+# ---------------------------------------------------------------------------
+
+_POOL: Any = None
+_POOL_LOCK = __import__("threading").Lock()
+#: arrays smaller than this many elements run on the calling thread only
+PARALLEL_MIN_ELEMENTS = 1 << 20
+
+
+def _thread_count() -> int:
+    import os
+
+    text = os.environ.get("MXNB_OP_THREADS", "")
+    if text.strip():
+        return max(1, int(text))
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def parallel_chunks(xp: Any, size: int, work: int, function: Any) -> None:
+    """Run ``function(start, stop)`` over ``[0, size)`` split into chunks, on a shared thread pool.
+
+    numpy releases the GIL inside its loops, so chunks of one large op run
+    in parallel, as MXNet's OpenMP loops do.  Runs inline when ``xp`` is not
+    numpy (cupy parallelises on the device), when ``work`` (elements touched)
+    is below :data:`PARALLEL_MIN_ELEMENTS`, or with one thread
+    (``MXNB_OP_THREADS=1``).  Chunks must write disjoint memory.
+    """
+    global _POOL
+    threads = min(_thread_count(), size)
+    if xp is not np or threads <= 1 or work < PARALLEL_MIN_ELEMENTS:
+        function(0, size)
+        return
+    if _POOL is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                _POOL = ThreadPoolExecutor(
+                    max_workers=_thread_count(), thread_name_prefix="mxnb-op"
+                )
+    bounds = [size * i // threads for i in range(threads + 1)]
+    futures = [_POOL.submit(function, bounds[i], bounds[i + 1]) for i in range(1, threads)]
+    function(bounds[0], bounds[1])  # the calling thread takes the first chunk
+    for future in futures:
+        future.result()

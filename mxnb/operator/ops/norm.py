@@ -33,7 +33,7 @@ from typing import Any
 from ..base import OpReqType, ResourceRequest
 from ..param import DType, Param, Shape
 from ..registry import register
-from ._common import KernelProp, fmt, normalize_axis, write
+from ._common import KernelProp, fmt, normalize_axis, parallel_chunks, write
 
 __all__ = [
     "ActivationProp",
@@ -289,54 +289,83 @@ class BatchNormProp(KernelProp):
         return bool(ctx.is_train) and not self.use_global_stats
 
     def forward(self, ctx, in_data, req, out_data, aux):
-        """Normalize with batch statistics (training) or the moving ones; update the moving ones."""
+        """Normalize with batch statistics (training) or the moving ones; update the moving ones.
+
+        Channels are independent, so large inputs are processed in channel
+        chunks on the op thread pool (:func:`parallel_chunks`).
+        """
         xp = ctx.xp
-        x3, cshape = self._view(in_data[0])
+        x3, _ = self._view(in_data[0])
         gamma = xp.ones_like(in_data[1]) if self.fix_gamma else in_data[1]
         beta = in_data[2]
-        if self._use_batch(ctx):
-            count = x3.shape[0] * x3.shape[2]
-            mean = x3.sum(axis=2).sum(axis=0) / count
-            centered = x3 - mean.reshape(cshape)
-            var = xp.einsum("ncp,ncp->c", centered, centered) / count
+        out = out_data[0].reshape(x3.shape)
+        # the output buffer holds x - mean, then becomes the result (no temporaries)
+        direct = req[0] == OpReqType.WRITE_TO
+        centered = out if direct else xp.empty(x3.shape, dtype=x3.dtype)
+        batch = self._use_batch(ctx)
+        count = x3.shape[0] * x3.shape[2]
+        channels = x3.shape[1]
+        mean = xp.empty(channels, dtype=x3.dtype) if batch else aux[0].copy()
+        var = xp.empty(channels, dtype=x3.dtype) if batch else aux[1].copy()
+
+        def chunk(start: int, stop: int) -> None:
+            part, buffer = x3[:, start:stop], centered[:, start:stop]
+            if batch:
+                mean[start:stop] = part.sum(axis=2).sum(axis=0) / count
+            xp.subtract(part, mean[start:stop].reshape(1, -1, 1), out=buffer)
+            if batch:
+                var[start:stop] = xp.einsum("ncp,ncp->c", buffer, buffer) / count
+            scale = gamma[start:stop] / xp.sqrt(var[start:stop] + self.eps)
+            buffer *= scale.reshape(1, -1, 1)
+            buffer += beta[start:stop].reshape(1, -1, 1)
+
+        parallel_chunks(xp, channels, x3.size, chunk)
+        if batch:
             moving_mean, moving_var = aux
             moving_mean[...] = moving_mean * self.momentum + mean * (1 - self.momentum)
             moving_var[...] = moving_var * self.momentum + var * (1 - self.momentum)
-        else:
-            mean, var = aux[0].copy(), aux[1].copy()
-            centered = x3 - mean.reshape(cshape)
-        scale = gamma / xp.sqrt(var + self.eps)
-        out = out_data[0].reshape(x3.shape)
-        if req[0] == OpReqType.WRITE_TO:
-            xp.multiply(centered, scale.reshape(cshape), out=out)
-            out += beta.reshape(cshape)
-        else:
-            write(out, req[0], centered * scale.reshape(cshape) + beta.reshape(cshape))
+        if not direct:
+            write(out, req[0], centered)
         write(out_data[1], req[1], mean)
         write(out_data[2], req[2], var)
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """Training: the full batch-statistics gradient; otherwise a per-channel scale."""
         xp = ctx.xp
-        x3, cshape = self._view(in_data[0])
+        x3, _ = self._view(in_data[0])
         g = out_grad[0].reshape(x3.shape)
         gamma = xp.ones_like(in_data[1]) if self.fix_gamma else in_data[1]
         batch = self._use_batch(ctx)
         mean, var = (out_data[1], out_data[2]) if batch else (aux[0], aux[1])
         invstd = 1 / xp.sqrt(var + self.eps)
-        centered = x3 - mean.reshape(cshape)
-        grad_beta = g.sum(axis=2).sum(axis=0)
-        grad_gamma_raw = xp.einsum("ncp,ncp->c", g, centered) * invstd  # sum(g * xhat)
-        if req[0] != OpReqType.NULL:
+        count = x3.shape[0] * x3.shape[2]
+        direct = req[0] == OpReqType.WRITE_TO
+        # the data-gradient buffer first holds x - mean (no temporaries when writing directly)
+        buffer = in_grad[0].reshape(x3.shape) if direct else xp.empty(x3.shape, dtype=x3.dtype)
+        grad_beta = xp.empty(x3.shape[1], dtype=x3.dtype)
+        grad_gamma_raw = xp.empty(x3.shape[1], dtype=x3.dtype)  # sum(g * xhat)
+
+        def chunk(start: int, stop: int) -> None:
+            part, g_part, b_part = x3[:, start:stop], g[:, start:stop], buffer[:, start:stop]
+            xp.subtract(part, mean[start:stop].reshape(1, -1, 1), out=b_part)
+            grad_beta[start:stop] = g_part.sum(axis=2).sum(axis=0)
+            grad_gamma_raw[start:stop] = (
+                xp.einsum("ncp,ncp->c", g_part, b_part) * invstd[start:stop]
+            )
+            if req[0] == OpReqType.NULL:
+                return
+            scale = (gamma[start:stop] * invstd[start:stop]).reshape(1, -1, 1)
             if batch:
-                count = x3.shape[0] * x3.shape[2]
-                k = (grad_gamma_raw * invstd / count).reshape(cshape)
-                value = (g - (grad_beta / count).reshape(cshape) - centered * k) * (
-                    gamma * invstd
-                ).reshape(cshape)
+                b_part *= (-grad_gamma_raw[start:stop] * invstd[start:stop] / count).reshape(1, -1, 1)
+                b_part += g_part
+                b_part -= (grad_beta[start:stop] / count).reshape(1, -1, 1)
+                b_part *= scale
             else:
-                value = g * (gamma * invstd).reshape(cshape)
-            write(in_grad[0].reshape(x3.shape), req[0], value)
+                xp.multiply(g_part, scale, out=b_part)
+
+        parallel_chunks(xp, x3.shape[1], x3.size, chunk)
+        if req[0] != OpReqType.NULL and not direct:
+            write(in_grad[0].reshape(x3.shape), req[0], buffer)
         write(
             in_grad[1], req[1], xp.zeros_like(grad_gamma_raw) if self.fix_gamma else grad_gamma_raw
         )

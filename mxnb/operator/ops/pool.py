@@ -36,7 +36,7 @@ from ...base import NotSupportedError
 from ..base import OpReqType
 from ..param import Param, Shape
 from ..registry import register
-from ._common import KernelProp, fmt, write
+from ._common import KernelProp, fmt, parallel_chunks, write
 from .conv import _fill, _offsets
 
 __all__ = ["LRNProp", "PoolingProp", "UpSamplingProp"]
@@ -179,11 +179,17 @@ class PoolingProp(KernelProp):
         )
         result[...] = -xp.inf if self.pool_type == "max" else 0
         before = self._before(x.shape[2:], kernel, stride, pad, out)
-        for out_index, in_index in self._windows(x.shape[2:], kernel, stride, before, out):
-            if self.pool_type == "max":
-                xp.maximum(result[out_index], x[in_index], out=result[out_index])
-            else:
-                result[out_index] += x[in_index]
+        windows = self._windows(x.shape[2:], kernel, stride, before, out)
+
+        def chunk(start: int, stop: int) -> None:
+            part, data = result[start:stop], x[start:stop]
+            for out_index, in_index in windows:
+                if self.pool_type == "max":
+                    xp.maximum(part[out_index], data[in_index], out=part[out_index])
+                else:
+                    part[out_index] += data[in_index]
+
+        parallel_chunks(xp, x.shape[0], x.size, chunk)
         if self.pool_type == "avg":
             result /= self._divisor(xp, x.shape[2:], kernel, stride, pad, out, x.dtype)
         if result is not target:
@@ -205,21 +211,32 @@ class PoolingProp(KernelProp):
         grad[...] = 0
         before = self._before(spatial, kernel, stride, pad, out)
         windows = self._windows(spatial, kernel, stride, before, out)
-        if self.pool_type == "max":
-            x, y = in_data[0], out_data[0]
-            pending = xp.ones(y.shape, dtype=bool)  # outputs whose maximum is not yet found
-            hit = xp.empty(y.shape, dtype=bool)
+        if self.pool_type == "avg":
+            g = g / self._divisor(xp, spatial, kernel, stride, pad, out, g.dtype)
+        x, y = in_data[0], out_data[0]
+
+        def chunk(start: int, stop: int) -> None:
+            grad_part, g_part = grad[start:stop], g[start:stop]
+            if self.pool_type != "max":
+                for out_index, in_index in windows:
+                    grad_part[in_index] += g_part[out_index]
+                return
+            x_part, y_part = x[start:stop], y[start:stop]
+            pending = xp.ones(
+                y_part.shape, dtype=bool
+            )  # outputs whose first maximum is not found yet
+            hit = xp.empty(y_part.shape, dtype=bool)
+            share = xp.empty(y_part.shape, dtype=g.dtype)
             for out_index, in_index in windows:
                 found = hit[out_index]
-                xp.equal(x[in_index], y[out_index], out=found)
+                xp.equal(x_part[in_index], y_part[out_index], out=found)
                 xp.logical_and(found, pending[out_index], out=found)
                 xp.logical_xor(pending[out_index], found, out=pending[out_index])
-                grad[in_index] += g[out_index] * found
-        else:
-            if self.pool_type == "avg":
-                g = g / self._divisor(xp, spatial, kernel, stride, pad, out, g.dtype)
-            for out_index, in_index in windows:
-                grad[in_index] += g[out_index]
+                part = share[out_index]
+                xp.multiply(g_part[out_index], found, out=part)
+                grad_part[in_index] += part
+
+        parallel_chunks(xp, grad.shape[0], grad.size, chunk)
         if grad is not target:
             write(target, req[0], grad)
 
