@@ -42,6 +42,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+from _thread import get_ident
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -346,7 +347,7 @@ class Engine:
         """Return a new var (MXNet: ``NewVariable``); ``name`` shows in traces and errors."""
         var = Var(name)
         if trace.enabled:
-            trace.record(trace.VarNew, trace.now(), var.id, var.name)
+            trace.append_raw((trace.VarNew, trace.now(), var.id, var.name))
         return var
 
     # -- pushing -------------------------------------------------------------
@@ -520,8 +521,10 @@ class Engine:
                         f"push of op '{opr.name}': var {var.name!r} (id {var.id}) was deleted "
                         "with push_delete; it cannot be written or deleted again"
                     )
-            if tracing or self.slow_wait_threshold is not None:
+            if tracing:
                 waits_on = self._dependencies(opr)
+            if self.slow_wait_threshold is not None:
+                opr.waited_on = self._chain(opr)
             wait = 0
             for var in const:
                 if var.pending_write is None:
@@ -551,44 +554,62 @@ class Engine:
             opr.wait_count = wait
             self._num_pending += 1
             if tracing:
-                now = trace.now()
-                trace.record(trace._build_push, now, opr, waits_on, threading.current_thread())
-                if wait == 0:
-                    trace.record(trace.OpReady, now, opr.id)
+                trace.append_raw(
+                    (
+                        trace._build_push,
+                        trace.now(),
+                        opr.id,
+                        opr.name,
+                        opr.ctx,
+                        const,
+                        mutate,
+                        opr.priority,
+                        waits_on,
+                        get_ident(),
+                        wait == 0,
+                    )
+                )
             if self.slow_wait_threshold is not None:
                 opr.push_time = trace.now()
-                opr.waited_on = self._chain(waits_on)
             if wait == 0:
                 opr.state = READY
         if wait == 0:
             self._dispatch(opr)
         return opr.id
 
-    def _dependencies(self, opr: Opr) -> tuple[tuple[int, int, DepKind, Opr, Var], ...]:
+    def _dependencies(self, opr: Opr) -> tuple[tuple[int, int, DepKind], ...]:
         """The unfinished earlier ops ``opr`` waits on, per var and why (call under the lock).
 
-        Returns raw ``(op_id, var_id, kind, op, var)`` tuples; the trace builds
+        Returns raw ``(op_id, var_id, kind)`` tuples; the trace builds
         :class:`~mxnb.engine.trace.Dependency` events from them when read.
         """
         deps = []
         for var in opr.const_vars:
             writer = var.last_write
             if writer is not None:
-                deps.append((writer.id, var.id, DepKind.RAW, writer, var))
+                deps.append((writer.id, var.id, DepKind.RAW))
         for var in opr.mutate_vars:
             writer = var.last_write
             if writer is not None:
-                deps.append((writer.id, var.id, DepKind.WAW, writer, var))
+                deps.append((writer.id, var.id, DepKind.WAW))
             for reader in var.readers:
                 if reader.state != DONE:
-                    deps.append((reader.id, var.id, DepKind.WAR, reader, var))
+                    deps.append((reader.id, var.id, DepKind.WAR))
         return tuple(deps)
 
-    def _chain(self, deps: tuple[tuple[int, int, DepKind, Opr, Var], ...]) -> tuple[str, ...]:
-        """Debug mode: the ops ``deps`` names, each followed by what it waited on itself."""
+    def _chain(self, opr: Opr) -> tuple[str, ...]:
+        """Debug mode: the ops ``opr`` waits on, each followed by what it waited on itself."""
         chain: list[str] = []
-        for op_id, _, kind, other, var in deps:
-            chain.append(f"'{other.name}' (id {op_id}) via var {var.name!r} ({kind.value})")
+        links = [(var.last_write, var, DepKind.RAW) for var in opr.const_vars]
+        for var in opr.mutate_vars:
+            links.append((var.last_write, var, DepKind.WAW))
+            links.extend(
+                (reader, var, DepKind.WAR) for reader in var.readers if reader.state != DONE
+            )
+        for other, var, kind in links:
+            if other is None:
+                continue
+            chain.append(f"'{other.name}' (id {other.id}) via var {var.name!r} ({kind.value})")
             chain.extend(f"  {link}" for link in other.waited_on[:8])
         return tuple(chain[:16])
 
@@ -621,9 +642,7 @@ class Engine:
             if var.error is not None and var.error.exc is not None:
                 return self._complete(opr, None, inherited=var.error)
         if trace.enabled:
-            trace.record(
-                trace._build_start, trace.now(), opr.id, rctx.worker, threading.current_thread()
-            )
+            trace.append_raw((trace._build_start, trace.now(), opr.id, rctx.worker, get_ident()))
         opr.state = RUNNING
         fn = opr.fn
         try:
@@ -713,6 +732,8 @@ class Engine:
             self._num_pending -= 1
             if self._num_waiters:
                 self._cond.notify_all()
+            for successor in ready:
+                successor.state = READY
             if tracing:
                 if exc is not None:
                     error = repr(exc)
@@ -720,15 +741,17 @@ class Engine:
                     error = f"skipped: input failed in op '{inherited.op_name}'"
                 else:
                     error = None
-                trace.record(
-                    trace.OpEnd, trace.now(), opr.id, error, inherited is not None and exc is None
+                trace.append_raw(
+                    (
+                        trace._build_end,
+                        trace.now(),
+                        opr.id,
+                        error,
+                        inherited is not None and exc is None,
+                        None if opr.deletes is None else opr.deletes.id,
+                        tuple([successor.id for successor in ready]) if ready else (),
+                    )
                 )
-                if opr.deletes is not None:
-                    trace.record(trace.VarDelete, trace.now(), opr.deletes.id)
-            for successor in ready:
-                successor.state = READY
-                if tracing:
-                    trace.record(trace.OpReady, trace.now(), successor.id)
         return ready
 
     def _note_slow_wait(self, opr: Opr) -> None:
@@ -789,7 +812,7 @@ class Engine:
                 self._stuck_check()
         finally:
             if tracing:
-                trace.record(trace.WaitEnd, trace.now(), wait_id)
+                trace.emit(trace.WaitEnd(trace.now(), wait_id))
 
     def _poll_interval(self) -> float:
         return self._wait_poll

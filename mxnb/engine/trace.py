@@ -61,6 +61,7 @@ __all__ = [
     "VarNew",
     "WaitBegin",
     "WaitEnd",
+    "append_raw",
     "emit",
     "now",
     "record",
@@ -173,41 +174,78 @@ enabled: bool = False
 _recorders: tuple[Trace, ...] = ()
 _attach_lock = threading.Lock()
 
+# One shared log while any recorder is attached: events and raw records, in
+# order.  Each attached Trace keeps a cursor into it and builds its events
+# from there; the log is emptied when the last recorder detaches.
+_raw: list[Any] = []
+append_raw = _raw.append  # the engine's hot path: one call per record
+
 
 def emit(event: Event) -> None:
     """Append ``event`` to every attached recorder (call only when ``enabled``)."""
-    for recorder in _recorders:
-        recorder._log.append(event)  # list.append is atomic under the GIL
+    append_raw(event)  # list.append is atomic under the GIL
 
 
 def record(*raw: Any) -> None:
     """Append a raw record ``(builder, *args)``; it becomes ``builder(*args)`` when read.
 
-    The engine's hot path uses this instead of :func:`emit`: building a frozen
-    dataclass costs more than the op it describes, so events are built lazily,
-    off the hot path, the first time :attr:`Trace.events` is read.
+    The engine's hot path appends such tuples directly (``append_raw``):
+    building frozen dataclasses costs more than the op they describe, so
+    events are built lazily, off the hot path, the first time
+    :attr:`Trace.events` is read.  A builder returns one event or a tuple of them.
     """
-    for recorder in _recorders:
-        recorder._log.append(raw)
+    append_raw(raw)
+
+
+def _thread_name(ident: int) -> str:
+    thread = threading._active.get(ident)  # type: ignore[attr-defined]  # ident -> live Thread
+    return thread.name if thread is not None else f"thread-{ident}"
 
 
 # Builders for the engine's raw records (see :func:`record`).
-def _build_push(t: float, opr: Any, deps: tuple, thread: threading.Thread) -> OpPush:
-    return OpPush(
+def _build_push(
+    t: float,
+    op_id: int,
+    name: str,
+    ctx: Any,
+    const_vars: tuple,
+    mutate_vars: tuple,
+    priority: int,
+    deps: tuple,
+    ident: int,
+    ready: bool,
+) -> Any:
+    push = OpPush(
         t,
-        opr.id,
-        opr.name,
-        repr(opr.ctx),
-        tuple(v.id for v in opr.const_vars),
-        tuple(v.id for v in opr.mutate_vars),
-        opr.priority,
-        tuple(Dependency(dep[0], dep[1], dep[2]) for dep in deps),
-        thread.name,
+        op_id,
+        name,
+        repr(ctx),
+        tuple(v.id for v in const_vars),
+        tuple(v.id for v in mutate_vars),
+        priority,
+        tuple(Dependency(*dep) for dep in deps),
+        _thread_name(ident),
     )
+    return (push, OpReady(t, op_id)) if ready else push
 
 
-def _build_start(t: float, op_id: int, worker: str, thread: threading.Thread) -> OpStart:
-    return OpStart(t, op_id, worker, thread.name)
+def _build_start(t: float, op_id: int, worker: str, ident: int) -> OpStart:
+    return OpStart(t, op_id, worker, _thread_name(ident))
+
+
+def _build_end(
+    t: float,
+    op_id: int,
+    error: str | None,
+    skipped: bool,
+    deleted: int | None,
+    ready: tuple[int, ...],
+) -> tuple[Event, ...]:
+    events: list[Event] = [OpEnd(t, op_id, error, skipped)]
+    if deleted is not None:
+        events.append(VarDelete(t, deleted))
+    events.extend(OpReady(t, successor) for successor in ready)
+    return tuple(events)
 
 
 class Trace:
@@ -221,35 +259,53 @@ class Trace:
     """
 
     def __init__(self, events: list[Event] | None = None) -> None:
-        self._log: list[Any] = list(events) if events else []  # events and raw records
-        self._built = 0  # _log[:_built] holds events only
+        self._events: list[Event] = list(events) if events else []  # built events
+        self._cursor = 0  # while attached: how much of the shared log is built
+        self._build_lock = threading.Lock()
         self.attached = False
+
+    def _absorb(self) -> None:
+        """Build the events recorded in the shared log since the last call (while attached)."""
+        with self._build_lock:
+            if not self.attached:
+                return
+            end = len(_raw)
+            items = _raw[self._cursor : end]
+            self._cursor = end
+            events = self._events
+            for item in items:
+                if type(item) is tuple:
+                    built = item[0](*item[1:])
+                    if type(built) is tuple:
+                        events.extend(built)
+                    else:
+                        events.append(built)
+                else:
+                    events.append(item)
 
     @property
     def events(self) -> list[Event]:
         """The recorded events, in order (raw engine records are built here, once)."""
-        log = self._log
-        end = len(log)
-        for index in range(self._built, end):
-            item = log[index]
-            if type(item) is tuple:
-                log[index] = item[0](*item[1:])
-        self._built = max(self._built, end)
-        return log
+        self._absorb()
+        return self._events
 
     @events.setter
     def events(self, events: list[Event]) -> None:
-        self._log = list(events)
-        self._built = 0
+        self._absorb()
+        self._events = list(events)
 
     def attach(self) -> Trace:
         """Start recording (idempotent)."""
         global _recorders, enabled
         with _attach_lock:
             if not self.attached:
+                if not _recorders:
+                    del _raw[:]  # records that raced the last detach
+                with self._build_lock:
+                    self._cursor = len(_raw)
+                    self.attached = True
                 _recorders = (*_recorders, self)
                 enabled = True
-                self.attached = True
         return self
 
     def detach(self) -> Trace:
@@ -257,9 +313,13 @@ class Trace:
         global _recorders, enabled
         with _attach_lock:
             if self.attached:
+                self._absorb()
+                with self._build_lock:
+                    self.attached = False
                 _recorders = tuple(r for r in _recorders if r is not self)
                 enabled = bool(_recorders)
-                self.attached = False
+                if not _recorders:
+                    del _raw[:]
         return self
 
     def __enter__(self) -> Trace:  # noqa: PYI034 - Trace is final in practice
@@ -271,11 +331,11 @@ class Trace:
 
     def clear(self) -> None:
         """Forget the events recorded so far."""
-        self._log = []
-        self._built = 0
+        self._absorb()
+        self._events = []
 
     def __len__(self) -> int:
-        return len(self._log)
+        return len(self.events)
 
     def __iter__(self) -> Iterator[Event]:
         return iter(list(self.events))
