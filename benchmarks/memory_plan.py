@@ -1,7 +1,7 @@
 """Memory planning figures for the zoo networks, beside MXNet 1.9.1's own, and executor speed.
 
-Prints, for MLP, LeNet, AlexNet, VGG-16, ResNet-18 (ImageNet shapes) and the
-unrolled 2-layer LSTM (35 steps, 200 hidden), at batch 1, 32 and 64, for
+Prints, for MLP, LeNet, AlexNet, VGG-16, ResNet-18, Inception-BN (ImageNet
+shapes) and the unrolled 2-layer LSTM (35 steps, 200 hidden), at batch 1, 32 and 64, for
 inference (grad_req='null') and training (grad_req='write'):
 
     naive        every internal entry its own storage
@@ -37,7 +37,7 @@ from mxnb.ndarray.invoke import invoke
 from mxnb.symbol.graph import NodeEntry, topo_sort
 
 HERE = Path(__file__).resolve().parent
-NETWORKS = ("mlp", "lenet", "alexnet", "vgg16", "resnet18", "lstm")
+NETWORKS = ("mlp", "lenet", "alexnet", "vgg16", "resnet18", "inception_bn", "lstm")
 MB = float(1 << 20)
 
 

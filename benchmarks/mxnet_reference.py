@@ -44,7 +44,7 @@ HERE = Path(__file__).resolve().parent
 ZOO = HERE.parent / "mxnb" / "executor" / "zoo.py"
 OUT = HERE / "mxnet_reference.json"
 
-NETWORKS = ("mlp", "lenet", "alexnet", "vgg16", "resnet18", "resnet50", "lstm")
+NETWORKS = ("mlp", "lenet", "alexnet", "vgg16", "resnet18", "resnet50", "inception_bn", "lstm")
 BATCHES = (1, 32, 64)
 CHEAP = {"mlp", "lenet"}  # run fully at every batch for exact bytes
 

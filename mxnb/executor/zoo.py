@@ -1,7 +1,7 @@
 """Model-zoo networks built with ``mx.sym``, for memory planning, benchmarks and notebooks.
 
 Idea: the networks MXNet users export — MLP, LeNet, AlexNet, VGG-16,
-ResNet (MXNet's pre-activation ``symbols/resnet.py``) and an unrolled LSTM
+ResNet (MXNet's pre-activation ``symbols/resnet.py``), Inception-BN and an unrolled LSTM
 (MXNet's ``example/rnn/old/lstm.py``) — written once, node names as in MXNet's
 examples, so the plans mxnb makes can be set beside MXNet's own for the same
 graph and shapes.
@@ -29,6 +29,7 @@ __all__ = [
     "NETWORKS",
     "alexnet",
     "build",
+    "inception_bn",
     "input_shapes",
     "lenet",
     "lstm_unrolled",
@@ -234,6 +235,87 @@ def resnet(num_layers: int = 18, num_classes: int = 1000, sym: Any = None) -> An
     return sym.SoftmaxOutput(data=fc1, name="softmax")
 
 
+def _conv_factory(
+    sym: Any,
+    data: Any,
+    num_filter: int,
+    kernel: tuple,
+    name: str,
+    stride=(1, 1),
+    pad=(0, 0),
+    suffix="",
+) -> Any:
+    """Convolution + BatchNorm + ReLU, named as MXNet's Inception-BN example names them."""
+    conv = sym.Convolution(
+        data=data, num_filter=num_filter, kernel=kernel, stride=stride, pad=pad,
+        name=f"conv_{name}{suffix}",
+    )  # fmt: skip
+    bn = sym.BatchNorm(data=conv, fix_gamma=True, eps=2e-5, momentum=0.9, name=f"bn_{name}{suffix}")
+    return sym.Activation(data=bn, act_type="relu", name=f"relu_{name}{suffix}")
+
+
+def _inception_a(sym, data, num_1x1, num_3x3red, num_3x3, num_d3x3red, num_d3x3, pool, proj, name):
+    c1x1 = _conv_factory(sym, data, num_1x1, (1, 1), f"{name}_1x1")
+    c3x3r = _conv_factory(sym, data, num_3x3red, (1, 1), f"{name}_3x3", suffix="_reduce")
+    c3x3 = _conv_factory(sym, c3x3r, num_3x3, (3, 3), f"{name}_3x3", pad=(1, 1))
+    cd3x3r = _conv_factory(sym, data, num_d3x3red, (1, 1), f"{name}_double_3x3", suffix="_reduce")
+    cd3x3 = _conv_factory(sym, cd3x3r, num_d3x3, (3, 3), f"{name}_double_3x3_0", pad=(1, 1))
+    cd3x3 = _conv_factory(sym, cd3x3, num_d3x3, (3, 3), f"{name}_double_3x3_1", pad=(1, 1))
+    pooling = sym.Pooling(
+        data=data, kernel=(3, 3), stride=(1, 1), pad=(1, 1), pool_type=pool,
+        name=f"{pool}_pool_{name}_pool",
+    )  # fmt: skip
+    cproj = _conv_factory(sym, pooling, proj, (1, 1), f"{name}_proj")
+    return sym.Concat(c1x1, c3x3, cd3x3, cproj, name=f"ch_concat_{name}_chconcat")
+
+
+def _inception_b(sym, data, num_3x3red, num_3x3, num_d3x3red, num_d3x3, name):
+    c3x3r = _conv_factory(sym, data, num_3x3red, (1, 1), f"{name}_3x3", suffix="_reduce")
+    c3x3 = _conv_factory(sym, c3x3r, num_3x3, (3, 3), f"{name}_3x3", pad=(1, 1), stride=(2, 2))
+    cd3x3r = _conv_factory(sym, data, num_d3x3red, (1, 1), f"{name}_double_3x3", suffix="_reduce")
+    cd3x3 = _conv_factory(sym, cd3x3r, num_d3x3, (3, 3), f"{name}_double_3x3_0", pad=(1, 1))
+    cd3x3 = _conv_factory(
+        sym, cd3x3, num_d3x3, (3, 3), f"{name}_double_3x3_1", pad=(1, 1), stride=(2, 2)
+    )
+    pooling = sym.Pooling(
+        data=data, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="max",
+        name=f"max_pool_{name}_pool",
+    )  # fmt: skip
+    return sym.Concat(c3x3, cd3x3, pooling, name=f"ch_concat_{name}_chconcat")
+
+
+def inception_bn(num_classes: int = 1000, sym: Any = None) -> Any:
+    """Inception-BN (GoogLeNet with BatchNorm) as MXNet's ``symbols/inception-bn.py``; data (batch, 3, 224, 224).
+
+    Four parallel branches per module, joined by Concat: the order in which
+    branches run decides how many of their outputs are alive at once.
+    """
+    sym = _default(sym)
+    data = sym.Variable("data")
+    conv1 = _conv_factory(sym, data, 64, (7, 7), "1", stride=(2, 2), pad=(3, 3))
+    pool1 = sym.Pooling(data=conv1, kernel=(3, 3), stride=(2, 2), name="pool_1", pool_type="max")
+    conv2red = _conv_factory(sym, pool1, 64, (1, 1), "2_red")
+    conv2 = _conv_factory(sym, conv2red, 192, (3, 3), "2", pad=(1, 1))
+    pool2 = sym.Pooling(data=conv2, kernel=(3, 3), stride=(2, 2), name="pool_2", pool_type="max")
+    body = _inception_a(sym, pool2, 64, 64, 64, 64, 96, "avg", 32, "3a")
+    body = _inception_a(sym, body, 64, 64, 96, 64, 96, "avg", 64, "3b")
+    body = _inception_b(sym, body, 128, 160, 64, 96, "3c")
+    body = _inception_a(sym, body, 224, 64, 96, 96, 128, "avg", 128, "4a")
+    body = _inception_a(sym, body, 192, 96, 128, 96, 128, "avg", 128, "4b")
+    body = _inception_a(sym, body, 160, 128, 160, 128, 160, "avg", 128, "4c")
+    body = _inception_a(sym, body, 96, 128, 192, 160, 192, "avg", 128, "4d")
+    body = _inception_b(sym, body, 128, 192, 192, 256, "4e")
+    body = _inception_a(sym, body, 352, 192, 320, 160, 224, "avg", 128, "5a")
+    body = _inception_a(sym, body, 352, 192, 320, 192, 224, "max", 128, "5b")
+    pool = sym.Pooling(
+        data=body, kernel=(7, 7), stride=(1, 1), global_pool=True, pool_type="avg",
+        name="global_pool",
+    )  # fmt: skip
+    flatten = sym.Flatten(data=pool, name="flatten")
+    fc1 = sym.FullyConnected(data=flatten, num_hidden=num_classes, name="fc1")
+    return sym.SoftmaxOutput(data=fc1, name="softmax")
+
+
 def lstm_unrolled(
     num_layers: int = 2,
     seq_len: int = 35,
@@ -305,6 +387,7 @@ NETWORKS: dict[str, tuple[dict[str, Any], dict[str, tuple]]] = {
     "vgg16": ({}, {"data": (3, 224, 224)}),
     "resnet18": ({"num_layers": 18}, {"data": (3, 224, 224)}),
     "resnet50": ({"num_layers": 50}, {"data": (3, 224, 224)}),
+    "inception_bn": ({}, {"data": (3, 224, 224)}),
     "lstm": ({"num_layers": 2, "seq_len": 35, "num_hidden": 200}, {"data": (35, 200)}),
 }
 
@@ -319,6 +402,7 @@ def build(name: str, sym: Any = None) -> Any:
         "lenet": lenet,
         "alexnet": alexnet,
         "vgg16": vgg16,
+        "inception_bn": inception_bn,
         "lstm": lstm_unrolled,
     }
     return builder[name](sym=sym, **kwargs)

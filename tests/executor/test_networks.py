@@ -156,7 +156,9 @@ def test_zoo_mlp_plan_shares_as_expected():
     assert training.internal_bytes == 1360
 
 
-@pytest.mark.parametrize("name", ["lenet", "alexnet", "vgg16", "resnet18", "resnet50", "lstm"])
+@pytest.mark.parametrize(
+    "name", ["lenet", "alexnet", "vgg16", "resnet18", "resnet50", "inception_bn", "lstm"]
+)
 def test_zoo_plans_are_legal_and_beat_naive(name):
     """Every strategy combination gives a legal plan; in-place pairs are options the ops declared."""
     sym = zoo.build(name)
