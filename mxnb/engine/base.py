@@ -309,15 +309,18 @@ def _normalise(
     const_vars: Iterable[Var] | None, mutate_vars: Iterable[Var] | None, name: str
 ) -> tuple[tuple[Var, ...], tuple[Var, ...]]:
     """Drop duplicates; a var both read and written counts as a write."""
-    const = _check_vars(const_vars, "const_vars", name)
-    mutate = _check_vars(mutate_vars, "mutate_vars", name)
+    const = _check_vars(const_vars, "const_vars", name) if const_vars else ()
+    mutate = _check_vars(mutate_vars, "mutate_vars", name) if mutate_vars else ()
     if len(mutate) > 1:
         mutate = tuple(dict.fromkeys(mutate))
     if const:
         if len(const) > 1:
             const = tuple(dict.fromkeys(const))
         if mutate:
-            const = tuple(var for var in const if var not in mutate)
+            for var in const:
+                if var in mutate:
+                    const = tuple([v for v in const if v not in mutate])
+                    break
     return const, mutate
 
 

@@ -47,7 +47,11 @@ class NaiveEngine(Engine):
     def _dispatch(self, opr: Opr) -> None:
         # Successors made ready by a completion run here too, in push order,
         # iteratively (a long chain must not grow the Python stack).
-        ready = self._run(opr, self._run_contexts.get(opr.ctx))
+        ctx = opr.ctx
+        rctx = self._run_contexts._entries.get(id(ctx))  # RunContextCache.get, inlined
+        if rctx is None or rctx.ctx is not ctx:
+            rctx = self._run_contexts.get(ctx)
+        ready = self._run(opr, rctx)
         if not ready:
             return
         todo = deque(ready)
