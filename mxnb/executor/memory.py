@@ -143,8 +143,15 @@ def plan_graph(
     if match_range is not None or not coshare:
         walk = _Planner(graph, inplace, coshare, match_range or DEFAULT_MATCH_RANGE)
         return _make_plan(graph, walk.run(), inplace, coshare)
-    candidates = [_Planner(graph, inplace, coshare, value).run() for value in _TRIED_MATCH_RANGES]
-    candidates.extend(_offline_placements(graph, inplace))
+    # In-place is an option, not an obligation: an in-place chain can outlive the
+    # blocks around it and fit worse, so with both strategies on the co-share-only
+    # placements compete too.
+    candidates = []
+    for use_inplace in (True, False) if inplace else (False,):
+        candidates.extend(
+            _Planner(graph, use_inplace, coshare, value).run() for value in _TRIED_MATCH_RANGES
+        )
+        candidates.extend(_offline_placements(graph, use_inplace))
     best = min(candidates, key=lambda result: sum(result.block_bytes))
     return _make_plan(graph, best, inplace, coshare)
 
