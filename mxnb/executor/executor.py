@@ -112,6 +112,9 @@ class Executor:
             self._head_grads[output] = _nd.zeros(record.shape, ctx=ctx, dtype=record.dtype)
             self._arrays[entry] = self._head_grads[output]
         self._blocks = self._allocate_blocks()
+        self._forward_steps = {
+            id(step.node): step for step in graph.steps[: graph.num_forward_steps]
+        }
         self._prepared = [self._prepare(step) for step in graph.steps]
         self.outputs: list[NDArray] = [self._arrays[entry] for entry in graph.output_entries]
         self._output_names = [graph.entries[entry].name for entry in graph.output_entries]
@@ -203,16 +206,12 @@ class Executor:
 
     def _forward_inputs(self, step: Step) -> list[int]:
         """Entry ids of the forward node's arguments (for operator creation and resources)."""
-        node = step.node
-        assert node is not None
-        forward = self._forward_step_of(node)
+        forward = self._forward_step_of(step.node)
         return [entry for entry in forward.in_data if entry is not None]
 
     def _forward_step_of(self, node: Any) -> Step:
-        for step in self._graph.steps[: self._graph.num_forward_steps]:
-            if step.node is node:
-                return step
-        raise MXNBError(f"no forward step for node {node.name!r}")  # pragma: no cover
+        """The forward step of ``node`` (a backward step shares its operator)."""
+        return self._forward_steps[id(node)]
 
     # -- running ------------------------------------------------------------------------
     def forward(self, is_train: bool = False, **kwargs: Any) -> list[NDArray]:

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import GraphError, ParamError, ShapeError, dtype_name
+from ..base import GraphError, ParamError, ShapeError
 from ..operator.base import OperatorProperty, OpReqType
 from ..symbol.graph import Node, NodeEntry, aux_variable_nodes, infer_shapes, infer_types, topo_sort
 from .plan import EntryKind
@@ -584,8 +584,3 @@ def _add_sum(builder: _Builder, name: str, parts: list[int], output: int, req: O
     if req == OpReqType.WRITE_TO:
         step.inplace_options = [(parts[0], output)]
     builder.add_step(step)
-
-
-def describe_dtype(dtype: np.dtype) -> str:
-    """Short dtype name used in plans."""
-    return dtype_name(dtype)

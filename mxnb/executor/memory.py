@@ -208,31 +208,48 @@ def _offline_placements(graph: ExecGraph, inplace: bool) -> list[_Placement]:
 def _place_intervals(
     items: list[tuple[int, int, int, list[int]]],
 ) -> tuple[dict[int, int], list[int]]:
-    """Best-fit placement of ``(size, first, last, entries)`` intervals into blocks, in order."""
+    """Best-fit placement of ``(size, first, last, entries)`` intervals into blocks, in order.
+
+    Best fit: the smallest free block at least as large (no growth, least
+    waste), else the largest free smaller one (least growth), else a new block.
+    Blocks are kept sorted by size, so the search starts at the right place
+    and stops at the first free block in each direction.
+    """
     block_bytes: list[int] = []
     starts: list[list[int]] = []  # per block: sorted interval starts
     ends: list[list[int]] = []  # per block: the matching ends (intervals are disjoint)
+    by_size: list[tuple[int, int]] = []  # (size, block), sorted
     storage_of: dict[int, int] = {}
+
+    def free(block: int, first: int, last: int) -> bool:
+        position = bisect.bisect_left(starts[block], first)
+        # free when the interval starting before ends before us, and the next starts after us
+        if position > 0 and ends[block][position - 1] >= first:
+            return False
+        return position == len(starts[block]) or starts[block][position] > last
+
     for size, first, last, members in items:
         chosen = -1
-        best = (0, 0)
-        for block in range(len(block_bytes)):
-            position = bisect.bisect_left(starts[block], first)
-            # free when the interval starting before ends before us, and the next starts after us
-            if position > 0 and ends[block][position - 1] >= first:
-                continue
-            if position < len(starts[block]) and starts[block][position] <= last:
-                continue
-            have = block_bytes[block]
-            cost = (max(size - have, 0), max(have - size, 0))  # (growth, waste)
-            if chosen < 0 or cost < best:
-                chosen, best = block, cost
+        middle = bisect.bisect_left(by_size, (size, -1))
+        for position in range(middle, len(by_size)):
+            if free(by_size[position][1], first, last):
+                chosen = by_size[position][1]
+                break
+        else:
+            for position in range(middle - 1, -1, -1):
+                if free(by_size[position][1], first, last):
+                    chosen = by_size[position][1]
+                    break
         if chosen < 0:
             block_bytes.append(size)
             starts.append([])
             ends.append([])
             chosen = len(block_bytes) - 1
-        block_bytes[chosen] = max(block_bytes[chosen], size)
+            bisect.insort(by_size, (size, chosen))
+        elif block_bytes[chosen] < size:
+            by_size.remove((block_bytes[chosen], chosen))
+            block_bytes[chosen] = size
+            bisect.insort(by_size, (size, chosen))
         position = bisect.bisect_left(starts[chosen], first)
         starts[chosen].insert(position, first)
         ends[chosen].insert(position, last)
