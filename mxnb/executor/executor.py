@@ -353,6 +353,8 @@ class Executor:
                 None if a is None else readonly_view(a, step.name, f"out_data{i}")
                 for i, a in enumerate(out_data)
             ]
+            aux_names = step.prop.list_auxiliary_states()  # type: ignore[union-attr]
+            aux = [readonly_view(a, step.name, aux_names[i]) for i, a in enumerate(aux)]
 
         def run_backward(run_ctx: Any) -> None:
             backward(
