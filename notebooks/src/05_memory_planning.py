@@ -1,0 +1,251 @@
+# %% [markdown]
+# # 05 — Memory planning: in-place and co-share
+#
+# When a network is bound, every intermediate result (each layer's output, each gradient)
+# needs memory. Giving each its own block is simple and wasteful. MXNet's executor plans
+# instead, in topological order, with two strategies from its architecture notes:
+#
+# * **in-place** — an output takes its input's storage when the op allows it (ReLU, the
+#   elementwise ops) and no one else still needs the input;
+# * **co-share** — storage whose last reader has run goes back to a free pool, and a later
+#   entry of a close enough size reuses it (best fit).
+#
+# **What you will learn**
+#
+# 1. how to read a memory plan: entries, lifetimes (steps), storage blocks, in-place pairs;
+# 2. what each strategy saves, on an MLP, LeNet and ResNet-18;
+# 3. how batch size and training vs inference change the plan, and why;
+# 4. that storage reuse becomes real engine dependencies (write-after-read on a block);
+# 5. how mxnb's plans compare with the figures MXNet 1.9.1 reports for the same graphs.
+
+# %%
+import io
+import json
+import pathlib
+
+import numpy as np
+from IPython.display import Image, display
+
+import mxnb as mx
+from mxnb import widgets
+from mxnb.engine.trace import OpPush
+from mxnb.executor import zoo
+
+
+def mib(nbytes):
+    """Bytes in MiB (2**20 bytes), the unit MXNet's "Total N MB allocated" uses."""
+    return nbytes / 2**20
+
+
+def show(figure):
+    """Display a matplotlib Figure as a PNG (works with any matplotlib backend)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    display(Image(data=buffer.getvalue()))
+
+
+# %% [markdown]
+# ## 1. Reading a plan: the MLP
+#
+# `mx.executor.plan_memory(symbol, shapes, grad_req)` runs the same planning pass
+# `simple_bind` runs, and returns the plan as plain data. MXNet's MNIST MLP
+# (`fc1 → relu1 → fc2 → relu2 → fc3 → softmax`), batch 32, inference:
+
+# %%
+mlp = zoo.mlp()
+plan = mx.executor.plan_memory(mlp, {"data": (32, 784)}, grad_req="null")
+plan.check()  # the invariants: no two live entries share a block, blocks big enough, ...
+print(plan.summary())
+
+# %% [markdown]
+# Reading it: each ReLU took its FullyConnected's storage in place (`in-place from`),
+# and `fc3_output` re-used block 0 once `relu1_output` (in that block) had been read by
+# `fc2` — co-share. Six internal entries live in two blocks.
+
+# %%
+assert ("fc1_output", "relu1_output") in plan.inplace_pairs
+assert ("fc2_output", "relu2_output") in plan.inplace_pairs
+assert plan.entry("fc3_output").storage_id == plan.entry("relu1_output").storage_id
+assert plan.entry("fc3_output").inplace_source is None  # co-shared, not in place
+assert len(plan.blocks) < len(list(plan.internal_entries()))
+print(
+    f"{len(list(plan.internal_entries()))} entries in {len(plan.blocks)} blocks; "
+    f"{plan.naive_internal_bytes:,} B naive -> {plan.internal_bytes:,} B planned"
+)
+
+# %% [markdown]
+# ## 2. The strategies compared
+#
+# The same graph planned four ways — nothing, in-place only, co-share only, both — for
+# three networks at batch 32, training (forward + backward).
+
+# %%
+networks = {name: zoo.build(name) for name in ("mlp", "lenet", "resnet18")}
+
+
+def plans_for(name, batch, grad_req):
+    net, shapes = networks[name], zoo.input_shapes(name, batch)
+    return {
+        strategy: mx.executor.plan_memory(
+            net,
+            shapes,
+            grad_req=grad_req,
+            inplace="inplace" in strategy,
+            coshare="coshare" in strategy,
+        )
+        for strategy in ("none", "inplace", "coshare", "inplace+coshare")
+    }
+
+
+comparison = {name: plans_for(name, 32, "write") for name in networks}
+print(f"{'network':10s}" + "".join(f"{s:>18s}" for s in comparison["mlp"]) + "   saved")
+for name, plans in comparison.items():
+    row = "".join(f"{mib(p.internal_bytes):15.2f} MiB" for p in plans.values())
+    saved = plans["none"].internal_bytes / plans["inplace+coshare"].internal_bytes
+    print(f"{name:10s}{row}   {saved:4.1f}x")
+for plans in comparison.values():
+    for p in plans.values():
+        p.check()
+    both = plans["inplace+coshare"].internal_bytes
+    assert both <= plans["inplace"].internal_bytes <= plans["none"].internal_bytes
+    assert both <= plans["coshare"].internal_bytes <= plans["none"].internal_bytes
+
+# %% [markdown]
+# Co-share does most of the work on deep networks (ResNet-18's many activations reuse a few
+# large blocks); in-place adds the rest, mostly at ReLUs and elementwise sums.
+#
+# The live-bytes curve explains the floor: no plan can use less than the most bytes alive at
+# one step (`peak_bytes`), and the planner gets close to it.
+
+# %%
+from matplotlib.figure import Figure
+
+figure = Figure(figsize=(9, 2.8))
+axes = figure.add_subplot(1, 1, 1)
+best = comparison["resnet18"]["inplace+coshare"]
+axes.plot(np.array(best.live_bytes()) / 2**20, label="bytes alive at each step")
+axes.axhline(mib(best.internal_bytes), color="tab:red", linestyle="--", label="planned total")
+axes.axhline(mib(best.naive_internal_bytes), color="tab:grey", linestyle=":", label="naive total")
+axes.set_xlabel("step (forward, then backward)")
+axes.set_ylabel("MiB")
+axes.set_title("ResNet-18, batch 32, training")
+axes.legend(fontsize=8)
+print(
+    f"planned {mib(best.internal_bytes):.1f} MiB, peak alive {mib(best.peak_bytes):.1f} MiB "
+    f"({best.internal_bytes / best.peak_bytes:.2f}x the peak)"
+)
+assert best.peak_bytes <= best.internal_bytes
+show(figure)
+
+# %% [markdown]
+# ## 3. Batch size, and training vs inference
+#
+# Activations scale with the batch; weights do not (they are arguments, outside the plan).
+# So the planned bytes grow linearly with batch size:
+
+# %%
+for name in networks:
+    sizes = {b: plans_for(name, b, "null")["inplace+coshare"].internal_bytes for b in (1, 32, 64)}
+    print(
+        f"{name:9s} inference: "
+        + ", ".join(f"batch {b}: {mib(v):8.2f} MiB" for b, v in sizes.items())
+    )
+    assert abs(sizes[64] / sizes[32] - 2.0) < 0.02
+
+# %% [markdown]
+# Training costs far more than inference, and not only because gradients need memory:
+# backward reads forward activations (FullyConnected its input, ReLU its output, BatchNorm
+# its statistics), so they stay alive until their backward step instead of being overwritten
+# by the next layer. The entries alive at ResNet-18's peak are mostly forward outputs
+# waiting for backward:
+
+# %%
+for name in networks:
+    inference = plans_for(name, 32, "null")["inplace+coshare"].internal_bytes
+    training = comparison[name]["inplace+coshare"].internal_bytes
+    print(
+        f"{name:9s} inference {mib(inference):8.2f} MiB   training {mib(training):8.2f} MiB   "
+        f"x{training / inference:.1f}"
+    )
+    assert training > inference
+
+live = best.live_bytes()
+peak_step = int(np.argmax(live))
+alive = [e for e in best.internal_entries() if e.alive_at(peak_step)]
+kinds = {
+    kind: sum(e.nbytes for e in alive if e.kind.value == kind) for kind in ("forward", "backward")
+}
+print(
+    f"at the peak (step {peak_step}, {best.steps[peak_step]}): "
+    + ", ".join(f"{kind} {mib(n):.1f} MiB" for kind, n in kinds.items())
+)
+assert kinds["forward"] > kinds["backward"]
+
+# %% [markdown]
+# ## 4. Reuse is a real dependency
+#
+# The executor gives each storage block one engine var. An op that writes into a block reused
+# from an earlier entry therefore *waits for the earlier entry's readers* — a write-after-read
+# edge the engine enforces. In the MLP, `fc3` writes block 0, which `fc2` reads (it holds
+# `relu1_output`):
+#
+# ```
+#   fc1 -> relu1 (in place) -> fc2 -> relu2 (in place) -> fc3 -> softmax (in place)
+#   block 0                    reads block 0, writes 1    writes block 0: waits for fc2 (WAR)
+# ```
+#
+# To see every edge, bind and run one forward pass under the **step engine** (notebook 01):
+# nothing runs until `waitall()`, so every dependency is still pending when the next op is
+# pushed, and the trace records it.
+
+# %%
+mx.engine.set_engine("step")
+with mx.engine.trace() as trace:
+    exe = mlp.simple_bind(mx.cpu(), data=(32, 784), grad_req="null")
+    exe.forward(is_train=False, data=np.random.default_rng(0).random((32, 784)))
+    mx.nd.waitall()
+mx.engine.set_engine("threaded_per_device")
+
+names = trace.var_names()
+war = [
+    (push.name, names[dep.var_id])
+    for push in trace.events_of(OpPush)
+    for dep in push.waits_on
+    if dep.kind.name == "WAR" and names.get(dep.var_id, "").startswith("storage")
+]
+print("writes into reused storage that waited for earlier readers:", war)
+assert ("fc3", "storage0") in war
+widgets.DependencyGraph(trace)
+
+# %% [markdown]
+# ## 5. Beside MXNet
+#
+# `benchmarks/mxnet_reference.json` holds what MXNet 1.9.1's `GraphExecutor` allocated for
+# the same zoo graphs and shapes (exact bytes where they were measured, else its log line
+# "Total N MB allocated", N = bytes >> 20). mxnb's planner should never need more.
+
+# %%
+reference_path = (
+    pathlib.Path(mx.__file__).resolve().parents[1] / "benchmarks" / "mxnet_reference.json"
+)
+reference = json.loads(reference_path.read_text())
+print(f"MXNet {reference['mxnet_version']}")
+print(f"{'network':9s} {'batch':>5s} {'mode':9s} {'mxnb':>14s} {'MXNet':>16s}")
+for run in reference["runs"]:
+    if run["network"] not in networks or run["batch"] == 1:
+        continue
+    grad_req = "null" if run["mode"] == "inference" else "write"
+    ours = plans_for(run["network"], run["batch"], grad_req)["inplace+coshare"].internal_bytes
+    if run["bytes"] is not None:
+        theirs = f"{run['bytes']:>14,} B"
+        assert ours <= run["bytes"], run
+    else:
+        theirs = f"{run['mb']:>11d} MiB"
+        assert ours >> 20 <= run["mb"], run
+    print(f"{run['network']:9s} {run['batch']:5d} {run['mode']:9s} {ours:>12,} B {theirs}")
+
+# %% [markdown]
+# **Summary.** A plan is data: entries with lifetimes, blocks, in-place pairs. In-place needs
+# an op's permission *and* an input no one else reads; co-share needs only lifetimes. What
+# backward reads (notebook 03) decides how long forward outputs live — which is why training
+# costs a multiple of inference.
