@@ -66,7 +66,12 @@ class OpReqType(enum.IntEnum):
     @classmethod
     def from_grad_req(cls, grad_req: str) -> "OpReqType":
         """Map MXNet's grad_req strings ``'null' | 'write' | 'add' | 'inplace'``."""
-        table = {"null": cls.NULL, "write": cls.WRITE_TO, "add": cls.ADD_TO, "inplace": cls.WRITE_INPLACE}
+        table = {
+            "null": cls.NULL,
+            "write": cls.WRITE_TO,
+            "add": cls.ADD_TO,
+            "inplace": cls.WRITE_INPLACE,
+        }
         if grad_req not in table:
             raise ParamError(f"grad_req must be one of {', '.join(table)}; got {grad_req!r}")
         return table[grad_req]
@@ -315,7 +320,9 @@ class OperatorProperty:
         """Return the :class:`Operator` that computes this op on ``ctx``."""
         raise NotImplementedError(f"{self.op_name}.create_operator")
 
-    def create_operator_ex(self, ctx: Any, in_shapes: Sequence[tuple], in_types: Sequence[np.dtype]) -> Operator:
+    def create_operator_ex(
+        self, ctx: Any, in_shapes: Sequence[tuple], in_types: Sequence[np.dtype]
+    ) -> Operator:
         """Like ``create_operator``, knowing the input shapes and dtypes (custom ops need them)."""
         return self.create_operator(ctx)
 
@@ -329,4 +336,3 @@ class OperatorProperty:
     def __repr__(self) -> str:
         args = ", ".join(f"{key}={value!r}" for key, value in self._param_values.items())
         return f"{type(self).__name__}({args})"
-

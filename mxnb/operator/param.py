@@ -45,7 +45,14 @@ class DType(str):
     """Type marker for dtype parameters (``dtype='float32'``), stored as the dtype's name."""
 
 
-_TYPE_NAMES = {int: "int", float: "float", bool: "boolean", str: "string", Shape: "Shape(tuple)", DType: "dtype"}
+_TYPE_NAMES = {
+    int: "int",
+    float: "float",
+    bool: "boolean",
+    str: "string",
+    Shape: "Shape(tuple)",
+    DType: "dtype",
+}
 
 
 @dataclass
@@ -105,9 +112,7 @@ class Param:
         try:
             result = self._convert(value)
         except (ValueError, TypeError, SyntaxError) as exc:
-            raise ParamError(
-                f"{where}: cannot read {value!r} as {self.describe_type()}"
-            ) from exc
+            raise ParamError(f"{where}: cannot read {value!r} as {self.describe_type()}") from exc
         self._check(result, where)
         return result
 

@@ -31,7 +31,16 @@ from typing import Any, Callable
 from ..base import GraphError
 from .base import OperatorProperty
 
-__all__ = ["OpInfo", "register", "register_alias", "get", "find", "list_ops", "get_custom", "make_docstring"]
+__all__ = [
+    "OpInfo",
+    "register",
+    "register_alias",
+    "get",
+    "find",
+    "list_ops",
+    "get_custom",
+    "make_docstring",
+]
 
 
 @dataclass
@@ -129,7 +138,9 @@ def make_docstring(name: str) -> str:
     cls = info.prop_cls
     lines = [info.doc or f"The {name} operator.", "", "Parameters", "----------"]
     try:
-        arguments = cls().list_arguments() if not any(p.required for p in cls.params.values()) else None
+        arguments = (
+            cls().list_arguments() if not any(p.required for p in cls.params.values()) else None
+        )
     except Exception:  # noqa: BLE001 - arguments may depend on parameters
         arguments = None
     for argument in arguments or ["data"]:
@@ -139,6 +150,10 @@ def make_docstring(name: str) -> str:
         lines.append(f"{pname} : {param.describe_type()}")
         if param.doc:
             lines.append(f"    {param.doc}")
-    lines += ["out : NDArray, optional", "    The output array (mx.nd only).", "name : str, optional",
-              "    The node name (mx.sym only)."]
+    lines += [
+        "out : NDArray, optional",
+        "    The output array (mx.nd only).",
+        "name : str, optional",
+        "    The node name (mx.sym only).",
+    ]
     return "\n".join(lines)
