@@ -91,9 +91,7 @@ def test_shared_plan_computes_what_the_unshared_plan_computes(threaded_engine, g
     ops, heads = graph
     sym = build(ops, heads)
     rng = np.random.default_rng(seed)
-    inputs = {
-        name: rng.standard_normal((3, 4)).astype("float32") for name in sym.list_arguments()
-    }
+    inputs = {name: rng.standard_normal((3, 4)).astype("float32") for name in sym.list_arguments()}
     head_grads = [rng.standard_normal((3, 4)).astype("float32") for _ in heads]
     shared_out, shared_grads, plan = run(sym, inputs, head_grads, shared=True)
     alone_out, alone_grads, naive = run(sym, inputs, head_grads, shared=False)
