@@ -69,15 +69,8 @@ def plan_table(batches: tuple[int, ...]) -> None:
         for batch in batches:
             shapes = zoo.input_shapes(name, batch)
             for mode, req in (("inference", "null"), ("training", "write")):
-                graph = mx.executor.graph.build_graph(sym, shapes, grad_req=req)
                 plans = {}
-                for key, inplace, coshare in (
-                    ("naive", False, False),
-                    ("inplace", True, False),
-                    ("coshare", False, True),
-                    ("both", True, True),
-                ):
-                    plan = mx.executor.memory.plan_graph(graph, inplace=inplace, coshare=coshare)
+                for key, plan in mx.executor.plan_strategies(sym, shapes, grad_req=req).items():
                     plan.check()
                     plans[key] = plan.internal_bytes
                 theirs, mark = mxnet_bytes(refs.get((name, batch, mode)))

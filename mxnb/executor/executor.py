@@ -52,8 +52,8 @@ from ..ndarray import ndarray as _nd
 from ..ndarray.debug import readonly_view
 from ..ndarray.ndarray import NDArray, _Chunk
 from ..operator.base import OpContext, OpReqType
-from .graph import ExecGraph, Step, StepKind, build_graph
-from .memory import plan_graph
+from .graph import ExecGraph, Step, StepKind
+from .memory import plan_best
 from .plan import MemoryPlan
 
 __all__ = ["Executor", "bind", "simple_bind"]
@@ -474,7 +474,7 @@ class Executor:
             if name not in shapes:
                 raise ParamError(f"reshape: {name!r} is not an argument of the symbol")
             shapes[name] = tuple(shape)
-        new_graph = build_graph(self._symbol, dict(kwargs), grad_req=graph.grad_req)
+        new_graph, plan = plan_best(self._symbol, dict(kwargs), grad_req=graph.grad_req)
         args: dict[str, NDArray] = {}
         grads: dict[str, NDArray] = {}
         for name in new_graph.arg_names:
@@ -497,7 +497,6 @@ class Executor:
             args[name] = _nd.zeros(want, ctx=self._ctx, dtype=old.dtype)
             if name in self.grad_dict:
                 grads[name] = _nd.zeros(want, ctx=self._ctx, dtype=old.dtype)
-        plan = plan_graph(new_graph)
         return Executor(self._symbol, self._ctx, new_graph, plan, args, grads, dict(self.aux_dict))
 
     def __repr__(self) -> str:
@@ -548,8 +547,7 @@ def simple_bind(
         (1280, ['data', 'fc_bias', 'fc_weight'])
     """
     ctx = _context(ctx)
-    graph = build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict)
-    plan = plan_graph(graph)
+    graph, plan = plan_best(sym, shapes, grad_req=grad_req, type_dict=type_dict)
 
     def zeros(entry: int) -> NDArray:
         record = graph.entries[entry]
@@ -622,7 +620,6 @@ def bind(
     shapes = {name: tuple(array.shape) for name, array in arg_map.items()}
     shapes.update({name: tuple(array.shape) for name, array in aux_map.items()})
     types = {name: array.dtype for name, array in arg_map.items()}
-    graph = build_graph(sym, shapes, grad_req=req, type_dict=types)
-    plan = plan_graph(graph)
+    graph, plan = plan_best(sym, shapes, grad_req=req, type_dict=types)
     grads = {name: grad_map[name] for name in graph.grad_entries}
     return Executor(sym, ctx, graph, plan, arg_map, grads, aux_map)

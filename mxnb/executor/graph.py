@@ -48,7 +48,18 @@ from ..operator.base import OperatorProperty, OpReqType
 from ..symbol.graph import Node, NodeEntry, aux_variable_nodes, infer_shapes, infer_types, topo_sort
 from .plan import EntryKind
 
-__all__ = ["DataEntry", "ExecGraph", "Step", "StepKind", "build_graph", "normalize_grad_req"]
+__all__ = [
+    "ORDERS",
+    "DataEntry",
+    "ExecGraph",
+    "Step",
+    "StepKind",
+    "build_graph",
+    "normalize_grad_req",
+]
+
+#: Topological orders :func:`build_graph` can lay the steps out in.
+ORDERS = ("dfs", "reverse_dfs")
 
 
 class StepKind(enum.Enum):
@@ -235,6 +246,7 @@ def build_graph(
     shapes: Mapping[str, tuple],
     grad_req: str | Mapping[str, str] | Sequence[str] = "write",
     type_dict: Mapping[str, Any] | None = None,
+    order: str = "dfs",
 ) -> ExecGraph:
     """Infer shapes and dtypes and build the forward (+ backward) steps of ``sym``.
 
@@ -249,9 +261,17 @@ def build_graph(
         With every request ``'null'`` the graph is forward only (inference).
     type_dict : mapping, optional
         Argument dtypes by name (default float32).
+    order : str
+        The topological order of the forward steps (backward runs in reverse):
+        ``'dfs'`` (MXNet's: inputs visited first to last) or ``'reverse_dfs'``
+        (inputs visited last to first: parallel branches run in the other
+        order, which changes how many of their outputs are alive at once).
     """
+    if order not in ORDERS:
+        raise ParamError(f"order must be one of {', '.join(ORDERS)}; got {order!r}")
     heads: list[NodeEntry] = list(sym._outputs)
-    nodes = topo_sort(heads)
+    nodes = topo_sort(heads)  # names and argument order always follow MXNet's DFS
+    step_nodes = nodes if order == "dfs" else _reverse_dfs(heads)
     aux_ids = aux_variable_nodes(nodes)
     arg_nodes = [node for node in nodes if node.op is None and id(node) not in aux_ids]
     aux_nodes = [node for node in nodes if node.op is None and id(node) in aux_ids]
@@ -295,7 +315,7 @@ def build_graph(
         entry_id[key] = new
         (aux_entries if kind is EntryKind.AUX else arg_entries)[node.name] = new
     # Forward steps in topological order.
-    for node in nodes:
+    for node in step_nodes:
         if node.op is None:
             continue
         prop = node.op
@@ -340,7 +360,7 @@ def build_graph(
     head_grad_entries: dict[int, int] = {}
     if any(value != "null" for value in req.values()):
         _build_backward(
-            builder, nodes, heads, entry_id, arg_entries, req, grad_entries, head_grad_entries
+            builder, step_nodes, heads, entry_id, arg_entries, req, grad_entries, head_grad_entries
         )
     return ExecGraph(
         entries=builder.entries,
@@ -355,6 +375,29 @@ def build_graph(
         head_grad_entries=head_grad_entries,
         num_forward_steps=num_forward,
     )
+
+
+def _reverse_dfs(heads: Sequence[NodeEntry]) -> list[Node]:
+    """Post-order DFS visiting each node's inputs last to first (iterative)."""
+    order: list[Node] = []
+    done: set[int] = set()
+    for head in reversed(heads):
+        if id(head.node) in done:
+            continue
+        stack: list[tuple[Node, int]] = [(head.node, len(head.node.inputs))]
+        while stack:
+            node, position = stack[-1]
+            if position > 0:
+                stack[-1] = (node, position - 1)
+                child = node.inputs[position - 1].node
+                if id(child) not in done:
+                    stack.append((child, len(child.inputs)))
+                continue
+            stack.pop()
+            if id(node) not in done:
+                done.add(id(node))
+                order.append(node)
+    return order
 
 
 def _build_backward(

@@ -49,10 +49,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .graph import DataEntry, ExecGraph, build_graph
+from .graph import ORDERS, DataEntry, ExecGraph, build_graph
 from .plan import EXTERNAL_STORAGE_ID, MemoryPlan, PlanEntry, StorageBlock
 
-__all__ = ["DEFAULT_MATCH_RANGE", "plan_graph", "plan_memory", "plan_strategies"]
+__all__ = ["DEFAULT_MATCH_RANGE", "plan_best", "plan_graph", "plan_memory", "plan_strategies"]
 
 #: MXNet's default ``NNVM_EXEC_MATCH_RANGE``.
 DEFAULT_MATCH_RANGE = 16
@@ -93,8 +93,30 @@ def plan_memory(
         >>> plan.internal_bytes < plan.naive_internal_bytes
         True
     """
-    graph = build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict)
-    return plan_graph(graph, inplace=inplace, coshare=coshare)
+    return plan_best(sym, shapes, grad_req, type_dict, inplace=inplace, coshare=coshare)[1]
+
+
+def plan_best(
+    sym: Any,
+    shapes: Mapping[str, tuple],
+    grad_req: str | Mapping[str, str] | Sequence[str] = "write",
+    type_dict: Mapping[str, Any] | None = None,
+    inplace: bool = True,
+    coshare: bool = True,
+) -> tuple[ExecGraph, MemoryPlan]:
+    """Build the graph in each topological order of ``ORDERS``, plan each; keep the smallest.
+
+    Returns the graph and its plan (the executor runs the steps in that order).
+    MXNet's DFS order wins ties.
+    """
+    best: tuple[ExecGraph, MemoryPlan] | None = None
+    for order in ORDERS if coshare or inplace else ORDERS[:1]:
+        graph = build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict, order=order)
+        plan = plan_graph(graph, inplace=inplace, coshare=coshare)
+        if best is None or plan.internal_bytes < best[1].internal_bytes:
+            best = (graph, plan)
+    assert best is not None
+    return best
 
 
 def plan_strategies(
@@ -105,8 +127,8 @@ def plan_strategies(
 ) -> dict[str, MemoryPlan]:
     """Plan ``sym`` four times: ``'naive'``, ``'inplace'`` only, ``'coshare'`` only and ``'both'``.
 
-    The graph is built once; the plans differ only in the strategies used, so
-    they can be drawn side by side (``mx.widgets.MemoryPlanView``).
+    Each is what :func:`plan_memory` returns with those strategies, so they can
+    be drawn side by side (``mx.widgets.MemoryPlanView``).
 
     Example::
 
@@ -116,9 +138,8 @@ def plan_strategies(
         >>> {name: plan.internal_bytes for name, plan in plans.items()}
         {'naive': 1616, 'inplace': 808, 'coshare': 1024, 'both': 768}
     """
-    graph = build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict)
     return {
-        name: plan_graph(graph, inplace=inplace, coshare=coshare)
+        name: plan_best(sym, shapes, grad_req, type_dict, inplace=inplace, coshare=coshare)[1]
         for name, inplace, coshare in (
             ("naive", False, False),
             ("inplace", True, False),

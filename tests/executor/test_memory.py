@@ -250,3 +250,27 @@ def test_summary_lists_entries_blocks_and_totals():
     text = plan.summary()
     assert "fc1_output" in text and "storage blocks" in text and "planned:" in text
     assert max(plan.live_bytes()) == plan.peak_bytes
+
+
+def test_reverse_dfs_order_runs_branches_the_other_way_round():
+    r"""
+        data
+        /  \
+      fc_a  fc_b          dfs: fc_a before fc_b; reverse_dfs: fc_b before fc_a
+        \  /
+         add -> softmax
+
+    The argument order (list_arguments) does not depend on the step order.
+    """
+    data = var("data")
+    a = apply(ToyFC(num_hidden=3), "fc_a", data)
+    b = apply(ToyFC(num_hidden=3), "fc_b", data)
+    sym = ToySymbol([apply(ToySoftmaxOutput(), "softmax", apply(ToyAdd(), "add", a, b))])
+    dfs = build_graph(sym, {"data": (2, 4)}, grad_req="write")
+    reverse = build_graph(sym, {"data": (2, 4)}, grad_req="write", order="reverse_dfs")
+    assert [s.name for s in dfs.steps][:4] == ["fc_a", "fc_b", "add", "softmax"]
+    assert [s.name for s in reverse.steps][:4] == ["fc_b", "fc_a", "add", "softmax"]
+    assert dfs.arg_names == reverse.arg_names
+    plan_graph(reverse).check()
+    with pytest.raises(ParamError, match="order"):
+        build_graph(sym, {"data": (2, 4)}, order="bfs")
