@@ -22,6 +22,8 @@ import numpy as np
 
 import mxnb as mx
 from mxnb import operator as op
+from mxnb import widgets
+from mxnb.engine.trace import OpPush
 from mxnb.testing import assert_almost_equal, check_numeric_gradient
 
 rng = np.random.default_rng(0)
@@ -220,6 +222,42 @@ for plan, name in ((plan_fc, "fc_output"), (plan_pool, "pool_output")):
     )
 assert plan_fc.entry("fc_output").last_step == 1
 assert plan_pool.entry("pool_output").last_step == len(plan_pool.steps) - 1
+
+# %% [markdown]
+# The same decisions, seen by the engine. Bind each network and run forward + backward under
+# the step engine (nothing runs before `waitall()`, so every dependency is recorded), with
+# the vars drawn as nodes: each storage block the planner made is one engine var
+# (`storage0`, ...), and `name@n` is the var after its n-th write.
+# After the FC, `relu` writes `storage0` again (`storage0@2`): the block `fc` wrote, in place.
+# After the pooling, `pool_backward` *reads* the pooling's output block `storage0`, so `relu`
+# writes a block of its own.
+
+
+# %%
+def forward_backward_trace(net, shape):
+    """Bind ``net`` and record one forward + backward under the step engine."""
+    mx.engine.set_engine("step")
+    with mx.engine.trace() as trace:
+        exe = net.simple_bind(mx.cpu(), data=shape, grad_req="write")
+        exe.arg_dict["data"][:] = rng.standard_normal(shape).astype(np.float32)
+        exe.forward(is_train=True)
+        exe.backward()  # head gradient: ones
+        mx.nd.waitall()
+    mx.engine.set_engine("threaded_per_device")
+    return trace
+
+
+fc_trace = forward_backward_trace(after_fc, (32, 128))
+pool_trace = forward_backward_trace(after_pool, (8, 4, 8, 8))
+ops = {push.name: push for push in fc_trace.events_of(OpPush)}
+assert ops["relu"].mutate_vars == ops["fc"].mutate_vars  # relu overwrote fc's block
+ops = {push.name: push for push in pool_trace.events_of(OpPush)}
+assert set(ops["pool"].mutate_vars) <= set(ops["pool_backward"].const_vars)  # backward reads y
+assert ops["relu"].mutate_vars != ops["pool"].mutate_vars
+widgets.DependencyGraph(fc_trace, last=5, show_vars=True)
+
+# %%
+widgets.DependencyGraph(pool_trace, last=5, show_vars=True)
 
 # %% [markdown]
 # The declaration is a contract, and the system holds you to it: backward receives only
