@@ -23,6 +23,8 @@ import numpy as np
 
 import mxnb as mx
 from mxnb import operator as op
+from mxnb import widgets
+from mxnb.engine.trace import OpEnd, OpPush, OpStart
 from mxnb.testing import assert_almost_equal, check_numeric_gradient
 
 A, S = 1.7159, 2.0 / 3.0
@@ -236,6 +238,36 @@ for name in ("data", "fc1_weight"):
         exe.grad_dict[name].asnumpy(), inputs[name].grad.asnumpy(), rtol=1e-4, atol=1e-5
     )
 print("executor and autograd gradients agree")
+
+# %% [markdown]
+# ### What the engine sees
+#
+# To the engine, the custom op is one op (`stanh`, `stanh_backward`) reading and writing the
+# executor's storage vars. Inside, our Python code pushes *more* engine ops (`tanh`,
+# `_mul_scalar`, ...) and the custom op waits for the arrays it wrote before it completes.
+# A worker that waits does not sit idle: it helps run ready ops (the `cpu(0)/help` lane), so
+# nesting cannot deadlock even with every worker busy.
+
+# %%
+exe.forward(is_train=True)
+mx.nd.waitall()
+with mx.engine.trace() as custom_trace:
+    exe.forward(is_train=True)
+    exe.backward(mx.nd.array(head))
+    mx.nd.waitall()
+
+pushes = custom_trace.events_of(OpPush)
+begin = {event.op_id: event.time for event in custom_trace.events_of(OpStart)}
+finish = {event.op_id: event.time for event in custom_trace.events_of(OpEnd)}
+(stanh,) = [push for push in pushes if push.name == "stanh"]
+nested = [
+    push
+    for push in pushes
+    if begin[stanh.op_id] <= push.time <= finish[stanh.op_id] and not push.name.startswith("delete")
+]
+print("pushed from inside stanh:", [push.name for push in nested])
+assert nested and all(finish[push.op_id] <= finish[stanh.op_id] for push in nested)
+widgets.Timeline(custom_trace)
 
 # %% [markdown]
 # ## 5. What the declaration costs in memory
