@@ -45,6 +45,7 @@ Example::
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -222,8 +223,41 @@ def _offline_placements(graph: ExecGraph, inplace: bool) -> list[_Placement]:
     by_size = sorted(items, key=lambda item: (-item[0], item[1], item[2]))
     by_start = sorted(items, key=lambda item: (item[1], -item[0], item[2]))
     return [
-        _Placement(*_place_intervals(order), walk.inplace_source) for order in (by_size, by_start)
+        _Placement(*_place_intervals(by_size), walk.inplace_source),
+        _Placement(*_place_in_start_order(by_start), walk.inplace_source),
     ]
+
+
+def _place_in_start_order(
+    items: list[tuple[int, int, int, list[int]]],
+) -> tuple[dict[int, int], list[int]]:
+    """:func:`_place_intervals` for intervals sorted by start, in O(n log n).
+
+    Taken in order of start, a block is free exactly when its last interval
+    ended before the current one starts, so a heap of busy blocks by end and a
+    size-sorted list of free blocks replace the scan (same choices).
+    """
+    block_bytes: list[int] = []
+    busy: list[tuple[int, int]] = []  # heap of (last step, block)
+    free: list[tuple[int, int]] = []  # sorted (size, block)
+    storage_of: dict[int, int] = {}
+    for size, first, last, members in items:
+        while busy and busy[0][0] < first:
+            _, block = heapq.heappop(busy)
+            bisect.insort(free, (block_bytes[block], block))
+        position = bisect.bisect_left(free, (size, -1))
+        if position < len(free):
+            _, chosen = free.pop(position)  # the smallest free block at least as large
+        elif free:
+            _, chosen = free.pop()  # else the largest smaller one, grown
+            block_bytes[chosen] = size
+        else:
+            block_bytes.append(size)
+            chosen = len(block_bytes) - 1
+        heapq.heappush(busy, (last, chosen))
+        for e in members:
+            storage_of[e] = chosen
+    return storage_of, block_bytes
 
 
 def _place_intervals(
