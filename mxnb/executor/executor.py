@@ -46,7 +46,7 @@ import numpy as np
 from .. import engine as _engine_mod
 from .. import resource as _resource
 from .. import storage as _storage
-from ..base import MXNBError, ParamError, ShapeError
+from ..base import ContextError, MXNBError, ParamError, ShapeError
 from ..context import Context, current_context
 from ..ndarray import ndarray as _nd
 from ..ndarray.debug import readonly_view
@@ -122,6 +122,18 @@ class Executor:
     # -- binding ------------------------------------------------------------------------
     def _check_bound_shapes(self) -> None:
         graph = self._graph
+        for what, table in (
+            ("argument", self.arg_dict),
+            ("gradient of", self.grad_dict),
+            ("auxiliary state", self.aux_dict),
+        ):
+            for name, array in table.items():
+                if array.context != self._ctx:
+                    raise ContextError(
+                        f"bind: {what} '{name}' is on {array.context!r} but the executor runs "
+                        f"on {self._ctx!r}; pass arrays on {self._ctx!r} "
+                        f"(array.as_in_context(ctx))"
+                    )
         for table, entries, what in (
             (self.arg_dict, graph.arg_entries, "argument"),
             (self.aux_dict, graph.aux_entries, "auxiliary state"),
@@ -286,8 +298,12 @@ class Executor:
             run, self._ctx, prepared.const_vars, prepared.mutate_vars, 0, step.name
         )
         if self._monitor is not None:
+            entries = self._graph.entries
+            if self._monitor_all:
+                for entry in dict.fromkeys(step.inputs):
+                    self._monitor(f"{step.name}:{entries[entry].name}", self._arrays[entry])
             for entry in step.outputs:
-                self._monitor(self._graph.entries[entry].name, self._arrays[entry])
+                self._monitor(entries[entry].name, self._arrays[entry])
 
     def _runner(self, prepared: _Prepared, is_train: bool) -> Callable[[Any], None]:
         step = prepared.step
@@ -427,6 +443,8 @@ class Executor:
 
         The array is a view of the output's storage block: read it (``asnumpy``)
         inside the callback or copy it, since later steps may reuse the block.
+        With ``monitor_all`` the step's inputs are reported first, named
+        ``'<step>:<entry>'`` (``'fc2:relu1_output'``).
         """
         self._monitor = callback
         self._monitor_all = monitor_all

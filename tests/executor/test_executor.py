@@ -207,6 +207,11 @@ def test_api_dicts_copy_params_monitor_and_debug_str():
     names = [name for name, _ in seen]
     assert names[:2] == ["fc1_output", "relu1_output"]
     assert "fc2_backward_data" in names
+    seen.clear()
+    exe.set_monitor_callback(lambda name, array: seen.append(name), monitor_all=True)
+    exe.forward()
+    assert seen[:3] == ["fc1:data", "fc1:fc1_weight", "fc1:fc1_bias"]
+    assert "fc2:relu1_output" in seen
     text = exe.debug_str()
     assert "Total 0 MB allocated" in text and "Name=fc1_backward" in text
     with pytest.raises(ShapeError, match="'data'"):
@@ -335,5 +340,19 @@ def test_executor_on_a_virtual_gpu_matches_cpu():
             assert contexts == {str(ctx) if ctx.device_type == "cpu" else "gpu(0) [virtual]"}
             results.append(exe.grad_dict["fc1_weight"].asnumpy())
         np.testing.assert_array_equal(results[0], results[1])
+    finally:
+        mx.context.set_virtual_gpus(previous)
+
+
+def test_bind_refuses_arrays_on_another_context():
+    previous = mx.context.virtual_gpus()
+    mx.context.set_virtual_gpus(1)
+    try:
+        net = mlp_symbol()
+        loc = random_location(net, data=(2, 4))
+        args = {name: mx.nd.array(value.astype("float32")) for name, value in loc.items()}
+        args["fc2_weight"] = args["fc2_weight"].as_in_context(mx.gpu(0))
+        with pytest.raises(mx.base.ContextError, match="'fc2_weight'"):
+            net.bind(mx.cpu(), args=args)
     finally:
         mx.context.set_virtual_gpus(previous)
