@@ -16,9 +16,13 @@ Rule the plan must obey (:meth:`MemoryPlan.check`):
 Lifetimes are step indices into :attr:`MemoryPlan.steps` (the op nodes in
 execution order: forward nodes, then backward nodes).  An entry is written
 at ``first_step`` and read for the last time at ``last_step``.  External
-entries (arguments and aux states) exist before the first step:
-``first_step == -1``.  Graph outputs stay alive to the end:
-``last_step == len(steps) - 1``.
+entries bound before the run (arguments, aux states, head gradients) have
+``first_step == -1``.  An argument's gradient written by several steps (a
+weight shared across time steps accumulates with ``ADD_TO``) has its first
+writer as ``first_step``.  Graph outputs stay alive to the end:
+``last_step == len(steps) - 1``.  Entries of the plan appear in the order the
+graph made them (variables first, then the steps' outputs); ``entries[i]``
+is the executor's entry ``i``.
 
 State kept (all frozen):
     MemoryPlan.steps        node names in execution order
@@ -83,7 +87,7 @@ class PlanEntry:
     nbytes: int
     storage_id: int  # index into MemoryPlan.blocks, or EXTERNAL_STORAGE_ID
     inplace_source: str | None  # entry whose storage this one took in place
-    first_step: int  # step that writes it; -1 for external inputs
+    first_step: int  # (first) step that writes it; -1 for entries bound before the run
     last_step: int  # last step that reads it; == first_step when never read
 
     @property
