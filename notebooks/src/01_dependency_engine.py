@@ -108,16 +108,16 @@ def work(label):
     return fn
 
 
-with mx.engine.trace() as trace:
+with mx.engine.trace() as rule_trace:
     engine.push_sync(work("w1"), mx.cpu(), mutate_vars=[x], name="w1")
     for label in ("r1", "r2", "r3"):
         engine.push_sync(work(label), mx.cpu(), const_vars=[x], name=label)
     engine.push_sync(work("w2"), mx.cpu(), mutate_vars=[x], name="w2")
     engine.wait_for_all()
 
-name_of = {push.op_id: push.name for push in trace.events_of(OpPush)}
-start = {name_of[e.op_id]: e.time for e in trace.events_of(OpStart)}
-end = {name_of[e.op_id]: e.time for e in trace.events_of(OpEnd)}
+name_of = {push.op_id: push.name for push in rule_trace.events_of(OpPush)}
+start = {name_of[e.op_id]: e.time for e in rule_trace.events_of(OpStart)}
+end = {name_of[e.op_id]: e.time for e in rule_trace.events_of(OpEnd)}
 readers = ["r1", "r2", "r3"]
 overlapping = [
     (p, q) for p in readers for q in readers if p < q and start[p] < end[q] and start[q] < end[p]
@@ -132,14 +132,14 @@ assert all(start["w2"] >= end[r] for r in readers), "the second writer came afte
 # RAW (read after write), WAR (write after read), WAW (write after write).
 
 # %%
-widgets.DependencyGraph(trace)
+widgets.DependencyGraph(rule_trace)
 
 # %% [markdown]
 # The timeline shows what *did* happen: `w1` alone, two readers side by side on the two
 # workers, the third after, then `w2`.
 
 # %%
-widgets.Timeline(trace)
+widgets.Timeline(rule_trace)
 
 # %% [markdown]
 # ## 3. `wait_for_var` vs `wait_for_all`

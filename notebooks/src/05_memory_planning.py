@@ -215,7 +215,7 @@ war = [
 ]
 print("writes into reused storage that waited for earlier readers:", war)
 assert ("fc3", "storage0") in war
-widgets.DependencyGraph(trace)
+widgets.DependencyGraph(trace, last=7)  # the data copy and the six forward ops
 
 # %% [markdown]
 # ## 5. Beside MXNet

@@ -291,15 +291,19 @@ for name, value, losses in (
 # backward is still working through the first layers.
 
 # %%
-mx.nd.waitall()
+momenta = {n: mx.nd.zeros(lenet_exe.arg_dict[n].shape) for n in lenet_params}
 index = np.arange(BATCH)
+mx.nd.waitall()
 with mx.engine.trace() as trace:
     lenet_exe.forward(is_train=True, data=as_pictures(train_x[index]), softmax_label=train_y[index])
     lenet_exe.backward()
-    sgd_step(lenet_exe, {n: mx.nd.zeros(lenet_exe.arg_dict[n].shape) for n in lenet_params}, 0.0)
+    sgd_step(lenet_exe, momenta, 0.0)
     mx.nd.waitall()
 
-widgets.Timeline(trace, width=12)
+# Views accept any list of events: leave out the storage bookkeeping (freeing temporaries).
+bookkeeping = {push.op_id for push in trace.events_of(OpPush) if push.name.startswith("delete")}
+focused = [event for event in trace.events if getattr(event, "op_id", None) not in bookkeeping]
+widgets.Timeline(focused, width=12)
 
 # %% [markdown]
 # The trace also lets us check the rule rather than believe it: every op that *reads* a var
