@@ -90,7 +90,6 @@ class Executor:
         self._ctx = ctx
         self._graph = graph
         self.memory_plan = plan
-        self._engine = _engine_mod.get()
         self._monitor: Callable[[str, NDArray], None] | None = None
         self._monitor_all = False
         self.arg_dict: dict[str, NDArray] = {name: args[name] for name in graph.arg_names}
@@ -158,7 +157,7 @@ class Executor:
         blocks = []
         for block in self.memory_plan.blocks:
             handle = _storage.alloc(max(block.nbytes, 1), ctx)
-            var = self._engine.new_var(f"storage{block.id}")
+            var = _engine_mod.get().new_var(f"storage{block.id}")
             raw = handle.buffer[: block.nbytes]
             blocks.append(
                 NDArray._make(
@@ -294,7 +293,8 @@ class Executor:
         run = prepared.runners.get(key)
         if run is None:
             run = prepared.runners[key] = self._runner(prepared, is_train)
-        self._engine.push_sync(
+        # the process-wide engine at push time: set_engine may have switched it since bind
+        _engine_mod.get().push_sync(
             run, self._ctx, prepared.const_vars, prepared.mutate_vars, 0, step.name
         )
         if self._monitor is not None:

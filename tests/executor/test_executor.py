@@ -356,3 +356,23 @@ def test_bind_refuses_arrays_on_another_context():
             net.bind(mx.cpu(), args=args)
     finally:
         mx.context.set_virtual_gpus(previous)
+
+
+@pytest.mark.timeout(60)
+def test_executor_keeps_working_after_the_engine_is_switched():
+    """Bound under one engine, run under another: pushes go to the engine current at push time."""
+    previous = mx.engine.engine_type()
+    net = mlp_symbol()
+    loc = random_location(net, data=(2, 4))
+    try:
+        mx.engine.set_engine("naive")
+        exe = bind_with(net, loc)
+        exe.forward(is_train=True)
+        first = exe.outputs[0].asnumpy().copy()
+        mx.engine.set_engine("threaded")
+        exe.forward(is_train=True)
+        exe.backward()
+        np.testing.assert_array_equal(exe.outputs[0].asnumpy(), first)
+        assert np.abs(exe.grad_dict["fc1_weight"].asnumpy()).sum() > 0
+    finally:
+        mx.engine.set_engine(previous)
