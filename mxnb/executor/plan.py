@@ -181,6 +181,40 @@ class MemoryPlan:
             live.append(total)
         return tuple(live)
 
+    def as_dict(self) -> dict:
+        """The plan as plain JSON-ready data (enums as their values), for front ends and files."""
+        return {
+            "steps": list(self.steps),
+            "step_ops": list(self.step_ops),
+            "entries": [
+                {
+                    "name": e.name,
+                    "node": e.node,
+                    "op": e.op,
+                    "output_index": e.output_index,
+                    "kind": e.kind.value,
+                    "shape": list(e.shape),
+                    "dtype": e.dtype,
+                    "nbytes": e.nbytes,
+                    "storage_id": e.storage_id,
+                    "inplace_source": e.inplace_source,
+                    "first_step": e.first_step,
+                    "last_step": e.last_step,
+                }
+                for e in self.entries
+            ],
+            "blocks": [
+                {"id": b.id, "nbytes": b.nbytes, "entries": list(b.entries)} for b in self.blocks
+            ],
+            "inplace_pairs": [list(pair) for pair in self.inplace_pairs],
+            "internal_bytes": self.internal_bytes,
+            "naive_internal_bytes": self.naive_internal_bytes,
+            "peak_bytes": self.peak_bytes,
+            "inplace": self.inplace,
+            "coshare": self.coshare,
+            "grad_req": dict(self.grad_req),
+        }
+
     # -- invariants ------------------------------------------------------------------
     def check(self) -> None:
         """Raise AssertionError when the plan breaks a rule of memory planning.

@@ -274,3 +274,14 @@ def test_reverse_dfs_order_runs_branches_the_other_way_round():
     plan_graph(reverse).check()
     with pytest.raises(ParamError, match="order"):
         build_graph(sym, {"data": (2, 4)}, order="bfs")
+
+
+def test_plan_as_dict_is_json_ready():
+    import json
+
+    plan = plan_memory(mlp(), {"data": (2, 5)}, grad_req="write")
+    data = json.loads(json.dumps(plan.as_dict()))
+    assert data["internal_bytes"] == plan.internal_bytes
+    assert [e["name"] for e in data["entries"]] == [e.name for e in plan.entries]
+    assert data["entries"][0]["kind"] == plan.entries[0].kind.value
+    assert data["blocks"][0]["entries"] == list(plan.blocks[0].entries)
