@@ -2,16 +2,18 @@
 
 Modules, in the order data flows:
     graph.py     the forward+backward steps built from a Symbol (gradient graph)
-    memory.py    memory planning: in-place and co-share (plan_memory)
+    memory.py    memory planning: in-place and co-share (plan_memory, plan_strategies)
     executor.py  the Executor: one engine op per step, one engine var per storage block
-    zoo.py       model-zoo networks (MLP, LeNet, AlexNet, VGG-16, ResNet, unrolled LSTM)
+    zoo.py       model-zoo networks (MLP, LeNet, AlexNet, VGG-16, ResNet, Inception-BN, LSTM)
     plan.py      the MemoryPlan data objects (entries, storage blocks, figures)
 
 Example::
 
-    >>> from mxnb.executor import EXTERNAL_STORAGE_ID, EntryKind
-    >>> EXTERNAL_STORAGE_ID, EntryKind.FORWARD.value
-    (-1, 'forward')
+    >>> import mxnb as mx
+    >>> from mxnb.executor import zoo
+    >>> exe = zoo.mlp().simple_bind(mx.cpu(), data=(32, 784))
+    >>> exe.memory_plan.internal_bytes < exe.memory_plan.naive_internal_bytes
+    True
 """
 
 from . import zoo
