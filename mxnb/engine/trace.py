@@ -569,6 +569,7 @@ def _explain(trace: Trace, op: int | str) -> str:
     if target.waits_on:
         lines.append(f"  it had to wait for {len(target.waits_on)} earlier op(s):")
         last_end = None
+        last_name = ""
         for dep in target.waits_on:
             other = ops.get(dep.op_id)
             who = f"op {other.name!r} (id {dep.op_id})" if other else f"op id {dep.op_id}"
@@ -580,8 +581,11 @@ def _explain(trace: Trace, op: int | str) -> str:
             ended = ""
             if other is not None and other.end is not None:
                 ended = f" ({who} ended at t={_ms(other.end - t0)})"
-                last_end = other.end if last_end is None else max(last_end, other.end)
+                if last_end is None or other.end > last_end:
+                    last_end, last_name = other.end, who
             lines.append(f"    - {why}{ended}")
+        if last_end is not None:
+            lines.append(f"  the last of them to finish was {last_name}: that released it.")
     elif target.push is not None:
         lines.append("  nothing earlier held its vars: it was ready at push.")
     if target.push is not None and target.ready is not None:
