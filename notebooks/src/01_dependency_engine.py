@@ -93,7 +93,7 @@ assert log[-2:] == ["async reply arrived", "read b"]
 #        w2            writes x: waits for all three readers (write-after-read)
 # ```
 #
-# Each op sleeps 60 ms, standing in for real work (sleeping, like numpy's kernels, releases
+# Each op sleeps 100 ms, standing in for real work (sleeping, like numpy's kernels, releases
 # the GIL, so two workers really run at once).
 
 # %%
@@ -102,7 +102,7 @@ x = engine.new_var(name="x")
 
 def work(label):
     def fn(run_ctx):
-        time.sleep(0.06)
+        time.sleep(0.1)
 
     fn.__name__ = label
     return fn

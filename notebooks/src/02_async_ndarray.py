@@ -37,8 +37,8 @@ print(mx.engine.get(), "workers:", mx.engine.get().workers())
 # events with `mx.engine.trace()` and note when the Python calls returned.
 
 # %%
-a = mx.nd.random.uniform(shape=(400, 400))
-b = mx.nd.random.uniform(shape=(400, 400)) / 400
+a = mx.nd.random.uniform(shape=(600, 600))
+b = mx.nd.random.uniform(shape=(600, 600)) / 600
 mx.nd.waitall()
 
 with mx.engine.trace() as trace:

@@ -60,7 +60,7 @@ result = {}
 
 
 def produce(run_ctx):
-    time.sleep(0.05)  # a slow kernel
+    time.sleep(0.2)  # a slow kernel
     buffer[:] = 1.0
 
 
