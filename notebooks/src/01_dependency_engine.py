@@ -169,21 +169,21 @@ assert waited_var < waited_all
 # say `step()` (the next one), `run_op(id)` (a chosen one) or `run()`. It shows exactly which
 # schedules the rule allows. `mx.engine.create('step')` makes a private one.
 
+
 # %%
-stepper = mx.engine.create("step")
-order = []
-v = stepper.new_var(name="v")
-
-
-def record(label):
+def recorder(order, label):
+    """An op function that appends ``label`` to ``order`` when it runs."""
     return lambda run_ctx: order.append(label)
 
 
+stepper = mx.engine.create("step")
+order = []
+v = stepper.new_var(name="v")
 ids = {}
-ids["w1"] = stepper.push_sync(record("w1"), mx.cpu(), mutate_vars=[v], name="w1")
-ids["r1"] = stepper.push_sync(record("r1"), mx.cpu(), const_vars=[v], name="r1")
-ids["r2"] = stepper.push_sync(record("r2"), mx.cpu(), const_vars=[v], name="r2")
-ids["w2"] = stepper.push_sync(record("w2"), mx.cpu(), mutate_vars=[v], name="w2")
+ids["w1"] = stepper.push_sync(recorder(order, "w1"), mx.cpu(), mutate_vars=[v], name="w1")
+ids["r1"] = stepper.push_sync(recorder(order, "r1"), mx.cpu(), const_vars=[v], name="r1")
+ids["r2"] = stepper.push_sync(recorder(order, "r2"), mx.cpu(), const_vars=[v], name="r2")
+ids["w2"] = stepper.push_sync(recorder(order, "w2"), mx.cpu(), mutate_vars=[v], name="w2")
 print("ready:", [op.name for op in stepper.ready_ops()])
 assert [op.name for op in stepper.ready_ops()] == ["w1"]
 
@@ -209,46 +209,65 @@ assert "w2" not in [op.name for op in stepper.ready_ops()]
 stepper.run_op(ids["r1"])
 print("after r1, ready:", [op.name for op in stepper.ready_ops()])
 stepper.run()
+stepper.shutdown()
 print("schedule:", order)
 assert order == ["w1", "r2", "r1", "w2"]
 
 # %% [markdown]
-# Enumerate *every* schedule the rule allows for this little graph by trying each ready op
-# in turn (a depth-first walk over fresh step engines). Exactly two exist: the readers may
-# swap, nothing else may move.
-
+# Now enumerate *every* schedule the rule allows, by trying each ready op in turn (a
+# depth-first walk, replaying each prefix on a fresh step engine). Add an op `u` that writes
+# an unrelated var `other`:
+#
+# ```
+#   w1 -> {r1, r2} -> w2        on var v
+#   u                           on var other: may go anywhere
+# ```
+#
+# The readers may swap (2 ways) and `u` may take any of 5 places: 10 schedules, and in
+# every one `w1` comes before both readers and `w2` after them.
 
 # %%
-def build(stepper, order):
-    var = stepper.new_var(name="v")
-    pushes = [("w1", [], [var]), ("r1", [var], []), ("r2", [var], []), ("w2", [], [var])]
-    return {
-        stepper.push_sync(record_into(order, n), mx.cpu(), c, m, name=n): n for n, c, m in pushes
-    }
+GRAPH = [
+    ("w1", ["v"], "write"),
+    ("r1", ["v"], "read"),
+    ("r2", ["v"], "read"),
+    ("w2", ["v"], "write"),
+    ("u", ["other"], "write"),
+]
 
 
-def record_into(order, label):
-    return lambda run_ctx: order.append(label)
+def push_graph(eng, order):
+    """Push GRAPH on ``eng``; return op name -> op id."""
+    vars_ = {name: eng.new_var(name=name) for name in ("v", "other")}
+    ids = {}
+    for name, var_names, mode in GRAPH:
+        touched = [vars_[n] for n in var_names]
+        const, mutate = (touched, []) if mode == "read" else ([], touched)
+        ids[name] = eng.push_sync(recorder(order, name), mx.cpu(), const, mutate, name=name)
+    return ids
 
 
 def schedules(prefix=()):
     """Every complete schedule extending ``prefix`` (a tuple of op names)."""
-    stepper, order = mx.engine.create("step"), []
-    names = build(stepper, order)
-    by_name = {name: op_id for op_id, name in names.items()}
+    eng, order = mx.engine.create("step"), []
+    ids = push_graph(eng, order)
     for name in prefix:
-        stepper.run_op(by_name[name])
-    ready = [op.name for op in stepper.ready_ops()]
-    stepper.shutdown()
+        eng.run_op(ids[name])
+    ready = [op.name for op in eng.ready_ops()]
+    eng.shutdown()
     if not ready:
         return [prefix]
-    return [s for name in ready for s in schedules(prefix + (name,))]
+    return [schedule for name in ready for schedule in schedules(prefix + (name,))]
 
 
 legal = schedules()
 for schedule in legal:
     print(" -> ".join(schedule))
-assert sorted(legal) == [("w1", "r1", "r2", "w2"), ("w1", "r2", "r1", "w2")]
+assert len(legal) == 10
+for schedule in legal:
+    position = {name: index for index, name in enumerate(schedule)}
+    assert position["w1"] < position["r1"] < position["w2"] and position["r2"] < position["w2"]
+    assert position["w1"] < position["r2"]
 
 # %% [markdown]
 # ## 5. A parallel speedup on two independent chains
