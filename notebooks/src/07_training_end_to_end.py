@@ -101,9 +101,9 @@ for name, (net, prepare) in networks.items():
 # ## 3. Watching without slowing down
 #
 # A progress bar (ipywidgets; plain text when they are missing) and a loss plot redrawn
-# every few steps. Reading the loss means waiting for the step's output, so it is read
-# *after* the next step has been pushed: the engine always has work queued while Python
-# draws.
+# every few steps. Reading the loss means waiting for the step's output, so each step's
+# output is *copied* (an engine op, asynchronous) and read one step later, after the next
+# step has been pushed: the engine always has work queued while Python computes and draws.
 
 # %%
 try:
@@ -197,6 +197,8 @@ def sgd_step(exe, momenta, learning_rate):
 
 
 def batch_loss(probabilities, batch_labels):
+    """Mean cross-entropy of a batch; ``probabilities`` is an NDArray (this waits for it)."""
+    probabilities = probabilities.asnumpy()
     picked = probabilities[np.arange(len(batch_labels)), batch_labels.astype(int)]
     return float(-np.log(picked + 1e-8).mean())
 
@@ -220,9 +222,10 @@ def fit(name, net, prepare, epochs, learning_rate):
             exe.backward()
             sgd_step(exe, momenta, lr)
             step += 1
-            if pending is not None:  # the previous step's loss: its output is ready by now
+            if pending is not None:  # the previous step's loss, read while this step runs
                 losses.append(batch_loss(*pending))
-            pending = (exe.outputs[0].asnumpy(), train_y[index])
+            # An asynchronous copy: the next forward may only overwrite the output after it.
+            pending = (exe.outputs[0].copy(), train_y[index])
             if step % 20 == 0 or step == total:
                 plot.update(losses)
                 progress.update(
@@ -328,4 +331,4 @@ assert order.index("fc3_backward") < order.index("conv1_backward")
 # %% [markdown]
 # **Summary.** The training loop is a few lines of pushes; the engine orders them by the
 # vars they touch, the planner keeps the memory small, and one `asnumpy()` per step (one
-# step late) is the only place Python waits.
+# step late, on a copy) is the only place Python waits.
