@@ -59,15 +59,15 @@ print(plan.summary())
 
 # %% [markdown]
 # Reading it: each ReLU took its FullyConnected's storage in place (`in-place from`),
-# and `fc3_output` re-used block 0 once `relu1_output` (in that block) had been read by
-# `fc2` — co-share. Six internal entries live in two blocks.
+# and `fc3_output` re-used the block of `relu1_output` once `fc2` had read it — co-share.
+# The six internal entries fit in two blocks.
 
 # %%
 assert ("fc1_output", "relu1_output") in plan.inplace_pairs
 assert ("fc2_output", "relu2_output") in plan.inplace_pairs
 assert plan.entry("fc3_output").storage_id == plan.entry("relu1_output").storage_id
 assert plan.entry("fc3_output").inplace_source is None  # co-shared, not in place
-assert len(plan.blocks) < len(list(plan.internal_entries()))
+assert len(plan.blocks) == 2 and len(list(plan.internal_entries())) == 6
 print(
     f"{len(list(plan.internal_entries()))} entries in {len(plan.blocks)} blocks; "
     f"{plan.naive_internal_bytes:,} B naive -> {plan.internal_bytes:,} B planned"
