@@ -73,7 +73,8 @@ __all__ = [
 
 ENGINE_TYPES = ("naive", "threaded", "threaded_per_device", "step")
 DEFAULT_ENGINE = "threaded_per_device"
-DEFAULT_SLOW_WAIT = 1.0  # seconds between push and start that count as slow in debug mode
+DEFAULT_SLOW_WAIT = 1.0
+_SHUTDOWN_TIMEOUT = 10.0  # seconds the exit hook waits for pending ops  # seconds between push and start that count as slow in debug mode
 
 _engine: Engine | None = None
 _engine_lock = threading.Lock()
@@ -214,7 +215,7 @@ def _shutdown_at_exit() -> None:
     if engine is None:
         return
     with contextlib.suppress(BaseException):
-        engine.shutdown(timeout=10.0)  # an async op whose callback never comes must not hang exit
+        engine.shutdown(timeout=_SHUTDOWN_TIMEOUT)  # a callback that never comes must not hang exit
 
 
 atexit.register(_shutdown_at_exit)
