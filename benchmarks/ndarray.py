@@ -130,21 +130,47 @@ def main() -> None:
     executor = executor_task_us(args.count, args.repeat)
     print(f"ThreadPoolExecutor(2) per task: {executor:.1f} µs (the peer of the small-op target)")
     rows = [("engine", "op", "mxnb µs", "numpy µs", "x executor", f"target <= {SMALL_TARGET}x")]
-    large_rows = [("engine", "1000x1000 chain of 10", "mxnb ms", "numpy ms", "x numpy", f"target <= {LARGE_TARGET}x")]
+    large_rows = [
+        (
+            "engine",
+            "1000x1000 chain of 10",
+            "mxnb ms",
+            "numpy ms",
+            "x numpy",
+            f"target <= {LARGE_TARGET}x",
+        )
+    ]
     previous = mx.engine.engine_type()
     try:
         for name in args.engines.split(","):
             mx.engine.set_engine(name)
             small = small_ops_us(args.count, args.repeat)
-            for op, peer in (("a += 1 (1 elem)", "numpy a += 1"), ("c = a + b (100)", "numpy c = a + b")):
+            for op, peer in (
+                ("a += 1 (1 elem)", "numpy a += 1"),
+                ("c = a + b (100)", "numpy c = a + b"),
+            ):
                 ratio = small[op] / executor
                 rows.append(
-                    (name, op, f"{small[op]:.1f}", f"{small[peer]:.2f}", f"{ratio:.2f}", "ok" if ratio <= SMALL_TARGET else "MISSED")
+                    (
+                        name,
+                        op,
+                        f"{small[op]:.1f}",
+                        f"{small[peer]:.2f}",
+                        f"{ratio:.2f}",
+                        "ok" if ratio <= SMALL_TARGET else "MISSED",
+                    )
                 )
             mine, peer = large_chain_ratio(args.repeat)
             ratio = mine / peer
             large_rows.append(
-                (name, "x=(a+b)*c-a...", f"{mine * 1e3:.1f}", f"{peer * 1e3:.1f}", f"{ratio:.2f}", "ok" if ratio <= LARGE_TARGET else "MISSED")
+                (
+                    name,
+                    "x=(a+b)*c-a...",
+                    f"{mine * 1e3:.1f}",
+                    f"{peer * 1e3:.1f}",
+                    f"{ratio:.2f}",
+                    "ok" if ratio <= LARGE_TARGET else "MISSED",
+                )
             )
     finally:
         mx.engine.set_engine(previous)

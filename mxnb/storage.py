@@ -125,6 +125,10 @@ class Handle:
     freed: bool = False
     manager: StorageManager | None = field(default=None, repr=False)  # the lender
 
+    def release(self, run_ctx: Any = None) -> None:
+        """Give the block back to its lender; the engine calls it as ``fn(run_ctx)``."""
+        (self.manager or get_manager(self.ctx)).free(self)
+
 
 @dataclass(frozen=True)
 class StorageStats:

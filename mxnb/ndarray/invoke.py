@@ -87,6 +87,7 @@ def clear_cache() -> None:
     """Forget cached properties and plans (after re-registering an op in a notebook)."""
     _plans.clear()
     _props.clear()
+    _visible_plans.clear()
 
 
 def _freeze(value: Any) -> Any:
@@ -111,6 +112,15 @@ def _params_key(params: dict[str, Any]) -> Any:
     return tuple(sorted((key, _freeze(value)) for key, value in params.items()))
 
 
+def _registered_class(op_name: str) -> Any:
+    """The property class registered now (a notebook may re-register an op under its name)."""
+    info = _find(op_name)
+    return None if info is None else info.prop_cls
+
+
+_find = registry.find
+
+
 def _get_prop(op_name: str, params: dict[str, Any]) -> tuple[OperatorProperty, Any]:
     """The parsed property of ``op_name`` with ``params``, and its cache key."""
     if params:
@@ -123,7 +133,7 @@ def _get_prop(op_name: str, params: dict[str, Any]) -> tuple[OperatorProperty, A
     else:
         key = op_name
         prop = _props.get(key)
-    if prop is None:
+    if prop is None or type(prop) is not _registered_class(op_name):
         prop = registry.get(op_name).create_property(**params)
         if len(_props) > _MAX_CACHE:
             _props.clear()
@@ -146,6 +156,10 @@ def _autograd_state() -> tuple[bool, bool]:
             return False, False
         _autograd = module
     return bool(module.is_recording()), bool(module.is_training())
+
+
+_is_debug = _engine_mod.is_debug
+_get_engine = _engine_mod.get
 
 
 # -- planning ---------------------------------------------------------------------
@@ -353,6 +367,8 @@ def _invoke_prop(
     if aux:
         key = (key, tuple(item.shape for item in aux))
     plan = _plans.get(key) if prop_key is not None else None
+    if plan is not None and plan.prop is not prop:
+        plan = None  # a property parsed again (its op was registered again)
     if plan is None:
         _check_contexts(prop.op_name, inputs, ctx)
         plan = _make_plan(
@@ -374,24 +390,25 @@ def _invoke_prop(
                 raise ShapeError(
                     f"{prop.op_name}: auxiliary state has shape {item.shape}, expected {shape}"
                 )
+    outputs = _outputs(plan, out, ctx)
+    return plan, _push(plan, inputs, outputs, aux or (), name)
+
+
+def _outputs(plan: _Plan, out: Any, ctx: Context) -> list[NDArray]:
+    """Fresh output arrays, or the ``out=`` arrays after checking them against the plan."""
     if out is None:
         if plan.single_output:
-            outputs = [_alloc(plan.out_shapes[0], ctx, plan.out_types[0])]
-        else:
-            outputs = [
-                _alloc(shape, ctx, dtype) for shape, dtype in zip(plan.out_shapes, plan.out_types)
-            ]
-    elif plan.single_output and type(out) is NDArray:
+            return [_alloc(plan.out_shapes[0], ctx, plan.out_types[0])]
+        return [_alloc(shape, ctx, dtype) for shape, dtype in zip(plan.out_shapes, plan.out_types)]
+    if plan.single_output and type(out) is NDArray:
         if (
             out.shape != plan.out_shapes[0]
             or out.dtype != plan.out_types[0]
             or out.context is not ctx
         ):
-            _check_out(prop.op_name, 0, out, plan.out_shapes[0], plan.out_types[0], ctx)
-        outputs = [out]
-    else:
-        outputs = _given_outputs(plan, out)
-    return plan, _push(plan, inputs, outputs, aux or (), name)
+            _check_out(plan.prop.op_name, 0, out, plan.out_shapes[0], plan.out_types[0], ctx)
+        return [out]
+    return _given_outputs(plan, out)
 
 
 def _given_outputs(plan: _Plan, out: Any) -> list[NDArray]:
@@ -430,7 +447,8 @@ def _push(
         is_train = autograd.is_training()
     else:
         recording, is_train = _autograd_state()
-    if plan.single_output and not aux:
+    # Small fixed arities are spelled out: this is the per-op overhead of every small op.
+    if len(outputs) == 1:
         target = outputs[0]
         out_raw = [target._array]
         mutate = [target._var]
@@ -439,18 +457,30 @@ def _push(
         mutate = [item._var for item in outputs]
     if aux:
         mutate += [item._var for item in aux]
-    aux_raw = [item._array for item in aux]
+        aux_raw = [item._array for item in aux]
+    else:
+        aux_raw = []
     if plan.resource_vars:
         mutate += plan.resource_vars
-    const = [item._var for item in inputs]
+    count = len(inputs)
+    if count == 1:
+        only = inputs[0]
+        const = [only._var]
+        in_raw = [only._array]
+    elif count == 2:
+        lhs, rhs = inputs
+        const = [lhs._var, rhs._var]
+        in_raw = [lhs._array, rhs._array]
+    else:
+        const = [item._var for item in inputs]
+        in_raw = [item._array for item in inputs]
     label = name or plan.label
-    if _engine_mod.is_debug():
+    if _is_debug():
         in_raw = [
             readonly_view(item._array, label, arg) for item, arg in zip(inputs, plan.arg_names)
         ]
         run = _debug_runner(operator, plan, label, is_train, in_raw, out_raw, aux_raw)
     else:
-        in_raw = [item._array for item in inputs]
         requested = plan.resources
         reqs = plan.reqs
         xp = plan.xp
@@ -459,7 +489,7 @@ def _push(
         def run(run_ctx: Any) -> None:
             forward(OpContext(is_train, run_ctx, requested, xp), in_raw, reqs, out_raw, aux_raw)
 
-    _engine_mod.get().push_sync(run, plan.ctx, const, mutate, 0, label)
+    _get_engine().push_sync(run, plan.ctx, const, mutate, 0, label)
     if recording:
         autograd._record_op(plan.prop, operator, list(inputs), outputs, list(aux), is_train)
     return outputs
@@ -491,10 +521,52 @@ def _debug_runner(
     return run
 
 
+_visible_plans: dict[Any, _Plan] = {}
+
+
 def invoke_visible(op: str, inputs: list[NDArray], params: dict[str, Any], out: Any = None) -> Any:
-    """Invoke and return what a user sees: ``out`` if given, else one NDArray or a list."""
-    prop, prop_key = _get_prop(op, params)
-    plan, outputs = _invoke_prop(prop, prop_key, inputs, out, None, None, None)
+    """Invoke and return what a user sees: ``out`` if given, else one NDArray or a list.
+
+    The NDArray methods (``a + b``, ``a += 1``, ``a.sum()``) come through here:
+    one dict lookup keyed by (op, params, input shapes and dtypes, context)
+    finds the plan, skipping property parsing and shape inference.
+    """
+    count = len(inputs)
+    key: Any = None
+    plan = None
+    if count == 1:
+        first = inputs[0]
+        ctx = first.context
+        key = (op, tuple(params.items()), first.shape, first.dtype, id(ctx))
+    elif count == 2:
+        first, second = inputs
+        ctx = first.context
+        key = (
+            op,
+            tuple(params.items()),
+            first.shape,
+            first.dtype,
+            second.shape,
+            second.dtype,
+            id(ctx),
+        )
+        if second.context is not ctx and second.context != ctx:
+            _check_contexts(op, inputs, ctx)
+    try:
+        plan = _visible_plans.get(key)
+    except TypeError:  # an unhashable parameter value: take the general path
+        key = None
+    if plan is not None and type(plan.prop) is not _registered_class(op):
+        plan = None  # the op was registered again: plan afresh
+    if plan is None:
+        prop, prop_key = _get_prop(op, params)
+        plan, outputs = _invoke_prop(prop, prop_key, inputs, out, None, None, None)
+        if key is not None:
+            if len(_visible_plans) > _MAX_CACHE:
+                _visible_plans.clear()
+            _visible_plans[key] = plan
+    else:
+        outputs = _push(plan, inputs, _outputs(plan, out, ctx), (), None)
     if out is not None:
         return out
     if plan.num_visible == 1:
@@ -516,9 +588,9 @@ def make_op_function(op_name: str) -> Callable[..., Any]:
     inputs (``num_args`` of Concat / add_n) the count is set from the arrays.
     """
     function = _functions.get(op_name)
-    if function is not None:
-        return function
     info = registry.get(op_name)
+    if function is not None and function._op_info is info:  # type: ignore[attr-defined]
+        return function
     prop_cls = info.prop_cls
     param_names = list(prop_cls.params)
     key_var_num_args = prop_cls.key_var_num_args
@@ -567,6 +639,7 @@ def make_op_function(op_name: str) -> Callable[..., Any]:
             return outputs[0]
         return outputs[: plan.num_visible]
 
+    op_function._op_info = info  # type: ignore[attr-defined]
     op_function.__name__ = op_name
     op_function.__qualname__ = op_name
     try:

@@ -40,6 +40,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import gc
 import numbers
 from collections.abc import Sequence
 from typing import Any
@@ -83,13 +84,6 @@ def _to_shape(shape: Any) -> tuple[int, ...]:
         raise ShapeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
 
 
-def _free_fn(handle: storage.Handle) -> Any:
-    def free(run_ctx: Any) -> None:
-        storage.free(handle)
-
-    return free
-
-
 class _Chunk:
     """A storage handle and its engine var (MXNet: ``NDArray::Chunk``).
 
@@ -105,13 +99,45 @@ class _Chunk:
         self.ctx = ctx
 
     def __del__(self) -> None:
-        # At interpreter shutdown the engine may be gone: then there is nothing left to order.
-        with contextlib.suppress(Exception):
-            handle = self.handle
-            if handle is None:
-                _engine().push_delete(self.var, self.ctx)
-            else:
-                _engine().push_delete(self.var, self.ctx, fn=_free_fn(handle))
+        # __del__ runs wherever the last reference dies: on a worker thread, or inside
+        # set_engine while it holds the engine lock.  So it never takes a lock: it reads
+        # the current engine without one, and when there is none (an engine switch) or
+        # the engine refuses (shut down), the delete is deferred to the next allocation.
+        # A cyclic-garbage collection may run inside any allocation, even under an engine
+        # lock, so chunks collected by the cycle collector are deferred too.
+        handle = self.handle
+        fn = None if handle is None else handle.release
+        engine = getattr(_engine_mod, "_engine", None)
+        if engine is not None and not _deferred_deletes and not _collecting:
+            with contextlib.suppress(Exception):
+                engine.push_delete(self.var, self.ctx, fn=fn)
+                return
+        _deferred_deletes.append((self.var, self.ctx, fn))
+
+
+#: Chunk deletes that could not be pushed when their chunk died: (var, ctx, free fn).
+_deferred_deletes: list[tuple[Any, Context, Any]] = []
+_collecting = False  # True while the cycle collector runs (see _note_gc)
+
+
+def _note_gc(phase: str, info: dict) -> None:
+    global _collecting
+    _collecting = phase == "start"
+
+
+gc.callbacks.append(_note_gc)
+
+
+def _flush_deferred_deletes() -> None:
+    """Push the deletes deferred by :meth:`_Chunk.__del__` (called from normal code paths)."""
+    engine = _engine_mod.get()
+    while _deferred_deletes:
+        try:
+            var, ctx, fn = _deferred_deletes.pop(0)
+        except IndexError:  # another thread flushed the last one
+            break
+        with contextlib.suppress(Exception):  # a var already deleted: nothing left to do
+            engine.push_delete(var, ctx, fn=fn)
 
 
 def _new_var(name: str = "") -> Any:
@@ -126,6 +152,8 @@ def _alloc(shape: tuple[int, ...], ctx: Context, dtype: np.dtype) -> NDArray:
             raise ShapeError(f"shape {shape} has a negative dimension")
         size *= dim
     nbytes = size * dtype.itemsize
+    if _deferred_deletes:
+        _flush_deferred_deletes()
     handle = storage.get_manager(ctx).alloc(nbytes)
     var = _engine_mod.get().new_var(f"nd{handle.handle_id}")
     buffer = handle.buffer
@@ -1165,6 +1193,8 @@ def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = Tr
 
 def waitall() -> None:
     """Block until every pushed op has run (re-raises the first stored error)."""
+    if _deferred_deletes:
+        _flush_deferred_deletes()
     _engine().wait_for_all()
 
 

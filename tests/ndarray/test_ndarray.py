@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import importlib
 
 import numpy as np
 import pytest
@@ -320,3 +321,26 @@ def test_scalar_conversions_and_len():
     with pytest.raises(ShapeError):
         mx.nd.zeros(2).asscalar()
     assert "NDArray 2x2 @cpu(0)" in repr(mx.nd.zeros((2, 2)))
+
+
+def test_chunks_dying_without_an_engine_are_freed_later(monkeypatch):
+    """A chunk may die inside set_engine (engine lock held) or in the cycle collector:
+    its delete is deferred, never blocking, and pushed at the next allocation or waitall."""
+    ndarray_module = importlib.import_module("mxnb.ndarray.ndarray")
+    ctx = mx.cpu(6)
+    mx.nd.waitall()
+    before = storage.stats(ctx).bytes_in_use
+    a = mx.nd.ones((256,), ctx=ctx)
+    with monkeypatch.context() as patch:
+        patch.setattr(mx.engine, "_engine", None)
+        del a
+        assert len(ndarray_module._deferred_deletes) == 1
+    assert storage.stats(ctx).bytes_in_use == before + 1024
+    mx.nd.waitall()
+    assert storage.stats(ctx).bytes_in_use == before
+    cycle = [mx.nd.ones((256,), ctx=ctx)]
+    cycle.append(cycle)
+    del cycle
+    gc.collect()  # freed by the cycle collector: deferred, then flushed
+    mx.nd.waitall()
+    assert storage.stats(ctx).bytes_in_use == before
