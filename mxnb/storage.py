@@ -96,7 +96,7 @@ def size_class(nbytes: int) -> int:
     return -(-nbytes // LINEAR_CUTOFF) * LINEAR_CUTOFF
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Handle:
     """A block of memory lent to an NDArray (MXNet: ``Storage::Handle``).
 
@@ -164,6 +164,7 @@ class StorageManager:
         self._ctx_label = repr(ctx)
         self._xp = ctx.array_module
         self._lock = threading.Lock()
+        self._capacities: dict[int, int] = {}  # nbytes -> size class, memoised
         self._stats = StorageStats(ctx=self._ctx_label, kind=self.kind)
         self._in_use = 0
         self._peak = 0
@@ -174,8 +175,8 @@ class StorageManager:
         self._misses = 0
 
     # -- the two policies ------------------------------------------------------
-    def _take(self, capacity: int) -> tuple[Any, bool]:
-        """Return ``(buffer, pool_hit)`` for a block of ``capacity`` bytes (lock held)."""
+    def _take(self, capacity: int) -> Any:
+        """Return a pooled buffer of ``capacity`` bytes, or None for a fresh one (lock held)."""
         raise NotImplementedError
 
     def _give_back(self, handle: Handle) -> bool:
@@ -188,19 +189,28 @@ class StorageManager:
     # -- public ------------------------------------------------------------------
     def alloc(self, nbytes: int) -> Handle:
         """Return a :class:`Handle` of at least ``nbytes`` bytes."""
-        if nbytes < 0:
-            raise MXNBError(f"storage.alloc: nbytes must be >= 0, got {nbytes}")
-        capacity = self._capacity(nbytes)
+        capacity = self._capacities.get(nbytes)
+        if capacity is None:
+            if nbytes < 0:
+                raise MXNBError(f"storage.alloc: nbytes must be >= 0, got {nbytes}")
+            capacity = self._capacity(nbytes)
+            if len(self._capacities) < 4096:
+                self._capacities[nbytes] = capacity
         with self._lock:
-            buffer, hit = self._take(capacity)
+            buffer = self._take(capacity)
             self._allocs += 1
-            if hit:
+            if buffer is not None:
                 self._hits += 1
                 self._pooled -= capacity
             else:
                 self._misses += 1
-            self._in_use += capacity
-            self._peak = max(self._peak, self._in_use)
+            in_use = self._in_use + capacity
+            self._in_use = in_use
+            if in_use > self._peak:
+                self._peak = in_use
+        hit = buffer is not None
+        if not hit:
+            buffer = self._new_buffer(capacity)  # outside the lock: a big allocation is slow
         handle = Handle(next(_handle_ids), self.ctx, nbytes, capacity, buffer, hit, False, self)
         if trace.enabled:
             trace.emit(
@@ -264,8 +274,8 @@ class NaiveStorageManager(StorageManager):
 
     kind = "naive"
 
-    def _take(self, capacity: int) -> tuple[Any, bool]:
-        return self._new_buffer(capacity), False
+    def _take(self, capacity: int) -> Any:
+        return None
 
     def _give_back(self, handle: Handle) -> bool:
         return False
@@ -283,11 +293,9 @@ class PooledStorageManager(StorageManager):
     def _capacity(self, nbytes: int) -> int:
         return size_class(nbytes)
 
-    def _take(self, capacity: int) -> tuple[Any, bool]:
+    def _take(self, capacity: int) -> Any:
         blocks = self.free_lists.get(capacity)
-        if blocks:
-            return blocks.pop(), True
-        return self._new_buffer(capacity), False
+        return blocks.pop() if blocks else None
 
     def _give_back(self, handle: Handle) -> bool:
         self.free_lists.setdefault(handle.capacity, []).append(handle.buffer)

@@ -202,6 +202,10 @@ def _make_plan(
             f"{op}: cannot infer output dtypes from inputs {[t.name for t in in_types]}"
         )
     _, out_types, aux_types = types
+    out_shapes = [tuple(int(dim) for dim in shape) for shape in out_shapes]
+    for index, shape in enumerate(out_shapes):
+        if any(dim < 0 for dim in shape):
+            raise ShapeError(f"{op}: inferred output {index} has a negative dimension: {shape}")
     requests = prop.forward_resource([tuple(shape) for shape in in_shapes])
     resources = _resource.manager.request_all(ctx, requests) if requests else []
     num_outputs = prop.num_outputs()
@@ -211,7 +215,7 @@ def _make_plan(
         ctx=ctx,
         in_shapes=list(in_shapes),
         in_types=list(in_types),
-        out_shapes=[tuple(int(dim) for dim in shape) for shape in out_shapes],
+        out_shapes=out_shapes,
         out_types=[np.dtype(dtype) for dtype in out_types],
         aux_shapes=[tuple(shape) for shape in aux_shapes],
         aux_types=[np.dtype(dtype) for dtype in aux_types],

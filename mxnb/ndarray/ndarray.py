@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import numbers
 from collections.abc import Sequence
 from typing import Any
@@ -77,11 +78,14 @@ def _engine() -> Any:
 
 def _to_shape(shape: Any) -> tuple[int, ...]:
     if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
+        shape = (int(shape),)
     try:
-        return tuple(int(dim) for dim in shape)
+        result = tuple(int(dim) for dim in shape)
     except TypeError:
         raise ShapeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
+    if any(dim < 0 for dim in result):
+        raise ShapeError(f"shape {result} has a negative dimension")
+    return result
 
 
 class _Chunk:
@@ -145,22 +149,19 @@ def _new_var(name: str = "") -> Any:
 
 
 def _alloc(shape: tuple[int, ...], ctx: Context, dtype: np.dtype) -> NDArray:
-    """A fresh, uninitialised NDArray on a new chunk (no engine op pushed)."""
-    size = 1
-    for dim in shape:
-        if dim < 0:
-            raise ShapeError(f"shape {shape} has a negative dimension")
-        size *= dim
-    nbytes = size * dtype.itemsize
+    """A fresh, uninitialised NDArray on a new chunk (no engine op pushed).
+
+    ``shape`` is trusted (checked by :func:`empty` or produced by shape inference).
+    """
     if _deferred_deletes:
         _flush_deferred_deletes()
-    handle = storage.get_manager(ctx).alloc(nbytes)
+    handle = storage.get_manager(ctx).alloc(math.prod(shape) * dtype.itemsize)
     var = _engine_mod.get().new_var(f"nd{handle.handle_id}")
     buffer = handle.buffer
     if type(buffer) is np.ndarray:
         raw = np.ndarray(shape, dtype, buffer)
     else:  # cupy (not run on real hardware)
-        raw = buffer[:nbytes].view(dtype).reshape(shape)
+        raw = buffer[: handle.nbytes].view(dtype).reshape(shape)
     return NDArray._make(_Chunk(handle, var, ctx), var, raw, 0, shape, dtype, ctx)
 
 
