@@ -206,8 +206,7 @@ class StorageManager:
                 self._misses += 1
             in_use = self._in_use + capacity
             self._in_use = in_use
-            if in_use > self._peak:
-                self._peak = in_use
+            self._peak = max(self._peak, in_use)
         hit = buffer is not None
         if not hit:
             buffer = self._new_buffer(capacity)  # outside the lock: a big allocation is slow
