@@ -344,3 +344,23 @@ def test_chunks_dying_without_an_engine_are_freed_later(monkeypatch):
     gc.collect()  # freed by the cycle collector: deferred, then flushed
     mx.nd.waitall()
     assert storage.stats(ctx).bytes_in_use == before
+
+
+def test_views_taken_while_recording_are_recorded_ops():
+    """Under autograd.record, a[i], a[i:j] and reshape go through slice_axis / Reshape so the
+    gradient reaches the base array (MXNet's SliceWithRecord / ReshapeWithRecord)."""
+    x = mx.nd.array([[1.0, 2.0], [3.0, 4.0]])
+    x.attach_grad()
+    with mx.autograd.record():
+        total = (x[1] * 3).sum() + (x[0:1] * 2).sum() + x.reshape(4).sum()
+    total.backward()
+    assert x.grad.asnumpy().tolist() == [[3, 3], [4, 4]]
+
+
+def test_more_methods_through_the_registry(engine):
+    a = mx.nd.array([[1.0, -2.0], [3.0, 5.0]])
+    assert a.clip(-1, 2).asnumpy().tolist() == [[1, -1], [2, 2]]
+    assert (7 % mx.nd.array([2.0, 4.0])).asnumpy().tolist() == [1, 3]
+    joined = mx.nd.concatenate([a, a], axis=1)
+    assert joined.shape == (2, 4) and joined.asnumpy()[1].tolist() == [3, 5, 3, 5]
+    assert a.detach().asnumpy().tolist() == a.asnumpy().tolist()
