@@ -336,7 +336,15 @@ def test_debug_mode_leaves_correct_ops_alone(debug_mode):
     assert mx.nd.sum(a).asscalar() == 3
 
 
-def test_without_debug_mode_inputs_are_plain_arrays():
+@pytest.fixture
+def no_debug_mode():
+    previous = mx.engine.is_debug()  # whatever earlier tests left behind
+    mx.engine.set_debug(False)
+    yield
+    mx.engine.set_debug(previous)
+
+
+def test_without_debug_mode_inputs_are_plain_arrays(no_debug_mode):
     seen = []
 
     @register("_test_sees_input_type")
