@@ -7,6 +7,9 @@ Measured in one run, as ratios against peers measured in the same run:
   plain numpy doing the same, and as a ratio to ``ThreadPoolExecutor(2)``'s
   per-task cost (submit + run + result).  Target: <= 0.8x the executor
   (about 10 µs; MXNet 1.9.1's own NDArray ops cost about 18 µs here).
+  The "engine op µs" column is a bare engine op (no-op function, one read,
+  one write) measured in the same run: the part of each figure that is the
+  engine's, not the NDArray layer's.
 * ``1000 x 1000`` float32 elementwise chains (``x = (a + b) * c - a`` …)
   relative to numpy computing the same chain.  Target: within 1.3x.
 
@@ -57,6 +60,23 @@ def executor_task_us(count: int, repeat: int) -> float:
         return _median_time(run, repeat) / count * 1e6
     finally:
         pool.shutdown()
+
+
+def engine_push_us(count: int, repeat: int) -> float:
+    """µs per bare engine op (one const var, one mutate var, a no-op): the engine's own share."""
+    eng = mx.engine.get()
+    read, write = eng.new_var("bench_read"), eng.new_var("bench_write")
+    ctx = mx.cpu()
+
+    def noop(run_ctx: object) -> None:
+        return None
+
+    def run() -> None:
+        for _ in range(count):
+            eng.push_sync(noop, ctx, [read], [write], 0, "noop")
+        eng.wait_for_all()
+
+    return _median_time(run, repeat) / count * 1e6
 
 
 def small_ops_us(count: int, repeat: int) -> dict[str, float]:
@@ -129,7 +149,17 @@ def main() -> None:
     args = parser.parse_args()
     executor = executor_task_us(args.count, args.repeat)
     print(f"ThreadPoolExecutor(2) per task: {executor:.1f} µs (the peer of the small-op target)")
-    rows = [("engine", "op", "mxnb µs", "numpy µs", "x executor", f"target <= {SMALL_TARGET}x")]
+    rows = [
+        (
+            "engine",
+            "op",
+            "mxnb µs",
+            "engine op µs",
+            "numpy µs",
+            "x executor",
+            f"target <= {SMALL_TARGET}x",
+        )
+    ]
     large_rows = [
         (
             "engine",
@@ -145,6 +175,7 @@ def main() -> None:
         for name in args.engines.split(","):
             mx.engine.set_engine(name)
             small = small_ops_us(args.count, args.repeat)
+            bare = engine_push_us(args.count, args.repeat)
             for op, peer in (
                 ("a += 1 (1 elem)", "numpy a += 1"),
                 ("c = a + b (100)", "numpy c = a + b"),
@@ -155,6 +186,7 @@ def main() -> None:
                         name,
                         op,
                         f"{small[op]:.1f}",
+                        f"{bare:.1f}",
                         f"{small[peer]:.2f}",
                         f"{ratio:.2f}",
                         "ok" if ratio <= SMALL_TARGET else "MISSED",

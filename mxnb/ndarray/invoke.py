@@ -76,6 +76,7 @@ class _Plan:
     xp: Any
     single_output: bool  # one output (the common case: skips list building)
     operator: Any = None  # cached when the operator holds no per-call state
+    op_ctx: Any = None  # the OpContext of the last run (reused for the same worker and mode)
 
 
 _plans: dict[Any, _Plan] = {}
@@ -485,13 +486,16 @@ def _push(
         ]
         run = _debug_runner(operator, plan, label, is_train, in_raw, out_raw, aux_raw)
     else:
-        requested = plan.resources
         reqs = plan.reqs
-        xp = plan.xp
         forward = operator.forward
 
         def run(run_ctx: Any) -> None:
-            forward(OpContext(is_train, run_ctx, requested, xp), in_raw, reqs, out_raw, aux_raw)
+            # One OpContext per (plan, worker, mode) is reused: it is read-only for kernels.
+            op_ctx = plan.op_ctx
+            if op_ctx is None or op_ctx.run_ctx is not run_ctx or op_ctx.is_train is not is_train:
+                op_ctx = OpContext(is_train, run_ctx, plan.resources, plan.xp)
+                plan.op_ctx = op_ctx
+            forward(op_ctx, in_raw, reqs, out_raw, aux_raw)
 
     _get_engine().push_sync(run, plan.ctx, const, mutate, 0, label)
     if recording:

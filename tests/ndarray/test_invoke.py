@@ -394,3 +394,48 @@ def test_ops_return_before_they_run_and_reads_wait(threaded):
     assert not GATE.is_set()  # we got here although the gate op cannot have finished
     GATE.set()
     assert c.asnumpy().tolist() == [2, 3]
+
+
+@register("_test_copyto_input")
+class CopytoInputProp(OperatorProperty):
+    """A buggy op that writes into its input with np.copyto (only numpy's read-only flag stops it)."""
+
+    def create_operator(self, ctx):
+        class CopytoInput(Operator):
+            def forward(self, ctx, in_data, req, out_data, aux):
+                np.copyto(in_data[0].view(np.ndarray), 0)
+                assign(out_data[0], req[0], in_data[0])
+
+        return CopytoInput()
+
+
+def test_debug_mode_backstop_reports_the_op_and_its_const_arguments(debug_mode):
+    a = mx.nd.ones(2)
+    with pytest.raises(OpError, match="_test_copyto_input.*const input.*'data'"):
+        mx.nd._test_copyto_input(a).asnumpy()
+    assert a.asnumpy().tolist() == [1, 1]
+
+
+def test_readonly_view_is_a_plain_array_for_everything_but_writes():
+    base = np.arange(6.0).reshape(2, 3)
+    view = mx.nd.readonly_view(base, "op", "x")
+    assert type(view + 1) is np.ndarray and type(np.exp(view)) is np.ndarray
+    assert float(view.sum()) == 15.0 and view[1].tolist() == [3.0, 4.0, 5.0]
+    scratch = (view * 2).copy()
+    scratch[0] = 0  # arrays computed from the view are writable
+    with pytest.raises(OpError, match="op: kernel wrote into its const input 'x'"):
+        view[1][0] = 5
+    with pytest.raises(OpError, match="'x'"):
+        np.add(view, 1, out=view)
+    assert base[1, 0] == 3.0
+
+
+def test_wrap_raw_shares_memory_with_a_fresh_var():
+    buffer = np.zeros(4, np.float32)
+    wrapped = mx.nd.NDArray._wrap_raw(buffer, mx.cpu())
+    assert wrapped.handle is None and wrapped._raw() is buffer
+    wrapped += 2
+    wrapped.wait_to_read()
+    assert buffer.tolist() == [2, 2, 2, 2]
+    other = mx.nd.NDArray._wrap_raw(buffer, mx.cpu())
+    assert other._var is not wrapped._var
