@@ -49,3 +49,33 @@ def test_random_workload_matches_sequential_numpy(engine, seed):
     got, want = _run_workload(seed)
     for index, (g, w) in enumerate(zip(got, want)):
         np.testing.assert_allclose(g, w, rtol=1e-5, err_msg=f"array {index}, engine {engine}")
+
+
+@pytest.mark.timeout(120)
+def test_pushing_from_several_threads_is_safe(threaded):
+    r"""
+    thread 0: shared += 1 (x200), own0 += 1 (x200)      every += on `shared` writes its var,
+    thread 1: shared += 1 (x200), own1 += 1 (x200)      so the engine serializes them all
+    """
+    import threading
+
+    shared = mx.nd.zeros((3,))
+    owns = [mx.nd.zeros((2, 2)) for _ in range(3)]
+    errors: list[BaseException] = []
+
+    def work(index: int) -> None:
+        try:
+            for _ in range(200):
+                shared += 1  # one op reading and writing shared's var: serialized, never lost
+                owns[index] += 1
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors
+    assert all(own.asnumpy().tolist() == [[200, 200], [200, 200]] for own in owns)
+    assert shared.asnumpy().tolist() == [600, 600, 600]
