@@ -77,7 +77,7 @@ DEFAULT_SLOW_WAIT = 1.0
 _SHUTDOWN_TIMEOUT = 10.0  # seconds the exit hook waits for pending ops  # seconds between push and start that count as slow in debug mode
 
 _engine: Engine | None = None
-_engine_lock = threading.Lock()
+_engine_lock = threading.RLock()
 _debug = False
 _slow_wait: float = DEFAULT_SLOW_WAIT
 
@@ -120,27 +120,39 @@ def get() -> Engine:
 
 def _get_slow() -> Engine:
     global _engine
+    # The lock is re-entrant and the new engine is built before it is
+    # published: creating one allocates threads, which may run the garbage
+    # collector, whose NDArray finalizers call get() again on this thread.
     with _engine_lock:
+        if _engine is not None:
+            return _engine
+        engine = create(None)
         if _engine is None:
-            _engine = create(None)
+            _engine = engine
+        elif engine is not _engine:  # a finalizer created one meanwhile: keep that
+            engine.shutdown()
         return _engine
 
 
 def set_engine(name: str) -> Engine:
     """Switch the process-wide engine to ``name``; the old one drains and shuts down first.
 
-    Vars made under the old engine keep working under the new one.
+    Vars made under the old engine keep working under the new one.  Until the
+    switch, :func:`get` keeps returning the old engine (finalizers that push
+    deletes while the new engine is built still find a working engine).
     """
     global _engine
     if name not in ENGINE_TYPES:
         raise EngineError(f"unknown engine type {name!r}; use one of {', '.join(ENGINE_TYPES)}")
     with _engine_lock:
         old = _engine
-        _engine = None
         if old is not None:
-            old.shutdown()
-        _engine = create(name)
-        return _engine
+            old.drain()
+        new = create(name)
+        _engine = new
+    if old is not None and old is not new:
+        old.shutdown()  # drains what was pushed during the switch, then stops its workers
+    return new
 
 
 def engine_type() -> str:

@@ -425,3 +425,26 @@ def test_set_engine_keeps_vars_usable():
             mx.engine.set_engine("turbo")
     finally:
         mx.engine.set_engine(old_type)
+
+
+@pytest.mark.timeout(30)
+def test_get_during_set_engine_does_not_deadlock(monkeypatch):
+    """A finalizer (NDArray.__del__) may call get() while set_engine builds the new engine."""
+    import mxnb.engine as engine_module
+
+    old_type = mx.engine.engine_type()
+    real_create = engine_module.create
+    seen = []
+
+    def create_with_finalizer(name=None):
+        seen.append(mx.engine.get().kind)  # what a finalizer run by the GC here would see
+        mx.engine.get().push_sync(lambda rctx: None, CPU, name="finalizer_push")
+        return real_create(name)
+
+    monkeypatch.setattr(engine_module, "create", create_with_finalizer)
+    try:
+        mx.engine.set_engine("naive")
+        assert seen == [old_type]
+    finally:
+        monkeypatch.setattr(engine_module, "create", real_create)
+        mx.engine.set_engine(old_type)
