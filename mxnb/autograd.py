@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import MXNBError, NotSupportedError, ParamError
+from .base import MXNBError, NotSupportedError, OpError, ParamError
 from .operator.base import OpContext, OperatorProperty, OpReqType
 
 __all__ = [
@@ -574,6 +574,10 @@ class _Backward:
         is_train = self.train
         in_meta, out_meta = node.in_meta, node.out_meta
         saved_in, saved_out, aux = node.saved_inputs, node.saved_outputs, node.aux
+        label = f"{node.prop.op_name}_backward"
+        from . import engine as engine_module
+
+        guard = _read_only_guard(label) if engine_module.is_debug() else None
 
         def run(run_ctx: Any) -> None:
             out_grad = []
@@ -591,16 +595,29 @@ class _Backward:
                     out_grad.append(total)
             in_data = [None if x is None else x._raw() for x in saved_in]
             out_data = [None if y is None else y._raw() for y in saved_out]
+            aux_data = [a._raw() for a in aux]
+            if guard is not None:  # debug mode: what backward only reads is read-only
+                out_grad = guard(out_grad, "out_grad")
+                in_data = guard(in_data, "in_data")
+                out_data = guard(out_data, "out_data")
+                aux_data = guard(aux_data, "aux")
             in_grad = [
                 xp.empty(shape, dtype=dtype) if s is None else s._raw()
                 for s, (shape, dtype) in zip(sinks, in_meta)
             ]
             op_ctx = OpContext(is_train=is_train, run_ctx=run_ctx, requested=requested, xp=xp)
-            operator.backward(
-                op_ctx, out_grad, in_data, out_data, reqs, in_grad, [a._raw() for a in aux]
-            )
+            try:
+                operator.backward(op_ctx, out_grad, in_data, out_data, reqs, in_grad, aux_data)
+            except ValueError as exc:
+                if guard is None or "read-only" not in str(exc):
+                    raise
+                raise OpError(
+                    f"{label}: the backward kernel wrote into an array it only reads (out_grad, "
+                    f"in_data, out_data or aux); write gradients into in_grad only",
+                    op_name=label,
+                ) from exc
 
-        eng.push_sync(run, ctx, const_vars, mutate_vars, 0, f"{node.prop.op_name}_backward")
+        eng.push_sync(run, ctx, const_vars, mutate_vars, 0, label)
 
     def _push_leaves(self, eng: Any, nd: Any, contributions: dict, results: list[Any]) -> None:
         """Sum the gradients of leaves used more than once (or the results of grad())."""
@@ -622,6 +639,19 @@ class _Backward:
                 results[position] = nd.zeros(
                     variable.shape, ctx=variable.context, dtype=variable.dtype
                 )
+
+
+def _read_only_guard(label: str) -> Any:
+    """Return ``guard(arrays, kind)`` making read-only views (debug mode, see mxnb.ndarray.debug)."""
+    from .ndarray.debug import readonly_view
+
+    def guard(arrays: list[Any], kind: str) -> list[Any]:
+        return [
+            None if array is None else readonly_view(array, label, f"{kind}[{index}]")
+            for index, array in enumerate(arrays)
+        ]
+
+    return guard
 
 
 def _push_sum(eng: Any, grads: list[Any], target: Any, req: OpReqType) -> None:

@@ -579,3 +579,37 @@ def test_function_instance_is_single_use_and_unrecorded_calls_are_plain():
     assert product.asnumpy().tolist() == [6.0]
     with pytest.raises(MXNBError, match="called once"):
         function(nd64([2.0]), nd64([3.0]))
+
+
+@pytest.mark.timeout(60)
+def test_debug_mode_catches_a_backward_kernel_writing_its_inputs():
+    """In debug mode what backward only reads (saved inputs, out_grad) is handed over read-only."""
+    from mxnb import operator as op
+
+    def fwd(src, env, ret, req, run_ctx):
+        op.assign(ret, req, src * 2)
+
+    def sloppy_grad(out_grad, x, env, in_grad, req, run_ctx):
+        x *= 0  # scribbles on the saved input
+        op.assign(in_grad, req, out_grad * 2)
+
+    op.simple_op("t_sloppy_grad").set_function(fwd).set_gradient(
+        sloppy_grad, uses=op.GradUses.INPUT
+    )
+    with mx.engine.debug():
+        x = nd64([1.0, 2.0])
+        x.attach_grad()
+        with autograd.record():
+            y = mx.nd.t_sloppy_grad(x)
+        y.backward()
+        with pytest.raises(MXNBError, match=r"t_sloppy_grad_backward.*in_data\[0\]"):
+            x.grad.asnumpy()
+        # a well-behaved backward still works in debug mode
+        z = nd64([1.0, 2.0])
+        z.attach_grad()
+        with autograd.record():
+            w = mx.nd.tanh(z) * z
+        w.backward()
+        assert_almost_equal(
+            z.grad, np.tanh([1.0, 2.0]) + [1.0, 2.0] * (1 - np.tanh([1.0, 2.0]) ** 2)
+        )
