@@ -23,7 +23,12 @@ Rules:
     * loss ops (``SoftmaxOutput``, ``MakeLoss`` …) do not declare out_grad, so
       the head gradient is never handed to them;
     * without ``retain_graph`` the nodes are freed after backward is pushed:
-      a second backward through them raises, naming the op.
+      a second backward through them raises, naming the op;
+    * in engine debug mode the arrays a backward kernel only reads are handed
+      over read-only, so a kernel scribbling on its inputs fails by name.
+
+:class:`Function` records NDArray-coded functions (Python forward / backward)
+as one node, like MXNet's ``autograd.Function``.
 
 State kept:
     _state.recording / _state.training   thread-local flags (MXNet: thread-local too)
