@@ -46,7 +46,10 @@ import numpy as np
 from .base import MXNBError, NotSupportedError, ParamError
 
 __all__ = [
+    "ToleranceError",
+    "almost_equal",
     "assert_almost_equal",
+    "assert_exception",
     "check_consistency",
     "check_numeric_gradient",
     "check_symbolic_backward",
@@ -56,7 +59,10 @@ __all__ = [
     "default_rtol",
     "numeric_grad",
     "rand_ndarray",
+    "rand_shape_2d",
+    "rand_shape_3d",
     "rand_shape_nd",
+    "random_arrays",
     "same",
 ]
 
@@ -168,6 +174,36 @@ def assert_almost_equal(
     )
 
 
+def almost_equal(
+    a: Any, b: Any, rtol: float | None = None, atol: float | None = None, equal_nan: bool = False
+) -> bool:
+    """True when :func:`assert_almost_equal` would pass (MXNet: ``almost_equal``)."""
+    try:
+        assert_almost_equal(a, b, rtol, atol, equal_nan=equal_nan)
+    except ToleranceError:
+        return False
+    return True
+
+
+def assert_exception(
+    function: Callable[..., Any], exception_type: type, *args: Any, **kwargs: Any
+) -> None:
+    """Check that ``function(*args, **kwargs)`` raises ``exception_type`` (MXNet: same name)."""
+    try:
+        function(*args, **kwargs)
+    except exception_type:
+        return
+    raise ToleranceError(
+        f"{getattr(function, '__name__', function)} did not raise {exception_type.__name__}"
+    )
+
+
+def random_arrays(*shapes: Sequence[int]) -> Any:
+    """Standard-normal float32 numpy arrays, one per shape (a single one when one shape is given)."""
+    arrays = [np.random.standard_normal(tuple(shape)).astype(np.float32) for shape in shapes]
+    return arrays[0] if len(arrays) == 1 else arrays
+
+
 def default_context() -> Any:
     """The context tests run on: ``mx.current_context()`` (MXNet: ``default_context``)."""
     from .context import current_context
@@ -178,6 +214,20 @@ def default_context() -> Any:
 def rand_shape_nd(num_dim: int, dim: int = 10) -> tuple[int, ...]:
     """A random shape of ``num_dim`` dimensions, each in ``[1, dim]``."""
     return tuple(int(d) for d in np.random.randint(1, dim + 1, size=num_dim))
+
+
+def rand_shape_2d(dim0: int = 10, dim1: int = 10) -> tuple[int, int]:
+    """A random 2-d shape with sides in ``[1, dim0]`` and ``[1, dim1]``."""
+    return int(np.random.randint(1, dim0 + 1)), int(np.random.randint(1, dim1 + 1))
+
+
+def rand_shape_3d(dim0: int = 10, dim1: int = 10, dim2: int = 10) -> tuple[int, int, int]:
+    """A random 3-d shape with sides in ``[1, dim_i]``."""
+    return (
+        int(np.random.randint(1, dim0 + 1)),
+        int(np.random.randint(1, dim1 + 1)),
+        int(np.random.randint(1, dim2 + 1)),
+    )
 
 
 def rand_ndarray(

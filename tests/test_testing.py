@@ -290,3 +290,22 @@ def test_check_consistency_catches_a_device_that_differs(one_virtual_gpu):
             net,
             [{"ctx": mx.cpu(0), "data": shape}, {"ctx": one_virtual_gpu, "data": shape}],
         )
+
+
+def test_mxnet_test_utils_helpers():
+    from mxnb.testing import (
+        almost_equal,
+        assert_exception,
+        rand_shape_2d,
+        rand_shape_3d,
+        random_arrays,
+    )
+
+    assert almost_equal(np.ones(2), np.ones(2) + 1e-9)
+    assert not almost_equal(np.ones(2), np.ones(2) + 1)
+    assert_exception(mx.nd.array, MXNBError, "not a number")
+    with pytest.raises(ToleranceError, match="did not raise"):
+        assert_exception(lambda: None, ValueError)
+    assert len(rand_shape_2d()) == 2 and len(rand_shape_3d(2, 3, 4)) == 3
+    a, b = random_arrays((2, 3), (4,))
+    assert a.shape == (2, 3) and b.shape == (4,) and a.dtype == np.float32
