@@ -56,6 +56,8 @@ from typing import Any
 
 import numpy as np
 
+from . import engine as _engine_module
+from . import resource as _resource
 from .base import MXNBError, NotSupportedError, OpError, ParamError
 from .operator.base import OpContext, OperatorProperty, OpReqType
 
@@ -254,26 +256,50 @@ def _record_op(
                 f"autograd.record(), or call backward first / write outside the record block"
             )
     num_outputs = len(outputs)
-    grad_tokens = [_Token("out_grad", i) for i in range(num_outputs)]
-    in_tokens = [_Token("in_data", i) for i in range(len(inputs))]
-    out_tokens = [_Token("out_data", i) for i in range(num_outputs)]
-    declared = prop.declare_backward_dependency(grad_tokens, in_tokens, out_tokens)
-    wanted = {(token.kind, token.index) for token in declared}
+    save_in, save_out, needs_out_grad = _dependencies(prop, len(inputs), num_outputs)
     node = _Node(
         prop=prop,
         operator=operator,
         is_train=is_train,
         ctx=outputs[0].context if outputs else inputs[0].context,
         inputs=entries,
-        saved_inputs=[x if ("in_data", i) in wanted else None for i, x in enumerate(inputs)],
-        saved_outputs=[y if ("out_data", i) in wanted else None for i, y in enumerate(outputs)],
+        saved_inputs=[x if keep else None for x, keep in zip(inputs, save_in)],
+        saved_outputs=[y if keep else None for y, keep in zip(outputs, save_out)],
         aux=list(aux),
-        in_meta=[(tuple(x.shape), np.dtype(x.dtype)) for x in inputs],
-        out_meta=[(tuple(y.shape), np.dtype(y.dtype)) for y in outputs],
-        needs_out_grad=[("out_grad", i) in wanted for i in range(num_outputs)],
+        in_meta=[(x.shape, x.dtype) for x in inputs],
+        out_meta=[(y.shape, y.dtype) for y in outputs],
+        needs_out_grad=needs_out_grad,
     )
     for index, output in enumerate(outputs):
         output.__dict__["_ag"] = _Entry(node=node, index=index)
+
+
+def _dependencies(
+    prop: OperatorProperty, num_inputs: int, num_outputs: int
+) -> tuple[list[bool], list[bool], list[bool]]:
+    """Which inputs / outputs / out_grads backward reads, asked once per property and arity.
+
+    The imperative invoke caches properties, so the answer is cached on the
+    property (``declare_backward_dependency`` depends only on the parameters).
+    """
+    cache = prop.__dict__.get("_autograd_dependencies")
+    if cache is None:
+        cache = prop.__dict__["_autograd_dependencies"] = {}
+    key = (num_inputs, num_outputs)
+    found = cache.get(key)
+    if found is None:
+        grad_tokens = [_Token("out_grad", i) for i in range(num_outputs)]
+        in_tokens = [_Token("in_data", i) for i in range(num_inputs)]
+        out_tokens = [_Token("out_data", i) for i in range(num_outputs)]
+        declared = prop.declare_backward_dependency(grad_tokens, in_tokens, out_tokens)
+        wanted = {(token.kind, token.index) for token in declared}
+        found = (
+            [("in_data", i) in wanted for i in range(num_inputs)],
+            [("out_data", i) in wanted for i in range(num_outputs)],
+            [("out_grad", i) in wanted for i in range(num_outputs)],
+        )
+        cache[key] = found
+    return found
 
 
 # ---------------------------------------------------------------------------
@@ -476,7 +502,6 @@ class _Backward:
         return order
 
     def run(self) -> list[Any]:
-        from . import engine as engine_module
         from . import ndarray as nd
 
         order = self._topological()
@@ -506,7 +531,7 @@ class _Backward:
                 )
             contributions.setdefault(entry.key, []).append(head_grad)
         results: list[Any] = [None] * len(self.variables or [])
-        eng = engine_module.get()
+        eng = _engine_module.get()
         previous_training = set_training(self.train)
         try:
             for node in reversed(order):
@@ -561,9 +586,7 @@ class _Backward:
                 sink, req = None, OpReqType.NULL
             sinks.append(sink)
             reqs.append(req)
-        from . import resource
-
-        requested = resource.manager.request_all(
+        requested = _resource.manager.request_all(
             ctx, node.prop.backward_resource([shape for shape, _ in node.in_meta])
         )
         const_vars = [x._var for x in node.saved_inputs if x is not None]
@@ -580,9 +603,7 @@ class _Backward:
         in_meta, out_meta = node.in_meta, node.out_meta
         saved_in, saved_out, aux = node.saved_inputs, node.saved_outputs, node.aux
         label = f"{node.prop.op_name}_backward"
-        from . import engine as engine_module
-
-        guard = _read_only_guard(label) if engine_module.is_debug() else None
+        guard = _read_only_guard(label) if _engine_module.is_debug() else None
 
         def run(run_ctx: Any) -> None:
             out_grad = []
