@@ -804,7 +804,16 @@ class _FunctionOperator:
     def __init__(self, function: Function) -> None:
         self.function = function
 
-    def backward(self, ctx: OpContext, out_grad, in_data, out_data, req, in_grad, aux) -> None:
+    def backward(
+        self,
+        ctx: OpContext,
+        out_grad: Sequence[Any],
+        in_data: Sequence[Any],
+        out_data: Sequence[Any],
+        req: Sequence[OpReqType],
+        in_grad: Sequence[Any],
+        aux: Sequence[Any],
+    ) -> None:
         """Call ``function.backward`` and write its results as ``req`` says."""
         from .context import cpu
         from .ndarray import NDArray

@@ -362,7 +362,14 @@ class _CustomOperator(Operator):
         self.user_op = user_op
         self.op_type = op_type
 
-    def forward(self, ctx: OpContext, in_data, req, out_data, aux) -> None:
+    def forward(
+        self,
+        ctx: OpContext,
+        in_data: Sequence[Any],
+        req: Sequence[OpReqType],
+        out_data: Sequence[Any],
+        aux: Sequence[Any],
+    ) -> None:
         """Wrap, call the user's forward, wait for outputs and aux states."""
         context = _context_of(ctx)
         inputs = _wrap_all(in_data, context)
@@ -375,7 +382,16 @@ class _CustomOperator(Operator):
             [*outputs, *auxes],
         )
 
-    def backward(self, ctx: OpContext, out_grad, in_data, out_data, req, in_grad, aux) -> None:
+    def backward(
+        self,
+        ctx: OpContext,
+        out_grad: Sequence[Any],
+        in_data: Sequence[Any],
+        out_data: Sequence[Any],
+        req: Sequence[OpReqType],
+        in_grad: Sequence[Any],
+        aux: Sequence[Any],
+    ) -> None:
         """Wrap, call the user's backward, wait for input gradients and aux states."""
         context = _context_of(ctx)
         grads_out = _wrap_all(out_grad, context)

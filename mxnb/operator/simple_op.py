@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 
 from ..base import NotSupportedError, ParamError
-from .base import REQUIRED, OpContext, Operator, OperatorProperty, ResourceRequest
+from .base import REQUIRED, OpContext, Operator, OperatorProperty, OpReqType, ResourceRequest
 from .param import Param
 from .registry import register
 
@@ -452,12 +452,28 @@ class _SimpleOperator(Operator):
         self.prop = prop
         self.spec = prop._spec
 
-    def forward(self, ctx: OpContext, in_data, req, out_data, aux) -> None:
+    def forward(
+        self,
+        ctx: OpContext,
+        in_data: Sequence[Any],
+        req: Sequence[OpReqType],
+        out_data: Sequence[Any],
+        aux: Sequence[Any],
+    ) -> None:
         """Call ``fn(src, env, ret, req, run_ctx)`` or ``fn(lhs, rhs, env, ret, req, run_ctx)``."""
         env = self.prop.env(ctx.requested, ctx.xp)
         self.spec.function(*in_data[: self.spec.num_inputs], env, out_data[0], req[0], ctx.run_ctx)
 
-    def backward(self, ctx: OpContext, out_grad, in_data, out_data, req, in_grad, aux) -> None:
+    def backward(
+        self,
+        ctx: OpContext,
+        out_grad: Sequence[Any],
+        in_data: Sequence[Any],
+        out_data: Sequence[Any],
+        req: Sequence[OpReqType],
+        in_grad: Sequence[Any],
+        aux: Sequence[Any],
+    ) -> None:
         """Call the gradient kernel with what ``uses`` declared."""
         spec = self.spec
         if spec.gradient is None:
