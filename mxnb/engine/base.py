@@ -693,8 +693,14 @@ class Engine:
     def _complete(
         self, opr: Opr, exc: BaseException | None, inherited: _ErrorRef | None = None
     ) -> list[Opr]:
-        """Release ``opr``'s vars (MXNet: ``CompleteReadDependency`` / ``CompleteWriteDependency``)."""
+        """Release ``opr``'s vars (MXNet: ``CompleteReadDependency`` / ``CompleteWriteDependency``).
+
+        No user object may lose its last reference while the lock is held: its
+        finalizer (an NDArray's ``__del__``) would push a delete and deadlock on
+        the lock.  So the op's function and replaced errors are dropped after it.
+        """
         ready: list[Opr] = []
+        replaced: list[_ErrorRef | None] = []
         tracing = trace.enabled
         with self._lock:
             if exc is not None:
@@ -702,6 +708,7 @@ class Engine:
                 self._errors.append(inherited)
             if inherited is not None:
                 for var in opr.mutate_vars:
+                    replaced.append(var.error)
                     var.error = inherited
             for var in opr.const_vars:
                 var.pending_reads -= 1
@@ -731,7 +738,6 @@ class Engine:
                     if waiting.wait_count == 0:
                         ready.append(waiting)
             opr.state = DONE
-            opr.fn = None
             self._num_pending -= 1
             if self._num_waiters:
                 self._cond.notify_all()
@@ -755,6 +761,9 @@ class Engine:
                         tuple([successor.id for successor in ready]) if ready else (),
                     )
                 )
+        opr.fn = None  # drops the user's closure (and what it holds) outside the lock
+        if replaced:
+            del replaced
         return ready
 
     def _note_slow_wait(self, opr: Opr) -> None:
@@ -879,10 +888,12 @@ class Engine:
             self._errors = []
             first: _ErrorRef | None = None
             exc: BaseException | None = None
+            dropped = [ref.exc for ref in errors]  # released after the lock (see _complete)
             for ref in errors:
                 if ref.exc is not None and first is None:
                     first, exc = ref, ref.exc
                 ref.exc = None
+        del dropped
         if first is not None and exc is not None:
             raise first.to_error(exc) from exc
 

@@ -448,3 +448,51 @@ def test_get_during_set_engine_does_not_deadlock(monkeypatch):
     finally:
         monkeypatch.setattr(engine_module, "create", real_create)
         mx.engine.set_engine(old_type)
+
+
+class _PushesOnDelete:
+    """Like an NDArray chunk: its finalizer pushes a delete of its var to the engine."""
+
+    def __init__(self, engine, log):
+        self.engine, self.log = engine, log
+        self.var = engine.new_var(name="chunk")
+
+    def __del__(self):
+        self.engine.push_delete(self.var, CPU, fn=lambda rctx: self.log.append("freed"))
+
+
+@pytest.mark.timeout(30)
+def test_finalizers_of_objects_released_by_the_engine_may_push(engine, completer):
+    """The engine drops user objects (closures, exceptions) outside its lock.
+
+    An async op completed later from another thread holds the last reference
+    to its closure; a second failure holds the last reference to its frame.
+    Their finalizers push deletes, which must not deadlock on the engine lock.
+    """
+    log: list[str] = []
+    out, other = engine.new_var(name="out"), engine.new_var(name="other")
+
+    def make_async():
+        holder = _PushesOnDelete(engine, log)
+
+        def start(rctx, on_complete, h=holder):
+            completer.submit(lambda: (time.sleep(0.01), on_complete()))
+
+        return start
+
+    engine.push_async(make_async(), CPU, mutate_vars=[out], name="async_holder")
+    engine.wait_for_all()
+
+    def fails_first(rctx):
+        raise ValueError("first")
+
+    def fails_second(rctx, h=_PushesOnDelete(engine, log)):
+        raise ValueError("second, keeps h alive in its traceback")
+
+    engine.push_sync(fails_first, CPU, mutate_vars=[out], name="first")
+    engine.push_sync(fails_second, CPU, mutate_vars=[other], name="second")
+    del fails_second
+    with pytest.raises(OpError):
+        engine.wait_for_all()
+    engine.wait_for_all()
+    assert log.count("freed") == 2
