@@ -486,7 +486,7 @@ def test_finalizers_of_objects_released_by_the_engine_may_push(engine, completer
     def fails_first(rctx):
         raise ValueError("first")
 
-    def fails_second(rctx, h=_PushesOnDelete(engine, log)):
+    def fails_second(rctx, h=_PushesOnDelete(engine, log)):  # noqa: B008 - bound on purpose
         raise ValueError("second, keeps h alive in its traceback")
 
     engine.push_sync(fails_first, CPU, mutate_vars=[out], name="first")
