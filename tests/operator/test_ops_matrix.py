@@ -240,3 +240,10 @@ def test_creation_ops():
     assert eager.run_forward("_eye", [], {"N": 2, "k": 1})[0][0].tolist() == [[0, 1], [0, 0]]
     outs, grads = eager.run("ones_like", [_rand(2, 2)], head_grads=[np.ones((2, 2))])
     assert outs[0].tolist() == [[1, 1], [1, 1]] and grads[0].tolist() == [[0, 0], [0, 0]]
+
+
+def test_clip_sort_cast_numeric_gradients():
+    x = np.array([[-2.0, -0.3, 0.45], [0.7, 1.9, -0.8]])
+    eager.numeric_gradient_check("clip", [x], {"a_min": -0.5, "a_max": 0.5})
+    eager.numeric_gradient_check("sort", [_rand(3, 4)], {"axis": 1, "is_ascend": False})
+    eager.numeric_gradient_check("Cast", [_rand(2, 3)], {"dtype": "float64"})

@@ -15,7 +15,9 @@ through ``mx.nd.<name>`` / ``mx.sym.<name>``.
 
 Kernels are written once against the array module of the context
 (``ctx.xp``: numpy on the CPU, cupy on a GPU).  The cupy path has not run on
-GPU hardware.
+GPU hardware.  Large BatchNorm and Pooling calls split their work over a
+small shared thread pool (``MXNB_OP_THREADS``, default: the CPU count), as
+MXNet's OpenMP loops do; :mod:`.eager` runs any op without engine or NDArray.
 
 Example::
 
