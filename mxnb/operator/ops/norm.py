@@ -356,7 +356,9 @@ class BatchNormProp(KernelProp):
                 return
             scale = (gamma[start:stop] * invstd[start:stop]).reshape(1, -1, 1)
             if batch:
-                b_part *= (-grad_gamma_raw[start:stop] * invstd[start:stop] / count).reshape(1, -1, 1)
+                b_part *= (-grad_gamma_raw[start:stop] * invstd[start:stop] / count).reshape(
+                    1, -1, 1
+                )
                 b_part += g_part
                 b_part -= (grad_beta[start:stop] / count).reshape(1, -1, 1)
                 b_part *= scale
