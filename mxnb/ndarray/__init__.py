@@ -1,7 +1,9 @@
 """``mx.nd``: the asynchronous NDArray and every registered operator as a function.
 
 Chapters of this package:
-    ndarray.py     the NDArray (chunk + view + engine var), creation, indexing
+    ndarray.py     the NDArray: a storage chunk + a view + the chunk's engine var
+    creation.py    empty / zeros / ones / full / array / arange ...
+    indexing.py    views that share the var, copies, assignment
     invoke.py      the imperative invoke: any registered op, pushed as one engine op
     debug.py       read-only views for const inputs in debug mode
     fileformat.py  ``save`` / ``load`` in a safe, atomic, documented format
@@ -29,11 +31,7 @@ from . import (
     _extra_ops,  # noqa: F401 - registers ops the operator library lacks
     random,
 )
-from .debug import readonly_view
-from .fileformat import load, save
-from .invoke import clear_cache, invoke, make_op_function
-from .ndarray import (
-    NDArray,
+from .creation import (
     arange,
     array,
     concatenate,
@@ -47,6 +45,10 @@ from .ndarray import (
     zeros,
     zeros_like,
 )
+from .debug import readonly_view
+from .fileformat import load, save
+from .invoke import clear_cache, invoke, make_op_function
+from .ndarray import NDArray
 
 __all__ = [
     "NDArray",

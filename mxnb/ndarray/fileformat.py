@@ -48,7 +48,8 @@ import numpy as np
 
 from ..base import SUPPORTED_DTYPES, FormatError, MXNBError
 from ..context import Context
-from .ndarray import NDArray, array
+from .creation import array
+from .ndarray import NDArray
 
 __all__ = ["MAGIC", "VERSION", "NDArrayFileNotFoundError", "SaveTypeError", "load", "save"]
 

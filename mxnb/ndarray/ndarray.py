@@ -50,7 +50,7 @@ import numpy as np
 
 from .. import engine as _engine_mod
 from .. import storage
-from ..base import ContextError, DTypeError, MXNBError, ShapeError, np_dtype
+from ..base import ContextError, MXNBError, ShapeError, np_dtype
 from ..context import Context, current_context
 
 __all__ = [
@@ -422,7 +422,7 @@ class NDArray:
                 else:
                     _invoke("Cast", [self], {"dtype": other.dtype.name}, out=other)
                 return other
-            _copy_across(self, other)
+            _indexing.copy_across(self, other)
             return other
         ctx = _ctx_of(other)
         target = _alloc(self.shape, ctx, self.dtype)
@@ -512,13 +512,13 @@ class NDArray:
         return _invoke("broadcast_to", [self], {"shape": tuple(shape)})
 
     def __getitem__(self, key: Any) -> NDArray:
-        view = _view_key(self, key)
+        view = _indexing.view_key(self, key)
         if view is not None:
             return view
-        return _copy_index(self, key)
+        return _indexing.copy_index(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        _set_item(self, key, value)
+        _indexing.set_item(self, key, value)
 
     # -- autograd (thin delegations to mxnb.autograd) -----------------------------------
     def attach_grad(self, grad_req: str = "write", stype: Any = None) -> None:
@@ -676,11 +676,11 @@ class NDArray:
 
     def zeros_like(self) -> NDArray:
         """A new array of zeros with this shape, dtype and context."""
-        return zeros_like(self)
+        return _creation.zeros_like(self)
 
     def ones_like(self) -> NDArray:
         """A new array of ones with this shape, dtype and context."""
-        return ones_like(self)
+        return _creation.ones_like(self)
 
     def tostype(self, stype: str) -> NDArray:
         """Only ``'default'`` (dense) storage exists in mxnb."""
@@ -896,7 +896,7 @@ def _arith(
             op = rscalar_op if reverse else scalar_op
             return _invoke(op, [lhs], {"scalar": float(rhs)}, out)
         if isinstance(rhs, np.ndarray):
-            rhs = array(rhs, ctx=lhs.context, dtype=lhs.dtype)
+            rhs = _creation.array(rhs, ctx=lhs.context, dtype=lhs.dtype)
         elif not isinstance(rhs, NDArray):
             return NotImplemented
     if reverse:
@@ -938,267 +938,22 @@ def _has_op(name: str) -> bool:
     return found
 
 
-# ---------------------------------------------------------------------------
-# indexing
-# ---------------------------------------------------------------------------
+# The chapters that build on NDArray; its methods call into them.
+from . import creation as _creation
+from . import indexing as _indexing
 
-
-def _view_key(nd: NDArray, key: Any) -> NDArray | None:
-    """The view for a first-axis int or unit-step slice (MXNet's ``At`` / ``Slice``), else None."""
-    if isinstance(key, tuple):
-        if len(key) == 1:
-            key = key[0]
-        else:
-            return None
-    raw = nd._array
-    if isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
-        if not nd.shape:
-            raise IndexError("cannot index a 0-d NDArray")
-        length = nd.shape[0]
-        index = int(key)
-        if not -length <= index < length:
-            raise IndexError(f"index {index} is out of bounds for axis 0 with size {length}")
-        index %= length
-        if _recording() and _has_op("slice_axis"):
-            sliced = _invoke("slice_axis", [nd], {"axis": 0, "begin": index, "end": index + 1})
-            return sliced if nd.ndim == 1 else sliced.reshape(nd.shape[1:])
-        return nd._view(raw[index] if nd.ndim > 1 else raw[index : index + 1])
-    if isinstance(key, slice) and key.step in (None, 1):
-        if not nd.shape:
-            raise IndexError("cannot slice a 0-d NDArray")
-        start, stop, _ = key.indices(nd.shape[0])
-        stop = max(start, stop)
-        if _recording() and _has_op("slice_axis") and (start, stop) != (0, nd.shape[0]):
-            return _invoke("slice_axis", [nd], {"axis": 0, "begin": start, "end": stop})
-        return nd._view(raw[start:stop])
-    return None
-
-
-def _numpy_key(key: Any) -> Any:
-    if isinstance(key, NDArray):
-        return key.asnumpy().astype(np.int64)
-    if isinstance(key, tuple):
-        return tuple(_numpy_key(item) for item in key)
-    return key
-
-
-def _dummy(nd: NDArray) -> np.ndarray:
-    """A zero-stride stand-in of ``nd``'s shape: indexing it gives result shapes for free."""
-    return np.lib.stride_tricks.as_strided(
-        np.zeros(1, dtype=np.int8), shape=nd.shape, strides=(0,) * nd.ndim
-    )
-
-
-def _copy_index(nd: NDArray, key: Any) -> NDArray:
-    key = _numpy_key(key)
-    try:
-        shape = _dummy(nd)[key].shape
-    except IndexError as exc:
-        raise IndexError(f"NDArray of shape {nd.shape}: {exc}") from None
-    result = _alloc(tuple(shape), nd.context, nd.dtype)
-    source, target = nd._array, result._array
-
-    def run(run_ctx: Any) -> None:
-        target[...] = source[key]
-
-    _push(run, nd.context, [nd._var], [result._var], "_slice")
-    return result
-
-
-def _set_item(nd: NDArray, key: Any, value: Any) -> None:
-    key = _numpy_key(key)
-    try:
-        target_shape = _dummy(nd)[key].shape
-    except IndexError as exc:
-        raise IndexError(f"NDArray of shape {nd.shape}: {exc}") from None
-    raw = nd._array
-    if isinstance(value, NDArray):
-        if value.context != nd.context:
-            value = value.as_in_context(nd.context)
-        _broadcast_into("__setitem__", value.shape, target_shape)
-        source = value._array
-        same_chunk = value._var is nd._var
-
-        def run_copy(run_ctx: Any) -> None:
-            raw[key] = source.copy() if same_chunk else source
-
-        const = [] if same_chunk else [value._var]
-        _push(run_copy, nd.context, const, [nd._var], "_slice_assign")
-        return
-    if isinstance(value, _NUMBER_TYPES):
-        scalar = value
-
-        def run_fill(run_ctx: Any) -> None:
-            raw[key] = scalar
-
-        _push(run_fill, nd.context, [], [nd._var], "_set_value")
-        return
-    data = np.array(value, dtype=nd.dtype)
-    _broadcast_into("__setitem__", data.shape, target_shape)
-    xp = nd.context.array_module
-    if xp is not np:
-        data = xp.asarray(data)  # not run on real hardware
-
-    def run_numpy(run_ctx: Any) -> None:
-        raw[key] = data
-
-    _push(run_numpy, nd.context, [], [nd._var], "_slice_assign")
-
-
-def _broadcast_into(op: str, source: tuple, target: tuple) -> None:
-    if _broadcast_shape(op, source, target) != tuple(target):
-        raise ShapeError(
-            f"{op}: a value of shape {source} cannot be assigned to a region of shape {target}"
-        )
-
-
-def _copy_across(source: NDArray, target: NDArray) -> None:
-    """Copy between contexts: one engine op reading the source, writing the target."""
-    src, dst = source._array, target._array
-    src_np = isinstance(src, np.ndarray)
-    dst_np = isinstance(dst, np.ndarray)
-
-    def run(run_ctx: Any) -> None:
-        if src_np and dst_np:
-            dst[...] = src
-        elif dst_np:
-            dst[...] = src.get()  # device -> host (not run on real hardware)
-        else:
-            dst.set(src) if src_np else dst.__setitem__(Ellipsis, src)  # not run on real hardware
-
-    # copy=True: threaded_per_device runs it on its copy workers, as MXNet's CopyFromTo
-    _engine().push_sync(run, target.context, [source._var], [target._var], 0, "_copyto", copy=True)
-
-
-# ---------------------------------------------------------------------------
-# creation
-# ---------------------------------------------------------------------------
-
-
-def empty(shape: Any, ctx: Any = None, dtype: Any = None) -> NDArray:
-    """Return a new array of ``shape`` whose contents are undefined (no op is pushed)."""
-    return _alloc(_to_shape(shape), _ctx_of(ctx), np_dtype(dtype))
-
-
-def _filled(shape: Any, ctx: Any, dtype: Any, value: Any, name: str) -> NDArray:
-    result = empty(shape, ctx, dtype)
-    raw = result._array
-
-    def run(run_ctx: Any) -> None:
-        raw.fill(value)
-
-    _push(run, result.context, [], [result._var], name)
-    return result
-
-
-def zeros(shape: Any, ctx: Any = None, dtype: Any = None, **kwargs: Any) -> NDArray:
-    """Return a new array of zeros (filled by a pushed ``_zeros`` op)."""
-    return _filled(shape, ctx, dtype, 0, "_zeros")
-
-
-def ones(shape: Any, ctx: Any = None, dtype: Any = None, **kwargs: Any) -> NDArray:
-    """Return a new array of ones (filled by a pushed ``_ones`` op)."""
-    return _filled(shape, ctx, dtype, 1, "_ones")
-
-
-def full(
-    shape: Any, val: Any, ctx: Any = None, dtype: Any = None, out: NDArray | None = None
-) -> NDArray:
-    """Return a new array filled with ``val`` (or fill ``out``)."""
-    if out is not None:
-        out[:] = val
-        return out
-    return _filled(shape, ctx, dtype, val, "_full")
-
-
-def array(source_array: Any, ctx: Any = None, dtype: Any = None) -> NDArray:
-    """Return a new array holding a copy of ``source_array`` (numpy array, list, NDArray).
-
-    The dtype is ``dtype``, else the NDArray's / numpy array's own when
-    supported, else float32 (MXNet's default).
-    """
-    if isinstance(source_array, NDArray):
-        if dtype is None:
-            dtype = source_array.dtype
-        result = empty(source_array.shape, ctx if ctx is not None else source_array.context, dtype)
-        source_array.copyto(result)
-        return result
-    if dtype is None:
-        found = getattr(source_array, "dtype", None)
-        dtype = found if found is not None and np.dtype(found) in _SUPPORTED else None
-    dtype = np_dtype(dtype)
-    try:
-        data = np.asarray(source_array, dtype=dtype)
-    except (TypeError, ValueError) as exc:
-        raise DTypeError(
-            f"array: cannot convert {type(source_array).__name__} to {dtype.name}: {exc}"
-        ) from exc
-    result = empty(data.shape, ctx, dtype)
-    raw = result._array
-    # A fresh array has no pending ops, so the copy is made now (MXNet's SyncCopyFromCPU).
-    if isinstance(raw, np.ndarray):
-        raw[...] = data
-    else:
-        raw.set(data)  # not run on real hardware
-    return result
-
-
-def arange(
-    start: float,
-    stop: float | None = None,
-    step: float = 1.0,
-    repeat: int = 1,
-    ctx: Any = None,
-    dtype: Any = None,
-) -> NDArray:
-    """Return evenly spaced values in ``[start, stop)`` (MXNet's ``arange``, with ``repeat``)."""
-    dtype = np_dtype(dtype)
-    values = (
-        np.arange(start, stop, step, dtype=np.float64)
-        if stop is not None
-        else np.arange(start, dtype=np.float64)
-    )
-    if repeat > 1:
-        values = np.repeat(values, repeat)
-    return array(values.astype(dtype), ctx=ctx, dtype=dtype)
-
-
-def zeros_like(other: NDArray) -> NDArray:
-    """Return zeros with ``other``'s shape, dtype and context."""
-    return zeros(other.shape, other.context, other.dtype)
-
-
-def ones_like(other: NDArray) -> NDArray:
-    """Return ones with ``other``'s shape, dtype and context."""
-    return ones(other.shape, other.context, other.dtype)
-
-
-def empty_like(other: NDArray) -> NDArray:
-    """Return an uninitialised array with ``other``'s shape, dtype and context."""
-    return empty(other.shape, other.context, other.dtype)
-
-
-def full_like(other: NDArray, val: Any) -> NDArray:
-    """Return an array of ``val`` with ``other``'s shape, dtype and context."""
-    return full(other.shape, val, other.context, other.dtype)
-
-
-def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = True) -> NDArray:
-    """Join arrays along ``axis`` (the ``Concat`` op)."""
-    if not arrays:
-        raise ShapeError("concatenate: no arrays given")
-    if len(arrays) == 1 and not always_copy:
-        return arrays[0]
-    return _invoke("Concat", list(arrays), {"dim": axis, "num_args": len(arrays)})
-
-
-def waitall() -> None:
-    """Block until every pushed op has run (re-raises the first stored error)."""
-    if _deferred_deletes:
-        _flush_deferred_deletes()
-    _engine().wait_for_all()
-
-
-_SUPPORTED = frozenset(
-    np_dtype(name) for name in ("float32", "float64", "float16", "uint8", "int32", "int8", "int64")
+# Re-exported: other layers (the executor) create arrays through this module.
+from .creation import (
+    arange,
+    array,
+    concatenate,
+    empty,
+    empty_like,
+    full,
+    full_like,
+    ones,
+    ones_like,
+    waitall,
+    zeros,
+    zeros_like,
 )

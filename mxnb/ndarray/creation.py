@@ -1,0 +1,187 @@
+"""Creating NDArrays: ``empty``, ``zeros``, ``ones``, ``full``, ``array``, ``arange`` and friends.
+
+Idea (MXNet: python/mxnet/ndarray/utils.py and ``_zeros`` / ``_full``): a new
+array borrows a block from its context's storage manager; filling it is a
+pushed op that writes the new var (``_zeros``, ``_ones``, ``_full``), so it
+is ordered like any other write.  ``array(numpy_array)`` copies at once, in
+the calling thread: a fresh array has no pending op to wait for (MXNet's
+``SyncCopyFromCPU``).
+
+Rules: the default dtype is float32; ``array`` keeps an NDArray's or numpy
+array's own dtype when mxnb supports it; the default context is the current
+one (``with mx.cpu(1):``).
+
+State kept: none.
+
+Example::
+
+    >>> import mxnb as mx
+    >>> mx.nd.full((2, 2), 7, dtype='int32').asnumpy().tolist()
+    [[7, 7], [7, 7]]
+    >>> mx.nd.arange(0, 6, 2).asnumpy().tolist()
+    [0.0, 2.0, 4.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..base import DTypeError, ShapeError, np_dtype
+from . import ndarray as _ndarray_module
+from .ndarray import (
+    NDArray,
+    _alloc,
+    _ctx_of,
+    _engine,
+    _flush_deferred_deletes,
+    _invoke,
+    _push,
+    _to_shape,
+)
+
+__all__ = [
+    "arange",
+    "array",
+    "concatenate",
+    "empty",
+    "empty_like",
+    "full",
+    "full_like",
+    "ones",
+    "ones_like",
+    "waitall",
+    "zeros",
+    "zeros_like",
+]
+
+
+def empty(shape: Any, ctx: Any = None, dtype: Any = None) -> NDArray:
+    """Return a new array of ``shape`` whose contents are undefined (no op is pushed)."""
+    return _alloc(_to_shape(shape), _ctx_of(ctx), np_dtype(dtype))
+
+
+def _filled(shape: Any, ctx: Any, dtype: Any, value: Any, name: str) -> NDArray:
+    result = empty(shape, ctx, dtype)
+    raw = result._array
+
+    def run(run_ctx: Any) -> None:
+        raw.fill(value)
+
+    _push(run, result.context, [], [result._var], name)
+    return result
+
+
+def zeros(shape: Any, ctx: Any = None, dtype: Any = None, **kwargs: Any) -> NDArray:
+    """Return a new array of zeros (filled by a pushed ``_zeros`` op)."""
+    return _filled(shape, ctx, dtype, 0, "_zeros")
+
+
+def ones(shape: Any, ctx: Any = None, dtype: Any = None, **kwargs: Any) -> NDArray:
+    """Return a new array of ones (filled by a pushed ``_ones`` op)."""
+    return _filled(shape, ctx, dtype, 1, "_ones")
+
+
+def full(
+    shape: Any, val: Any, ctx: Any = None, dtype: Any = None, out: NDArray | None = None
+) -> NDArray:
+    """Return a new array filled with ``val`` (or fill ``out``)."""
+    if out is not None:
+        out[:] = val
+        return out
+    return _filled(shape, ctx, dtype, val, "_full")
+
+
+def array(source_array: Any, ctx: Any = None, dtype: Any = None) -> NDArray:
+    """Return a new array holding a copy of ``source_array`` (numpy array, list, NDArray).
+
+    The dtype is ``dtype``, else the NDArray's / numpy array's own when
+    supported, else float32 (MXNet's default).
+    """
+    if isinstance(source_array, NDArray):
+        if dtype is None:
+            dtype = source_array.dtype
+        result = empty(source_array.shape, ctx if ctx is not None else source_array.context, dtype)
+        source_array.copyto(result)
+        return result
+    if dtype is None:
+        found = getattr(source_array, "dtype", None)
+        dtype = found if found is not None and np.dtype(found) in _SUPPORTED else None
+    dtype = np_dtype(dtype)
+    try:
+        data = np.asarray(source_array, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise DTypeError(
+            f"array: cannot convert {type(source_array).__name__} to {dtype.name}: {exc}"
+        ) from exc
+    result = empty(data.shape, ctx, dtype)
+    raw = result._array
+    # A fresh array has no pending ops, so the copy is made now (MXNet's SyncCopyFromCPU).
+    if isinstance(raw, np.ndarray):
+        raw[...] = data
+    else:
+        raw.set(data)  # not run on real hardware
+    return result
+
+
+def arange(
+    start: float,
+    stop: float | None = None,
+    step: float = 1.0,
+    repeat: int = 1,
+    ctx: Any = None,
+    dtype: Any = None,
+) -> NDArray:
+    """Return evenly spaced values in ``[start, stop)`` (MXNet's ``arange``, with ``repeat``)."""
+    dtype = np_dtype(dtype)
+    values = (
+        np.arange(start, stop, step, dtype=np.float64)
+        if stop is not None
+        else np.arange(start, dtype=np.float64)
+    )
+    if repeat > 1:
+        values = np.repeat(values, repeat)
+    return array(values.astype(dtype), ctx=ctx, dtype=dtype)
+
+
+def zeros_like(other: NDArray) -> NDArray:
+    """Return zeros with ``other``'s shape, dtype and context."""
+    return zeros(other.shape, other.context, other.dtype)
+
+
+def ones_like(other: NDArray) -> NDArray:
+    """Return ones with ``other``'s shape, dtype and context."""
+    return ones(other.shape, other.context, other.dtype)
+
+
+def empty_like(other: NDArray) -> NDArray:
+    """Return an uninitialised array with ``other``'s shape, dtype and context."""
+    return empty(other.shape, other.context, other.dtype)
+
+
+def full_like(other: NDArray, val: Any) -> NDArray:
+    """Return an array of ``val`` with ``other``'s shape, dtype and context."""
+    return full(other.shape, val, other.context, other.dtype)
+
+
+def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = True) -> NDArray:
+    """Join arrays along ``axis`` (the ``Concat`` op)."""
+    if not arrays:
+        raise ShapeError("concatenate: no arrays given")
+    if len(arrays) == 1 and not always_copy:
+        return arrays[0]
+    return _invoke("Concat", list(arrays), {"dim": axis, "num_args": len(arrays)})
+
+
+def waitall() -> None:
+    """Block until every pushed op has run (re-raises the first stored error)."""
+    if _ndarray_module._deferred_deletes:
+        _flush_deferred_deletes()
+    _engine().wait_for_all()
+
+
+_SUPPORTED = frozenset(
+    np_dtype(name) for name in ("float32", "float64", "float16", "uint8", "int32", "int8", "int64")
+)
