@@ -47,8 +47,9 @@ from .creation import (
 )
 from .debug import readonly_view
 from .fileformat import load, save
-from .invoke import clear_cache, invoke, make_op_function
+from .invoke import clear_cache, invoke
 from .ndarray import NDArray
+from .register import make_op_function
 
 __all__ = [
     "NDArray",

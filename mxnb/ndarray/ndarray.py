@@ -700,7 +700,7 @@ class NDArray:
             raise AttributeError(
                 f"'NDArray' object has no attribute {name!r} (no operator {name!r} is registered)"
             )
-        from .invoke import make_op_function
+        from .register import make_op_function
 
         function = make_op_function(name)
 
