@@ -5,6 +5,7 @@ Chapters of this package:
     creation.py    empty / zeros / ones / full / array / arange ...
     indexing.py    views that share the var, copies, assignment
     invoke.py      the imperative invoke: any registered op, pushed as one engine op
+    register.py    the generated functions mx.nd.<Name>
     debug.py       read-only views for const inputs in debug mode
     fileformat.py  ``save`` / ``load`` in a safe, atomic, documented format
     random.py      ``mx.nd.random.uniform / normal / randint``
