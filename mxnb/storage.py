@@ -61,6 +61,7 @@ __all__ = [
     "NaiveStorageManager",
     "PooledStorageManager",
     "StorageManager",
+    "StorageOutOfMemoryError",
     "StorageStats",
     "alloc",
     "free",
@@ -78,6 +79,10 @@ MIN_BLOCK = 64
 LINEAR_CUTOFF = 1 << 24
 
 _handle_ids = itertools.count(1)
+
+
+class StorageOutOfMemoryError(MXNBError, MemoryError):
+    """A context ran out of memory even after its pool was released."""
 
 
 def size_class(nbytes: int) -> int:
@@ -209,7 +214,7 @@ class StorageManager:
             self._peak = max(self._peak, in_use)
         hit = buffer is not None
         if not hit:
-            buffer = self._new_buffer(capacity)  # outside the lock: a big allocation is slow
+            buffer = self._fresh_buffer(nbytes, capacity)  # outside the lock: it may be slow
         handle = Handle(next(_handle_ids), self.ctx, nbytes, capacity, buffer, hit, False, self)
         if trace.enabled:
             trace.emit(
@@ -260,6 +265,26 @@ class StorageManager:
         """Set the peak to the bytes in use now (to measure one phase)."""
         with self._lock:
             self._peak = self._in_use
+
+    def _fresh_buffer(self, nbytes: int, capacity: int) -> Any:
+        """A new buffer; on MemoryError give the pool back and try once more (as MXNet does)."""
+        try:
+            return self._new_buffer(capacity)
+        except MemoryError:
+            released = self.release_all()
+            try:
+                return self._new_buffer(capacity)
+            except MemoryError:
+                with self._lock:  # the allocation did not happen: undo its counting
+                    self._allocs -= 1
+                    self._misses -= 1
+                    self._in_use -= capacity
+                raise StorageOutOfMemoryError(
+                    f"{self.ctx!r}: out of memory allocating {nbytes} bytes (block of "
+                    f"{capacity}) with {self._in_use} bytes in use, after releasing "
+                    f"{released} pooled bytes; free arrays you no longer need, or use "
+                    "smaller batches"
+                ) from None
 
     def _new_buffer(self, capacity: int) -> Any:
         if self.ctx.device_type == "gpu" and not self.ctx.is_virtual:  # not run on real hardware

@@ -122,3 +122,30 @@ def test_each_context_has_its_own_manager_virtual_gpus_too(fresh):
 def test_negative_size_is_an_error():
     with pytest.raises(MXNBError, match="nbytes"):
         storage.alloc(-1, mx.cpu(7))
+
+
+def test_out_of_memory_releases_the_pool_and_retries_then_fails_clearly(fresh, monkeypatch):
+    ctx = mx.cpu(7)
+    manager = storage.get_manager(ctx)
+    storage.free(storage.alloc(100, ctx))  # something in the pool
+    real = manager._new_buffer
+    failures = iter([True, False])  # the first try fails, the retry after release_all works
+
+    def flaky(capacity):
+        if next(failures):
+            raise MemoryError
+        return real(capacity)
+
+    monkeypatch.setattr(manager, "_new_buffer", flaky)
+    handle = storage.alloc(5000, ctx)
+    assert handle.capacity == 8192 and storage.stats(ctx).pooled_bytes == 0
+
+    def never(capacity):
+        raise MemoryError
+
+    monkeypatch.setattr(manager, "_new_buffer", never)
+    before = storage.stats(ctx)
+    with pytest.raises(storage.StorageOutOfMemoryError, match=r"cpu\(7\).*70000 bytes"):
+        storage.alloc(70000, ctx)
+    after = storage.stats(ctx)
+    assert (after.bytes_in_use, after.allocs) == (before.bytes_in_use, before.allocs)
