@@ -350,7 +350,7 @@ class Engine:
         """Return a new var (MXNet: ``NewVariable``); ``name`` shows in traces and errors."""
         var = Var(name)
         if trace.enabled:
-            trace.append_raw((trace.VarNew, trace.now(), var.id, var.name))
+            trace.append_raw((trace._make_var_new, trace.now(), var.id, var.name))
         return var
 
     # -- pushing -------------------------------------------------------------

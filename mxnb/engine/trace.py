@@ -197,9 +197,53 @@ def record(*raw: Any) -> None:
     append_raw(raw)
 
 
+def _fast_constructor(cls: type[Any]) -> Any:
+    """A constructor for a frozen dataclass that fills ``__dict__`` directly.
+
+    The generated ``__init__`` of a frozen dataclass calls ``object.__setattr__``
+    per field, three times slower; the events are equal either way.
+    """
+    names = [f.name for f in fields(cls)]
+    body = "".join(f"    values[{name!r}] = {name}\n" for name in names)
+    source = (
+        f"def make({', '.join(names)}):\n"
+        "    event = new(cls)\n"
+        "    values = event.__dict__\n"
+        f"{body}    return event\n"
+    )
+    namespace: dict[str, Any] = {"new": object.__new__, "cls": cls}
+    exec(source, namespace)  # noqa: S102 - generated from the dataclass's own field names
+    make = namespace["make"]
+    make.__doc__ = f"Build a {cls.__name__} without the frozen dataclass's per-field setattr."
+    return make
+
+
+_make_push = _fast_constructor(OpPush)
+_make_ready = _fast_constructor(OpReady)
+_make_start = _fast_constructor(OpStart)
+_make_end = _fast_constructor(OpEnd)
+_make_var_new = _fast_constructor(VarNew)
+_make_var_delete = _fast_constructor(VarDelete)
+_make_dependency = _fast_constructor(Dependency)
+
+_ctx_names: dict[int, str] = {}  # id(Context) -> repr, for one build (repr probes for cupy)
+
+
+def _ctx_name(ctx: Any) -> str:
+    # keyed by id: hashing a Context runs Python code; the raw records keep it alive
+    name = _ctx_names[id(ctx)] = repr(ctx)
+    return name
+
+
+_thread_names: dict[int, str] = {}  # thread ident -> name, for one build
+
+
 def _thread_name(ident: int) -> str:
-    thread = threading._active.get(ident)  # type: ignore[attr-defined]  # ident -> live Thread
-    return thread.name if thread is not None else f"thread-{ident}"
+    name = _thread_names.get(ident)
+    if name is None:
+        thread = threading._active.get(ident)  # type: ignore[attr-defined]  # ident -> live Thread
+        name = _thread_names[ident] = thread.name if thread is not None else f"thread-{ident}"
+    return name
 
 
 # Builders for the engine's raw records (see :func:`record`).
@@ -215,22 +259,22 @@ def _build_push(
     ident: int,
     ready: bool,
 ) -> Any:
-    push = OpPush(
+    push = _make_push(
         t,
         op_id,
         name,
-        repr(ctx),
-        tuple(v.id for v in const_vars),
-        tuple(v.id for v in mutate_vars),
+        _ctx_names.get(id(ctx)) or _ctx_name(ctx),
+        tuple([v.id for v in const_vars]),
+        tuple([v.id for v in mutate_vars]),
         priority,
-        tuple(Dependency(*dep) for dep in deps),
+        tuple([_make_dependency(*dep) for dep in deps]) if deps else (),
         _thread_name(ident),
     )
-    return (push, OpReady(t, op_id)) if ready else push
+    return (push, _make_ready(t, op_id)) if ready else push
 
 
 def _build_start(t: float, op_id: int, worker: str, ident: int) -> OpStart:
-    return OpStart(t, op_id, worker, _thread_name(ident))
+    return _make_start(t, op_id, worker, _thread_name(ident))
 
 
 def _build_end(
@@ -240,11 +284,13 @@ def _build_end(
     skipped: bool,
     deleted: int | None,
     ready: tuple[int, ...],
-) -> tuple[Event, ...]:
-    events: list[Event] = [OpEnd(t, op_id, error, skipped)]
+) -> Any:
+    if deleted is None and not ready:
+        return _make_end(t, op_id, error, skipped)
+    events: list[Event] = [_make_end(t, op_id, error, skipped)]
     if deleted is not None:
-        events.append(VarDelete(t, deleted))
-    events.extend(OpReady(t, successor) for successor in ready)
+        events.append(_make_var_delete(t, deleted))
+    events.extend([_make_ready(t, successor) for successor in ready])
     return tuple(events)
 
 
@@ -269,6 +315,8 @@ class Trace:
         with self._build_lock:
             if not self.attached:
                 return
+            _ctx_names.clear()  # virtual GPUs may have been switched since the last build
+            _thread_names.clear()  # idents are reused by new threads
             end = len(_raw)
             items = _raw[self._cursor : end]
             self._cursor = end
