@@ -109,14 +109,21 @@ class _Chunk:
         # the engine refuses (shut down), the delete is deferred to the next allocation.
         # A cyclic-garbage collection may run inside any allocation, even under an engine
         # lock, so chunks collected by the cycle collector are deferred too.
-        handle = self.handle
-        fn = None if handle is None else handle.release
-        engine = getattr(_engine_mod, "_engine", None)
-        if engine is not None and not _deferred_deletes and not _collecting:
-            with contextlib.suppress(Exception):
-                engine.push_delete(self.var, self.ctx, fn=fn)
-                return
-        _deferred_deletes.append((self.var, self.ctx, fn))
+        try:
+            handle = self.handle
+            fn = None if handle is None else handle.release
+            engine = getattr(_engine_mod, "_engine", None)
+            pushed = False
+            if engine is not None and not _deferred_deletes and not _collecting:
+                try:
+                    engine.push_delete(self.var, self.ctx, fn=fn)
+                    pushed = True
+                except Exception:  # noqa: BLE001 - a shut-down engine: defer
+                    pushed = False
+            if not pushed:
+                _deferred_deletes.append((self.var, self.ctx, fn))
+        except Exception:  # noqa: BLE001, S110 - interpreter teardown: module globals are gone
+            pass
 
 
 #: Chunk deletes that could not be pushed when their chunk died: (var, ctx, free fn).
