@@ -4,7 +4,11 @@ Idea: the engine, the storage managers and the executor describe what they
 do as small frozen events appended to the attached recorders.  Views
 (``mxnb.widgets``), the chrome-trace export and the stats table read these
 events only, never engine internals.  With no recorder attached the cost to
-the engine is one flag check: ``if trace.enabled: trace.emit(...)``.
+the engine is one flag check: ``if trace.enabled: ...``.
+
+Rule: recording must stay cheaper than the ops it records.  The engine
+appends raw tuples (``append_raw``) to one shared log; a :class:`Trace`
+builds the events from them the first time ``tr.events`` is read.
 
 Events (times are ``time.perf_counter()`` seconds):
     VarNew / VarDelete       a var is created / its delete op ran
@@ -14,9 +18,15 @@ Events (times are ``time.perf_counter()`` seconds):
     WaitBegin / WaitEnd      a thread blocks in wait_for_var / wait_for_all
     StorageAlloc / StorageFree   memory from / back to a storage manager (pool hit or miss)
 
+Reading a trace: ``tr.stats()`` (per-op-name table, like MXNet's aggregate
+profiler), ``tr.explain(op)`` (why an op ran when it did), ``tr.ops()``
+(one summary per op), ``tr.to_chrome_trace(path)`` / ``Trace.from_chrome_trace``
+(Chrome / Perfetto JSON with dependency arrows, and back).
+
 State kept:
     enabled      True while at least one recorder is attached (the engine's flag)
     _recorders   the attached :class:`Trace` objects
+    _raw         the shared log of events and raw records while any is attached
 
 Example::
 
@@ -24,10 +34,12 @@ Example::
     >>> eng = mx.engine.get()
     >>> with mx.engine.trace() as tr:
     ...     v = eng.new_var(name='a')
-    ...     eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[v], name='write_a')
+    ...     _ = eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[v], name='write_a')
     ...     eng.wait_for_all()
     >>> [e.name for e in tr.events_of(OpPush)]
     ['write_a']
+    >>> tr.stats()['write_a'].count
+    1
 """
 
 from __future__ import annotations

@@ -1,0 +1,25 @@
+"""The examples in the engine modules' docstrings run and print what they say."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "mxnb.engine",
+    "mxnb.engine.base",
+    "mxnb.engine.naive",
+    "mxnb.engine.threaded",
+    "mxnb.engine.stepper",
+    "mxnb.engine.trace",
+]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name):
+    module = importlib.import_module(name)
+    failures, tried = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert tried > 0 and failures == 0
