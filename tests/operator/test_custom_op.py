@@ -126,8 +126,8 @@ def test_custom_op_inside_a_longer_imperative_chain(engine):
     """
     load_example()
     rng = np.random.default_rng(1)
-    x = mx.nd.array(rng.standard_normal((3, 4)))
-    w = mx.nd.array(rng.standard_normal((5, 4)))
+    x = mx.nd.array(rng.standard_normal((3, 4)), dtype="float32")
+    w = mx.nd.array(rng.standard_normal((5, 4)), dtype="float32")
     b = mx.nd.zeros((5,))
     label = mx.nd.array([1, 0, 4])
     w.attach_grad()
