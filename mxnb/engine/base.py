@@ -13,6 +13,18 @@ engine keeps it until told to run it.
 Rule: any two ops where at least one mutates a common var run in push order;
 readers between two writes may run concurrently.
 
+Errors (MXNet 1.6+): an exception in an op is stored, as one shared
+reference, on the vars it writes; later ops touching such a var are skipped
+and their outputs inherit the same reference.  ``wait_for_var`` /
+``wait_for_all`` raise it once as :class:`~mxnb.base.OpError` (original
+chained) and clear it everywhere; the engine stays usable.
+
+Waiting inside an op: a wait called from a running op (a custom op calling
+``asnumpy()``) lets the waiting thread run ready ops itself (``_help_once``)
+and ``wait_for_all`` there ignores the ops on the calling stack, so nested
+waits never deadlock a pool.  No user object is released while the lock is
+held: finalizers (an NDArray's ``__del__``) may push.
+
 State kept per var:
     pending_reads   granted reads not yet complete
     pending_write   oldest write not yet complete (granted once pending_reads is 0)
