@@ -1,0 +1,132 @@
+"""What every view shares: headless output as SVG, PNG, text and a notebook mime bundle.
+
+Idea: a view is a small object that knows how to draw itself once; this mixin
+turns that one drawing into every format a notebook, a script or a test asks
+for.  Graphviz views implement ``to_dot()``; matplotlib views implement
+``figure()``; both implement ``to_text()``.
+
+Rule: rendering never touches the engine — a view holds a model or a plan and
+draws it.  Matplotlib is used through ``Figure`` objects (no pyplot, no global
+state, no GUI backend), so views draw in any thread.
+
+Example::
+
+    >>> from mxnb.widgets import DependencyGraph
+    >>> from mxnb.engine.trace import Trace
+    >>> svg = DependencyGraph(Trace()).to_svg()
+    >>> svg.lstrip().startswith('<?xml') or svg.lstrip().startswith('<svg')
+    True
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Any
+
+__all__ = ["View", "GraphvizView", "FigureView", "state_colours", "name_colour"]
+
+# fill colours of op states, shared by the DAG, the timeline and the extension's CSS
+state_colours = {
+    "waiting": "#e3e3e3",
+    "ready": "#ffe08a",
+    "running": "#8ec5ff",
+    "done": "#a8e6a3",
+    "failed": "#ff8a80",
+    "skipped": "#f3c6f0",
+}
+
+_PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#e15759",
+    "#76b7b2",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+    "#1f77b4",
+    "#8c564b",
+)
+
+
+def name_colour(name: str) -> str:
+    """A stable colour for an op name (the same name gets the same colour in every view)."""
+    value = 0
+    for char in name:
+        value = (value * 131 + ord(char)) % 1_000_003
+    return _PALETTE[value % len(_PALETTE)]
+
+
+class View:
+    """Base of all views: ``to_svg``, ``to_png``, ``to_text`` and ``_repr_mimebundle_``."""
+
+    def to_svg(self) -> str:
+        """The view as an SVG document (a string)."""
+        raise NotImplementedError
+
+    def to_png(self, path: str | os.PathLike) -> str:
+        """Write the view as a PNG file at ``path`` and return the path."""
+        raise NotImplementedError
+
+    def to_text(self) -> str:
+        """The view as plain text (what tests and terminals read)."""
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"image/svg+xml": self.to_svg(), "text/plain": self.to_text()}
+
+
+class GraphvizView(View):
+    """A view drawn by graphviz's ``dot``: subclasses implement ``to_dot()``."""
+
+    def to_dot(self) -> Any:
+        """The view as a ``graphviz.Digraph``."""
+        raise NotImplementedError
+
+    def to_svg(self) -> str:
+        """The view as SVG, laid out by ``dot``."""
+        return self.to_dot().pipe(format="svg").decode("utf-8")
+
+    def to_png(self, path: str | os.PathLike) -> str:
+        """Write a PNG laid out by ``dot`` (150 dpi) and return the path."""
+        dot = self.to_dot().copy()
+        dot.graph_attr.setdefault("dpi", "150")
+        data = dot.pipe(format="png")
+        with open(path, "wb") as handle:
+            handle.write(data)
+        return os.fspath(path)
+
+
+class FigureView(View):
+    """A view drawn by matplotlib: subclasses implement ``figure()``."""
+
+    def figure(self) -> Any:
+        """A new ``matplotlib.figure.Figure`` with the view drawn on it."""
+        raise NotImplementedError
+
+    def to_svg(self) -> str:
+        """The view as SVG (matplotlib's SVG backend; artists carry ids for the extension)."""
+        buffer = io.StringIO()
+        self.figure().savefig(buffer, format="svg", bbox_inches="tight")
+        return buffer.getvalue()
+
+    def to_png(self, path: str | os.PathLike, dpi: int = 120) -> str:
+        """Write a PNG at ``dpi`` and return the path."""
+        self.figure().savefig(path, format="png", dpi=dpi, bbox_inches="tight")
+        return os.fspath(path)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        buffer = io.BytesIO()
+        self.figure().savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+        import base64
+
+        return {
+            "image/png": base64.b64encode(buffer.getvalue()).decode("ascii"),
+            "text/plain": self.to_text(),
+        }

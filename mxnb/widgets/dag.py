@@ -1,0 +1,221 @@
+"""The dependency DAG: ops as nodes, one edge per dependency, labelled var + kind.
+
+Idea (MXNet's engine notes): the engine turns pushes into a DAG whose edges
+say "this op waits for that one through this var".  A read after a write is
+RAW, a write after reads is WAR, a write after a write is WAW.  Drawing the
+edges the engine recorded (``OpPush.waits_on``) shows exactly why two ops were
+serialized — and colouring nodes by state shows where a run is right now.
+
+Rule: nodes are the selected ops (the most recent ``last``, filtered by name
+or var); an edge from an op outside the window is drawn from a dashed ghost
+node so nothing is silently dropped.  With ``show_vars=True`` the picture is
+the op/var bipartite graph: each write makes a new version of the var
+(``w@1``, ``w@2``), readers hang off the version they read, so the graph stays
+acyclic and shows data flow.
+
+State kept:
+    model        the :class:`EngineModel` drawn (rebuilt from the trace on ``refresh``)
+    last, name_filter, var_filter, show_vars, selected   drawing options
+
+Example::
+
+    >>> from mxnb.engine.trace import OpPush, Dependency, DepKind
+    >>> g = DependencyGraph([OpPush(0, 1, 'w', 'cpu(0)', (), (5,), 0, ()),
+    ...                      OpPush(0, 2, 'r', 'cpu(0)', (5,), (), 0,
+    ...                             (Dependency(1, 5, DepKind.RAW),))])
+    >>> [(e.holder, e.waiter, e.kind.name) for e in g.visible_edges()]
+    [(1, 2, 'RAW')]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..engine.trace import DepKind
+from ._render import GraphvizView, state_colours
+from .model import KIND_SHORT, Edge, EngineModel, OpRecord
+
+__all__ = ["DependencyGraph", "edge_style"]
+
+_EDGE_STYLE = {
+    DepKind.RAW: {"color": "#333333", "style": "solid"},
+    DepKind.WAR: {"color": "#1f6fd1", "style": "dashed"},
+    DepKind.WAW: {"color": "#c62828", "style": "bold"},
+}
+
+
+def edge_style(kind: DepKind) -> dict[str, str]:
+    """Graphviz attributes of an edge of ``kind`` (RAW black, WAR blue dashed, WAW red bold)."""
+    return dict(_EDGE_STYLE[kind])
+
+
+def as_model(source: Any) -> EngineModel:
+    """An :class:`EngineModel` from a model, a ``Trace`` or a list of events."""
+    if isinstance(source, EngineModel):
+        return source
+    if hasattr(source, "events"):
+        return EngineModel.from_trace(source)
+    return EngineModel(list(source))
+
+
+class DependencyGraph(GraphvizView):
+    """The dependency DAG of a trace, drawn with graphviz.
+
+    Parameters
+    ----------
+    source : Trace, EngineModel or list of Event
+        What to draw; a ``Trace`` (also one from ``Trace.from_chrome_trace``).
+    last : int, optional
+        Draw only the most recent ``last`` ops (default 60; ``None`` for all).
+    name_filter : str, optional
+        Keep ops whose name contains this text.
+    var_filter : str or int, optional
+        Keep ops touching this var (id, or text contained in its name).
+    show_vars : bool
+        Draw vars as nodes too (the op/var bipartite picture).
+    selected : int, optional
+        Op id drawn with a thick outline (the Inspect tab's choice).
+    """
+
+    def __init__(
+        self,
+        source: Any,
+        last: int | None = 60,
+        name_filter: str | None = None,
+        var_filter: str | int | None = None,
+        show_vars: bool = False,
+        selected: int | None = None,
+    ) -> None:
+        self._source = source
+        self.model = as_model(source)
+        self.last = last
+        self.name_filter = name_filter
+        self.var_filter = var_filter
+        self.show_vars = show_vars
+        self.selected = selected
+
+    def refresh(self) -> "DependencyGraph":
+        """Read new events from the source trace (no-op for a fixed list)."""
+        if hasattr(self._source, "events"):
+            self.model.update_from(self._source)
+        return self
+
+    def visible_ops(self) -> list[OpRecord]:
+        """The ops this view draws, in push order."""
+        return self.model.select(self.last, self.name_filter, self.var_filter)
+
+    def visible_edges(self) -> list[Edge]:
+        """The dependency edges whose waiter is drawn."""
+        shown = {op.op_id for op in self.visible_ops()}
+        return [edge for edge in self.model.edges if edge.waiter in shown]
+
+    # -- graphviz ---------------------------------------------------------
+
+    def to_dot(self) -> Any:
+        """The DAG as a ``graphviz.Digraph`` (node ids ``op<N>``, var nodes ``var<N>_<version>``)."""
+        import graphviz
+
+        dot = graphviz.Digraph(name="dependencies")
+        dot.attr(rankdir="TB", fontname="Helvetica", fontsize="10", nodesep="0.25", ranksep="0.35")
+        dot.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10")
+        dot.attr("edge", fontname="Helvetica", fontsize="8", arrowsize="0.6")
+        ops = self.visible_ops()
+        if self.show_vars:
+            self._bipartite(dot, ops)
+        else:
+            self._op_graph(dot, ops)
+        if not ops:
+            dot.node("empty", "no ops traced yet", shape="plaintext", style="")
+        return dot
+
+    def _op_node(self, dot: Any, op: OpRecord) -> None:
+        state = op.state.value
+        attrs = {
+            "fillcolor": state_colours[state],
+            "tooltip": self._tooltip(op),
+            "id": f"op{op.op_id}",
+        }
+        if op.op_id == self.selected:
+            attrs["penwidth"] = "3"
+        if state in ("failed", "skipped"):
+            attrs["style"] = (
+                "rounded,filled,dashed" if state == "skipped" else "rounded,filled,bold"
+            )
+        dot.node(f"op{op.op_id}", f"{op.label}\n{op.ctx} · {state}", **attrs)
+
+    def _tooltip(self, op: OpRecord) -> str:
+        parts = [f"{op.label} [{op.state.value}]"]
+        if op.worker:
+            parts.append(f"worker {op.worker}")
+        if op.duration is not None:
+            parts.append(f"{1e3 * op.duration:.3f} ms")
+        if op.error:
+            parts.append(op.error[:200])
+        return " | ".join(parts)
+
+    def _op_graph(self, dot: Any, ops: list[OpRecord]) -> None:
+        shown = {op.op_id for op in ops}
+        for op in ops:
+            self._op_node(dot, op)
+        ghosts: set[int] = set()
+        for edge in self.visible_edges():
+            if edge.holder not in shown and edge.holder not in ghosts:
+                ghosts.add(edge.holder)
+                holder = self.model.ops.get(edge.holder)
+                label = holder.label if holder else f"#{edge.holder}"
+                dot.node(
+                    f"op{edge.holder}",
+                    label,
+                    style="rounded,dashed",
+                    color="#999999",
+                    fontcolor="#777777",
+                    id=f"op{edge.holder}",
+                )
+            label = f"{self.model.var_name(edge.var_id)} {KIND_SHORT[edge.kind]}"
+            dot.edge(f"op{edge.holder}", f"op{edge.waiter}", label=label, **edge_style(edge.kind))
+
+    def _bipartite(self, dot: Any, ops: list[OpRecord]) -> None:
+        shown = {op.op_id for op in ops}
+        version: dict[int, int] = {}
+        drawn: set[str] = set()
+
+        def var_node(var_id: int) -> str:
+            k = version.get(var_id, 0)
+            node = f"var{var_id}_{k}"
+            if node not in drawn:
+                drawn.add(node)
+                dot.node(
+                    node,
+                    f"{self.model.var_name(var_id)}@{k}",
+                    shape="ellipse",
+                    style="filled",
+                    fillcolor="#fff7e0",
+                    fontsize="9",
+                    id=node,
+                )
+            return node
+
+        for op in self.model.ops.values():  # versions count every write, shown or not
+            if op.op_id in shown:
+                self._op_node(dot, op)
+                for var_id in op.const_vars:
+                    dot.edge(var_node(var_id), f"op{op.op_id}", label="read", color="#333333")
+            for var_id in op.mutate_vars:
+                version[var_id] = version.get(var_id, 0) + 1
+                if op.op_id in shown:
+                    dot.edge(f"op{op.op_id}", var_node(var_id), label="write", color="#c62828")
+
+    # -- text ---------------------------------------------------------------
+
+    def to_text(self) -> str:
+        """One line per op (id, name, ctx, state) and per edge (holder -> waiter var KIND)."""
+        ops = self.visible_ops()
+        lines = [f"DependencyGraph: {len(ops)} of {len(self.model.ops)} ops"]
+        for op in ops:
+            lines.append(f"  {op.label:<24} {op.ctx:<12} {op.state.value}")
+        for edge in self.visible_edges():
+            lines.append(
+                f"  #{edge.holder} -> #{edge.waiter}  "
+                f"{self.model.var_name(edge.var_id)} {KIND_SHORT[edge.kind]}"
+            )
+        return "\n".join(lines)

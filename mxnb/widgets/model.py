@@ -1,0 +1,610 @@
+"""The engine as data: what the views draw, rebuilt from trace events alone.
+
+Idea: every view of the engine (DAG, timeline, memory, stats, inspect) asks
+the same questions of the same events — which ops exist, in which state, who
+waits on whom through which var, which worker ran what when, how many bytes
+were in use.  :class:`EngineModel` answers them once, incrementally, from
+``mxnb.engine.trace`` events, so the views stay thin and a finished trace (or
+one loaded from a chrome-trace file) is drawn exactly like a live one.
+
+Rule: the model reads events and nothing else — never the engine's internals.
+An op's state follows its events: pushed -> WAITING, ``OpReady`` -> READY,
+``OpStart`` -> RUNNING, ``OpEnd`` -> DONE / FAILED / SKIPPED.
+
+State kept:
+    ops            op id -> :class:`OpRecord`, in push order
+    vars           var id -> :class:`VarRecord` (name, writes seen, deleted)
+    edges          every :class:`Edge` (waiter, holder, var, RAW/WAR/WAW)
+    waits          :class:`WaitRecord` per wait_for_var / wait_for_all
+    memory         ctx -> :class:`MemorySeries` (bytes in use over time, pool hits)
+    t0             time of the first event seen (all views use times relative to it)
+    consumed       how many events of the source list were read so far
+
+Example::
+
+    >>> from mxnb.engine.trace import OpPush, OpStart, OpEnd
+    >>> m = EngineModel([OpPush(0.0, 1, 'add', 'cpu(0)', (), (7,), 0, ()),
+    ...                  OpStart(0.1, 1, 'cpu(0)/0', 't'), OpEnd(0.3, 1)])
+    >>> m.ops[1].state.name, round(m.ops[1].duration, 3)
+    ('DONE', 0.2)
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from ..engine.trace import (
+    DepKind,
+    Dependency,
+    Event,
+    OpEnd,
+    OpPush,
+    OpReady,
+    OpStart,
+    StorageAlloc,
+    StorageFree,
+    VarDelete,
+    VarNew,
+    WaitBegin,
+    WaitEnd,
+)
+
+__all__ = [
+    "OpState",
+    "OpRecord",
+    "VarRecord",
+    "Edge",
+    "Blocker",
+    "WaitRecord",
+    "Interval",
+    "Lane",
+    "MemorySeries",
+    "OpStats",
+    "EngineModel",
+    "KIND_SHORT",
+]
+
+KIND_SHORT = {DepKind.RAW: "RAW", DepKind.WAR: "WAR", DepKind.WAW: "WAW"}
+
+
+class OpState(enum.Enum):
+    """Where an op is in its life, as the trace tells it."""
+
+    WAITING = "waiting"  # pushed; some dependency has not finished
+    READY = "ready"  # all dependencies done; queued for a worker (or a step)
+    RUNNING = "running"  # a worker started it
+    DONE = "done"  # finished without error
+    FAILED = "failed"  # raised (or its async callback reported an error)
+    SKIPPED = "skipped"  # not run because an input var carried an earlier failure
+
+
+@dataclass
+class OpRecord:
+    """One pushed op and what happened to it (times relative to the model's ``t0``)."""
+
+    op_id: int
+    name: str
+    ctx: str
+    const_vars: tuple[int, ...]
+    mutate_vars: tuple[int, ...]
+    priority: int
+    waits_on: tuple[Dependency, ...]
+    thread: str
+    push_time: float
+    ready_time: float | None = None
+    start_time: float | None = None
+    end_time: float | None = None
+    worker: str | None = None
+    error: str | None = None
+    skipped: bool = False
+    seq: int = 0  # push order, 0-based
+
+    @property
+    def state(self) -> OpState:
+        """The op's current :class:`OpState`."""
+        if self.end_time is not None:
+            if self.skipped:
+                return OpState.SKIPPED
+            return OpState.FAILED if self.error is not None else OpState.DONE
+        if self.start_time is not None:
+            return OpState.RUNNING
+        if self.ready_time is not None:
+            return OpState.READY
+        return OpState.WAITING
+
+    @property
+    def finished(self) -> bool:
+        """True once an ``OpEnd`` was seen."""
+        return self.end_time is not None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from start to end, ``None`` until both are known."""
+        if self.start_time is None or self.end_time is None:
+            return None
+        return self.end_time - self.start_time
+
+    @property
+    def label(self) -> str:
+        """Short display name: ``'#3 add'``."""
+        return f"#{self.op_id} {self.name}"
+
+
+@dataclass
+class VarRecord:
+    """A var the trace mentioned: its name and whether its delete ran."""
+
+    var_id: int
+    name: str
+    deleted: bool = False
+    writers: list[int] = field(default_factory=list)  # op ids that mutate it, push order
+    readers: list[int] = field(default_factory=list)  # op ids that read it, push order
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``waiter`` had to wait for ``holder`` because both touch ``var_id``."""
+
+    holder: int
+    waiter: int
+    var_id: int
+    kind: DepKind
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """One reason an op cannot run yet: ``holder`` (unfinished) holds ``var_name``."""
+
+    dependency: Dependency
+    holder: OpRecord
+    var_name: str
+
+    def describe(self, waiter: OpRecord) -> str:
+        """One plain sentence: who holds which var and why that blocks ``waiter``."""
+        holder = self.holder
+        where = f"running on {holder.worker}" if holder.worker else holder.state.value
+        kind = self.dependency.kind
+        if kind is DepKind.RAW:
+            why = f"'{waiter.name}' reads {self.var_name!r}, which '{holder.name}' writes"
+        elif kind is DepKind.WAR:
+            why = f"'{waiter.name}' writes {self.var_name!r}, which '{holder.name}' still reads"
+        else:
+            why = f"both write {self.var_name!r}, so they run in push order"
+        return f"waits on {holder.label} ({where}) through {self.var_name!r}: {why} [{KIND_SHORT[kind]}]"
+
+
+@dataclass
+class WaitRecord:
+    """A thread blocked in ``wait_for_var`` (``var_id`` set) or ``wait_for_all``."""
+
+    wait_id: int
+    var_id: int | None
+    thread: str
+    begin: float
+    end: float | None = None
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One op's bar on a worker lane."""
+
+    op_id: int
+    name: str
+    start: float
+    end: float | None  # None: still running
+    state: OpState
+
+
+@dataclass
+class Lane:
+    """A worker's row on the timeline."""
+
+    worker: str
+    device: str  # 'cpu(0)', 'gpu(1)', 'copy', 'main' ...
+    is_copy: bool
+    intervals: list[Interval] = field(default_factory=list)
+
+
+@dataclass
+class MemorySeries:
+    """Storage of one context over time (times relative to ``t0``).
+
+    ``in_use`` counts bytes handed out to arrays; ``held`` also counts blocks
+    kept in a pool for reuse (what the process really holds).
+    """
+
+    ctx: str
+    times: list[float] = field(default_factory=list)
+    in_use: list[int] = field(default_factory=list)
+    held: list[int] = field(default_factory=list)
+    hit_times: list[float] = field(default_factory=list)
+    miss_times: list[float] = field(default_factory=list)
+    peak: int = 0
+    peak_time: float = 0.0
+    peak_held: int = 0
+
+    @property
+    def hits(self) -> int:
+        """Allocations served from the pool."""
+        return len(self.hit_times)
+
+    @property
+    def misses(self) -> int:
+        """Allocations that went to the system."""
+        return len(self.miss_times)
+
+
+@dataclass(frozen=True)
+class OpStats:
+    """Timing of all finished runs of one op name (seconds)."""
+
+    name: str
+    count: int
+    total: float
+    mean: float
+    max: float
+    failed: int
+
+
+class EngineModel:
+    """Op states, dependency edges, lanes, memory and stats rebuilt from trace events.
+
+    Parameters
+    ----------
+    events : iterable of Event, optional
+        Events to read at once; more can be fed with :meth:`update`.
+    """
+
+    def __init__(self, events: Iterable[Event] = ()) -> None:
+        self.ops: dict[int, OpRecord] = {}
+        self.vars: dict[int, VarRecord] = {}
+        self.edges: list[Edge] = []
+        self.waits: dict[int, WaitRecord] = {}
+        self.memory: dict[str, MemorySeries] = {}
+        self.t0: float | None = None
+        self.consumed = 0
+        self._handles: dict[tuple[str, int], int] = {}
+        self._pooled: dict[str, int] = {}
+        self.update(list(events))
+
+    @classmethod
+    def from_trace(cls, trace: object) -> "EngineModel":
+        """Build a model from a ``Trace`` (or anything with an ``events`` list)."""
+        model = cls()
+        model.update_from(trace)
+        return model
+
+    def update_from(self, trace: object) -> int:
+        """Read the events appended to ``trace.events`` since the last call; return how many."""
+        events = trace.events  # type: ignore[attr-defined]
+        if len(events) < self.consumed:  # the trace was cleared: start over
+            self.reset()
+        new = events[self.consumed :]
+        self.update(new)
+        self.consumed += len(new)
+        return len(new)
+
+    def reset(self) -> None:
+        """Forget everything (used when the source trace is cleared)."""
+        self.__init__()  # type: ignore[misc]
+
+    # -- reading events ---------------------------------------------------
+
+    def update(self, events: Sequence[Event]) -> None:
+        """Apply ``events`` (in order) to the model."""
+        for event in events:
+            if self.t0 is None:
+                self.t0 = event.time
+            handler = self._HANDLERS.get(type(event))
+            if handler is not None:
+                handler(self, event, event.time - self.t0)
+
+    def _var(self, var_id: int) -> VarRecord:
+        record = self.vars.get(var_id)
+        if record is None:
+            record = self.vars[var_id] = VarRecord(var_id, f"v{var_id}")
+        return record
+
+    def _on_var_new(self, event: VarNew, t: float) -> None:
+        record = self._var(event.var_id)
+        record.name = event.name or f"v{event.var_id}"
+
+    def _on_var_delete(self, event: VarDelete, t: float) -> None:
+        self._var(event.var_id).deleted = True
+
+    def _on_push(self, event: OpPush, t: float) -> None:
+        record = OpRecord(
+            op_id=event.op_id,
+            name=event.name,
+            ctx=event.ctx,
+            const_vars=tuple(event.const_vars),
+            mutate_vars=tuple(event.mutate_vars),
+            priority=event.priority,
+            waits_on=tuple(event.waits_on),
+            thread=event.thread,
+            push_time=t,
+            seq=len(self.ops),
+        )
+        self.ops[event.op_id] = record
+        for var_id in record.const_vars:
+            self._var(var_id).readers.append(record.op_id)
+        for var_id in record.mutate_vars:
+            self._var(var_id).writers.append(record.op_id)
+        for dep in record.waits_on:
+            self._var(dep.var_id)
+            self.edges.append(Edge(dep.op_id, record.op_id, dep.var_id, dep.kind))
+
+    def _on_ready(self, event: OpReady, t: float) -> None:
+        record = self.ops.get(event.op_id)
+        if record is not None:
+            record.ready_time = t
+
+    def _on_start(self, event: OpStart, t: float) -> None:
+        record = self.ops.get(event.op_id)
+        if record is not None:
+            record.start_time = t
+            record.worker = event.worker
+            if record.ready_time is None:
+                record.ready_time = t
+
+    def _on_end(self, event: OpEnd, t: float) -> None:
+        record = self.ops.get(event.op_id)
+        if record is not None:
+            record.end_time = t
+            record.error = event.error
+            record.skipped = event.skipped
+            if record.ready_time is None:
+                record.ready_time = t
+
+    def _on_wait_begin(self, event: WaitBegin, t: float) -> None:
+        self.waits[event.wait_id] = WaitRecord(event.wait_id, event.var_id, event.thread, t)
+
+    def _on_wait_end(self, event: WaitEnd, t: float) -> None:
+        record = self.waits.get(event.wait_id)
+        if record is not None:
+            record.end = t
+
+    def _series(self, ctx: str) -> MemorySeries:
+        series = self.memory.get(ctx)
+        if series is None:
+            series = self.memory[ctx] = MemorySeries(ctx)
+            self._pooled[ctx] = 0
+        return series
+
+    def _record_memory(self, series: MemorySeries, t: float, delta_use: int, delta_held: int):
+        in_use = (series.in_use[-1] if series.in_use else 0) + delta_use
+        held = (series.held[-1] if series.held else 0) + delta_held
+        series.times.append(t)
+        series.in_use.append(in_use)
+        series.held.append(held)
+        if in_use > series.peak:
+            series.peak = in_use
+            series.peak_time = t
+        series.peak_held = max(series.peak_held, held)
+
+    def _on_alloc(self, event: StorageAlloc, t: float) -> None:
+        series = self._series(event.ctx)
+        self._handles[(event.ctx, event.handle_id)] = event.nbytes
+        if event.pool_hit:
+            series.hit_times.append(t)
+            self._pooled[event.ctx] = max(0, self._pooled[event.ctx] - event.nbytes)
+            self._record_memory(series, t, event.nbytes, 0)
+        else:
+            series.miss_times.append(t)
+            self._record_memory(series, t, event.nbytes, event.nbytes)
+
+    def _on_free(self, event: StorageFree, t: float) -> None:
+        series = self._series(event.ctx)
+        self._handles.pop((event.ctx, event.handle_id), None)
+        if event.to_pool:
+            self._pooled[event.ctx] += event.nbytes
+            self._record_memory(series, t, -event.nbytes, 0)
+        else:
+            self._record_memory(series, t, -event.nbytes, -event.nbytes)
+
+    _HANDLERS = {
+        VarNew: _on_var_new,
+        VarDelete: _on_var_delete,
+        OpPush: _on_push,
+        OpReady: _on_ready,
+        OpStart: _on_start,
+        OpEnd: _on_end,
+        WaitBegin: _on_wait_begin,
+        WaitEnd: _on_wait_end,
+        StorageAlloc: _on_alloc,
+        StorageFree: _on_free,
+    }
+
+    # -- questions the views ask ------------------------------------------
+
+    def var_name(self, var_id: int) -> str:
+        """Name of a var (``'v12'`` when the trace never named it)."""
+        record = self.vars.get(var_id)
+        return record.name if record is not None else f"v{var_id}"
+
+    def ops_in_state(self, *states: OpState) -> list[OpRecord]:
+        """Ops currently in any of ``states``, in push order."""
+        return [op for op in self.ops.values() if op.state in states]
+
+    def select(
+        self,
+        last: int | None = None,
+        name: str | None = None,
+        var: str | int | None = None,
+    ) -> list[OpRecord]:
+        """Ops to show: optionally only those whose name contains ``name``, that touch
+        ``var`` (a var id or a substring of its name), and the most recent ``last``."""
+        chosen: list[OpRecord] = []
+        for op in self.ops.values():
+            if name and name not in op.name:
+                continue
+            if var is not None and not self._touches(op, var):
+                continue
+            chosen.append(op)
+        if last is not None and last >= 0:
+            chosen = chosen[-last:] if last else []
+        return chosen
+
+    def _touches(self, op: OpRecord, var: str | int) -> bool:
+        for var_id in op.const_vars + op.mutate_vars:
+            if isinstance(var, int):
+                if var_id == var:
+                    return True
+            elif var in self.var_name(var_id):
+                return True
+        return False
+
+    def blockers(self, op_id: int) -> list[Blocker]:
+        """What ``op_id`` waits on right now: its dependencies whose holder has not finished."""
+        op = self.ops[op_id]
+        if op.start_time is not None or op.end_time is not None:
+            return []
+        result = []
+        for dep in op.waits_on:
+            holder = self.ops.get(dep.op_id)
+            if holder is not None and not holder.finished:
+                result.append(Blocker(dep, holder, self.var_name(dep.var_id)))
+        return result
+
+    def explain(self, op_id: int) -> str:
+        """A plain-language account of an op: its vars, what it waited on, its timing and error."""
+        op = self.ops.get(op_id)
+        if op is None:
+            return f"no op with id {op_id} in this trace"
+        lines = [f"{op.label} on {op.ctx}: {op.state.value}"]
+        reads = ", ".join(self.var_name(v) for v in op.const_vars) or "-"
+        writes = ", ".join(self.var_name(v) for v in op.mutate_vars) or "-"
+        lines.append(f"  reads: {reads}   writes: {writes}   priority: {op.priority}")
+        blockers = self.blockers(op_id)
+        if blockers:
+            lines.append("  right now it " + blockers[0].describe(op))
+            lines.extend("  and " + b.describe(op) for b in blockers[1:])
+        elif op.state is OpState.READY:
+            lines.append("  all its dependencies are done; it waits for a free worker (or a step)")
+        if op.waits_on:
+            lines.append("  at push it had to wait for:")
+            for dep in op.waits_on:
+                holder = self.ops.get(dep.op_id)
+                holder_label = holder.label if holder else f"#{dep.op_id}"
+                lines.append(
+                    f"    {holder_label} via {self.var_name(dep.var_id)!r} ({KIND_SHORT[dep.kind]})"
+                )
+        else:
+            lines.append("  at push nothing it touches was busy, so it was ready at once")
+        if op.ready_time is not None:
+            lines.append(f"  ready {1e3 * (op.ready_time - op.push_time):.3f} ms after push")
+        if op.start_time is not None:
+            queued = 1e3 * (op.start_time - (op.ready_time or op.start_time))
+            lines.append(f"  started on {op.worker} after {queued:.3f} ms in the ready queue")
+        if op.duration is not None:
+            lines.append(f"  ran for {1e3 * op.duration:.3f} ms")
+        if op.skipped:
+            lines.append(f"  skipped: an input carried an earlier failure ({op.error})")
+        elif op.error is not None:
+            lines.append(f"  failed: {op.error}")
+        return "\n".join(lines)
+
+    def lanes(self) -> list[Lane]:
+        """One lane per worker with its op intervals; CPU/GPU devices first, copy workers last."""
+        lanes: dict[str, Lane] = {}
+        for op in self.ops.values():
+            if op.start_time is None or op.worker is None:
+                continue
+            lane = lanes.get(op.worker)
+            if lane is None:
+                device, is_copy = _device_of(op.worker)
+                lane = lanes[op.worker] = Lane(op.worker, device, is_copy)
+            lane.intervals.append(Interval(op.op_id, op.name, op.start_time, op.end_time, op.state))
+        return sorted(lanes.values(), key=_lane_key)
+
+    def span(self) -> tuple[float, float]:
+        """(first, last) time seen on any op, relative to ``t0``."""
+        times = [0.0]
+        for op in self.ops.values():
+            times.append(op.push_time)
+            if op.end_time is not None:
+                times.append(op.end_time)
+            elif op.start_time is not None:
+                times.append(op.start_time)
+        for wait in self.waits.values():
+            times.append(wait.end if wait.end is not None else wait.begin)
+        return min(times), max(times)
+
+    def critical_path(self) -> list[int]:
+        """The chain that decided when the last op finished, first op first.
+
+        Start at the op that ended last and step back, each time to the
+        dependency that finished last (the one that made the op ready).
+        """
+        finished = [op for op in self.ops.values() if op.end_time is not None]
+        if not finished:
+            return []
+        current = max(finished, key=lambda op: (op.end_time, op.seq))
+        path = [current.op_id]
+        seen = {current.op_id}
+        while True:
+            preds = [
+                self.ops[d.op_id]
+                for d in current.waits_on
+                if d.op_id in self.ops
+                and self.ops[d.op_id].end_time is not None
+                and d.op_id not in seen
+            ]
+            if not preds:
+                break
+            current = max(preds, key=lambda op: (op.end_time, op.seq))
+            path.append(current.op_id)
+            seen.add(current.op_id)
+        path.reverse()
+        return path
+
+    def stats(self) -> list[OpStats]:
+        """Per op name: runs, total / mean / max seconds, failures; largest total first."""
+        groups: dict[str, list[OpRecord]] = {}
+        for op in self.ops.values():
+            if op.end_time is not None:
+                groups.setdefault(op.name, []).append(op)
+        rows = []
+        for name, ops in groups.items():
+            durations = [op.duration for op in ops if op.duration is not None]
+            total = sum(durations)
+            rows.append(
+                OpStats(
+                    name=name,
+                    count=len(ops),
+                    total=total,
+                    mean=total / len(durations) if durations else 0.0,
+                    max=max(durations) if durations else 0.0,
+                    failed=sum(1 for op in ops if op.error is not None),
+                )
+            )
+        rows.sort(key=lambda row: (-row.total, row.name))
+        return rows
+
+    def utilisation(self) -> dict[str, float]:
+        """Share of the traced span each worker spent running ops (0..1)."""
+        first, last = self.span()
+        width = last - first
+        result = {}
+        for lane in self.lanes():
+            busy = sum((iv.end if iv.end is not None else last) - iv.start for iv in lane.intervals)
+            result[lane.worker] = busy / width if width > 0 else 0.0
+        return result
+
+
+def _device_of(worker: str) -> tuple[str, bool]:
+    """'gpu(1)/2' -> ('gpu(1)', False); 'copy/0' or 'gpu(0)/copy/1' -> ('copy', True)."""
+    if "copy" in worker:
+        return "copy", True
+    head = worker.split("/", 1)[0]
+    return head, False
+
+
+def _lane_key(lane: Lane) -> tuple:
+    device = lane.device
+    group = 0 if device.startswith("cpu") else 1 if device.startswith("gpu") else 2
+    if lane.is_copy:
+        group = 3
+    return (group, device, len(lane.worker), lane.worker)

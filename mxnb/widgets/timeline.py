@@ -1,0 +1,187 @@
+"""The engine timeline: a lane per worker, a bar per op, waits and the critical path.
+
+Idea: the DAG says what *may* run in parallel; the timeline shows what *did*.
+Each worker gets a lane (lanes grouped by device, copy workers last), each op
+a bar from ``OpStart`` to ``OpEnd`` coloured by op name, each thread blocked in
+``wait_for_var`` / ``wait_for_all`` a hatched bar on a lane of its own, and
+the critical path — the chain of dependencies that decided when the last op
+finished — is outlined in red.
+
+Rule: times are milliseconds since the first event of the trace; ``time_range``
+zooms to a window of that axis.  Bars carry the SVG id ``op<N>`` so the
+browser extension can report which op was clicked.
+
+State kept:
+    model        the :class:`EngineModel` drawn
+    time_range   (start_ms, end_ms) or None for everything
+    highlight_critical   outline the critical path
+
+Example::
+
+    >>> from mxnb.engine.trace import OpPush, OpStart, OpEnd
+    >>> tl = Timeline([OpPush(0, 1, 'add', 'cpu(0)', (), (3,), 0, ()),
+    ...                OpStart(0.001, 1, 'cpu(0)/0', 't'), OpEnd(0.002, 1)])
+    >>> [lane.worker for lane in tl.lanes()]
+    ['cpu(0)/0']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._render import FigureView, name_colour
+from .dag import as_model
+from .model import EngineModel, Lane, OpState
+
+__all__ = ["Timeline"]
+
+
+class Timeline(FigureView):
+    """Worker lanes with op bars, wait marks and the critical path of a trace.
+
+    Parameters
+    ----------
+    source : Trace, EngineModel or list of Event
+        What to draw (a finished trace, one loaded from chrome-trace JSON, or a live one).
+    time_range : (float, float), optional
+        Zoom: milliseconds since the first event.
+    highlight_critical : bool
+        Outline the critical path in red (default True).
+    width : float
+        Figure width in inches.
+    """
+
+    def __init__(
+        self,
+        source: Any,
+        time_range: tuple[float, float] | None = None,
+        highlight_critical: bool = True,
+        width: float = 10.0,
+    ) -> None:
+        self._source = source
+        self.model: EngineModel = as_model(source)
+        self.time_range = time_range
+        self.highlight_critical = highlight_critical
+        self.width = width
+
+    def refresh(self) -> "Timeline":
+        """Read new events from the source trace."""
+        if hasattr(self._source, "events"):
+            self.model.update_from(self._source)
+        return self
+
+    def lanes(self) -> list[Lane]:
+        """The worker lanes, top to bottom (see :meth:`EngineModel.lanes`)."""
+        return self.model.lanes()
+
+    def wait_lanes(self) -> dict[str, list[tuple[float, float | None, str]]]:
+        """Per waiting thread: (begin, end, what) of each wait; ``what`` is a var name or 'all'."""
+        lanes: dict[str, list[tuple[float, float | None, str]]] = {}
+        for wait in self.model.waits.values():
+            what = "all" if wait.var_id is None else self.model.var_name(wait.var_id)
+            lanes.setdefault(wait.thread or "main", []).append((wait.begin, wait.end, what))
+        return lanes
+
+    def figure(self) -> Any:
+        """Draw the timeline on a new matplotlib ``Figure``."""
+        from matplotlib.figure import Figure
+        from matplotlib.patches import Patch
+
+        lanes = self.lanes()
+        waits = self.wait_lanes()
+        rows = len(lanes) + len(waits)
+        figure = Figure(figsize=(self.width, 1.2 + 0.42 * max(rows, 1)))
+        axes = figure.add_subplot(1, 1, 1)
+        first, last = self.model.span()
+        critical = set(self.model.critical_path()) if self.highlight_critical else set()
+        labels: list[str] = []
+        names: dict[str, str] = {}
+        y = 0
+        for thread, spans in waits.items():
+            for begin, end, what in spans:
+                stop = end if end is not None else last
+                axes.barh(
+                    y,
+                    1e3 * max(stop - begin, 1e-7),
+                    left=1e3 * begin,
+                    height=0.5,
+                    color="#ffffff",
+                    edgecolor="#888888",
+                    hatch="///",
+                )
+                axes.text(1e3 * begin, y + 0.32, f"wait {what}", fontsize=6, color="#555555")
+            labels.append(f"wait: {thread}")
+            y += 1
+        previous_device = None
+        for lane in lanes:
+            if previous_device is not None and lane.device != previous_device:
+                axes.axhline(y - 0.5, color="#bbbbbb", linewidth=0.8)
+            previous_device = lane.device
+            for iv in lane.intervals:
+                end = iv.end if iv.end is not None else last
+                colour = name_colour(iv.name)
+                names.setdefault(iv.name, colour)
+                edge = "#d62728" if iv.op_id in critical else "#333333"
+                width = 2.0 if iv.op_id in critical else 0.4
+                hatch = "xx" if iv.state in (OpState.FAILED, OpState.SKIPPED) else None
+                bars = axes.barh(
+                    y,
+                    1e3 * max(end - iv.start, 1e-7),
+                    left=1e3 * iv.start,
+                    height=0.7,
+                    color=colour,
+                    edgecolor=edge,
+                    linewidth=width,
+                    hatch=hatch,
+                )
+                bars.patches[0].set_gid(f"op{iv.op_id}")
+            tag = " [copy]" if lane.is_copy else ""
+            labels.append(f"{lane.worker}{tag}")
+            y += 1
+        axes.set_yticks(range(len(labels)))
+        axes.set_yticklabels(labels, fontsize=8)
+        axes.invert_yaxis()
+        axes.set_xlabel("time since first event (ms)")
+        if self.time_range is not None:
+            axes.set_xlim(*self.time_range)
+        elif last > first:
+            pad = 0.02 * 1e3 * (last - first)
+            axes.set_xlim(1e3 * first - pad, 1e3 * last + pad)
+        axes.set_ylim(max(len(labels), 1) - 0.5, -0.5)
+        axes.grid(axis="x", color="#eeeeee")
+        axes.set_axisbelow(True)
+        handles = [Patch(color=c, label=n) for n, c in list(names.items())[:12]]
+        if critical:
+            handles.append(
+                Patch(facecolor="white", edgecolor="#d62728", linewidth=2, label="critical path")
+            )
+        if handles:
+            axes.legend(
+                handles=handles,
+                loc="upper left",
+                bbox_to_anchor=(1.01, 1.0),
+                fontsize=7,
+                frameon=False,
+            )
+        axes.set_title(
+            f"engine timeline: {len(self.model.ops)} ops, {len(lanes)} workers", fontsize=10
+        )
+        return figure
+
+    def to_text(self) -> str:
+        """One line per lane: worker, ops run, busy ms, and the first ops on it."""
+        lines = [f"Timeline: {len(self.model.ops)} ops"]
+        for thread, spans in self.wait_lanes().items():
+            lines.append(f"  wait: {thread:<16} {len(spans)} waits")
+        for lane in self.lanes():
+            busy = sum((iv.end or iv.start) - iv.start for iv in lane.intervals)
+            shown = ", ".join(f"#{iv.op_id} {iv.name}" for iv in lane.intervals[:6])
+            more = " ..." if len(lane.intervals) > 6 else ""
+            lines.append(
+                f"  {lane.worker:<20} {len(lane.intervals):>5} ops {1e3 * busy:9.3f} ms  {shown}{more}"
+            )
+        path = self.model.critical_path()
+        if path:
+            chain = " -> ".join(self.model.ops[op_id].label for op_id in path)
+            lines.append(f"  critical path: {chain}")
+        return "\n".join(lines)
