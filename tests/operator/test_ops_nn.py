@@ -259,6 +259,21 @@ def test_lrn_value_and_gradient():
         ),
         ("Pooling", {"kernel": (2, 2), "pool_type": "avg"}, [(5, 2, 6, 6)]),
         ("BatchNorm", {"fix_gamma": False}, [(4, 5, 3, 3), (5,), (5,)]),
+        (
+            "Convolution",
+            {"kernel": (3, 3), "pad": (1, 1), "num_filter": 4},
+            [(5, 3, 6, 6), (4, 3, 3, 3), (4,)],
+        ),
+        (
+            "Convolution",
+            {"kernel": (3, 3), "stride": (2, 2), "num_filter": 4, "num_group": 2},
+            [(5, 2, 7, 7), (4, 1, 3, 3), (4,)],
+        ),
+        (
+            "Deconvolution",
+            {"kernel": (3, 3), "stride": (2, 2), "num_filter": 2},
+            [(3, 4, 3, 3), (4, 2, 3, 3)],
+        ),
     ],
 )
 def test_chunked_parallel_kernels_equal_the_single_thread_result(monkeypatch, name, params, shapes):

@@ -43,7 +43,7 @@ from ...base import NotSupportedError
 from ..base import OpReqType, ResourceRequest
 from ..param import Param, Shape
 from ..registry import register
-from ._common import KernelProp, fmt, write
+from ._common import KernelProp, fmt, parallel_chunks, write
 
 __all__ = ["ConvolutionProp", "DeconvolutionProp", "channel_last_padded", "col2im", "im2col"]
 
@@ -72,6 +72,22 @@ def _scratch(ctx: Any, xp: Any, shape: tuple, dtype: Any) -> Any:
     return xp.empty(shape, dtype=dtype)
 
 
+def copy_batched(xp: Any, dst: Any, src: Any, req: OpReqType = OpReqType.WRITE_TO) -> None:
+    """``dst (=|+=) src`` for arrays with a leading batch axis, in batch chunks on the op thread pool.
+
+    The layout moves of a convolution (NCHW <-> channel-last, im2col) are
+    plain copies; numpy runs them single-threaded, so they are split over the
+    batch like MXNet's OpenMP loops.
+    """
+    if req == OpReqType.NULL:
+        return
+
+    def chunk(start: int, stop: int) -> None:
+        write(dst[start:stop], req, src[start:stop])
+
+    parallel_chunks(xp, dst.shape[0], dst.size, chunk)
+
+
 def channel_last_padded(xp: Any, x: Any, before: Sequence[int], after: Sequence[int]) -> Any:
     """``(N, C, *S)`` -> zero-padded channel-last ``(N, *(S + pads), C)`` (negative pads crop)."""
     spatial = x.shape[2:]
@@ -88,8 +104,10 @@ def channel_last_padded(xp: Any, x: Any, before: Sequence[int], after: Sequence[
         for s, b, a in zip(spatial, before, after)
     )
     source = tuple(slice(max(-b, 0), s - max(-a, 0)) for s, b, a in zip(spatial, before, after))
-    result[(slice(None),) + target + (slice(None),)] = xp.moveaxis(
-        x[(slice(None), slice(None)) + source], 1, -1
+    copy_batched(
+        xp,
+        result[(slice(None),) + target + (slice(None),)],
+        xp.moveaxis(x[(slice(None), slice(None)) + source], 1, -1),
     )
     return result
 
@@ -123,7 +141,7 @@ def im2col(
     columns = math.prod(kernel) * padded.shape[-1]
     if out is None:
         return xp.ascontiguousarray(view).reshape(-1, columns)
-    out.reshape(shape)[...] = view
+    copy_batched(xp, out.reshape(shape), view)
     return out
 
 
@@ -282,7 +300,7 @@ class ConvolutionProp(_ConvBase):
                 result[:, g * f_group : (g + 1) * f_group] = cols @ w.T
         if not self.no_bias:
             result += in_data[2]
-        write(out, req[0], xp.moveaxis(result.reshape((n,) + out_spatial + (f,)), -1, 1))
+        copy_batched(xp, out, xp.moveaxis(result.reshape((n,) + out_spatial + (f,)), -1, 1), req[0])
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """dW = cols^T @ dy; dx = a stride-1 'full' convolution of dy (or col2im); db = sum(dy)."""
@@ -294,7 +312,9 @@ class ConvolutionProp(_ConvBase):
         out_spatial = tuple(g_out.shape[2:])
         groups = self.num_group
         c_group, f_group = x.shape[1] // groups, f // groups
-        dy = xp.ascontiguousarray(xp.moveaxis(g_out, 1, -1)).reshape(-1, f)  # (N*P, F)
+        dy = xp.empty((n,) + out_spatial + (f,), dtype=g_out.dtype)
+        copy_batched(xp, dy, xp.moveaxis(g_out, 1, -1))
+        dy = dy.reshape(-1, f)  # (N*P, F)
         if not self.no_bias:
             write(in_grad[2], req[2], dy.sum(axis=0))
         if req[1] != OpReqType.NULL:
@@ -357,7 +377,7 @@ class ConvolutionProp(_ConvBase):
                     out_spatial,
                 )
             value = result[(slice(None),) + tuple(slice(p, p + s) for p, s in zip(pad, spatial))]
-        write(in_grad[0], req[0], xp.moveaxis(value, -1, 1))
+        copy_batched(xp, in_grad[0], xp.moveaxis(value, -1, 1), req[0])
 
 
 # ---------------------------------------------------------------------------
