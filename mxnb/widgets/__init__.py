@@ -33,17 +33,17 @@ import importlib
 from typing import Any
 
 __all__ = [
-    "EngineModel",
-    "OpState",
     "DependencyGraph",
-    "Timeline",
-    "MemoryChart",
-    "StatsTable",
+    "EngineModel",
     "EngineMonitor",
+    "MemoryChart",
     "MemoryPlanView",
+    "OpState",
+    "StatsTable",
+    "SvgCanvas",
+    "Timeline",
     "plot_network",
     "print_summary",
-    "SvgCanvas",
 ]
 
 _WHERE = {
@@ -60,8 +60,12 @@ _WHERE = {
     "SvgCanvas": "canvas",
 }
 
+_MODULES = frozenset(_WHERE.values()) | {"_render"}
+
 
 def __getattr__(name: str) -> Any:
+    if name in _MODULES:  # the chapters themselves: widgets.model, widgets.network ...
+        return importlib.import_module(f".{name}", __name__)
     module_name = _WHERE.get(name)
     if module_name is None:
         raise AttributeError(f"module 'mxnb.widgets' has no attribute {name!r}")

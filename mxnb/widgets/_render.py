@@ -24,7 +24,7 @@ import io
 import os
 from typing import Any
 
-__all__ = ["View", "GraphvizView", "FigureView", "state_colours", "name_colour"]
+__all__ = ["FigureView", "GraphvizView", "View", "name_colour", "state_colours"]
 
 # fill colours of op states, shared by the DAG, the timeline and the extension's CSS
 state_colours = {
@@ -58,6 +58,21 @@ def name_colour(name: str) -> str:
     for char in name:
         value = (value * 131 + ord(char)) % 1_000_003
     return _PALETTE[value % len(_PALETTE)]
+
+
+class NameColours:
+    """Distinct colours for the op names of one view, in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.assigned: dict[str, str] = {}
+
+    def __call__(self, name: str) -> str:
+        colour = self.assigned.get(name)
+        if colour is None:
+            index = len(self.assigned)
+            colour = _PALETTE[index] if index < len(_PALETTE) else name_colour(name)
+            self.assigned[name] = colour
+        return colour
 
 
 class View:

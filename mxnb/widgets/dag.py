@@ -94,7 +94,7 @@ class DependencyGraph(GraphvizView):
         self.show_vars = show_vars
         self.selected = selected
 
-    def refresh(self) -> "DependencyGraph":
+    def refresh(self) -> DependencyGraph:
         """Read new events from the source trace (no-op for a fixed list)."""
         if hasattr(self._source, "events"):
             self.model.update_from(self._source)
@@ -195,12 +195,33 @@ class DependencyGraph(GraphvizView):
                 )
             return node
 
+        readers: dict[int, list[int]] = {}  # var -> shown ops reading its current version
         for op in self.model.ops.values():  # versions count every write, shown or not
             if op.op_id in shown:
                 self._op_node(dot, op)
                 for var_id in op.const_vars:
                     dot.edge(var_node(var_id), f"op{op.op_id}", label="read", color="#333333")
+                    readers.setdefault(var_id, []).append(op.op_id)
             for var_id in op.mutate_vars:
+                if op.op_id in shown:
+                    # the new version may only be written once the readers of the old one are done
+                    for reader in readers.get(var_id, []):
+                        if reader != op.op_id:
+                            dot.edge(
+                                f"op{reader}",
+                                f"op{op.op_id}",
+                                label="WAR",
+                                constraint="true",
+                                **edge_style(DepKind.WAR),
+                            )
+                    if f"var{var_id}_{version.get(var_id, 0)}" in drawn and not readers.get(var_id):
+                        dot.edge(
+                            var_node(var_id),
+                            f"op{op.op_id}",
+                            label="WAW",
+                            **edge_style(DepKind.WAW),
+                        )
+                readers[var_id] = []
                 version[var_id] = version.get(var_id, 0) + 1
                 if op.op_id in shown:
                     dot.edge(f"op{op.op_id}", var_node(var_id), label="write", color="#c62828")

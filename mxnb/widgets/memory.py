@@ -55,7 +55,7 @@ class MemoryChart(FigureView):
         self.model = as_model(source)
         self.width = width
 
-    def refresh(self) -> "MemoryChart":
+    def refresh(self) -> MemoryChart:
         """Read new events from the source trace."""
         if hasattr(self._source, "events"):
             self.model.update_from(self._source)

@@ -32,12 +32,13 @@ Example::
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import ClassVar
 
 from ..engine.trace import (
-    DepKind,
     Dependency,
+    DepKind,
     Event,
     OpEnd,
     OpPush,
@@ -52,18 +53,18 @@ from ..engine.trace import (
 )
 
 __all__ = [
-    "OpState",
-    "OpRecord",
-    "VarRecord",
-    "Edge",
+    "KIND_SHORT",
     "Blocker",
-    "WaitRecord",
+    "Edge",
+    "EngineModel",
     "Interval",
     "Lane",
     "MemorySeries",
+    "OpRecord",
+    "OpState",
     "OpStats",
-    "EngineModel",
-    "KIND_SHORT",
+    "VarRecord",
+    "WaitRecord",
 ]
 
 KIND_SHORT = {DepKind.RAW: "RAW", DepKind.WAR: "WAR", DepKind.WAW: "WAW"}
@@ -270,7 +271,7 @@ class EngineModel:
         self.update(list(events))
 
     @classmethod
-    def from_trace(cls, trace: object) -> "EngineModel":
+    def from_trace(cls, trace: object) -> EngineModel:
         """Build a model from a ``Trace`` (or anything with an ``events`` list)."""
         model = cls()
         model.update_from(trace)
@@ -404,7 +405,7 @@ class EngineModel:
         else:
             self._record_memory(series, t, -event.nbytes, -event.nbytes)
 
-    _HANDLERS = {
+    _HANDLERS: ClassVar[dict] = {
         VarNew: _on_var_new,
         VarDelete: _on_var_delete,
         OpPush: _on_push,

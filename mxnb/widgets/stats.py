@@ -23,7 +23,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ._render import FigureView, name_colour
+from ._render import FigureView, NameColours
 from .dag import as_model
 from .model import OpStats
 
@@ -38,7 +38,7 @@ class StatsTable(FigureView):
         self.model = as_model(source)
         self.width = width
 
-    def refresh(self) -> "StatsTable":
+    def refresh(self) -> StatsTable:
         """Read new events from the source trace."""
         if hasattr(self._source, "events"):
             self.model.update_from(self._source)
@@ -96,7 +96,8 @@ class StatsTable(FigureView):
         figure = Figure(figsize=(self.width, 1.5 + 0.25 * max(len(rows), len(util), 1)))
         left = figure.add_subplot(1, 2, 1)
         names = [row.name for row in rows]
-        left.barh(names, [1e3 * row.total for row in rows], color=[name_colour(n) for n in names])
+        colours = NameColours()
+        left.barh(names, [1e3 * row.total for row in rows], color=[colours(n) for n in names])
         left.invert_yaxis()
         left.set_xlabel("total time (ms)")
         left.set_title("time per op name", fontsize=9)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._render import FigureView, name_colour
+from ._render import FigureView, NameColours
 from .dag import as_model
 from .model import EngineModel, Lane, OpState
 
@@ -64,7 +64,7 @@ class Timeline(FigureView):
         self.highlight_critical = highlight_critical
         self.width = width
 
-    def refresh(self) -> "Timeline":
+    def refresh(self) -> Timeline:
         """Read new events from the source trace."""
         if hasattr(self._source, "events"):
             self.model.update_from(self._source)
@@ -95,7 +95,7 @@ class Timeline(FigureView):
         first, last = self.model.span()
         critical = set(self.model.critical_path()) if self.highlight_critical else set()
         labels: list[str] = []
-        names: dict[str, str] = {}
+        colours = NameColours()
         y = 0
         for thread, spans in waits.items():
             for begin, end, what in spans:
@@ -119,8 +119,7 @@ class Timeline(FigureView):
             previous_device = lane.device
             for iv in lane.intervals:
                 end = iv.end if iv.end is not None else last
-                colour = name_colour(iv.name)
-                names.setdefault(iv.name, colour)
+                colour = colours(iv.name)
                 edge = "#d62728" if iv.op_id in critical else "#333333"
                 width = 2.0 if iv.op_id in critical else 0.4
                 hatch = "xx" if iv.state in (OpState.FAILED, OpState.SKIPPED) else None
@@ -150,7 +149,7 @@ class Timeline(FigureView):
         axes.set_ylim(max(len(labels), 1) - 0.5, -0.5)
         axes.grid(axis="x", color="#eeeeee")
         axes.set_axisbelow(True)
-        handles = [Patch(color=c, label=n) for n, c in list(names.items())[:12]]
+        handles = [Patch(color=c, label=n) for n, c in list(colours.assigned.items())[:12]]
         if critical:
             handles.append(
                 Patch(facecolor="white", edgecolor="#d62728", linewidth=2, label="critical path")
