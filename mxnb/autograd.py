@@ -67,6 +67,7 @@ __all__ = [
     "backward",
     "detach",
     "get_grad",
+    "get_symbol",
     "grad",
     "is_recording",
     "is_training",
@@ -704,6 +705,69 @@ def _free(node: _Node) -> None:
     node.saved_outputs = [None] * len(node.saved_outputs)
     node.aux = []
     node.inputs = [None] * len(node.inputs)
+
+
+def get_symbol(x: Any) -> Any:
+    """Return the recorded history of ``x`` as a Symbol (MXNet: ``autograd.get_symbol``).
+
+    Marked variables become ``var0``, ``var1`` … and arrays autograd treats as
+    constants ``const0`` …; every recorded op becomes a node with its
+    parameters, so the imperative computation can be drawn
+    (``mx.widgets.plot_network``), inspected or bound like any symbol.
+
+    Example::
+
+        >>> import mxnb as mx
+        >>> x = mx.nd.ones((2, 3)); x.attach_grad()
+        >>> with mx.autograd.record():
+        ...     y = mx.nd.relu(x * 2)
+        >>> mx.autograd.get_symbol(y).list_arguments()
+        ['var0']
+    """
+    from . import symbol as sym_module
+
+    entry = x.__dict__.get("_ag")
+    if entry is None:
+        raise AutogradError(
+            f"get_symbol: the array of shape {tuple(x.shape)} was not recorded; compute it inside "
+            f"`with autograd.record():` from arrays you called attach_grad() on"
+        )
+    if entry.leaf is not None:
+        return sym_module.Variable("var0")
+    order = _Backward([x], None, None, True, True)._topological()
+    names: dict[Any, Any] = {}
+    counters = {"var": 0, "const": 0}
+
+    def variable(kind: str) -> Any:
+        name = f"{kind}{counters[kind]}"
+        counters[kind] += 1
+        return sym_module.Variable(name)
+
+    outputs: dict[tuple[_Node, int], Any] = {}
+    for number, node in enumerate(order):
+        op_name = node.prop.type_string
+        if not op_name:
+            raise NotSupportedError(
+                f"get_symbol: {node.prop.op_name} (an autograd.Function) has no symbolic form"
+            )
+        inputs = []
+        for input_entry in node.inputs:
+            if input_entry is None:
+                inputs.append(variable("const"))
+            elif input_entry.leaf is not None:
+                if input_entry.leaf not in names:
+                    names[input_entry.leaf] = variable("var")
+                inputs.append(names[input_entry.leaf])
+            else:
+                inputs.append(outputs[(input_entry.node, input_entry.index)])
+        inputs += [variable("const") for _ in node.aux]
+        result = sym_module.create(
+            op_name, *inputs, name=f"{op_name.lower()}{number}", **node.prop.get_params_str()
+        )
+        count = len(node.out_meta)
+        for index in range(count):
+            outputs[(node, index)] = result if count == 1 else result[index]
+    return outputs[(entry.node, entry.index)]
 
 
 # ---------------------------------------------------------------------------

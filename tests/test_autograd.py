@@ -613,3 +613,36 @@ def test_debug_mode_catches_a_backward_kernel_writing_its_inputs():
         assert_almost_equal(
             z.grad, np.tanh([1.0, 2.0]) + [1.0, 2.0] * (1 - np.tanh([1.0, 2.0]) ** 2)
         )
+
+
+# -- the recorded history as a symbol ----------------------------------------------------------------
+def test_get_symbol_rebuilds_the_recorded_computation():
+    r"""
+    x (var0), w (var1), b (const0: not marked)
+        \      |      /
+        FullyConnected --> h --> *2 --> relu --+--> + --> y
+                            \__________________/
+    """
+    rng = np.random.default_rng(20)
+    x, w, b = (nd64(rng.standard_normal(shape)) for shape in ((2, 3), (4, 3), (4,)))
+    x.attach_grad()
+    w.attach_grad()
+    with autograd.record():
+        h = mx.nd.FullyConnected(x, w, b, num_hidden=4)
+        y = mx.nd.relu(h * 2) + h
+    sym = autograd.get_symbol(y)
+    assert sym.list_arguments() == ["var0", "var1", "const0"]
+    assert '"num_hidden": "4"' in sym.tojson()
+    exe = sym.bind(mx.cpu(), {"var0": x, "var1": w, "const0": b})
+    assert_almost_equal(exe.forward()[0], y, rtol=1e-12, atol=0)
+
+
+def test_get_symbol_errors():
+    with pytest.raises(MXNBError, match="not recorded"):
+        autograd.get_symbol(nd64([1.0]))
+    a, b = nd64([1.0]), nd64([2.0])
+    a.attach_grad()
+    with autograd.record():
+        product, _ = ScaledProduct()(a, b)
+    with pytest.raises(NotSupportedError, match="ScaledProduct"):
+        autograd.get_symbol(product)
