@@ -28,7 +28,8 @@ Rules:
       over read-only, so a kernel scribbling on its inputs fails by name.
 
 :class:`Function` records NDArray-coded functions (Python forward / backward)
-as one node, like MXNet's ``autograd.Function``.
+as one node, like MXNet's ``autograd.Function``; :func:`get_symbol` turns a
+recorded history into a Symbol (to draw, inspect or bind it).
 
 State kept:
     _state.recording / _state.training   thread-local flags (MXNet: thread-local too)
