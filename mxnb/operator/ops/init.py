@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from ...base import NotSupportedError
 from ..param import DType, Param, Shape
 from ..registry import register
 from ._common import KernelProp, write
@@ -98,6 +99,14 @@ class ArangeProp(_CreateProp):
     step = Param(float, default=1.0, doc="Spacing.")
     repeat = Param(int, default=1, low=1, doc="Repetitions of each value.")
     infer_range = Param(bool, default=False, doc="Unsupported in mxnb (symbolic range inference).")
+
+    def init(self, kwargs: dict) -> None:
+        """Parse the parameters; ``infer_range=True`` is refused clearly."""
+        super().init(kwargs)
+        if self.infer_range:
+            raise NotSupportedError(
+                "_arange: infer_range=True is not supported; give start and stop"
+            )
 
     def _bounds(self) -> tuple[float, float]:
         return (0.0, self.start) if self.stop is None else (self.start, self.stop)

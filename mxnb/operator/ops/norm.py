@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ...base import NotSupportedError
 from ..base import OpReqType, ResourceRequest
 from ..param import DType, Param, Shape
 from ..registry import register
@@ -473,6 +474,14 @@ class _SoftmaxBase(KernelProp):
 
         out = np.dtype(self.dtype) if self.dtype else np.dtype(in_type[0])
         return [np.dtype(in_type[0])], [out], []
+
+    def init(self, kwargs: dict[str, Any]) -> None:
+        """Parse the parameters; ``use_length=True`` (masked softmax) is refused clearly."""
+        super().init(kwargs)
+        if self.use_length:
+            raise NotSupportedError(
+                f"{self.op_name}: use_length=True (masked softmax) is not supported"
+            )
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
         """Head gradient and output."""
