@@ -646,3 +646,32 @@ def test_get_symbol_errors():
         product, _ = ScaledProduct()(a, b)
     with pytest.raises(NotSupportedError, match="ScaledProduct"):
         autograd.get_symbol(product)
+
+
+@pytest.mark.timeout(60)
+def test_threads_record_and_differentiate_their_own_graphs():
+    """Recording is per thread: four threads build and differentiate graphs at the same time."""
+    results: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        try:
+            x = nd64(np.arange(5.0) + seed)
+            x.attach_grad()
+            for _ in range(10):
+                with autograd.record():
+                    y = mx.nd.sum(mx.nd.sin(x) * x)
+                y.backward()
+            results[seed] = x.grad.asnumpy()
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    for seed, grad in results.items():
+        values = np.arange(5.0) + seed
+        assert_almost_equal(grad, np.cos(values) * values + np.sin(values))
