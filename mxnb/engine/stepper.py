@@ -107,6 +107,15 @@ class StepEngine(Engine):
 
     def step(self) -> OpInfo | None:
         """Run the next ready op (highest priority, then push order); None when none is ready."""
+        opr = self._next_ready()
+        if opr is None:
+            return None
+        info = OpInfo(opr.id, opr.name, opr.priority, "running")
+        self._run_now(opr)
+        return info
+
+    def _next_ready(self) -> Opr | None:
+        """Take the op :meth:`step` would run next off the ready set (None: none ready)."""
         with self._lock:
             opr = None
             while self._order:
@@ -114,9 +123,7 @@ class StepEngine(Engine):
                 opr = self._ready.pop(op_id, None)
                 if opr is not None:
                     break
-            if opr is None:
-                return None
-        return self._run_now(opr)
+        return opr
 
     def run_op(self, op_id: int) -> OpInfo:
         """Run the ready op ``op_id``; raise :class:`EngineError` saying why when it is not ready."""
@@ -124,7 +131,9 @@ class StepEngine(Engine):
             opr = self._ready.pop(op_id, None)
             if opr is None:
                 raise EngineError(self._why_not_ready(op_id))
-        return self._run_now(opr)
+        info = OpInfo(opr.id, opr.name, opr.priority, "running")
+        self._run_now(opr)
+        return info
 
     def run(self) -> int:
         """Run ready ops until none is left; return how many ran."""
@@ -145,13 +154,11 @@ class StepEngine(Engine):
                 return count
             count += 1
 
-    def _run_now(self, opr: Opr) -> OpInfo:
-        info = OpInfo(opr.id, opr.name, opr.priority, "running")
+    def _run_now(self, opr: Opr) -> None:
         ready = self._run(opr, self._contexts.get(opr.ctx))
         if ready:
             for successor in ready:
                 self._dispatch(successor)
-        return info
 
     def _why_not_ready(self, op_id: int) -> str:
         """Explain why op ``op_id`` cannot run now (call under the lock)."""
@@ -192,7 +199,11 @@ class StepEngine(Engine):
 
     # -- waits drive the schedule ----------------------------------------------
     def _help_once(self) -> bool:
-        return self.step() is not None
+        opr = self._next_ready()
+        if opr is None:
+            return False
+        self._run_now(opr)
+        return True
 
     def _stuck_check(self) -> None:
         stack = getattr(_base._local, "stack", None) or []
