@@ -23,9 +23,19 @@ import pytest
 
 from mxnb.operator import eager, registry
 
-CONFORMANCE = Path(os.environ.get("MXNB_CONFORMANCE", "/work/shared/conformance"))
-if not (CONFORMANCE / "cases.json").exists():  # a checkout-relative copy, when present
-    CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+_ROOT = Path(__file__).resolve().parents[2]
+_CANDIDATES = [
+    Path(os.environ.get("MXNB_CONFORMANCE", "/nonexistent")),
+    _ROOT.parent / "shared" / "conformance",  # ../shared next to the checkout
+    _ROOT / "shared" / "conformance",
+    Path("/work/shared/conformance"),
+]
+CONFORMANCE = next((path for path in _CANDIDATES if (path / "cases.json").exists()), None)
+if CONFORMANCE is None:
+    raise FileNotFoundError(
+        "conformance vectors not found; set MXNB_CONFORMANCE to the directory holding cases.json "
+        f"(looked in: {', '.join(str(path) for path in _CANDIDATES)})"
+    )
 INDEX = json.loads((CONFORMANCE / "cases.json").read_text())
 CASES = INDEX["cases"]
 RTOL, ATOL = 1e-4, 1e-5
