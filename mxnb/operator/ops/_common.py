@@ -200,11 +200,15 @@ def parallel_chunks(xp: Any, size: int, work: int, function: Any) -> None:
     in parallel, as MXNet's OpenMP loops do.  Runs inline when ``xp`` is not
     numpy (cupy parallelises on the device), when ``work`` (elements touched)
     is below :data:`PARALLEL_MIN_ELEMENTS`, or with one thread
-    (``MXNB_OP_THREADS=1``).  Chunks must write disjoint memory.
+    (``MXNB_OP_THREADS=1``), and inside a chunk (no nested waits, so no
+    deadlock).  Chunks must write disjoint memory.
     """
     global _POOL
     threads = min(_thread_count(), size)
-    if xp is not np or threads <= 1 or work < PARALLEL_MIN_ELEMENTS:
+    nested = (
+        __import__("threading").current_thread().name.startswith("mxnb-op")
+    )  # never wait on ourselves
+    if xp is not np or threads <= 1 or work < PARALLEL_MIN_ELEMENTS or nested:
         function(0, size)
         return
     if _POOL is None:
