@@ -202,7 +202,14 @@ def _make_plan(
         raise DTypeError(
             f"{op}: cannot infer output dtypes from inputs {[t.name for t in in_types]}"
         )
-    _, out_types, aux_types = types
+    inferred_types, out_types, aux_types = types
+    for name, given, wanted in zip(arg_names, in_types, inferred_types):
+        if wanted is not None and np.dtype(given) != np.dtype(wanted):
+            raise DTypeError(
+                f"{op}: input {name} has dtype {np.dtype(given).name} but the op expects "
+                f"{np.dtype(wanted).name} (inferred from its other inputs); cast it with "
+                f".astype('{np.dtype(wanted).name}')"
+            )
     out_shapes = [tuple(int(dim) for dim in shape) for shape in out_shapes]
     for index, shape in enumerate(out_shapes):
         if any(dim < 0 for dim in shape):

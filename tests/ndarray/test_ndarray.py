@@ -364,3 +364,14 @@ def test_more_methods_through_the_registry(engine):
     joined = mx.nd.concatenate([a, a], axis=1)
     assert joined.shape == (2, 4) and joined.asnumpy()[1].tolist() == [3, 5, 3, 5]
     assert a.detach().asnumpy().tolist() == a.asnumpy().tolist()
+
+
+def test_mixed_dtypes_name_the_op_the_argument_and_both_dtypes():
+    """As MXNet: an op whose inputs must share a dtype refuses a mismatch instead of casting."""
+    a, b = mx.nd.ones(2), mx.nd.ones(2, dtype="int32")
+    with pytest.raises(DTypeError, match=r"elemwise_add: input rhs has dtype int32.*float32"):
+        a + b
+    with pytest.raises(DTypeError, match="out= has dtype float64"):
+        mx.nd.elemwise_add(a, a, out=mx.nd.zeros(2, dtype="float64"))
+    assert (a + b.astype("float32")).asnumpy().tolist() == [2, 2]
+    assert mx.nd.array(np.ones(2)).dtype == np.float64  # MXNet keeps a numpy array's dtype
