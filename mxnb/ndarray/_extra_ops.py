@@ -4,8 +4,9 @@ Each op here is registered only when no op of that name exists yet, so the
 operator library's own definition always wins.  They follow MXNet's names
 and parameters.
 
-* ``_random_uniform`` / ``_random_normal`` / ``_random_randint``: samplers
-  without inputs (MXNet: src/operator/random/sample_op.cc); they ask for the
+* ``_random_uniform`` / ``_random_normal`` / ``_random_randint`` (aliases
+  ``random_uniform``, ``uniform``, ``random_normal``, ``normal``,
+  ``random_randint``, as MXNet): samplers without inputs (MXNet: src/operator/random/sample_op.cc); they ask for the
   RANDOM resource, so they are serialized on the context's generator var and
   the same seed gives the same numbers whatever the engine.
 
@@ -34,7 +35,7 @@ from ..operator.base import (
     assign,
 )
 from ..operator.param import DType, Param, Shape
-from ..operator.registry import find, register
+from ..operator.registry import find, register, register_alias
 
 __all__ = ["SamplerProp"]
 
@@ -137,6 +138,15 @@ def _register_missing() -> None:
     ):
         if find(name) is None:
             register(name)(cls)
+    for alias, name in (
+        ("random_uniform", "_random_uniform"),
+        ("uniform", "_random_uniform"),
+        ("random_normal", "_random_normal"),
+        ("normal", "_random_normal"),
+        ("random_randint", "_random_randint"),
+    ):
+        if find(alias) is None:
+            register_alias(alias, name)
 
 
 _register_missing()
