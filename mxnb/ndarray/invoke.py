@@ -1,8 +1,8 @@
 """The imperative invoke: run any registered operator on NDArrays through the engine.
 
 Idea (MXNet: ``MXImperativeInvoke`` in src/c_api/c_api_ndarray.cc and
-``Imperative::Invoke``): ``mx.nd.<Name>(*arrays, **params)`` is generated for
-every operator in the registry.  One call parses the parameters into the
+``Imperative::Invoke``): ``mx.nd.<Name>(*arrays, **params)`` (generated in
+:mod:`mxnb.ndarray.register`) and the NDArray operators end here.  One call parses the parameters into the
 op's property, infers output shapes and dtypes, allocates the outputs (or
 takes ``out=``), creates the operator and pushes ONE engine op that calls
 ``operator.forward`` on the raw arrays.  It returns at once.
@@ -17,10 +17,19 @@ State kept:
               (the parsed property, output shapes / dtypes, resources), so a
               repeated small op skips parsing and inference
     _props    (op, params) -> the parsed OperatorProperty
+    _visible_plans  the same plans keyed by (op name, params, shapes, dtypes, context)
+              in one tuple, for the NDArray methods' single-lookup fast path
+    A plan also caches the operator when it holds no per-call state (library
+    ops, SimpleOps, samplers; Custom ops get a new one per call) and the
+    OpContext of its last run.  A plan whose op was registered again is
+    detected and rebuilt.
 
 In debug mode (``mx.engine.is_debug()``) const inputs reach the kernel as
 read-only views (:mod:`mxnb.ndarray.debug`): a kernel writing into one fails
 at once naming the op and the argument.
+
+When autograd records, the pushed op is handed to
+``mxnb.autograd._record_op(prop, operator, inputs, outputs, aux, is_train)``.
 
 Example::
 

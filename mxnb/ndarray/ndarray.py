@@ -10,9 +10,12 @@ and returns at once; only ``asnumpy()``, ``wait_to_read()`` and
 
 Rule: views (``a[1:3]``, ``a[i]``, ``a.reshape(...)``) share the chunk *and
 its var*, so a write through a view is ordered with every other read and
-write of the array.  When the last NDArray on a chunk is garbage-collected
-the chunk pushes ``push_delete(var, ctx, fn=free)``: the memory goes back to
-the storage pool only after the ops still using it have run.
+write of the array (indexing lives in :mod:`mxnb.ndarray.indexing`, creation
+in :mod:`mxnb.ndarray.creation`).  When the last NDArray on a chunk is
+garbage-collected the chunk pushes ``push_delete(var, ctx, fn=free)``: the
+memory goes back to the storage pool only after the ops still using it have
+run.  That push never blocks: inside an engine switch or the cycle collector
+it is deferred to the next allocation or ``waitall``.
 
 State kept (per NDArray):
     _chunk     the :class:`_Chunk` (storage handle + engine var + context)
