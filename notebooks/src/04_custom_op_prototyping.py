@@ -200,7 +200,12 @@ def classifier():
 net = classifier()
 arg_shapes, out_shapes, _ = net.infer_shape(data=(5, 8))
 print(dict(zip(net.list_arguments(), arg_shapes)), "->", out_shapes)
+widgets.plot_network(net, shape={"data": (5, 8)})
 
+# %% [markdown]
+# The whole network's gradient, checked through the executor:
+
+# %%
 location = {
     name: rng.standard_normal(shape) * 0.5 for name, shape in zip(net.list_arguments(), arg_shapes)
 }

@@ -34,6 +34,7 @@ from mxnb.executor import zoo
 
 mx.random.seed(0)
 SEED = 0
+BATCH = 32
 
 # %% [markdown]
 # ## 1. The data
@@ -96,6 +97,13 @@ networks = {"MLP": (zoo.mlp(), as_vectors), "LeNet-5": (lenet5(), as_pictures)}
 for name, (net, prepare) in networks.items():
     _, out_shapes, _ = net.infer_shape(data=prepare(train_x[:32]).shape, softmax_label=(32,))
     print(f"{name:8s} arguments: {net.list_arguments()}  output: {out_shapes}")
+
+# %% [markdown]
+# `plot_network` draws a symbol like `mx.viz.plot_network`; with input shapes, each edge
+# carries the shape of the tensor it carries (batch axis left out).
+
+# %%
+widgets.plot_network(networks["LeNet-5"][0], shape={"data": (BATCH, 1, 16, 16)})
 
 # %% [markdown]
 # ## 3. Watching without slowing down
@@ -175,7 +183,6 @@ class LossPlot:
 # The learning rate follows a cosine from `lr` to 0.
 
 # %%
-BATCH = 32
 DATA_ARGS = ("data", "softmax_label")
 
 
