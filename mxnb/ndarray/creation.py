@@ -97,8 +97,9 @@ def full(
 def array(source_array: Any, ctx: Any = None, dtype: Any = None) -> NDArray:
     """Return a new array holding a copy of ``source_array`` (numpy array, list, NDArray).
 
-    The dtype is ``dtype``, else the NDArray's / numpy array's own when
-    supported, else float32 (MXNet's default).
+    The dtype is ``dtype``, else the NDArray's own, else float32 — as in
+    MXNet 1.x, a numpy array of float64 or int64 becomes float32 unless
+    ``dtype`` says otherwise.
     """
     if isinstance(source_array, NDArray):
         if dtype is None:
@@ -106,9 +107,6 @@ def array(source_array: Any, ctx: Any = None, dtype: Any = None) -> NDArray:
         result = empty(source_array.shape, ctx if ctx is not None else source_array.context, dtype)
         source_array.copyto(result)
         return result
-    if dtype is None:
-        found = getattr(source_array, "dtype", None)
-        dtype = found if found is not None and np.dtype(found) in _SUPPORTED else None
     dtype = np_dtype(dtype)
     try:
         data = np.asarray(source_array, dtype=dtype)

@@ -468,6 +468,7 @@ def _push(
         is_train = autograd.is_training()
     else:
         recording, is_train = _autograd_state()
+        autograd = _autograd  # set by _autograd_state once mxnb.autograd is imported
     # Small fixed arities are spelled out: this is the per-op overhead of every small op.
     if len(outputs) == 1:
         target = outputs[0]

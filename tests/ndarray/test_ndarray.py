@@ -28,8 +28,16 @@ def test_creation_functions_give_shape_dtype_and_values(dtype):
     empty = mx.nd.empty((3, 1), dtype=dtype)
     assert (empty.shape, empty.dtype, empty.size, empty.ndim) == ((3, 1), np.dtype(dtype), 3, 2)
     source = np.arange(6).reshape(2, 3).astype(dtype)
-    assert np.array_equal(mx.nd.array(source).asnumpy(), source)
-    assert mx.nd.array(source).dtype == np.dtype(dtype)
+    assert np.array_equal(mx.nd.array(source, dtype=dtype).asnumpy(), source)
+    assert mx.nd.array(source, dtype=dtype).dtype == np.dtype(dtype)
+    assert mx.nd.array(mx.nd.array(source, dtype=dtype)).dtype == np.dtype(dtype)  # NDArray keeps it
+
+
+def test_numpy_sources_become_float32_unless_dtype_is_given():
+    """As MXNet 1.x: ``mx.nd.array(np.zeros(3))`` is float32, not the source's float64."""
+    assert mx.nd.array(np.zeros(3)).dtype == np.float32
+    assert mx.nd.array(np.arange(3)).dtype == np.float32
+    assert mx.nd.array(np.arange(3), dtype="int64").dtype == np.int64
 
 
 def test_defaults_are_float32_on_the_current_context():
@@ -374,4 +382,4 @@ def test_mixed_dtypes_name_the_op_the_argument_and_both_dtypes():
     with pytest.raises(DTypeError, match="out= has dtype float64"):
         mx.nd.elemwise_add(a, a, out=mx.nd.zeros(2, dtype="float64"))
     assert (a + b.astype("float32")).asnumpy().tolist() == [2, 2]
-    assert mx.nd.array(np.ones(2)).dtype == np.float64  # MXNet keeps a numpy array's dtype
+    assert mx.nd.array(np.ones(2)).dtype == np.float32  # MXNet 1.9.1: float32 unless dtype= is given
