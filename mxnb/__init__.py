@@ -27,6 +27,7 @@ from . import symbol as sym
 from . import executor
 from . import autograd
 from . import testing
+from . import widgets
 
 __version__ = "0.1.0"
 
@@ -53,4 +54,5 @@ __all__ = [
     "sym",
     "symbol",
     "testing",
+    "widgets",
 ]

@@ -28,13 +28,14 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ._render import FigureView
 from .memory import format_bytes
 
-__all__ = ["MemoryPlanView", "BlockRow"]
+__all__ = ["BlockRow", "MemoryPlanView"]
 
 _BLOCK_COLOURS = (
     "#4e79a7",
@@ -293,12 +294,13 @@ class MemoryPlanView(FigureView):
 
     def to_text(self) -> str:
         """Blocks with their entries' lifetimes, strategies and the largest entries."""
-        lines = [
+        head = (
             f"MemoryPlanView: {len(self.plan.steps)} steps, {len(self.plan.blocks)} blocks, "
             f"{format_bytes(self.plan.internal_bytes)} planned vs "
             f"{format_bytes(self.plan.naive_internal_bytes)} naive, "
             f"peak live {format_bytes(self.plan.peak_bytes)}"
-        ]
+        )
+        lines = [head]
         for row in self.rows():
             life = ", ".join(f"{e.name}[{e.first_step}..{e.last_step}]" for e in row.entries)
             lines.append(f"  block {row.block.id:>3} {format_bytes(row.block.nbytes):>10}: {life}")
@@ -313,7 +315,7 @@ class MemoryPlanView(FigureView):
         lines.append("  largest entries:")
         for entry in self.largest():
             lines.append(
-                f"    {entry.name:<32} {str(entry.shape):<20} {format_bytes(entry.nbytes):>10}"
+                f"    {entry.name:<32} {entry.shape!s:<20} {format_bytes(entry.nbytes):>10}"
                 f"  block {entry.storage_id}"
             )
         return "\n".join(lines)

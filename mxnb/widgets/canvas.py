@@ -1,0 +1,55 @@
+"""The browser side of the interactive views: SVG in, clicks out.
+
+Idea: layout is Python's job (graphviz, matplotlib); the browser only shows
+the SVG it is sent and reports what was clicked.  :class:`SvgCanvas` is an
+``anywidget.AnyWidget`` whose ES module (``static/canvas.js``) draws the
+``svg`` trait, shows ``tooltips`` on hover, zooms and pans, and writes the id
+of a clicked op (``'op12'``), plan entry (``'entry-fc1_output'``) or var node
+into ``selected``.  Python observes ``selected`` like any trait.
+
+Rule: the ES module and CSS live in ``mxnb/widgets/static/`` (package data);
+``extension/README.md`` points there — one source of truth.
+
+State kept (synced traits):
+    svg        the SVG document to show
+    tooltips   element id -> hover text (falls back to the SVG ``<title>``)
+    selected   id of the last clicked element ('' when none)
+    clicks     how many clicks were reported (so re-clicking an element is seen)
+
+Example::
+
+    >>> from mxnb.widgets import SvgCanvas
+    >>> canvas = SvgCanvas(svg='<svg xmlns="http://www.w3.org/2000/svg"></svg>')
+    >>> canvas.selected
+    ''
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import anywidget
+import traitlets
+
+__all__ = ["STATIC", "SvgCanvas", "selected_op_id"]
+
+STATIC = pathlib.Path(__file__).parent / "static"
+
+
+class SvgCanvas(anywidget.AnyWidget):
+    """Shows an SVG, with hover tooltips, zoom / pan and click-to-select."""
+
+    _esm = STATIC / "canvas.js"
+    _css = STATIC / "canvas.css"
+
+    svg = traitlets.Unicode("").tag(sync=True)
+    tooltips = traitlets.Dict().tag(sync=True)
+    selected = traitlets.Unicode("").tag(sync=True)
+    clicks = traitlets.Int(0).tag(sync=True)
+
+
+def selected_op_id(element_id: str) -> int | None:
+    """``'op12' -> 12``; ``None`` for ids that do not name an op."""
+    if element_id.startswith("op") and element_id[2:].isdigit():
+        return int(element_id[2:])
+    return None

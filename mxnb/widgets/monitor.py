@@ -1,0 +1,398 @@
+"""EngineMonitor: the live view of the engine in a notebook.
+
+Idea: attach a trace recorder, fold its events into an :class:`EngineModel`
+and redraw the visible tab — DAG, Timeline, Memory, Stats, Inspect — while
+ops are pushed.  With the ``step`` engine, buttons run the next ready op, a
+chosen ready op, everything, or everything up to a chosen op, so a class can
+walk through legal schedules and watch readers reorder while writers keep
+push order.
+
+Rule: the monitor never runs in an engine worker and never blocks the pusher.
+Events reach it through the recorder (one list append in the engine); a
+background thread of the monitor wakes at most ``1 / interval`` times a second
+(interval >= 0.2 s: at most 5 redraws a second, whatever the push rate),
+redraws only when events arrived and only the visible tab, and backs off
+further when a redraw is slow (it sleeps at least twice the last redraw's
+time), so drawing takes at most a third of one core.  Detached, it costs the
+engine nothing.
+
+State kept:
+    trace       the :class:`~mxnb.engine.trace.Trace` recorder it reads
+    model       the :class:`EngineModel` folded from it
+    paused      True: events are still recorded but nothing is redrawn
+    redraws     how many redraws happened (tests and the benchmark read it)
+
+Example::
+
+    >>> import mxnb as mx
+    >>> from mxnb import widgets
+    >>> eng = mx.engine.get()
+    >>> with widgets.EngineMonitor(background=False) as mon:
+    ...     v = eng.new_var(name='a')
+    ...     eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[v], name='write_a')
+    ...     eng.wait_for_all()
+    >>> [op.name for op in mon.model.ops.values()]
+    ['write_a']
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+import time
+from typing import Any
+
+import ipywidgets
+
+from ..engine.trace import Trace
+from .canvas import SvgCanvas, selected_op_id
+from .dag import DependencyGraph
+from .memory import MemoryChart
+from .model import EngineModel, OpState
+from .stats import StatsTable
+from .timeline import Timeline
+
+__all__ = ["TAB_TITLES", "EngineMonitor"]
+
+TAB_TITLES = ("DAG", "Timeline", "Memory", "Stats", "Inspect")
+
+
+class EngineMonitor(ipywidgets.VBox):
+    """Live DAG / Timeline / Memory / Stats / Inspect tabs over the engine's trace.
+
+    Parameters
+    ----------
+    trace : Trace, optional
+        The recorder to read (a new one by default).
+    attach : bool
+        Attach the recorder now (default True); ``with`` attaches too, and detaches at exit.
+    last : int
+        The DAG shows the most recent ``last`` ops.
+    interval : float
+        Seconds between redraw checks (at least 0.2).
+    background : bool
+        Redraw from a background thread while ops are pushed (default True); with
+        False, only :meth:`refresh` redraws (scripts, tests).
+    engine : Engine, optional
+        Engine whose step controls the buttons drive (default ``mx.engine.get()``).
+    """
+
+    def __init__(
+        self,
+        trace: Trace | None = None,
+        attach: bool = True,
+        last: int = 40,
+        interval: float = 0.2,
+        background: bool = True,
+        engine: Any = None,
+    ) -> None:
+        self.trace = trace if trace is not None else Trace()
+        self.model = EngineModel()
+        self.interval = max(0.2, float(interval))
+        self.paused = False
+        self.redraws = 0
+        self._engine = engine
+        self._lock = threading.Lock()  # one redraw at a time (thread vs refresh())
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._drawn_events = -1
+        self._drawn_tab = -1
+
+        self.pause_button = ipywidgets.Button(description="Pause", icon="pause")
+        self.resume_button = ipywidgets.Button(description="Resume", icon="play")
+        self.clear_button = ipywidgets.Button(description="Clear", icon="trash")
+        self.refresh_button = ipywidgets.Button(description="Refresh", icon="refresh")
+        self.status = ipywidgets.HTML()
+        self.pause_button.on_click(lambda _: self.pause())
+        self.resume_button.on_click(lambda _: self.resume())
+        self.clear_button.on_click(lambda _: self.clear())
+        self.refresh_button.on_click(lambda _: self.refresh())
+
+        self.last = ipywidgets.BoundedIntText(value=last, min=1, max=100000, description="last ops")
+        self.name_filter = ipywidgets.Text(description="op name", placeholder="filter")
+        self.var_filter = ipywidgets.Text(description="var", placeholder="filter")
+        self.show_vars = ipywidgets.Checkbox(description="vars as nodes", value=False)
+        for control in (self.last, self.name_filter, self.var_filter, self.show_vars):
+            control.observe(lambda _: self.refresh(), names="value")
+
+        self.step_button = ipywidgets.Button(description="Step", tooltip="run the next ready op")
+        self.run_button = ipywidgets.Button(description="Run", tooltip="run every ready op")
+        self.ready_choice = ipywidgets.Dropdown(description="ready", options=[])
+        self.run_chosen_button = ipywidgets.Button(description="Run chosen")
+        self.until_choice = ipywidgets.Dropdown(description="until", options=[])
+        self.run_until_button = ipywidgets.Button(description="Run until")
+        self.step_button.on_click(lambda _: self._engine_call("step"))
+        self.run_button.on_click(lambda _: self._engine_call("run"))
+        self.run_chosen_button.on_click(lambda _: self.run_op(self.ready_choice.value))
+        self.run_until_button.on_click(lambda _: self.run_until(self.until_choice.value))
+        self.step_box = ipywidgets.HBox(
+            [
+                self.step_button,
+                self.run_button,
+                self.ready_choice,
+                self.run_chosen_button,
+                self.until_choice,
+                self.run_until_button,
+            ]
+        )
+
+        self.dag_canvas = SvgCanvas()
+        self.timeline_canvas = SvgCanvas()
+        self.memory_image = ipywidgets.Image(format="png")
+        self.memory_text = ipywidgets.HTML()
+        self.stats_html = ipywidgets.HTML()
+        self.inspect_choice = ipywidgets.Dropdown(description="op", options=[])
+        self.inspect_text = ipywidgets.HTML()
+        self.dag_canvas.observe(self._on_click, names=["selected", "clicks"])
+        self.timeline_canvas.observe(self._on_click, names=["selected", "clicks"])
+        self.inspect_choice.observe(lambda _: self._draw_inspect(), names="value")
+        self.tabs = ipywidgets.Tab(
+            children=[
+                ipywidgets.VBox(
+                    [
+                        ipywidgets.HBox(
+                            [self.last, self.name_filter, self.var_filter, self.show_vars]
+                        ),
+                        self.dag_canvas,
+                    ]
+                ),
+                self.timeline_canvas,
+                ipywidgets.VBox([self.memory_text, self.memory_image]),
+                self.stats_html,
+                ipywidgets.VBox([self.inspect_choice, self.inspect_text]),
+            ],
+            titles=TAB_TITLES,
+        )
+        self.tabs.observe(lambda _: self.refresh(), names="selected_index")
+        buttons = ipywidgets.HBox(
+            [
+                self.pause_button,
+                self.resume_button,
+                self.clear_button,
+                self.refresh_button,
+                self.status,
+            ]
+        )
+        super().__init__(children=[buttons, self.step_box, self.tabs])
+        self.step_box.layout.display = "flex" if self._is_step_engine() else "none"
+        if attach:
+            self.attach()
+        if background:
+            self._thread = threading.Thread(
+                target=self._redraw_loop, name="mxnb-monitor", daemon=True
+            )
+            self._thread.start()
+        self.refresh()
+
+    # -- life cycle ---------------------------------------------------------
+
+    def attach(self) -> EngineMonitor:
+        """Start recording engine events."""
+        self.trace.attach()
+        return self
+
+    def detach(self) -> EngineMonitor:
+        """Stop recording (the engine's cost drops back to one flag check); views stay."""
+        self.trace.detach()
+        return self
+
+    def __enter__(self) -> EngineMonitor:  # noqa: PYI034
+        return self.attach()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.detach()
+        self.refresh()
+
+    def close(self) -> None:
+        """Detach, stop the redraw thread and close the widgets."""
+        self.detach()
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2)
+        super().close()
+
+    def pause(self) -> None:
+        """Stop redrawing (events are still recorded)."""
+        self.paused = True
+        self._set_status()
+
+    def resume(self) -> None:
+        """Redraw again, at once."""
+        self.paused = False
+        self.refresh()
+
+    def clear(self) -> None:
+        """Forget the events recorded so far and redraw empty views."""
+        with self._lock:
+            self.trace.clear()
+            self.model = EngineModel()
+            self._drawn_events = -1
+        self.refresh()
+
+    # -- redrawing ------------------------------------------------------------
+
+    def _redraw_loop(self) -> None:
+        pause = self.interval
+        while not self._stop.wait(pause):
+            pause = self.interval
+            if self.paused or len(self.trace.events) == self._drawn_events:
+                continue
+            began = time.perf_counter()
+            try:
+                self.refresh(force=False)
+            except Exception as exc:  # noqa: BLE001 - a drawing error must not kill the thread
+                self.status.value = (
+                    f"<span style='color:#c62828'>redraw failed: {html.escape(repr(exc))}</span>"
+                )
+            # back off when drawing is slow: drawing takes at most a third of the time
+            pause = max(self.interval, 2 * (time.perf_counter() - began))
+
+    def refresh(self, force: bool = True) -> None:
+        """Read new events and redraw the visible tab now (also while paused when ``force``)."""
+        if self.paused and not force:
+            return
+        with self._lock:
+            self.model.update_from(self.trace)
+            count = self.model.consumed
+            tab = self.tabs.selected_index or 0
+            self._update_choices()
+            if force or count != self._drawn_events or tab != self._drawn_tab:
+                self._draw_tab(tab)
+                self._drawn_events = count
+                self._drawn_tab = tab
+                self.redraws += 1
+            self._set_status()
+
+    def _draw_tab(self, tab: int) -> None:
+        if tab == 0:
+            graph = DependencyGraph(
+                self.model,
+                last=self.last.value,
+                name_filter=self.name_filter.value or None,
+                var_filter=self.var_filter.value or None,
+                show_vars=self.show_vars.value,
+                selected=self.inspect_choice.value,
+            )
+            self.dag_canvas.svg = graph.to_svg()
+        elif tab == 1:
+            self.timeline_canvas.svg = Timeline(self.model).to_svg()
+        elif tab == 2:
+            chart = MemoryChart(self.model)
+            self.memory_text.value = f"<pre>{html.escape(chart.to_text())}</pre>"
+            import io
+
+            buffer = io.BytesIO()
+            chart.figure().savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+            self.memory_image.value = buffer.getvalue()
+        elif tab == 3:
+            self.stats_html.value = StatsTable(self.model).to_html()
+        else:
+            self._draw_inspect()
+
+    def _draw_inspect(self) -> None:
+        op_id = self.inspect_choice.value
+        if op_id is None:
+            self.inspect_text.value = "<i>choose an op (or click one in the DAG or timeline)</i>"
+            return
+        self.inspect_text.value = f"<pre>{html.escape(self.model.explain(op_id))}</pre>"
+
+    def _update_choices(self) -> None:
+        ops = list(self.model.ops.values())
+        self.inspect_choice.options = [(op.label, op.op_id) for op in ops[-500:]]
+        ready = self.model.ops_in_state(OpState.READY)
+        self.ready_choice.options = [(op.label, op.op_id) for op in ready]
+        pending = self.model.ops_in_state(OpState.WAITING, OpState.READY)
+        self.until_choice.options = [(op.label, op.op_id) for op in pending]
+
+    def _set_status(self) -> None:
+        states: dict[str, int] = {}
+        for op in self.model.ops.values():
+            states[op.state.value] = states.get(op.state.value, 0) + 1
+        counts = ", ".join(f"{n} {s}" for s, n in states.items()) or "no ops yet"
+        flag = " · paused" if self.paused else ""
+        flag += "" if self.trace.attached else " · detached"
+        self.status.value = f"<small>{len(self.model.ops)} ops ({counts}){flag}</small>"
+
+    def _on_click(self, change: Any) -> None:
+        canvas = change["owner"]
+        op_id = selected_op_id(canvas.selected)
+        if op_id is not None and op_id in self.model.ops:
+            self.inspect_choice.value = op_id
+            self.tabs.selected_index = 4
+
+    # -- step engine ----------------------------------------------------------
+
+    def _get_engine(self) -> Any:
+        if self._engine is not None:
+            return self._engine
+        from .. import engine
+
+        return engine.get()
+
+    def _is_step_engine(self) -> bool:
+        return hasattr(self._get_engine(), "run_until")
+
+    def _engine_call(self, name: str, *args: Any) -> Any:
+        eng = self._get_engine()
+        if not hasattr(eng, name):
+            self.status.value = (
+                f"<b>{name}</b> needs the step engine: mx.engine.set_engine('step') "
+                "before pushing the ops"
+            )
+            return None
+        try:
+            result = getattr(eng, name)(*args)
+        except Exception as exc:  # noqa: BLE001 - shown in the status line, not raised in a callback
+            self.status.value = f"<span style='color:#c62828'>{html.escape(str(exc))}</span>"
+            return None
+        self.refresh()
+        return result
+
+    def step(self) -> Any:
+        """Run the next ready op (step engine) and redraw."""
+        return self._engine_call("step")
+
+    def run(self) -> Any:
+        """Run every ready op (step engine) and redraw."""
+        return self._engine_call("run")
+
+    def run_op(self, op_id: int | None) -> Any:
+        """Run the ready op ``op_id`` (step engine) and redraw."""
+        if op_id is None:
+            return None
+        return self._engine_call("run_op", op_id)
+
+    def run_until(self, op_id: int | None) -> Any:
+        """Run ready ops until ``op_id`` is complete (step engine) and redraw."""
+        if op_id is None:
+            return None
+        return self._engine_call("run_until", op_id)
+
+    # -- headless forms -----------------------------------------------------------
+
+    def to_text(self) -> str:
+        """The DAG, the timeline, memory and stats as text."""
+        self.model.update_from(self.trace)
+        parts = [
+            DependencyGraph(self.model, last=self.last.value).to_text(),
+            Timeline(self.model).to_text(),
+            MemoryChart(self.model).to_text(),
+            StatsTable(self.model).to_text(),
+        ]
+        return "\n\n".join(parts)
+
+    def to_svg(self) -> str:
+        """The DAG tab as SVG."""
+        self.model.update_from(self.trace)
+        return DependencyGraph(self.model, last=self.last.value).to_svg()
+
+    def to_png(self, path: Any) -> str:
+        """The timeline as a PNG at ``path`` (the DAG: ``DependencyGraph(mon.model).to_png``)."""
+        self.model.update_from(self.trace)
+        return Timeline(self.model).to_png(path)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def __repr__(self) -> str:
+        return f"EngineMonitor({len(self.model.ops)} ops, attached={self.trace.attached})"

@@ -1,0 +1,144 @@
+// mxnb SvgCanvas front end (anywidget ES module).
+// The single source of truth is mxnb/widgets/static/; extension/ points here.
+// Layout is computed in Python: this module only shows the SVG it is sent,
+// shows a tooltip on hover, reports clicks on elements whose id names an op
+// ("op12"), an entry ("entry-fc1_output") or a var node ("var3_1"), and zooms
+// (mouse wheel zooms around the pointer, drag pans, double-click resets).
+
+const CLICKABLE = /^(op\d+|entry-.+|var\d+_\d+)$/;
+
+function clickableTarget(node, root) {
+  while (node && node !== root) {
+    if (node.id && CLICKABLE.test(node.id)) return node;
+    node = node.parentNode;
+  }
+  return null;
+}
+
+function render({ model, el }) {
+  const frame = document.createElement("div");
+  frame.className = "mxnb-canvas";
+  const tip = document.createElement("div");
+  tip.className = "mxnb-tooltip";
+  el.append(frame, tip);
+
+  let baseBox = null;
+  let box = null;
+  let drag = null;
+
+  function svgElement() {
+    return frame.querySelector("svg");
+  }
+
+  function applyBox() {
+    const svg = svgElement();
+    if (svg && box) svg.setAttribute("viewBox", box.join(" "));
+  }
+
+  function draw() {
+    frame.innerHTML = model.get("svg") || "";
+    const svg = svgElement();
+    baseBox = null;
+    if (svg) {
+      const vb = svg.getAttribute("viewBox");
+      if (vb) baseBox = vb.split(/[\s,]+/).map(Number);
+      else if (svg.width && svg.width.baseVal) baseBox = [0, 0, svg.width.baseVal.value, svg.height.baseVal.value];
+      svg.removeAttribute("width");
+      svg.removeAttribute("height");
+      svg.style.width = "100%";
+      svg.style.height = "auto";
+      box = baseBox ? baseBox.slice() : null;
+      applyBox();
+    }
+    markSelected();
+  }
+
+  function markSelected() {
+    frame.querySelectorAll(".mxnb-selected").forEach((n) => n.classList.remove("mxnb-selected"));
+    const id = model.get("selected");
+    if (!id) return;
+    const node = frame.querySelector(`[id="${CSS.escape(id)}"]`);
+    if (node) node.classList.add("mxnb-selected");
+  }
+
+  frame.addEventListener("click", (event) => {
+    const node = clickableTarget(event.target, frame);
+    if (!node) return;
+    model.set("selected", node.id);
+    model.set("clicks", (model.get("clicks") || 0) + 1);
+    model.save_changes();
+  });
+
+  frame.addEventListener("mousemove", (event) => {
+    if (drag && box) {
+      const svg = svgElement();
+      const scale = box[2] / svg.getBoundingClientRect().width;
+      box[0] = drag.x0 - (event.clientX - drag.cx) * scale;
+      box[1] = drag.y0 - (event.clientY - drag.cy) * scale;
+      applyBox();
+      return;
+    }
+    const node = clickableTarget(event.target, frame);
+    const tips = model.get("tooltips") || {};
+    let text = node ? tips[node.id] : null;
+    if (node && !text) {
+      const title = node.querySelector("title");
+      text = title ? title.textContent : null;
+    }
+    if (text) {
+      tip.textContent = text;
+      tip.style.display = "block";
+      tip.style.left = `${event.offsetX + 14}px`;
+      tip.style.top = `${event.offsetY + 14}px`;
+    } else {
+      tip.style.display = "none";
+    }
+  });
+
+  frame.addEventListener("mouseleave", () => {
+    tip.style.display = "none";
+    drag = null;
+  });
+
+  frame.addEventListener(
+    "wheel",
+    (event) => {
+      const svg = svgElement();
+      if (!svg || !box) return;
+      event.preventDefault();
+      const rect = svg.getBoundingClientRect();
+      const fx = (event.clientX - rect.left) / rect.width;
+      const fy = (event.clientY - rect.top) / rect.height;
+      const factor = event.deltaY > 0 ? 1.15 : 1 / 1.15;
+      const width = box[2] * factor;
+      const height = box[3] * factor;
+      box = [box[0] + (box[2] - width) * fx, box[1] + (box[3] - height) * fy, width, height];
+      applyBox();
+    },
+    { passive: false }
+  );
+
+  frame.addEventListener("mousedown", (event) => {
+    if (!box || clickableTarget(event.target, frame)) return;
+    drag = { cx: event.clientX, cy: event.clientY, x0: box[0], y0: box[1] };
+  });
+  frame.addEventListener("mouseup", () => {
+    drag = null;
+  });
+  frame.addEventListener("dblclick", () => {
+    if (baseBox) {
+      box = baseBox.slice();
+      applyBox();
+    }
+  });
+
+  model.on("change:svg", draw);
+  model.on("change:selected", markSelected);
+  draw();
+  return () => {
+    model.off("change:svg", draw);
+    model.off("change:selected", markSelected);
+  };
+}
+
+export default { render };
