@@ -1,0 +1,128 @@
+"""DependencyGraph: DOT edges, kinds, states; windows, filters, the bipartite picture."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+
+import mxnb as mx
+from mxnb.widgets import DependencyGraph
+
+
+def dot_edges(source: str) -> set[tuple[str, str, str]]:
+    return set(re.findall(r"(\w+) -> (\w+) \[label=\"([^\"]*)\"", source))
+
+
+def test_dot_has_every_dependency_with_var_and_kind(diamond):
+    source = DependencyGraph(diamond).to_dot().source
+    assert dot_edges(source) == {
+        ("op1", "op2", "a RAW"),
+        ("op1", "op3", "a RAW"),
+        ("op2", "op4", "a WAR"),
+        ("op3", "op4", "a WAR"),
+        ("op4", "op5", "a WAW"),
+    }
+
+
+def test_nodes_coloured_by_state(diamond):
+    source = DependencyGraph(diamond).to_dot().source
+    for op_id, state in [(1, "done"), (3, "failed"), (4, "skipped"), (5, "waiting")]:
+        assert re.search(rf"op{op_id} \[label=\"#{op_id} \w+\ncpu\(0\) · {state}\"", source)
+    from mxnb.widgets._render import state_colours
+
+    assert state_colours["failed"] in source and state_colours["skipped"] in source
+
+
+def test_window_keeps_edges_from_outside_as_ghosts(diamond):
+    graph = DependencyGraph(diamond, last=1)
+    assert [op.op_id for op in graph.visible_ops()] == [5]
+    source = graph.to_dot().source
+    assert dot_edges(source) == {("op4", "op5", "a WAW")}
+    assert "dashed" in source  # op4 drawn as a ghost
+
+
+def test_filters(diamond):
+    assert [op.op_id for op in DependencyGraph(diamond, name_filter="r").visible_ops()] == [2, 3]
+    assert [op.op_id for op in DependencyGraph(diamond, var_filter="b").visible_ops()] == [2]
+
+
+def test_bipartite_versions_reads_and_writes(diamond):
+    source = DependencyGraph(diamond, show_vars=True).to_dot().source
+    assert "op1 -> var10_1 [label=write" in source
+    assert "var10_1 -> op2 [label=read" in source
+    assert "op4 -> var10_2 [label=write" in source
+    assert "op2 -> op4 [label=WAR" in source  # the new version waits for the old one's readers
+    assert "var10_2 -> op5 [label=WAW" in source
+
+
+def test_headless_forms(diamond, tmp_path):
+    graph = DependencyGraph(diamond)
+    assert "<svg" in graph.to_svg() and 'id="op3"' in graph.to_svg()
+    path = graph.to_png(tmp_path / "dag.png")
+    assert pathlib.Path(path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "#3 -> #4  a WAR" in str(graph)
+    bundle = graph._repr_mimebundle_()
+    assert set(bundle) == {"image/svg+xml", "text/plain"}
+
+
+@pytest.mark.timeout(60)
+def test_real_engine_program_gives_expected_edges():
+    r"""
+    write_a           writes a
+      |  \
+    read1 read2       read a (RAW)
+      \  /
+    write_a2          writes a (WAR on both readers)
+    """
+    eng = mx.engine.create("threaded")
+    with mx.engine.trace() as trace:
+        a = eng.new_var(name="a")
+        eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[a], name="write_a")
+        eng.push_sync(lambda rctx: None, mx.cpu(), const_vars=[a], name="read1")
+        eng.push_sync(lambda rctx: None, mx.cpu(), const_vars=[a], name="read2")
+        eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[a], name="write_a2")
+        eng.wait_for_all()
+    graph = DependencyGraph(trace)
+    names = {op.op_id: op.name for op in graph.visible_ops()}
+    kinds = {
+        (names[e.holder], names[e.waiter], e.kind.name)
+        for e in graph.visible_edges()
+        if e.holder in names
+    }
+    # the engine records only dependencies still unfinished at push time
+    assert kinds <= {
+        ("write_a", "read1", "RAW"),
+        ("write_a", "read2", "RAW"),
+        ("read1", "write_a2", "WAR"),
+        ("read2", "write_a2", "WAR"),
+        ("write_a", "write_a2", "WAW"),
+    }
+    assert all(op.state.value == "done" for op in graph.visible_ops())
+    shutdown = getattr(eng, "shutdown", None)
+    if shutdown:
+        shutdown()
+
+
+def test_step_engine_program_records_all_edges():
+    r"""With the step engine nothing runs at push, so every dependency is recorded."""
+    eng = mx.engine.create("step")
+    with mx.engine.trace() as trace:
+        a = eng.new_var(name="a")
+        eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[a], name="write_a")
+        eng.push_sync(lambda rctx: None, mx.cpu(), const_vars=[a], name="read1")
+        eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[a], name="write_a2")
+        eng.run()
+    graph = DependencyGraph(trace)
+    names = {op.op_id: op.name for op in graph.visible_ops()}
+    kinds = {(names[e.holder], names[e.waiter], e.kind.name) for e in graph.visible_edges()}
+    assert ("write_a", "read1", "RAW") in kinds
+    assert ("read1", "write_a2", "WAR") in kinds
+
+
+def test_empty_trace_draws(push):
+    from mxnb.engine.trace import Trace
+
+    assert "no ops traced yet" in DependencyGraph(Trace()).to_dot().source
+    assert DependencyGraph([push(0, 1, "x")]).to_text().startswith("DependencyGraph: 1 of 1")
