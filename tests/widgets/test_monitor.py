@@ -1,0 +1,129 @@
+"""EngineMonitor: attaches a recorder, redraws headless, step-engine controls change its state."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import mxnb as mx
+from mxnb.widgets import EngineMonitor, SvgCanvas
+from mxnb.widgets.canvas import selected_op_id
+
+
+def noop(rctx):
+    return None
+
+
+@pytest.fixture
+def step_engine():
+    eng = mx.engine.create("step")
+    yield eng
+
+
+def push_diamond(eng):
+    r"""
+      w          writes a
+     / \
+    r1  r2       read a
+     \ /
+      w2         writes a
+    """
+    a = eng.new_var(name="a")
+    eng.push_sync(noop, mx.cpu(), mutate_vars=[a], name="w")
+    eng.push_sync(noop, mx.cpu(), const_vars=[a], name="r1")
+    eng.push_sync(noop, mx.cpu(), const_vars=[a], name="r2")
+    eng.push_sync(noop, mx.cpu(), mutate_vars=[a], name="w2")
+
+
+@pytest.mark.timeout(60)
+def test_step_controls_change_widget_state(step_engine):
+    monitor = EngineMonitor(background=False, engine=step_engine)
+    try:
+        assert monitor.step_box.layout.display == "flex"
+        push_diamond(step_engine)
+        monitor.refresh()
+        ids = {op.name: op.op_id for op in monitor.model.ops.values()}
+        assert [ready for _, ready in monitor.ready_choice.options] == [ids["w"]]
+        monitor.step()
+        # readers become ready together; either may run first
+        assert [ready for _, ready in monitor.ready_choice.options] == [ids["r1"], ids["r2"]]
+        monitor.run_op(ids["r2"])
+        state = {name: monitor.model.ops[op_id].state.value for name, op_id in ids.items()}
+        assert state == {"w": "done", "r2": "done", "r1": "ready", "w2": "waiting"}
+        monitor.run_until(ids["w2"])
+        assert {op.state.value for op in monitor.model.ops.values()} == {"done"}
+        order = sorted(monitor.model.ops.values(), key=lambda o: o.start_time)
+        assert [op.name for op in order] == ["w", "r2", "r1", "w2"]
+        assert "4 ops (4 done)" in monitor.status.value
+    finally:
+        monitor.close()
+
+
+def test_tabs_render_and_click_inspects(step_engine):
+    monitor = EngineMonitor(background=False, engine=step_engine)
+    try:
+        push_diamond(step_engine)
+        step_engine.run()
+        monitor.refresh()
+        ids = {op.name: op.op_id for op in monitor.model.ops.values()}
+        assert f'id="op{ids["w"]}"' in monitor.dag_canvas.svg
+        for index in range(5):
+            monitor.tabs.selected_index = index
+        assert f'id="op{ids["w2"]}"' in monitor.timeline_canvas.svg
+        assert "<table" in monitor.stats_html.value
+        monitor.dag_canvas.selected = f"op{ids['r1']}"  # what the browser reports on a click
+        assert monitor.tabs.selected_index == 4
+        assert f"#{ids['r1']} r1" in monitor.inspect_text.value
+    finally:
+        monitor.close()
+
+
+def test_pause_clear_and_detach(step_engine):
+    monitor = EngineMonitor(background=False, engine=step_engine)
+    push_diamond(step_engine)
+    monitor.pause()
+    before = monitor.redraws
+    monitor.refresh(force=False)
+    assert monitor.redraws == before
+    monitor.resume()
+    assert len(monitor.model.ops) == 4
+    monitor.clear()
+    assert monitor.model.ops == {} and len(monitor.trace) == 0
+    monitor.close()
+    assert not monitor.trace.attached
+    step_engine.run()
+
+
+@pytest.mark.timeout(60)
+def test_context_manager_and_background_redraws_are_throttled():
+    eng = mx.engine.create("threaded")
+    with EngineMonitor(interval=0.2, engine=eng) as monitor:
+        var = eng.new_var(name="x")
+        began = time.perf_counter()
+        while time.perf_counter() - began < 1.0:
+            eng.push_sync(noop, mx.cpu(), mutate_vars=[var], name="tiny")
+            time.sleep(0.001)
+        eng.wait_for_all()
+    elapsed = time.perf_counter() - began
+    assert not monitor.trace.attached
+    assert len(monitor.model.ops) > 50
+    background = monitor.redraws - 2  # the constructor's and __exit__'s own refreshes
+    assert background <= elapsed / 0.2 + 1
+    assert "tiny" in monitor.to_text()
+    monitor.close()
+
+
+def test_needs_step_engine_message():
+    eng = mx.engine.create("naive")
+    monitor = EngineMonitor(background=False, engine=eng, attach=False)
+    assert monitor.step_box.layout.display == "none"
+    monitor.step()
+    assert "step engine" in monitor.status.value
+    monitor.close()
+
+
+def test_canvas_traits_and_ids():
+    canvas = SvgCanvas(svg="<svg/>", tooltips={"op1": "hello"})
+    assert canvas.selected == "" and "export default" in str(canvas._esm)
+    assert selected_op_id("op12") == 12 and selected_op_id("entry-fc1_output") is None

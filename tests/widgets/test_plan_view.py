@@ -1,0 +1,68 @@
+"""MemoryPlanView: block rows, in-place links, strategies compared, largest entries."""
+
+from __future__ import annotations
+
+import pytest
+
+import mxnb as mx
+from mxnb.executor import zoo
+from mxnb.widgets import MemoryPlanView
+
+
+@pytest.fixture(scope="module")
+def strategies():
+    return mx.executor.plan_strategies(zoo.mlp(), {"data": (32, 784)}, grad_req="write")
+
+
+def test_rows_hold_every_planned_entry_without_overlap(strategies):
+    view = MemoryPlanView(strategies)
+    assert view.plan is strategies["both"]
+    rows = view.rows()
+    assert [row.block.id for row in rows] == [b.id for b in view.plan.blocks]
+    placed = sorted(e.name for row in rows for e in row.entries)
+    assert placed == sorted(e.name for e in view.plan.internal_entries())
+    inplace = set(view.plan.inplace_pairs)
+    for row in rows:  # entries sharing a block live one after another (in-place pairs touch)
+        for before, after in zip(row.entries, row.entries[1:]):
+            assert before.last_step <= after.first_step
+            if before.last_step == after.first_step:
+                assert (before.name, after.name) in inplace
+
+
+def test_strategies_and_largest(strategies):
+    view = MemoryPlanView(strategies, top=3)
+    figures = view.strategy_bytes()
+    assert set(figures) == {"naive", "inplace", "coshare", "both"}
+    assert figures["naive"] == view.plan.naive_internal_bytes
+    assert figures["both"] <= min(figures["inplace"], figures["coshare"]) <= figures["naive"]
+    sizes = [e.nbytes for e in view.largest()]
+    assert len(sizes) == 3 and sizes == sorted(sizes, reverse=True)
+
+
+def test_single_plan_compares_with_naive_and_recomputes_with_symbol():
+    net = zoo.mlp()
+    plan = mx.executor.plan_memory(net, {"data": (8, 784)})
+    assert set(MemoryPlanView(plan).strategy_bytes()) == {"naive", "both"}
+    view = MemoryPlanView(plan, symbol=net, shapes={"data": (8, 784)})
+    assert set(view.strategy_bytes()) == {"naive", "inplace", "coshare", "both"}
+
+
+def test_executor_is_accepted():
+    exe = zoo.mlp().simple_bind(mx.cpu(), data=(4, 784), grad_req="write")
+    view = MemoryPlanView(exe)
+    assert view.plan is exe.memory_plan
+
+
+def test_headless_forms(strategies, tmp_path):
+    view = MemoryPlanView(strategies)
+    text = view.to_text()
+    assert text.startswith("MemoryPlanView:") and "in-place:" in text and "largest entries" in text
+    assert "<svg" in view.to_svg()
+    view.to_png(tmp_path / "plan.png")
+    dot = view.to_dot().source
+    assert "in-place" in dot and "block 0" in dot
+
+
+def test_rejects_other_objects():
+    with pytest.raises(TypeError, match="MemoryPlan"):
+        MemoryPlanView(42)

@@ -1,0 +1,79 @@
+"""Timeline, MemoryChart and StatsTable: lanes, wait marks, memory series, stats, headless forms."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+import mxnb as mx
+from mxnb.engine.trace import OpEnd, OpStart, Trace
+from mxnb.widgets import MemoryChart, StatsTable, Timeline
+
+
+def test_lanes_waits_and_critical_path_in_text(diamond):
+    timeline = Timeline(diamond)
+    assert [lane.worker for lane in timeline.lanes()] == ["cpu(0)/0", "cpu(0)/1"]
+    assert [iv.op_id for iv in timeline.lanes()[0].intervals] == [1, 2]
+    assert timeline.wait_lanes() == {"MainThread": [(0.005, 0.006, "b")]}
+    text = timeline.to_text()
+    assert "critical path: #1 w -> #3 r2 -> #4 w2" in text
+
+
+def test_svg_bars_carry_op_ids_for_the_extension(diamond):
+    svg = Timeline(diamond).to_svg()
+    for op_id in (1, 2, 3):
+        assert f'id="op{op_id}"' in svg
+
+
+def test_zoom_sets_the_axis(diamond, tmp_path):
+    timeline = Timeline(diamond, time_range=(3.0, 5.0))
+    axes = timeline.figure().axes[0]
+    assert axes.get_xlim() == (3.0, 5.0)
+    path = timeline.to_png(tmp_path / "timeline.png")
+    assert pathlib.Path(path).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_copy_workers_drawn_last(push):
+    events = []
+    for op_id, worker in enumerate(["copy/0", "cpu(0)/0"], start=1):
+        events += [push(0, op_id, "op"), OpStart(0.1, op_id, worker, "t"), OpEnd(0.2, op_id)]
+    labels = [t.get_text() for t in Timeline(events).figure().axes[0].get_yticklabels()]
+    assert labels == ["cpu(0)/0", "copy/0 [copy]"]
+
+
+def test_memory_chart_text_and_figure(diamond, tmp_path):
+    chart = MemoryChart(diamond)
+    assert "peak    5.0 KiB" in chart.to_text()
+    assert "pool hits 1  misses 2" in chart.to_text()
+    assert len(chart.figure().axes) == 1
+    chart.to_png(tmp_path / "memory.png")
+    assert "no storage events" in MemoryChart([]).to_text()
+
+
+def test_stats_table_text_html_figure(diamond):
+    table = StatsTable(diamond)
+    text = table.to_text()
+    assert text.splitlines()[0].split()[:3] == ["op", "count", "total"]
+    assert any(line.startswith("r2") and line.split()[-1] == "1" for line in text.splitlines())
+    assert "cpu(0)/1" in table.to_html()
+    assert table._repr_mimebundle_()["text/plain"] == text
+    assert len(table.figure().axes) == 2
+
+
+@pytest.mark.timeout(60)
+def test_chrome_trace_round_trip_draws_the_same(tmp_path):
+    eng = mx.engine.create("naive")
+    with mx.engine.trace() as trace:
+        a = eng.new_var(name="a")
+        eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[a], name="write_a")
+        eng.push_sync(lambda rctx: None, mx.cpu(), const_vars=[a], name="read_a")
+        eng.wait_for_all()
+    path = tmp_path / "run.json"
+    trace.to_chrome_trace(str(path))
+    loaded = Trace.from_chrome_trace(str(path))
+    original = Timeline(trace)
+    again = Timeline(loaded)
+    assert [op.name for op in again.model.ops.values()] == ["write_a", "read_a"]
+    assert [lane.worker for lane in again.lanes()] == [lane.worker for lane in original.lanes()]
+    assert "<svg" in again.to_svg()
