@@ -24,6 +24,7 @@ import threading
 import time
 
 import numpy as np
+from IPython.display import display
 
 import mxnb as mx
 from mxnb import widgets
@@ -94,9 +95,14 @@ assert log[-2:] == ["async reply arrived", "read b"]
 # ```
 #
 # Each op sleeps 100 ms, standing in for real work (sleeping, like numpy's kernels, releases
-# the GIL, so two workers really run at once).
+# the GIL, so two workers really run at once). The **EngineMonitor** below records the
+# engine's events and redraws while the ops run: the DAG tab colours ops by state (waiting,
+# ready, running, done), the Timeline tab shows the workers' lanes, and Inspect says why an
+# op waited. Re-run the cell to watch it again.
 
 # %%
+monitor = widgets.EngineMonitor()
+display(monitor)
 x = engine.new_var(name="x")
 
 
@@ -108,12 +114,14 @@ def work(label):
     return fn
 
 
-with mx.engine.trace() as rule_trace:
-    engine.push_sync(work("w1"), mx.cpu(), mutate_vars=[x], name="w1")
-    for label in ("r1", "r2", "r3"):
-        engine.push_sync(work(label), mx.cpu(), const_vars=[x], name=label)
-    engine.push_sync(work("w2"), mx.cpu(), mutate_vars=[x], name="w2")
-    engine.wait_for_all()
+engine.push_sync(work("w1"), mx.cpu(), mutate_vars=[x], name="w1")
+for label in ("r1", "r2", "r3"):
+    engine.push_sync(work(label), mx.cpu(), const_vars=[x], name=label)
+engine.push_sync(work("w2"), mx.cpu(), mutate_vars=[x], name="w2")
+engine.wait_for_all()
+monitor.detach()  # stop recording; the views stay
+monitor.refresh()
+rule_trace = monitor.trace
 
 name_of = {push.op_id: push.name for push in rule_trace.events_of(OpPush)}
 start = {name_of[e.op_id]: e.time for e in rule_trace.events_of(OpStart)}
@@ -167,7 +175,10 @@ assert waited_var < waited_all
 #
 # The step engine does the same bookkeeping, but a ready op only *waits in a list* until you
 # say `step()` (the next one), `run_op(id)` (a chosen one) or `run()`. It shows exactly which
-# schedules the rule allows. `mx.engine.create('step')` makes a private one.
+# schedules the rule allows. `mx.engine.create('step')` makes a private one. Given a step
+# engine, the EngineMonitor adds **Step / Run / Run chosen / Run until** buttons; below, the
+# cells call the same methods (`monitor.step()`, `monitor.run_op(id)`), so the DAG tab
+# redraws after each move.
 
 
 # %%
@@ -177,6 +188,8 @@ def recorder(order, label):
 
 
 stepper = mx.engine.create("step")
+step_monitor = widgets.EngineMonitor(engine=stepper)
+display(step_monitor)
 order = []
 v = stepper.new_var(name="v")
 ids = {}
@@ -184,8 +197,12 @@ ids["w1"] = stepper.push_sync(recorder(order, "w1"), mx.cpu(), mutate_vars=[v], 
 ids["r1"] = stepper.push_sync(recorder(order, "r1"), mx.cpu(), const_vars=[v], name="r1")
 ids["r2"] = stepper.push_sync(recorder(order, "r2"), mx.cpu(), const_vars=[v], name="r2")
 ids["w2"] = stepper.push_sync(recorder(order, "w2"), mx.cpu(), mutate_vars=[v], name="w2")
+step_monitor.refresh()
 print("ready:", [op.name for op in stepper.ready_ops()])
 assert [op.name for op in stepper.ready_ops()] == ["w1"]
+states = {op.name: op.state.name for op in step_monitor.model.ops.values()}
+print("as the monitor sees them:", states)
+assert states["w1"] == "READY" and states["w2"] == "WAITING"
 
 # %% [markdown]
 # Only `w1` is ready. Can we run `w2` first? The engine refuses, and says why:
@@ -201,15 +218,17 @@ except mx.MXNBError as error:
 # since readers do not conflict. `w2` becomes ready only after both readers ran.
 
 # %%
-stepper.step()
+step_monitor.step()
 print("after w1, ready:", [op.name for op in stepper.ready_ops()])
-stepper.run_op(ids["r2"])
+step_monitor.run_op(ids["r2"])
 print("after r2, ready:", [op.name for op in stepper.ready_ops()])
 assert "w2" not in [op.name for op in stepper.ready_ops()]
-stepper.run_op(ids["r1"])
+step_monitor.run_op(ids["r1"])
 print("after r1, ready:", [op.name for op in stepper.ready_ops()])
-stepper.run()
+step_monitor.run()
+step_monitor.detach()  # stop recording; the views stay
 stepper.shutdown()
+assert all(op.state.name == "DONE" for op in step_monitor.model.ops.values())
 print("schedule:", order)
 assert order == ["w1", "r2", "r1", "w2"]
 

@@ -74,6 +74,17 @@ print(
 )
 
 # %% [markdown]
+# The `MemoryPlanView` draws the same plan for training (forward, then backward): a row per
+# storage block, a bar per entry over the steps it is alive, red marks where an entry took
+# its input's storage in place, and the four strategies side by side. Bars in one row never
+# overlap — that is what `plan.check()` verifies.
+
+# %%
+mlp_strategies = mx.executor.plan_strategies(mlp, {"data": (32, 784)}, grad_req="write")
+assert set(mlp_strategies) == {"naive", "inplace", "coshare", "both"}
+widgets.MemoryPlanView(mlp_strategies)
+
+# %% [markdown]
 # ## 2. The strategies compared
 #
 # The same graph planned four ways — nothing, in-place only, co-share only, both — for
