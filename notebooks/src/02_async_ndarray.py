@@ -21,6 +21,7 @@
 import time
 
 import numpy as np
+from IPython.display import display
 
 import mxnb as mx
 from mxnb import widgets
@@ -209,16 +210,21 @@ np.testing.assert_array_equal(draws[0], draws[1])
 # Allocating is the slow part of a small op, so the storage manager keeps freed blocks in a
 # pool, by size class (powers of two), and hands them out again. A block is freed *through
 # the engine* — `push_delete` runs after every op still using the array — so memory returns
-# to the pool only once the work on it is done.
+# to the pool only once the work on it is done. The EngineMonitor's Memory tab shows it live.
 
 # %%
 mx.storage.release_all(mx.cpu())  # start from an empty pool, for a clear picture
-with mx.engine.trace() as trace:
-    for step in range(5):
-        x = mx.nd.ones((256, 256))
-        y = x * 2
-        del x, y  # the last references: their blocks are freed by the engine
-        mx.nd.waitall()
+monitor = widgets.EngineMonitor()
+monitor.tabs.selected_index = 2  # the Memory tab; the others show the same run
+display(monitor)
+for step in range(5):
+    x = mx.nd.ones((256, 256))
+    y = x * 2
+    del x, y  # the last references: their blocks are freed by the engine
+    mx.nd.waitall()
+monitor.detach()  # stop recording; the views stay
+monitor.refresh()
+trace = monitor.trace
 
 allocs = trace.events_of(StorageAlloc)
 print([("hit" if alloc.pool_hit else "miss") for alloc in allocs])
@@ -227,8 +233,9 @@ assert [alloc.pool_hit for alloc in allocs[:2]] == [False, False]  # the first s
 assert all(alloc.pool_hit for alloc in allocs[2:])  # every later step is served by the pool
 
 # %% [markdown]
-# The memory view: the blue line is memory handed to arrays, the dashed line what the
-# process holds (in use + pooled); green marks are pool hits, red marks fresh allocations.
+# The same memory view on its own: the blue line is memory handed to arrays, the dashed line
+# what the process holds (in use + pooled); green marks are pool hits, red marks fresh
+# allocations.
 
 # %%
 widgets.MemoryChart(trace)
