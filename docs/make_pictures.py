@@ -35,7 +35,7 @@ PICTURES = {
     "02_async_ndarray": "widgets.Timeline(traces[True])",
     "03_operators_and_simpleop": "widgets.DependencyGraph(pool_trace, last=5, show_vars=True)",
     "04_custom_op_prototyping": "widgets.Timeline(custom_trace)",
-    "05_memory_planning": "widgets.DependencyGraph(trace, last=7)",
+    "05_memory_planning": "widgets.MemoryPlanView(mlp_strategies)",
     "06_debugging_dependencies": "widgets.DependencyGraph(serialized)",
     "07_training_end_to_end": "widgets.Timeline(focused, width=12)",
 }
