@@ -97,6 +97,38 @@ class View:
         return {"image/svg+xml": self.to_svg(), "text/plain": self.to_text()}
 
 
+def run_dot(source: str, output_format: str) -> bytes:
+    """Lay out DOT ``source`` with graphviz's ``dot`` and return the rendered bytes.
+
+    Files, not pipes: the calling thread then blocks once in ``waitpid`` with
+    the GIL released, instead of polling pipes — a monitor redrawing from a
+    background thread would otherwise keep taking the GIL from the engine's
+    threads (the convoy effect).
+    """
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="mxnb-dot-") as folder:
+        source_path = os.path.join(folder, "graph.gv")
+        output_path = os.path.join(folder, f"graph.{output_format}")
+        with open(source_path, "w", encoding="utf-8") as handle:
+            handle.write(source)
+        completed = subprocess.run(
+            ["dot", f"-T{output_format}", source_path, "-o", output_path],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+        if completed.returncode != 0 or not os.path.exists(output_path):
+            raise RuntimeError(
+                f"graphviz 'dot -T{output_format}' failed (exit {completed.returncode}); "
+                "is graphviz installed (apt-get install graphviz)?"
+            )
+        with open(output_path, "rb") as handle:
+            return handle.read()
+
+
 class GraphvizView(View):
     """A view drawn by graphviz's ``dot``: subclasses implement ``to_dot()``."""
 
@@ -106,13 +138,13 @@ class GraphvizView(View):
 
     def to_svg(self) -> str:
         """The view as SVG, laid out by ``dot``."""
-        return self.to_dot().pipe(format="svg").decode("utf-8")
+        return run_dot(self.to_dot().source, "svg").decode("utf-8")
 
     def to_png(self, path: str | os.PathLike) -> str:
         """Write a PNG laid out by ``dot`` (150 dpi) and return the path."""
         dot = self.to_dot().copy()
         dot.graph_attr.setdefault("dpi", "150")
-        data = dot.pipe(format="png")
+        data = run_dot(dot.source, "png")
         with open(path, "wb") as handle:
             handle.write(data)
         return os.fspath(path)

@@ -155,6 +155,8 @@ class DependencyGraph(GraphvizView):
 
     def _op_graph(self, dot: Any, ops: list[OpRecord]) -> None:
         shown = {op.op_id for op in ops}
+        # big graphs: labels placed after layout (xlabel), or dot spends seconds routing them
+        label_key = "xlabel" if len(ops) > 150 else "label"
         for op in ops:
             self._op_node(dot, op)
         ghosts: set[int] = set()
@@ -172,7 +174,9 @@ class DependencyGraph(GraphvizView):
                     id=f"op{edge.holder}",
                 )
             label = f"{self.model.var_name(edge.var_id)} {KIND_SHORT[edge.kind]}"
-            dot.edge(f"op{edge.holder}", f"op{edge.waiter}", label=label, **edge_style(edge.kind))
+            attrs = edge_style(edge.kind)
+            attrs[label_key] = label
+            dot.edge(f"op{edge.holder}", f"op{edge.waiter}", **attrs)
 
     def _bipartite(self, dot: Any, ops: list[OpRecord]) -> None:
         shown = {op.op_id for op in ops}

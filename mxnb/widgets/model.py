@@ -287,6 +287,31 @@ class EngineModel:
         self.consumed += len(new)
         return len(new)
 
+    @classmethod
+    def from_tail(
+        cls, events: Sequence[Event], last: int, var_names: dict[int, str] | None = None
+    ) -> EngineModel:
+        """A model of only the most recent ``last`` pushed ops and the events after them.
+
+        What a live DAG window needs, at a cost set by the window, not by the
+        length of the run.  Ops pushed earlier appear only as ids; ``var_names``
+        (var id -> name, e.g. gathered cheaply from ``VarNew`` events) names
+        vars created before the window.
+        """
+        start = 0
+        seen = 0
+        for index in range(len(events) - 1, -1, -1):
+            if type(events[index]) is OpPush:
+                seen += 1
+                if seen >= last:
+                    start = index
+                    break
+        model = cls(events[start:])
+        for var_id, record in model.vars.items():
+            if var_names and var_id in var_names and record.name == f"v{var_id}":
+                record.name = var_names[var_id]
+        return model
+
     def reset(self) -> None:
         """Forget everything (used when the source trace is cleared)."""
         self.__init__()  # type: ignore[misc]

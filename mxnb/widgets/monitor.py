@@ -12,8 +12,10 @@ Events reach it through the recorder (one list append in the engine); a
 background thread of the monitor wakes at most ``1 / interval`` times a second
 (interval >= 0.2 s: at most 5 redraws a second, whatever the push rate),
 redraws only when events arrived and only the visible tab, and backs off
-further when a redraw is slow (it sleeps at least twice the last redraw's
-time), so drawing takes at most a third of one core.  Detached, it costs the
+further when a redraw is slow (it sleeps at least three times the last
+redraw's time), so drawing takes at most a quarter of one core.  The DAG tab
+folds only the events of its window of recent ops; the other tabs fold the
+whole run into :attr:`model` (incrementally, once per event).  Detached, it costs the
 engine nothing.
 
 State kept:
@@ -44,7 +46,7 @@ from typing import Any
 
 import ipywidgets
 
-from ..engine.trace import Trace
+from ..engine.trace import OpEnd, OpPush, Trace, VarNew
 from .canvas import SvgCanvas, selected_op_id
 from .dag import DependencyGraph
 from .memory import MemoryChart
@@ -87,7 +89,13 @@ class EngineMonitor(ipywidgets.VBox):
         engine: Any = None,
     ) -> None:
         self.trace = trace if trace is not None else Trace()
-        self.model = EngineModel()
+        self._model = EngineModel()
+        self._fold_lock = threading.RLock()  # folding the full model, from either thread
+        self._scanned = 0  # events counted by _scan
+        self._pushed = 0
+        self._finished = 0
+        self._failed = 0
+        self._var_names: dict[int, str] = {}
         self.interval = max(0.2, float(interval))
         self.paused = False
         self.redraws = 0
@@ -174,7 +182,8 @@ class EngineMonitor(ipywidgets.VBox):
             ]
         )
         super().__init__(children=[buttons, self.step_box, self.tabs])
-        self.step_box.layout.display = "flex" if self._is_step_engine() else "none"
+        self._step_mode = self._is_step_engine()
+        self.step_box.layout.display = "flex" if self._step_mode else "none"
         if attach:
             self.attach()
         if background:
@@ -223,9 +232,10 @@ class EngineMonitor(ipywidgets.VBox):
 
     def clear(self) -> None:
         """Forget the events recorded so far and redraw empty views."""
-        with self._lock:
+        with self._lock, self._fold_lock:
             self.trace.clear()
-            self.model = EngineModel()
+            self._model = EngineModel()
+            self._scanned = self._pushed = self._finished = self._failed = 0
             self._drawn_events = -1
         self.refresh()
 
@@ -245,28 +255,66 @@ class EngineMonitor(ipywidgets.VBox):
                     f"<span style='color:#c62828'>redraw failed: {html.escape(repr(exc))}</span>"
                 )
             # back off when drawing is slow: drawing takes at most a third of the time
-            pause = max(self.interval, 2 * (time.perf_counter() - began))
+            pause = max(self.interval, 3 * (time.perf_counter() - began))
+
+    @property
+    def model(self) -> EngineModel:
+        """The :class:`EngineModel` of every event recorded so far (folded on demand)."""
+        with self._fold_lock:
+            self._model.update_from(self.trace)
+            return self._model
+
+    def _scan(self, events: list) -> None:
+        """Count pushes / ends / failures and collect var names of the new events.
+
+        A loop of type checks: cheap enough to run on every redraw, so the DAG
+        tab never has to fold the whole run (see :meth:`EngineModel.from_tail`).
+        """
+        if len(events) < self._scanned:  # cleared
+            self._scanned = self._pushed = self._finished = self._failed = 0
+        names = self._var_names
+        for event in events[self._scanned :]:
+            kind = type(event)
+            if kind is OpPush:
+                self._pushed += 1
+            elif kind is OpEnd:
+                self._finished += 1
+                if event.error is not None:
+                    self._failed += 1
+            elif kind is VarNew:
+                names[event.var_id] = event.name
+        self._scanned = len(events)
 
     def refresh(self, force: bool = True) -> None:
         """Read new events and redraw the visible tab now (also while paused when ``force``)."""
         if self.paused and not force:
             return
         with self._lock:
-            self.model.update_from(self.trace)
-            count = self.model.consumed
+            events = self.trace.events
+            count = len(events)
+            self._scan(events)
             tab = self.tabs.selected_index or 0
-            self._update_choices()
+            if self._needs_full_model(tab):
+                self._update_choices()
             if force or count != self._drawn_events or tab != self._drawn_tab:
-                self._draw_tab(tab)
+                self._draw_tab(tab, events)
                 self._drawn_events = count
                 self._drawn_tab = tab
                 self.redraws += 1
             self._set_status()
 
-    def _draw_tab(self, tab: int) -> None:
+    def _needs_full_model(self, tab: int) -> bool:
+        filtered = bool(self.name_filter.value or self.var_filter.value)
+        return tab != 0 or self._step_mode or filtered
+
+    def _draw_tab(self, tab: int, events: list) -> None:
         if tab == 0:
+            if self._needs_full_model(tab):
+                model = self.model
+            else:  # the live DAG: only the window's events are folded
+                model = EngineModel.from_tail(events, self.last.value, self._var_names)
             graph = DependencyGraph(
-                self.model,
+                model,
                 last=self.last.value,
                 name_filter=self.name_filter.value or None,
                 var_filter=self.var_filter.value or None,
@@ -297,21 +345,25 @@ class EngineMonitor(ipywidgets.VBox):
         self.inspect_text.value = f"<pre>{html.escape(self.model.explain(op_id))}</pre>"
 
     def _update_choices(self) -> None:
-        ops = list(self.model.ops.values())
-        self.inspect_choice.options = [(op.label, op.op_id) for op in ops[-500:]]
-        ready = self.model.ops_in_state(OpState.READY)
-        self.ready_choice.options = [(op.label, op.op_id) for op in ready]
-        pending = self.model.ops_in_state(OpState.WAITING, OpState.READY)
-        self.until_choice.options = [(op.label, op.op_id) for op in pending]
+        model = self.model
+        options = [(op.label, op.op_id) for op in list(model.ops.values())[-500:]]
+        if options != list(self.inspect_choice.options):
+            self.inspect_choice.options = options
+        if self._step_mode:
+            pending = [op for op in model.ops.values() if not op.finished][-500:]
+            ready = [(op.label, op.op_id) for op in pending if op.state is OpState.READY]
+            self.ready_choice.options = ready
+            waiting = [(op.label, op.op_id) for op in pending if op.start_time is None]
+            self.until_choice.options = waiting
 
     def _set_status(self) -> None:
-        states: dict[str, int] = {}
-        for op in self.model.ops.values():
-            states[op.state.value] = states.get(op.state.value, 0) + 1
-        counts = ", ".join(f"{n} {s}" for s, n in states.items()) or "no ops yet"
         flag = " · paused" if self.paused else ""
         flag += "" if self.trace.attached else " · detached"
-        self.status.value = f"<small>{len(self.model.ops)} ops ({counts}){flag}</small>"
+        running = self._pushed - self._finished
+        self.status.value = (
+            f"<small>{self._pushed} ops pushed, {self._finished} finished "
+            f"({self._failed} failed), {running} pending{flag}</small>"
+        )
 
     def _on_click(self, change: Any) -> None:
         canvas = change["owner"]
@@ -372,7 +424,6 @@ class EngineMonitor(ipywidgets.VBox):
 
     def to_text(self) -> str:
         """The DAG, the timeline, memory and stats as text."""
-        self.model.update_from(self.trace)
         parts = [
             DependencyGraph(self.model, last=self.last.value).to_text(),
             Timeline(self.model).to_text(),
@@ -383,12 +434,10 @@ class EngineMonitor(ipywidgets.VBox):
 
     def to_svg(self) -> str:
         """The DAG tab as SVG."""
-        self.model.update_from(self.trace)
         return DependencyGraph(self.model, last=self.last.value).to_svg()
 
     def to_png(self, path: Any) -> str:
         """The timeline as a PNG at ``path`` (the DAG: ``DependencyGraph(mon.model).to_png``)."""
-        self.model.update_from(self.trace)
         return Timeline(self.model).to_png(path)
 
     def __str__(self) -> str:

@@ -55,7 +55,7 @@ def test_step_controls_change_widget_state(step_engine):
         assert {op.state.value for op in monitor.model.ops.values()} == {"done"}
         order = sorted(monitor.model.ops.values(), key=lambda o: o.start_time)
         assert [op.name for op in order] == ["w", "r2", "r1", "w2"]
-        assert "4 ops (4 done)" in monitor.status.value
+        assert "4 ops pushed, 4 finished (0 failed), 0 pending" in monitor.status.value
     finally:
         monitor.close()
 

@@ -1,0 +1,174 @@
+"""Widgets benchmark: what watching the engine costs, and how fast the views draw.
+
+Figures (each against a peer measured in the same run):
+  1. tiny-op throughput with an EngineMonitor attached and redrawing (its
+     background thread redraws the DAG tab at most 5x a second) relative to
+     the same pushes with no monitor; target <= 1.5x slower;
+  2. DAG redraw time (model -> DOT -> SVG by graphviz) for 200 and 1,000 ops,
+     with the share spent in graphviz's ``dot`` itself;
+  3. MemoryPlanView for ResNet-18 (SVG and PNG) relative to planning its memory.
+
+Run: ``.venv/bin/python benchmarks/widgets.py [--ops 20000] [--repeat 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from _util import best_of, ratio, table  # noqa: E402
+
+import mxnb as mx  # noqa: E402
+from mxnb.engine.trace import DepKind, Dependency, OpEnd, OpPush, OpReady, OpStart  # noqa: E402
+from mxnb.widgets import DependencyGraph, EngineMonitor, MemoryPlanView  # noqa: E402
+from mxnb.widgets.model import EngineModel  # noqa: E402
+
+
+def noop(rctx):
+    return None
+
+
+def push_tiny_ops(eng, count: int) -> float:
+    """Push ``count`` tiny ops over 8 vars (reads and writes mixed); seconds until all ran."""
+    variables = [eng.new_var(name=f"v{i}") for i in range(8)]
+    cpu = mx.cpu()
+    start = time.perf_counter()
+    for i in range(count):
+        a = variables[i % 8]
+        b = variables[(i * 3 + 1) % 8]
+        if a is b:
+            eng.push_sync(noop, cpu, mutate_vars=[a], name="write")
+        else:
+            eng.push_sync(noop, cpu, const_vars=[a], mutate_vars=[b], name="read_write")
+    eng.wait_for_all()
+    seconds = time.perf_counter() - start
+    for var in variables:
+        eng.push_delete(var)
+    eng.wait_for_all()
+    return seconds
+
+
+def throughput(count: int, repeat: int) -> list[list[str]]:
+    eng = mx.engine.get()
+    push_tiny_ops(eng, 2000)  # warm up workers
+    plain, watched, redraws = [], [], []
+    for _ in range(repeat):  # alternate so machine load hits both alike
+        plain.append(push_tiny_ops(eng, count))
+        monitor = EngineMonitor(engine=eng, interval=0.2)
+        try:
+            watched.append(push_tiny_ops(eng, count))
+            redraws.append(monitor.redraws)
+        finally:
+            monitor.close()
+    base, mon = min(plain), min(watched)
+    return [
+        [f"{count} tiny ops, no monitor", f"{base * 1e3:.1f}", f"{count / base:,.0f}", "1.00x", ""],
+        [
+            f"{count} tiny ops, EngineMonitor redrawing",
+            f"{mon * 1e3:.1f}",
+            f"{count / mon:,.0f}",
+            ratio(mon, base),
+            f"{max(redraws)} redraws",
+        ],
+    ]
+
+
+def synthetic_events(count: int) -> list:
+    """``count`` finished ops on 16 vars: each reads one var and writes another."""
+    events = []
+    last_writer: dict[int, int] = {}
+    t = 0.0
+    for op_id in range(1, count + 1):
+        read, write = op_id % 16, (op_id * 7 + 3) % 16
+        waits = []
+        if read in last_writer:
+            waits.append(Dependency(last_writer[read], read, DepKind.RAW))
+        if write in last_writer and write != read:
+            waits.append(Dependency(last_writer[write], write, DepKind.WAW))
+        reads = (read,) if read != write else ()
+        events.append(
+            OpPush(t, op_id, f"op{op_id % 5}", "cpu(0)", reads, (write,), 0, tuple(waits))
+        )
+        events += [
+            OpReady(t, op_id),
+            OpStart(t, op_id, f"cpu(0)/{op_id % 4}", "w"),
+            OpEnd(t + 1e-4, op_id),
+        ]
+        last_writer[write] = op_id
+        t += 1e-4
+    return events
+
+
+def dag_redraw(repeat: int) -> list[list[str]]:
+    rows = []
+    for count in (200, 1000):
+        model = EngineModel(synthetic_events(count))
+        graph = DependencyGraph(model, last=None)
+        total = best_of(graph.to_svg, repeat)
+        source = graph.to_dot()
+        layout = best_of(lambda: source.pipe(format="svg"), repeat)
+        rows.append(
+            [
+                f"DAG redraw, {count} ops",
+                f"{total * 1e3:.1f}",
+                f"{100 * layout / total:.0f}% in dot",
+                ratio(total, layout),
+            ]
+        )
+    return rows
+
+
+def plan_view(repeat: int) -> list[list[str]]:
+    from mxnb.executor import zoo
+
+    net = zoo.resnet(num_layers=18)
+    shapes = {"data": (1, 3, 224, 224)}
+    plan_seconds = best_of(lambda: mx.executor.plan_memory(net, shapes), repeat)
+    plan = mx.executor.plan_memory(net, shapes)
+    view = MemoryPlanView(plan)
+    svg = best_of(view.to_svg, repeat)
+    png = best_of(lambda: view.to_png("/tmp/mxnb_bench_plan.png"), repeat)
+    text = best_of(view.to_text, repeat)
+    return [
+        ["plan_memory(ResNet-18) (peer)", f"{plan_seconds * 1e3:.1f}", "1.00x"],
+        ["MemoryPlanView(ResNet-18).to_svg()", f"{svg * 1e3:.1f}", ratio(svg, plan_seconds)],
+        ["MemoryPlanView(ResNet-18).to_png()", f"{png * 1e3:.1f}", ratio(png, plan_seconds)],
+        ["MemoryPlanView(ResNet-18).to_text()", f"{text * 1e3:.1f}", ratio(text, plan_seconds)],
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", type=int, default=20000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    print(f"engine: {mx.engine.engine_type()}, load average {os.getloadavg()[0]:.2f}")
+    print(
+        table(
+            ["workload", "ms", "ops/s", "vs no monitor", "note"],
+            throughput(args.ops, args.repeat),
+            title="1. tiny-op throughput with a monitor attached (target <= 1.5x)",
+        )
+    )
+    print(
+        table(
+            ["view", "ms", "graphviz share", "vs dot alone"],
+            dag_redraw(args.repeat),
+            title="2. DAG redraw (model -> DOT -> SVG)",
+        )
+    )
+    print(
+        table(
+            ["what", "ms", "vs planning"],
+            plan_view(args.repeat),
+            title="3. MemoryPlanView for ResNet-18",
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
