@@ -17,15 +17,25 @@ import argparse
 import os
 import sys
 import time
+from functools import partial
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from _util import best_of, ratio, table  # noqa: E402
+from _util import best_of, ratio, table
 
-import mxnb as mx  # noqa: E402
-from mxnb.engine.trace import DepKind, Dependency, OpEnd, OpPush, OpReady, OpStart  # noqa: E402
-from mxnb.widgets import DependencyGraph, EngineMonitor, MemoryPlanView  # noqa: E402
-from mxnb.widgets.model import EngineModel  # noqa: E402
+import mxnb as mx
+from mxnb.engine.trace import (
+    Dependency,
+    DepKind,
+    OpEnd,
+    OpPush,
+    OpReady,
+    OpStart,
+    Trace,
+)
+from mxnb.widgets import DependencyGraph, EngineMonitor, MemoryPlanView
+from mxnb.widgets._render import run_dot
+from mxnb.widgets.model import EngineModel
 
 
 def noop(rctx):
@@ -55,18 +65,27 @@ def push_tiny_ops(eng, count: int) -> float:
 def throughput(count: int, repeat: int) -> list[list[str]]:
     eng = mx.engine.get()
     push_tiny_ops(eng, 2000)  # warm up workers
-    plain, watched, redraws = [], [], []
-    for _ in range(repeat):  # alternate so machine load hits both alike
+    plain, traced, watched, redraws = [], [], [], []
+    for _ in range(repeat):  # alternate so machine load hits all alike
         plain.append(push_tiny_ops(eng, count))
+        with Trace():
+            traced.append(push_tiny_ops(eng, count))
         monitor = EngineMonitor(engine=eng, interval=0.2)
         try:
             watched.append(push_tiny_ops(eng, count))
             redraws.append(monitor.redraws)
         finally:
             monitor.close()
-    base, mon = min(plain), min(watched)
+    base, trace_only, mon = min(plain), min(traced), min(watched)
     return [
         [f"{count} tiny ops, no monitor", f"{base * 1e3:.1f}", f"{count / base:,.0f}", "1.00x", ""],
+        [
+            f"{count} tiny ops, bare Trace attached",
+            f"{trace_only * 1e3:.1f}",
+            f"{count / trace_only:,.0f}",
+            ratio(trace_only, base),
+            "engine's tracing cost",
+        ],
         [
             f"{count} tiny ops, EngineMonitor redrawing",
             f"{mon * 1e3:.1f}",
@@ -109,8 +128,8 @@ def dag_redraw(repeat: int) -> list[list[str]]:
         model = EngineModel(synthetic_events(count))
         graph = DependencyGraph(model, last=None)
         total = best_of(graph.to_svg, repeat)
-        source = graph.to_dot()
-        layout = best_of(lambda: source.pipe(format="svg"), repeat)
+        source = graph.to_dot().source
+        layout = best_of(partial(run_dot, source, "svg"), repeat)
         rows.append(
             [
                 f"DAG redraw, {count} ops",
