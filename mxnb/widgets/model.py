@@ -65,9 +65,15 @@ __all__ = [
     "OpStats",
     "VarRecord",
     "WaitRecord",
+    "name_group",
 ]
 
 KIND_SHORT = {DepKind.RAW: "RAW", DepKind.WAR: "WAR", DepKind.WAW: "WAW"}
+
+
+def name_group(name: str) -> str:
+    """The family an op name belongs to in stats and colours: ``'delete:nd93' -> 'delete'``."""
+    return name.split(":", 1)[0] if ":" in name else name
 
 
 class OpState(enum.Enum):
@@ -591,7 +597,7 @@ class EngineModel:
         groups: dict[str, list[OpRecord]] = {}
         for op in self.ops.values():
             if op.end_time is not None:
-                groups.setdefault(op.name, []).append(op)
+                groups.setdefault(name_group(op.name), []).append(op)
         rows = []
         for name, ops in groups.items():
             durations = [op.duration for op in ops if op.duration is not None]

@@ -31,7 +31,7 @@ from typing import Any
 
 from ._render import FigureView, NameColours
 from .dag import as_model
-from .model import EngineModel, Lane, OpState
+from .model import EngineModel, Lane, OpState, name_group
 
 __all__ = ["Timeline"]
 
@@ -119,7 +119,7 @@ class Timeline(FigureView):
             previous_device = lane.device
             for iv in lane.intervals:
                 end = iv.end if iv.end is not None else last
-                colour = colours(iv.name)
+                colour = colours(name_group(iv.name))
                 edge = "#d62728" if iv.op_id in critical else "#333333"
                 width = 2.0 if iv.op_id in critical else 0.4
                 hatch = "xx" if iv.state in (OpState.FAILED, OpState.SKIPPED) else None

@@ -111,3 +111,10 @@ def test_select_window_and_filters(diamond):
     assert [op.op_id for op in model.select(last=2)] == [4, 5]
     assert [op.op_id for op in model.select(name="r")] == [2, 3]
     assert [op.op_id for op in model.select(var="b")] == [2]
+
+
+def test_stats_group_generated_names(push):
+    events = []
+    for op_id, name in enumerate(["delete:nd1", "delete:nd2", "add"], start=1):
+        events += [push(0, op_id, name), OpStart(0, op_id, "cpu(0)/0", "t"), OpEnd(0.001, op_id)]
+    assert {row.name: row.count for row in EngineModel(events).stats()} == {"delete": 2, "add": 1}
