@@ -31,7 +31,7 @@ Example::
     >>> eng = mx.engine.get()
     >>> with widgets.EngineMonitor(background=False) as mon:
     ...     v = eng.new_var(name='a')
-    ...     eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[v], name='write_a')
+    ...     op_id = eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[v], name='write_a')
     ...     eng.wait_for_all()
     >>> [op.name for op in mon.model.ops.values()]
     ['write_a']
