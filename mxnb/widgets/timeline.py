@@ -95,6 +95,7 @@ class Timeline(FigureView):
         first, last = self.model.span()
         critical = set(self.model.critical_path()) if self.highlight_critical else set()
         labels: list[str] = []
+        named: list[tuple[float, float, int, str]] = []  # (left ms, width ms, lane row, op name)
         colours = NameColours()
         y = 0
         for thread, spans in waits.items():
@@ -134,6 +135,7 @@ class Timeline(FigureView):
                     hatch=hatch,
                 )
                 bars.patches[0].set_gid(f"op{iv.op_id}")
+                named.append((1e3 * iv.start, 1e3 * (end - iv.start), y, iv.name))
             tag = " [copy]" if lane.is_copy else ""
             labels.append(f"{lane.worker}{tag}")
             y += 1
@@ -147,6 +149,7 @@ class Timeline(FigureView):
             pad = 0.02 * 1e3 * (last - first)
             axes.set_xlim(1e3 * first - pad, 1e3 * last + pad)
         axes.set_ylim(max(len(labels), 1) - 0.5, -0.5)
+        self._label_wide_bars(axes, named)
         axes.grid(axis="x", color="#eeeeee")
         axes.set_axisbelow(True)
         handles = [Patch(color=c, label=n) for n, c in list(colours.assigned.items())[:12]]
@@ -166,6 +169,32 @@ class Timeline(FigureView):
             f"engine timeline: {len(self.model.ops)} ops, {len(lanes)} workers", fontsize=10
         )
         return figure
+
+    @staticmethod
+    def _label_wide_bars(axes: Any, named: list[tuple[float, float, int, str]]) -> None:
+        """Write the op name inside every bar wide enough to hold it.
+
+        Colours repeat once there are more op names than the palette holds, so
+        the name on the bar is what tells two long ops apart.
+        """
+        low, high = axes.get_xlim()
+        span = max(high - low, 1e-9)
+        axes_inches = axes.get_position().width * axes.figure.get_figwidth()
+        char_inches = 0.6 * 6 / 72  # a fontsize-6 character is about 0.6 em wide
+        for left, width, row, name in named:
+            visible = min(left + width, high) - max(left, low)
+            if visible <= 0 or visible / span * axes_inches < char_inches * (len(name) + 1):
+                continue
+            axes.text(
+                max(left, low) + 0.004 * span,
+                row,
+                name,
+                fontsize=6,
+                va="center",
+                ha="left",
+                color="#111111",
+                clip_on=True,
+            )
 
     def to_text(self) -> str:
         """One line per lane: worker, ops run, busy ms, and the first ops on it."""
