@@ -185,10 +185,13 @@ UNARY: dict[str, UnaryRule] = {
 UNARY_ALIASES = {"identity": "_copy", "stop_gradient": "BlockGrad"}
 
 
-class UnaryProp(KernelProp):
-    """Base of the generated unary elementwise properties."""
+class _OneToOneRuleProp(KernelProp):
+    """Shared semantics of one-input elementwise ops driven by a rule (unary and scalar ops).
 
-    rule: UnaryRule
+    Backward reads the head gradient plus whatever the rule's gradient uses
+    (input, output or both; nothing when the gradient is zero), the output may
+    take the input's memory, and the input gradient the head gradient's.
+    """
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
         """Head gradient when the gradient is not zero, plus the input or output it reads."""
@@ -209,6 +212,12 @@ class UnaryProp(KernelProp):
     def backward_inplace_option(self, out_grad, in_data, out_data, in_grad):
         """The input gradient may take the head gradient's memory."""
         return [(out_grad[0], in_grad[0])]
+
+
+class UnaryProp(_OneToOneRuleProp):
+    """Base of the generated unary elementwise properties."""
+
+    rule: UnaryRule
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """out = f(x)."""
@@ -548,7 +557,7 @@ _SCALAR_ALIASES = {
 }
 
 
-class ScalarProp(KernelProp):
+class ScalarProp(_OneToOneRuleProp):
     """Base of the generated scalar properties: ``op(data, scalar)``."""
 
     rule: ScalarRule
@@ -556,26 +565,6 @@ class ScalarProp(KernelProp):
     is_int = Param(
         bool, default=True, doc="Whether the scalar was given as an int (MXNet 1.9 flag)."
     )
-
-    def declare_backward_dependency(self, out_grad, in_data, out_data):
-        """Head gradient, plus the input or output the gradient reads."""
-        rule = self.rule
-        if rule.gradient is None:
-            return []
-        deps = [out_grad[0]]
-        if rule.uses in (INPUT, BOTH):
-            deps.append(in_data[0])
-        if rule.uses in (OUTPUT, BOTH):
-            deps.append(out_data[0])
-        return deps
-
-    def forward_inplace_option(self, in_data, out_data):
-        """The output may take the input's memory."""
-        return [(in_data[0], out_data[0])]
-
-    def backward_inplace_option(self, out_grad, in_data, out_data, in_grad):
-        """The input gradient may take the head gradient's memory."""
-        return [(out_grad[0], in_grad[0])]
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """out = f(data, scalar)."""
