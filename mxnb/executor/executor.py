@@ -119,6 +119,11 @@ class Executor:
         self._output_names = [graph.entries[entry].name for entry in graph.output_entries]
 
     # -- binding ------------------------------------------------------------------------
+    @property
+    def symbol(self) -> Any:
+        """The Symbol this executor was bound from (views re-plan it to compare strategies)."""
+        return self._symbol
+
     def _check_bound_shapes(self) -> None:
         graph = self._graph
         for what, table in (

@@ -97,6 +97,10 @@ class MemoryPlanView(FigureView):
             plan = self.strategies.get("both") or list(self.strategies.values())[-1]
         elif hasattr(source, "memory_plan"):
             plan = source.memory_plan
+            if symbol is None and shapes is None and hasattr(source, "symbol"):
+                # an executor: re-plan its symbol at its bound shapes to compare strategies
+                symbol = source.symbol
+                shapes = {name: array.shape for name, array in source.arg_dict.items()}
         else:
             plan = source
         if not hasattr(plan, "blocks") or not hasattr(plan, "entries"):

@@ -51,6 +51,10 @@ def test_executor_is_accepted():
     exe = zoo.mlp().simple_bind(mx.cpu(), data=(4, 784), grad_req="write")
     view = MemoryPlanView(exe)
     assert view.plan is exe.memory_plan
+    # the executor's symbol is re-planned at its bound shapes to compare the strategies
+    expected = mx.executor.plan_strategies(zoo.mlp(), {"data": (4, 784)}, grad_req="write")
+    assert view.strategy_bytes() == {name: plan.internal_bytes for name, plan in expected.items()}
+    assert view.strategy_bytes()["both"] == exe.memory_plan.internal_bytes
 
 
 def test_headless_forms(strategies, tmp_path):
