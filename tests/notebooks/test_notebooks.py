@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import pathlib
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -19,6 +21,17 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 def test_there_are_notebooks():
     assert NOTEBOOKS, "notebooks/ holds no .ipynb files"
+
+
+def test_notebooks_match_their_text_sources():
+    """Each ``.ipynb`` is generated from ``notebooks/src/*.py``; review the text, trust the notebook."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "notebooks" / "_build.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
