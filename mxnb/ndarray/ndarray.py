@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib
 import math
 import numbers
 from collections.abc import Sequence
@@ -55,6 +56,8 @@ from .. import engine as _engine_mod
 from .. import storage
 from ..base import ContextError, MXNBError, ShapeError, np_dtype
 from ..context import Context, current_context
+
+_trace = importlib.import_module("mxnb.engine.trace")  # the module: ``enabled`` is read live
 
 __all__ = [
     "NDArray",
@@ -118,6 +121,10 @@ class _Chunk:
             engine = getattr(_engine_mod, "_engine", None)
             pushed = False
             if engine is not None and not _deferred_deletes and not _collecting:
+                if _free_if_idle(engine, self.var, fn):
+                    return
+                if handle is not None and _batch_delete(engine, self.var, self.ctx, handle):
+                    return
                 try:
                     engine.push_delete(self.var, self.ctx, fn=fn)
                     pushed = True
@@ -127,6 +134,137 @@ class _Chunk:
                 _deferred_deletes.append((self.var, self.ctx, fn))
         except Exception:  # noqa: BLE001, S110 - interpreter teardown: module globals are gone
             pass
+
+
+#: Engines whose vars may be freed without an engine op when nothing is pending on them
+#: (the step engine is left out: a notebook stepping through ops shows every delete).
+_IDLE_FREE_KINDS = frozenset({"naive", "threaded", "threaded_per_device"})
+
+
+def _free_if_idle(engine: Any, var: Any, fn: Any) -> bool:
+    """Delete a dead chunk's ``var`` at once when no op is pending on it; True if it did.
+
+    The light path of a chunk delete (most temporaries on the naive engine,
+    many on threaded ones): ``push_delete`` would push an op that waits for
+    nothing, runs ``fn`` and books its completion, about as costly as the op
+    that made the temporary.  When the var has no incomplete read or write,
+    no error, and is not deleted, the same outcome is reached here: under the
+    engine's lock (taken without blocking, so a ``__del__`` that runs where the
+    lock is held falls back to ``push_delete``) the var is marked deleted, so
+    any later push on it raises ``VarDeletedError`` exactly as after
+    ``push_delete``; then ``fn`` frees the memory.  No op can be pushed on the
+    var meanwhile: the chunk, the only owner of the var, is being collected.
+
+    Not taken while tracing (a trace shows every delete as an op), in debug
+    mode, or on engines outside :data:`_IDLE_FREE_KINDS`.  The engine's
+    bookkeeping fields are read as :mod:`mxnb.engine.base` defines them
+    (``Engine._lock``, ``Var.pending_write`` / ``pending_reads`` / ``queue``).
+    """
+    if _trace.enabled or engine.kind not in _IDLE_FREE_KINDS:
+        return False
+    if engine.slow_wait_threshold is not None:
+        return False
+    lock = engine._lock
+    if not lock.acquire(False):
+        return False
+    try:
+        if (
+            engine._shut
+            or var.pending_write is not None
+            or var.pending_reads
+            or var.queue
+            or var.error is not None
+            or var.deleted
+        ):
+            return False
+        var.deleted = True
+    finally:
+        lock.release()
+    if fn is not None:
+        fn()
+    return True
+
+
+#: Engines on which deletes of small busy chunks are pushed in batches (see _batch_delete).
+_BATCH_KINDS = frozenset({"threaded", "threaded_per_device"})
+#: A busy chunk up to this many bytes joins a batch; a larger one is deleted on its own,
+#: so big blocks go back to the pool as soon as their last op has run.
+BATCH_MAX_BYTES = 64 * 1024
+#: Deletes gathered before one engine op frees them all (so at most this many small
+#: chunks, BATCH_SIZE * BATCH_MAX_BYTES bytes, wait for memory back between flushes).
+BATCH_SIZE = 16
+#: id(ctx) -> (ctx, [(var, handle)]) of dead small chunks whose var still had ops pending
+#: (keyed by identity: hashing a Context costs more than the rest of the bookkeeping).
+_delete_batches: dict[int, tuple[Context, list[tuple[Any, Any]]]] = {}
+
+
+def _batch_delete(engine: Any, var: Any, ctx: Context, handle: Any) -> bool:
+    """Queue a dead small chunk for a batched delete; True if it was queued.
+
+    On the threaded engines a temporary usually dies while the op that wrote
+    it is still queued, so :func:`_free_if_idle` cannot take it and a
+    ``push_delete`` would cost one more engine op per temporary (``c = a + b``
+    in a loop pays for two ops).  Instead small chunks (<= :data:`BATCH_MAX_BYTES`)
+    are gathered per context; every :data:`BATCH_SIZE` of them ONE engine op is
+    pushed that writes all their vars (so it runs after every op pushed on
+    them) and frees their blocks, marking each var deleted.  ``mx.nd.waitall()``
+    pushes the partial batches first (:func:`flush_delete_batches`), so storage
+    counters are exact after it.  Not used while tracing (a trace shows every
+    delete), in debug mode, or on the naive and step engines.
+
+    Thread safety without a lock (``__del__`` may run anywhere): items are
+    appended and popped with single list operations, so each is taken by
+    exactly one flush.
+    """
+    if (
+        _trace.enabled
+        or engine.kind not in _BATCH_KINDS
+        or engine.slow_wait_threshold is not None
+        or handle.capacity > BATCH_MAX_BYTES
+    ):
+        return False
+    entry = _delete_batches.get(id(ctx))
+    if entry is None:
+        entry = _delete_batches.setdefault(id(ctx), (ctx, []))
+    if entry[0] is not ctx:  # an id reused by a new Context (the old one's batch is empty)
+        entry = _delete_batches[id(ctx)] = (ctx, [])
+    batch = entry[1]
+    batch.append((var, handle))
+    if len(batch) >= BATCH_SIZE:
+        _push_batch(engine, ctx, batch)
+    return True
+
+
+def _push_batch(engine: Any, ctx: Context, batch: list[tuple[Any, Any]]) -> None:
+    """Take every item of ``batch`` and push one op that frees them (deferred on failure)."""
+    items = []
+    while True:
+        try:
+            items.append(batch.pop())
+        except IndexError:
+            break
+    if not items:
+        return
+
+    def free_batch(run_ctx: Any) -> None:
+        for var, handle in items:
+            var.deleted = True  # as push_delete: no push on it may follow (none can)
+            handle.release(run_ctx)
+
+    try:
+        engine.push_sync(free_batch, ctx, (), [var for var, _ in items], 0, "delete:batch")
+    except Exception:  # noqa: BLE001 - a shut-down engine: delete one by one later
+        _deferred_deletes.extend((var, ctx, handle.release) for var, handle in items)
+
+
+def flush_delete_batches() -> None:
+    """Push the partial delete batches now (``mx.nd.waitall()`` calls it before waiting)."""
+    if not _delete_batches:
+        return
+    engine = _engine_mod.get()
+    for ctx, batch in list(_delete_batches.values()):
+        if batch:
+            _push_batch(engine, ctx, batch)
 
 
 #: Chunk deletes that could not be pushed when their chunk died: (var, ctx, free fn).

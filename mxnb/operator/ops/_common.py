@@ -39,6 +39,7 @@ __all__ = [
     "normalize_axes",
     "normalize_axis",
     "reduce_to",
+    "ufunc_into",
     "write",
 ]
 
@@ -103,6 +104,34 @@ def write(out: Any, req: OpReqType | int, value: Any) -> None:
         out[...] += value
     elif value is not out:
         out[...] = value
+
+
+_DIRECT_REQS = (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
+
+
+def ufunc_into(xp: Any, name: str, out: Any, req: OpReqType | int, *operands: Any) -> bool:
+    """Compute ``xp.<name>(*operands)`` straight into ``out``; return False when it cannot.
+
+    The fast path of elementwise kernels: with req WRITE_TO / WRITE_INPLACE and
+    a floating-point ``out`` whose dtype every array operand shares, the ufunc
+    writes into ``out`` (``out=``), so memory is touched once instead of
+    computing a temporary and copying it.  The values are the same as
+    ``write(out, req, f(...))`` would store: the ufunc, the dtype and the
+    rounding are unchanged, and numpy resolves overlap between ``out`` and an
+    operand (in-place ops) itself.  Anything else (ADD_TO, integer or mixed
+    dtypes, whose results are cast on write) returns False: the caller takes
+    the general :func:`write` path.
+    """
+    if req not in _DIRECT_REQS or out is None or not name:
+        return False
+    dtype = out.dtype
+    if dtype.kind != "f":
+        return False
+    for operand in operands:
+        if getattr(operand, "dtype", dtype) != dtype:
+            return False
+    getattr(xp, name)(*operands, out=out)
+    return True
 
 
 def reduce_to(xp: Any, value: Any, shape: Sequence[int]) -> Any:

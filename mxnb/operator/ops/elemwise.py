@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ..param import DType, Param
 from ..registry import register, register_alias
-from ._common import KernelProp, broadcast_shape, reduce_to, write
+from ._common import KernelProp, broadcast_shape, reduce_to, ufunc_into, write
 
 __all__ = ["BINARY", "SCALAR", "UNARY", "BinaryRule", "ScalarRule", "UnaryRule"]
 
@@ -59,6 +59,7 @@ class UnaryRule:
     gradient: Callable[..., Any] | None  # None: the gradient is zero
     uses: str
     doc: str
+    ufunc: str = ""  # the xp ufunc that IS forward: computed with out= (see ufunc_into)
 
 
 def _sigmoid(xp: Any, x: Any) -> Any:
@@ -184,6 +185,18 @@ UNARY: dict[str, UnaryRule] = {
 
 UNARY_ALIASES = {"identity": "_copy", "stop_gradient": "BlockGrad"}
 
+# Unary rules whose forward is exactly one xp ufunc: their kernels compute with out=.
+_UNARY_UFUNCS = {
+    **{name: name for name in ("tanh", "exp", "expm1", "log", "log1p", "log2", "log10")},
+    **{name: name for name in ("sqrt", "cbrt", "negative", "sin", "cos", "tan", "arcsin")},
+    **{name: name for name in ("arccos", "arctan", "sinh", "cosh", "sign", "floor", "ceil")},
+    **{name: name for name in ("rint", "trunc")},
+    "fix": "trunc",
+    "abs": "absolute",
+}
+for _name, _ufunc in _UNARY_UFUNCS.items():
+    UNARY[_name] = replace(UNARY[_name], ufunc=_ufunc)
+
 
 class _OneToOneRuleProp(KernelProp):
     """Shared semantics of one-input elementwise ops driven by a rule (unary and scalar ops).
@@ -220,8 +233,11 @@ class UnaryProp(_OneToOneRuleProp):
     rule: UnaryRule
 
     def forward(self, ctx, in_data, req, out_data, aux):
-        """out = f(x)."""
-        write(out_data[0], req[0], self.rule.forward(ctx.xp, in_data[0]))
+        """out = f(x) (straight into out when f is one ufunc: :func:`ufunc_into`)."""
+        rule = self.rule
+        if rule.ufunc and ufunc_into(ctx.xp, rule.ufunc, out_data[0], req[0], in_data[0]):
+            return
+        write(out_data[0], req[0], rule.forward(ctx.xp, in_data[0]))
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """dx = g(dy, x, y), or zeros."""
@@ -257,6 +273,7 @@ class BinaryRule:
     grad_rhs: Callable[..., Any] | None
     uses: str
     doc: str
+    ufunc: str = ""  # the xp ufunc that IS forward: computed with out= (see ufunc_into)
 
 
 def _cmp(fn: Callable[..., Any], doc: str) -> BinaryRule:
@@ -340,6 +357,21 @@ BINARY: dict[str, BinaryRule] = {
     "logical_xor": _cmp(lambda xp, a, b: (a != 0) ^ (b != 0), "lhs xor rhs."),
 }
 
+# Binary rules whose forward is exactly one xp ufunc: their kernels compute with out=.
+_BINARY_UFUNCS = {
+    "add": "add",
+    "sub": "subtract",
+    "mul": "multiply",
+    "div": "divide",
+    "mod": "mod",
+    "power": "power",
+    "maximum": "maximum",
+    "minimum": "minimum",
+    "hypot": "hypot",
+}
+for _name, _ufunc in _BINARY_UFUNCS.items():
+    BINARY[_name] = replace(BINARY[_name], ufunc=_ufunc)
+
 # MXNet names: elemwise_add/_sub/_mul/_div; the rest are _name (same shape) and broadcast_name.
 _ELEMWISE_NAMES = {
     "add": "elemwise_add",
@@ -405,8 +437,12 @@ class BinaryProp(KernelProp):
         return [(out_grad[0], in_grad[0])]
 
     def forward(self, ctx, in_data, req, out_data, aux):
-        """out = f(lhs, rhs)."""
-        write(out_data[0], req[0], self.rule.forward(ctx.xp, in_data[0], in_data[1]))
+        """out = f(lhs, rhs) (straight into out when f is one ufunc: :func:`ufunc_into`)."""
+        rule = self.rule
+        lhs, rhs = in_data
+        if rule.ufunc and ufunc_into(ctx.xp, rule.ufunc, out_data[0], req[0], lhs, rhs):
+            return
+        write(out_data[0], req[0], rule.forward(ctx.xp, lhs, rhs))
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """Both gradients are computed before either is written (in-place safety)."""
@@ -456,6 +492,8 @@ class ScalarRule:
     gradient: Callable[..., Any] | None
     uses: str
     doc: str
+    ufunc: str = ""  # the xp ufunc that IS forward, as ufunc(data, scalar): computed with out=
+    reverse: bool = False  # the ufunc takes (scalar, data): _rminus_scalar, _rdiv_scalar ...
 
 
 def _smooth_l1(xp: Any, x: Any, sigma: float) -> Any:
@@ -541,6 +579,25 @@ SCALAR: dict[str, ScalarRule] = {
     "_logical_or_scalar": _scmp(lambda xp, x, s: (x != 0) | (s != 0), "data or scalar."),
 }
 
+# Scalar rules whose forward is exactly one xp ufunc, (ufunc, scalar first): computed with out=.
+# (_power_scalar is left out: ``x ** s`` takes numpy's fast paths for some exponents.)
+_SCALAR_UFUNCS = {
+    "_plus_scalar": ("add", False),
+    "_minus_scalar": ("subtract", False),
+    "_rminus_scalar": ("subtract", True),
+    "_mul_scalar": ("multiply", False),
+    "_div_scalar": ("divide", False),
+    "_rdiv_scalar": ("divide", True),
+    "_mod_scalar": ("mod", False),
+    "_rmod_scalar": ("mod", True),
+    "_rpower_scalar": ("power", True),
+    "_maximum_scalar": ("maximum", False),
+    "_minimum_scalar": ("minimum", False),
+    "_hypot_scalar": ("hypot", False),
+}
+for _name, (_ufunc, _reverse) in _SCALAR_UFUNCS.items():
+    SCALAR[_name] = replace(SCALAR[_name], ufunc=_ufunc, reverse=_reverse)
+
 _SCALAR_ALIASES = {
     "_plus_scalar": ["_PlusScalar"],
     "_minus_scalar": ["_MinusScalar"],
@@ -567,8 +624,14 @@ class ScalarProp(_OneToOneRuleProp):
     )
 
     def forward(self, ctx, in_data, req, out_data, aux):
-        """out = f(data, scalar)."""
-        write(out_data[0], req[0], self.rule.forward(ctx.xp, in_data[0], self.scalar))
+        """out = f(data, scalar) (straight into out when f is one ufunc: :func:`ufunc_into`)."""
+        rule = self.rule
+        data, scalar = in_data[0], self.scalar
+        if rule.ufunc:
+            operands = (scalar, data) if rule.reverse else (data, scalar)
+            if ufunc_into(ctx.xp, rule.ufunc, out_data[0], req[0], *operands):
+                return
+        write(out_data[0], req[0], rule.forward(ctx.xp, data, scalar))
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """dx = g(dy, data, out, scalar), or zeros."""
