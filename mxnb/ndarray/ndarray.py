@@ -164,8 +164,8 @@ def _free_if_idle(engine: Any, var: Any, fn: Any) -> bool:
         return False
     if engine.slow_wait_threshold is not None:
         return False
-    lock = engine._lock
-    if not lock.acquire(False):
+    lock = getattr(engine, "_lock", None)
+    if lock is None or not lock.acquire(False):
         return False
     try:
         if (
@@ -178,6 +178,8 @@ def _free_if_idle(engine: Any, var: Any, fn: Any) -> bool:
         ):
             return False
         var.deleted = True
+    except AttributeError:  # an engine whose bookkeeping differs: take push_delete
+        return False
     finally:
         lock.release()
     if fn is not None:

@@ -1,0 +1,254 @@
+"""The fast paths of small ops and elementwise kernels keep the slow paths' outcomes.
+
+* A temporary whose var has no pending op is freed at once, without an engine
+  op, and its var is deleted exactly as ``push_delete`` would leave it.
+* On threaded engines a small temporary that dies while its op is still
+  queued joins a batch; one engine op frees a whole batch after the ops on
+  every var in it; ``mx.nd.waitall()`` pushes partial batches.
+* Elementwise kernels that are one ufunc compute straight into the output
+  (``out=``) and store the same values as the general path.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import threading
+
+import numpy as np
+import pytest
+
+import mxnb as mx
+from mxnb import storage
+from mxnb.base import VarDeletedError
+from mxnb.engine.trace import OpPush
+from mxnb.operator.base import OpReqType
+from mxnb.operator.ops import elemwise
+from mxnb.operator.ops._common import ufunc_into
+
+nd_module = importlib.import_module("mxnb.ndarray.ndarray")
+
+
+def _count_push_delete(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Record every push_delete on the current engine (the slow delete path)."""
+    eng = mx.engine.get()
+    calls: list = []
+    original = eng.push_delete
+
+    def counting(var, ctx=None, fn=None):
+        calls.append(var)
+        return original(var, ctx, fn)
+
+    monkeypatch.setattr(eng, "push_delete", counting)
+    return calls
+
+
+# -- idle temporaries ------------------------------------------------------------------
+
+
+def test_an_idle_temporary_is_freed_without_an_engine_op(naive, monkeypatch):
+    """``c = a + b`` on the naive engine: c's op has run, so dropping c frees it at once."""
+    ctx = mx.cpu(7)
+    a, b = mx.nd.ones((64,), ctx=ctx), mx.nd.ones((64,), ctx=ctx)
+    mx.nd.waitall()
+    calls = _count_push_delete(monkeypatch)
+    before = storage.stats(ctx).bytes_in_use
+    c = a + b
+    var = c._var
+    assert storage.stats(ctx).bytes_in_use == before + 256
+    del c
+    assert calls == []
+    assert var.deleted
+    assert storage.stats(ctx).bytes_in_use == before  # no wait needed: nothing was pending
+    with pytest.raises(VarDeletedError):
+        mx.engine.get().push_sync(lambda rctx: None, ctx, [var], [], 0, "late read")
+
+
+@pytest.mark.timeout(30)
+def test_a_busy_chunk_is_never_freed_early(engine):
+    """A chunk whose var still has an op pending is freed only after that op ran.
+
+    blocker (writes x) -> read of x (queued) ; del x -> memory back only after both
+    """
+    ctx = mx.cpu(8)
+    mx.nd.waitall()
+    before = storage.stats(ctx).bytes_in_use
+    x = mx.nd.zeros((16,), ctx=ctx)
+    release = threading.Event()
+    seen: list = []
+    eng = mx.engine.get()
+    raw = x._array
+    if mx.engine.engine_type() in ("threaded", "threaded_per_device"):
+        eng.push_sync(lambda rctx: release.wait(10), ctx, [], [x._var], 0, "blocker")
+    eng.push_sync(lambda rctx: seen.append(raw.sum()), ctx, [x._var], [], 0, "reader")
+    var = x._var
+    del x
+    gc.collect()
+    release.set()
+    mx.nd.waitall()
+    assert seen == [0.0]
+    assert var.deleted
+    assert storage.stats(ctx).bytes_in_use == before
+
+
+def test_tracing_shows_every_delete_as_an_op(naive):
+    """While a trace records, a dropped temporary is deleted by a ``delete:`` op."""
+    a = mx.nd.ones((4,))
+    mx.nd.waitall()
+    with mx.engine.trace() as tr:
+        c = a + 1
+        name = c._var.name
+        del c
+        mx.nd.waitall()
+    assert f"delete:{name}" in [event.name for event in tr.events_of(OpPush)]
+
+
+# -- batched deletes on threaded engines -----------------------------------------------
+
+
+@pytest.mark.timeout(30)
+def test_small_busy_temporaries_are_deleted_in_batches(threaded, monkeypatch):
+    """BATCH_SIZE dead chunks behind a blocked op make ONE delete op, run after the blocker.
+
+    blocker (writes t1..tN) ; del t1..tN -> delete:batch (writes t1..tN) after the blocker
+    """
+    ctx = mx.cpu(9)
+    mx.nd.waitall()
+    before = storage.stats(ctx).bytes_in_use
+    size = nd_module.BATCH_SIZE
+    temps = [mx.nd.zeros((8,), ctx=ctx) for _ in range(size)]
+    mx.nd.waitall()
+    with_temps = storage.stats(ctx).bytes_in_use
+    vars_ = [t._var for t in temps]
+    release = threading.Event()
+    eng = mx.engine.get()
+    eng.push_sync(lambda rctx: release.wait(10), ctx, [], vars_, 0, "blocker")
+    calls = _count_push_delete(monkeypatch)
+    del temps
+    assert calls == []  # no delete op per chunk
+    assert storage.stats(ctx).bytes_in_use == with_temps  # not freed while blocked
+    assert not any(var.deleted for var in vars_)
+    release.set()
+    eng.wait_for_all()  # the batch op was pushed when the batch filled up
+    assert all(var.deleted for var in vars_)
+    assert storage.stats(ctx).bytes_in_use == before
+
+
+@pytest.mark.timeout(30)
+def test_waitall_pushes_a_partial_batch(threaded):
+    ctx = mx.cpu(10)
+    mx.nd.waitall()
+    before = storage.stats(ctx).bytes_in_use
+    t = mx.nd.zeros((8,), ctx=ctx)
+    release = threading.Event()
+    mx.engine.get().push_sync(lambda rctx: release.wait(10), ctx, [], [t._var], 0, "blocker")
+    var = t._var
+    del t
+    release.set()
+    mx.nd.waitall()
+    assert var.deleted
+    assert storage.stats(ctx).bytes_in_use == before
+
+
+@pytest.mark.timeout(30)
+def test_a_large_busy_temporary_is_deleted_on_its_own(threaded, monkeypatch):
+    """Blocks above BATCH_MAX_BYTES go back to the pool as soon as their last op ran."""
+    ctx = mx.cpu(11)
+    mx.nd.waitall()
+    big = mx.nd.zeros((nd_module.BATCH_MAX_BYTES // 4 + 1,), ctx=ctx)
+    release = threading.Event()
+    mx.engine.get().push_sync(lambda rctx: release.wait(10), ctx, [], [big._var], 0, "blocker")
+    calls = _count_push_delete(monkeypatch)
+    var = big._var
+    del big
+    release.set()
+    mx.nd.waitall()
+    assert calls == [var] and var.deleted
+
+
+@pytest.mark.timeout(60)
+def test_a_loop_of_temporaries_returns_all_memory(engine):
+    """``c = a + b`` a few hundred times, then waitall: every temporary's block is back."""
+    ctx = mx.cpu(12)
+    a, b = mx.nd.ones((100,), ctx=ctx), mx.nd.ones((100,), ctx=ctx)
+    mx.nd.waitall()
+    before = storage.stats(ctx).bytes_in_use
+    for _ in range(300):
+        c = a + b
+    assert c.asnumpy().tolist() == [2.0] * 100
+    del c
+    mx.nd.waitall()
+    assert storage.stats(ctx).bytes_in_use == before
+
+
+# -- kernels computing with out= ------------------------------------------------------
+
+_FLOATS = ["float16", "float32", "float64"]
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> bool:
+    return got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", _FLOATS)
+@pytest.mark.parametrize("name", [n for n, r in elemwise.UNARY.items() if r.ufunc])
+def test_unary_ufunc_kernels_store_what_the_rule_computes(name, dtype):
+    x = np.linspace(0.05, 0.95, 11).astype(dtype)  # in every domain (warnings are errors)
+    with np.errstate(all="raise"):
+        want = elemwise.UNARY[name].forward(np, x).astype(dtype)
+        got = getattr(mx.nd, name)(mx.nd.array(x, dtype=dtype)).asnumpy()
+    assert _same(got, want)
+
+
+@pytest.mark.parametrize("dtype", _FLOATS)
+@pytest.mark.parametrize("name", [n for n, r in elemwise.BINARY.items() if r.ufunc])
+def test_binary_ufunc_kernels_store_what_the_rule_computes(name, dtype):
+    a = np.linspace(0.5, 2.5, 12).astype(dtype).reshape(3, 4)
+    b = np.linspace(0.5, 3.0, 4).astype(dtype)
+    rule = elemwise.BINARY[name]
+    with np.errstate(all="raise"):
+        want = rule.forward(np, a, b).astype(dtype)
+        got = getattr(mx.nd, f"broadcast_{name}")(
+            mx.nd.array(a, dtype=dtype), mx.nd.array(b, dtype=dtype)
+        ).asnumpy()
+        same = rule.forward(np, a, a[::-1]).astype(dtype)
+        got_same = getattr(mx.nd, elemwise._ELEMWISE_NAMES.get(name, f"_{name}"))(
+            mx.nd.array(a, dtype=dtype), mx.nd.array(a[::-1], dtype=dtype)
+        ).asnumpy()
+    assert _same(got, want) and _same(got_same, same)
+
+
+@pytest.mark.parametrize("dtype", [*_FLOATS, "int32"])
+@pytest.mark.parametrize("name", [n for n, r in elemwise.SCALAR.items() if r.ufunc])
+def test_scalar_ufunc_kernels_store_what_the_rule_computes(name, dtype):
+    x = np.linspace(1.0, 5.0, 9).astype(dtype)
+    with np.errstate(all="raise"):
+        want = elemwise.SCALAR[name].forward(np, x, 1.5).astype(dtype)
+        got = getattr(mx.nd, name)(mx.nd.array(x, dtype=dtype), scalar=1.5).asnumpy()
+    assert _same(got, want)
+
+
+def test_in_place_arithmetic_writes_over_its_operand():
+    a = mx.nd.array(np.arange(6, dtype=np.float32))
+    b = mx.nd.ones((6,))
+    a += b
+    a *= 2
+    a -= a
+    assert a.asnumpy().tolist() == [0.0] * 6
+    x = mx.nd.array(np.arange(4, dtype=np.float32))
+    mx.nd.elemwise_add(x, x, out=x)
+    assert x.asnumpy().tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_ufunc_into_only_takes_direct_float_writes():
+    """ADD_TO, integer outputs and mixed dtypes go through the general write."""
+    out = np.zeros(3, np.float32)
+    a = np.ones(3, np.float32)
+    assert ufunc_into(np, "add", out, OpReqType.WRITE_TO, a, a) and out.tolist() == [2.0] * 3
+    assert ufunc_into(np, "add", out, OpReqType.WRITE_INPLACE, out, 1.0)
+    assert out.tolist() == [3.0] * 3
+    assert not ufunc_into(np, "add", out, OpReqType.ADD_TO, a, a)
+    assert not ufunc_into(np, "add", out, OpReqType.NULL, a, a)
+    assert not ufunc_into(np, "add", out, OpReqType.WRITE_TO, a, np.ones(3, np.float64))
+    assert not ufunc_into(np, "divide", np.zeros(3, np.int32), OpReqType.WRITE_TO, a, a)
+    assert out.tolist() == [3.0] * 3
