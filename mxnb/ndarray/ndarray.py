@@ -155,14 +155,12 @@ def _free_if_idle(engine: Any, var: Any, fn: Any) -> bool:
     ``push_delete``; then ``fn`` frees the memory.  No op can be pushed on the
     var meanwhile: the chunk, the only owner of the var, is being collected.
 
-    Not taken while tracing (a trace shows every delete as an op), in debug
-    mode, or on engines outside :data:`_IDLE_FREE_KINDS`.  The engine's
+    Not taken while tracing (a trace shows every delete as an op) or on
+    engines outside :data:`_IDLE_FREE_KINDS`.  The engine's
     bookkeeping fields are read as :mod:`mxnb.engine.base` defines them
     (``Engine._lock``, ``Var.pending_write`` / ``pending_reads`` / ``queue``).
     """
     if _trace.enabled or engine.kind not in _IDLE_FREE_KINDS:
-        return False
-    if engine.slow_wait_threshold is not None:
         return False
     lock = getattr(engine, "_lock", None)
     if lock is None or not lock.acquire(False):
@@ -212,18 +210,13 @@ def _batch_delete(engine: Any, var: Any, ctx: Context, handle: Any) -> bool:
     them) and frees their blocks, marking each var deleted.  ``mx.nd.waitall()``
     pushes the partial batches first (:func:`flush_delete_batches`), so storage
     counters are exact after it.  Not used while tracing (a trace shows every
-    delete), in debug mode, or on the naive and step engines.
+    delete) or on the naive and step engines.
 
     Thread safety without a lock (``__del__`` may run anywhere): items are
     appended and popped with single list operations, so each is taken by
     exactly one flush.
     """
-    if (
-        _trace.enabled
-        or engine.kind not in _BATCH_KINDS
-        or engine.slow_wait_threshold is not None
-        or handle.capacity > BATCH_MAX_BYTES
-    ):
+    if _trace.enabled or engine.kind not in _BATCH_KINDS or handle.capacity > BATCH_MAX_BYTES:
         return False
     entry = _delete_batches.get(id(ctx))
     if entry is None:
