@@ -58,12 +58,26 @@ from _thread import get_ident
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from ..base import EngineError, OpError, VarDeletedError
 from ..context import Context, RunContext
 from . import trace
-from .trace import DepKind
+from .trace import (
+    RAW_END,
+    RAW_PUSH,
+    RAW_START,
+    RAW_VAR_NAME,
+    RAW_VAR_NEW,
+    DepKind,
+    seen_vars,
+)
+from .trace import now as _now
+
+# Bound once: the shared log's append never changes (trace empties the list in place).
+_record = trace.append_raw
+_var_id = attrgetter("id")
 
 __all__ = [
     "DONE",
@@ -362,7 +376,8 @@ class Engine:
         """Return a new var (MXNet: ``NewVariable``); ``name`` shows in traces and errors."""
         var = Var(name)
         if trace.enabled:
-            trace.append_raw((trace._make_var_new, trace.now(), var.id, var.name))
+            seen_vars.add(var.id)
+            _record((RAW_VAR_NEW, _now(), var.id, var.name))
         return var
 
     # -- pushing -------------------------------------------------------------
@@ -536,8 +551,6 @@ class Engine:
                         f"push of op '{opr.name}': var {var.name!r} (id {var.id}) was deleted "
                         "with push_delete; it cannot be written or deleted again"
                     )
-            if tracing:
-                waits_on = self._dependencies(opr)
             if self.slow_wait_threshold is not None:
                 opr.waited_on = self._chain(opr)
             wait = 0
@@ -568,18 +581,34 @@ class Engine:
                 delete.deleted = True
             opr.wait_count = wait
             self._num_pending += 1
-            if tracing:
-                trace.append_raw(
+            if tracing:  # under the lock: the log is in the engine's order
+                touched = const + mutate
+                count = len(touched)
+                ids = (
+                    (touched[0].id,)
+                    if count == 1
+                    else (touched[0].id, touched[1].id)
+                    if count == 2
+                    else tuple(map(_var_id, touched))
+                )
+                t = _now()
+                if not seen_vars.issuperset(ids):  # name vars made before recording
+                    for var in touched:
+                        if var.id not in seen_vars:
+                            seen_vars.add(var.id)
+                            _record((RAW_VAR_NAME, t, var.id, var.name))
+                ctx = opr.ctx
+                _record(
                     (
-                        trace._build_push,
-                        trace.now(),
+                        RAW_PUSH,
+                        t,
                         opr.id,
                         opr.name,
-                        opr.ctx,
-                        const,
-                        mutate,
+                        ctx.device_type,
+                        ctx.device_id,
+                        len(const),
+                        ids,
                         opr.priority,
-                        waits_on,
                         get_ident(),
                         wait == 0,
                     )
@@ -591,26 +620,6 @@ class Engine:
         if wait == 0:
             self._dispatch(opr)
         return opr.id
-
-    def _dependencies(self, opr: Opr) -> tuple[tuple[int, int, DepKind], ...]:
-        """The unfinished earlier ops ``opr`` waits on, per var and why (call under the lock).
-
-        Returns raw ``(op_id, var_id, kind)`` tuples; the trace builds
-        :class:`~mxnb.engine.trace.Dependency` events from them when read.
-        """
-        deps = []
-        for var in opr.const_vars:
-            writer = var.last_write
-            if writer is not None:
-                deps.append((writer.id, var.id, DepKind.RAW))
-        for var in opr.mutate_vars:
-            writer = var.last_write
-            if writer is not None:
-                deps.append((writer.id, var.id, DepKind.WAW))
-            for reader in var.readers:
-                if reader.state != DONE:
-                    deps.append((reader.id, var.id, DepKind.WAR))
-        return tuple(deps)
 
     def _chain(self, opr: Opr) -> tuple[str, ...]:
         """Debug mode: the ops ``opr`` waits on, each followed by what it waited on itself."""
@@ -657,7 +666,7 @@ class Engine:
             if var.error is not None and var.error.exc is not None:
                 return self._complete(opr, None, inherited=var.error)
         if trace.enabled:
-            trace.append_raw((trace._build_start, trace.now(), opr.id, rctx.worker, get_ident()))
+            _record((RAW_START, _now(), opr.id, rctx.worker, get_ident()))
         opr.state = RUNNING
         fn = opr.fn
         try:
@@ -762,10 +771,10 @@ class Engine:
                     error = f"skipped: input failed in op '{inherited.op_name}'"
                 else:
                     error = None
-                trace.append_raw(
+                _record(
                     (
-                        trace._build_end,
-                        trace.now(),
+                        RAW_END,
+                        _now(),
                         opr.id,
                         error,
                         inherited is not None and exc is None,

@@ -7,11 +7,14 @@ events only, never engine internals.  With no recorder attached the cost to
 the engine is one flag check: ``if trace.enabled: ...``.
 
 Rule: recording must stay cheaper than the ops it records.  The engine
-appends raw tuples (``append_raw``) to one shared log; a :class:`Trace`
-builds the events from them the first time ``tr.events`` is read.
+appends one compact tuple per record (``append_raw``, bound once) to one
+shared log; a :class:`Trace` builds the events from them the first time
+``tr.events`` is read.  Vars made before recording began are named by a
+``VarName`` event the first time a recorded push uses them.
 
 Events (times are ``time.perf_counter()`` seconds):
     VarNew / VarDelete       a var is created / its delete op ran
+    VarName                  a var made before recording began, named when first pushed on
     OpPush                   an op is pushed, with the ops it waits on and why
     OpReady                  its wait count reached zero; it goes to a worker pool
     OpStart / OpEnd          a worker runs it (``OpEnd.error`` / ``skipped`` on failure)
@@ -70,6 +73,7 @@ __all__ = [
     "Trace",
     "TraceStats",
     "VarDelete",
+    "VarName",
     "VarNew",
     "WaitBegin",
     "WaitEnd",
@@ -108,6 +112,14 @@ class Event:
 
 @dataclass(frozen=True)
 class VarNew(Event):
+    var_id: int
+    name: str
+
+
+@dataclass(frozen=True)
+class VarName(Event):
+    """A var the trace first meets in a push, made before recording began: its name."""
+
     var_id: int
     name: str
 
@@ -201,10 +213,11 @@ def emit(event: Event) -> None:
 def record(*raw: Any) -> None:
     """Append a raw record ``(builder, *args)``; it becomes ``builder(*args)`` when read.
 
-    The engine's hot path appends such tuples directly (``append_raw``):
-    building frozen dataclasses costs more than the op they describe, so
+    Building frozen dataclasses costs more than the op they describe, so
     events are built lazily, off the hot path, the first time
-    :attr:`Trace.events` is read.  A builder returns one event or a tuple of them.
+    :attr:`Trace.events` is read.  A builder returns one event or a tuple of
+    them.  The engine itself appends compact coded tuples (``RAW_PUSH`` ...,
+    see below) with ``append_raw``.
     """
     append_raw(raw)
 
@@ -236,16 +249,8 @@ _make_start = _fast_constructor(OpStart)
 _make_end = _fast_constructor(OpEnd)
 _make_var_new = _fast_constructor(VarNew)
 _make_var_delete = _fast_constructor(VarDelete)
+_make_var_name = _fast_constructor(VarName)
 _make_dependency = _fast_constructor(Dependency)
-
-_ctx_names: dict[int, str] = {}  # id(Context) -> repr, for one build (repr probes for cupy)
-
-
-def _ctx_name(ctx: Any) -> str:
-    # keyed by id: hashing a Context runs Python code; the raw records keep it alive
-    name = _ctx_names[id(ctx)] = repr(ctx)
-    return name
-
 
 _thread_names: dict[int, str] = {}  # thread ident -> name, for one build
 
@@ -258,52 +263,39 @@ def _thread_name(ident: int) -> str:
     return name
 
 
-# Builders for the engine's raw records (see :func:`record`).
-def _build_push(
-    t: float,
-    op_id: int,
-    name: str,
-    ctx: Any,
-    const_vars: tuple,
-    mutate_vars: tuple,
-    priority: int,
-    deps: tuple,
-    ident: int,
-    ready: bool,
-) -> Any:
-    push = _make_push(
-        t,
-        op_id,
-        name,
-        _ctx_names.get(id(ctx)) or _ctx_name(ctx),
-        tuple([v.id for v in const_vars]),
-        tuple([v.id for v in mutate_vars]),
-        priority,
-        tuple([_make_dependency(*dep) for dep in deps]) if deps else (),
-        _thread_name(ident),
-    )
-    return (push, _make_ready(t, op_id)) if ready else push
+# The engine's raw records: a tuple whose first item is one of these codes.
+# They hold numbers and strings only, never the engine's objects, so the
+# garbage collector stops tracking them at its next young collection and the
+# engine's op objects die as soon as they ran: a long trace leaves nothing
+# for later collections to walk (holding the op objects cost more than all
+# the rest of tracing together).
+#
+#   (RAW_VAR_NEW, t, var_id, name)
+#   (RAW_VAR_NAME, t, var_id, name)      a var first pushed on since attach
+#   (RAW_PUSH, t, op_id, name, device_type, device_id, n_const, var_ids, priority, ident, ready)
+#       var_ids: the const var ids, then the mutate var ids
+#   (RAW_START, t, op_id, worker, ident)
+#   (RAW_END, t, op_id, error, skipped, deleted var id or None, ids of ops made ready)
+#
+# Dependency edges are not computed at push: the engine appends push and end
+# records under its lock, so the log is in the engine's own order, and each
+# Trace replays the engine's var bookkeeping (last unfinished writer, readers
+# since the last write) while it builds.  Edges to ops pushed before the
+# recorder attached are therefore not known.
+RAW_VAR_NEW, RAW_PUSH, RAW_START, RAW_END, RAW_VAR_NAME = 0, 1, 2, 3, 4
+
+# ids of the vars the engine has named in the log since the first recorder
+# attached (it appends a RAW_VAR_NAME record the first time it sees one)
+seen_vars: set[int] = set()
+
+_device_names: dict[tuple[str, int], str] = {}  # (type, id) -> repr, for one build
 
 
-def _build_start(t: float, op_id: int, worker: str, ident: int) -> OpStart:
-    return _make_start(t, op_id, worker, _thread_name(ident))
+def _device_name(device_type: str, device_id: int) -> str:
+    from ..context import Context
 
-
-def _build_end(
-    t: float,
-    op_id: int,
-    error: str | None,
-    skipped: bool,
-    deleted: int | None,
-    ready: tuple[int, ...],
-) -> Any:
-    if deleted is None and not ready:
-        return _make_end(t, op_id, error, skipped)
-    events: list[Event] = [_make_end(t, op_id, error, skipped)]
-    if deleted is not None:
-        events.append(_make_var_delete(t, deleted))
-    events.extend([_make_ready(t, successor) for successor in ready])
-    return tuple(events)
+    name = _device_names[device_type, device_id] = repr(Context(device_type, device_id))
+    return name
 
 
 class Trace:
@@ -319,29 +311,114 @@ class Trace:
     def __init__(self, events: list[Event] | None = None) -> None:
         self._events: list[Event] = list(events) if events else []  # built events
         self._cursor = 0  # while attached: how much of the shared log is built
+        self._named: set[int] = {e.var_id for e in self._events if isinstance(e, (VarNew, VarName))}
         self._build_lock = threading.Lock()
         self.attached = False
+        # the engine's var bookkeeping, replayed while building (edges are not recorded)
+        self._last_write: dict[int, int] = {}  # var id -> its unfinished last writer
+        self._readers: dict[int, list[int]] = {}  # var id -> ops reading it since that write
+        self._unfinished: dict[int, tuple[int, ...]] = {}  # op id -> its mutate var ids
 
     def _absorb(self) -> None:
         """Build the events recorded in the shared log since the last call (while attached)."""
         with self._build_lock:
             if not self.attached:
                 return
-            _ctx_names.clear()  # virtual GPUs may have been switched since the last build
+            _device_names.clear()  # virtual GPUs may have been switched since the last build
             _thread_names.clear()  # idents are reused by new threads
             end = len(_raw)
             items = _raw[self._cursor : end]
             self._cursor = end
-            events = self._events
-            for item in items:
-                if type(item) is tuple:
-                    built = item[0](*item[1:])
-                    if type(built) is tuple:
-                        events.extend(built)
+            self._build(items)
+
+    def _build(self, items: list[Any]) -> None:
+        """Turn raw records (and ready events) into events, appended in order."""
+        events = self._events
+        add = events.append
+        named = self._named
+        make_push, make_ready, make_end = _make_push, _make_ready, _make_end
+        make_dependency = _make_dependency
+        RAW, WAR, WAW = DepKind.RAW, DepKind.WAR, DepKind.WAW
+        last_write, readers, unfinished = self._last_write, self._readers, self._unfinished
+        for item in items:
+            if type(item) is not tuple:
+                if type(item) is VarNew:
+                    named.add(item.var_id)
+                add(item)
+                continue
+            code = item[0]
+            if code == RAW_END:
+                _, t, op_id, error, skipped, deleted, ready = item
+                for var_id in unfinished.pop(op_id, ()):
+                    if last_write.get(var_id) == op_id:
+                        del last_write[var_id]
+                add(make_end(t, op_id, error, skipped))
+                if deleted is not None:
+                    add(_make_var_delete(t, deleted))
+                for successor in ready:
+                    add(make_ready(t, successor))
+            elif code == RAW_START:
+                _, t, op_id, worker, ident = item
+                add(_make_start(t, op_id, worker, _thread_names.get(ident) or _thread_name(ident)))
+            elif code == RAW_PUSH:
+                _, t, op_id, name, device_type, device_id, n_const, ids, priority, ident, ready = (
+                    item
+                )
+                const = ids[:n_const]
+                mutate = ids[n_const:]
+                deps = []  # the engine's rule, replayed: see the note on raw records
+                for var_id in const:
+                    writer = last_write.get(var_id)
+                    if writer is not None:
+                        deps.append(make_dependency(writer, var_id, RAW))
+                for var_id in mutate:
+                    writer = last_write.get(var_id)
+                    if writer is not None:
+                        deps.append(make_dependency(writer, var_id, WAW))
+                    for reader in readers.get(var_id, ()):
+                        if reader in unfinished:
+                            deps.append(make_dependency(reader, var_id, WAR))
+                unfinished[op_id] = mutate  # before pruning readers: this op is one
+                for var_id in const:
+                    waiting = readers.get(var_id)
+                    if waiting is None:
+                        readers[var_id] = [op_id]
                     else:
-                        events.append(built)
-                else:
-                    events.append(item)
+                        waiting.append(op_id)
+                        if len(waiting) > 64 and len(waiting) & (len(waiting) - 1) == 0:
+                            waiting[:] = [r for r in waiting if r in unfinished]
+                for var_id in mutate:
+                    last_write[var_id] = op_id
+                    readers.pop(var_id, None)
+                add(
+                    make_push(
+                        t,
+                        op_id,
+                        name,
+                        _device_names.get((device_type, device_id))
+                        or _device_name(device_type, device_id),
+                        const,
+                        mutate,
+                        priority,
+                        tuple(deps),
+                        _thread_names.get(ident) or _thread_name(ident),
+                    )
+                )
+                if ready:
+                    add(make_ready(t, op_id))
+            elif code == RAW_VAR_NAME:
+                if item[2] not in named:
+                    named.add(item[2])
+                    add(_make_var_name(item[1], item[2], item[3]))
+            elif code == RAW_VAR_NEW:
+                named.add(item[2])
+                add(_make_var_new(item[1], item[2], item[3]))
+            else:  # (builder, *args) from record(): one event or a tuple of them
+                built = code(*item[1:])
+                for event in built if type(built) is tuple else (built,):
+                    if type(event) is VarNew:
+                        named.add(event.var_id)
+                    add(event)
 
     @property
     def events(self) -> list[Event]:
@@ -353,6 +430,7 @@ class Trace:
     def events(self, events: list[Event]) -> None:
         self._absorb()
         self._events = list(events)
+        self._named = {e.var_id for e in self._events if isinstance(e, (VarNew, VarName))}
 
     def attach(self) -> Trace:
         """Start recording (idempotent)."""
@@ -361,6 +439,7 @@ class Trace:
             if not self.attached:
                 if not _recorders:
                     del _raw[:]  # records that raced the last detach
+                seen_vars.clear()  # the engine names every var again for the new recorder
                 with self._build_lock:
                     self._cursor = len(_raw)
                     self.attached = True
@@ -380,6 +459,7 @@ class Trace:
                 enabled = bool(_recorders)
                 if not _recorders:
                     del _raw[:]
+                    seen_vars.clear()
         return self
 
     def __enter__(self) -> Trace:  # noqa: PYI034 - Trace is final in practice
@@ -393,6 +473,7 @@ class Trace:
         """Forget the events recorded so far."""
         self._absorb()
         self._events = []
+        self._named = set()  # vars seen again are named again
 
     def __len__(self) -> int:
         return len(self.events)
@@ -410,8 +491,8 @@ class Trace:
         return _summarise(self.events)
 
     def var_names(self) -> dict[int, str]:
-        """Return var id -> name for the vars created while recording."""
-        return {e.var_id: e.name for e in self.events if isinstance(e, VarNew)}
+        """Return var id -> name for every var created or pushed on while recording."""
+        return {e.var_id: e.name for e in self.events if isinstance(e, (VarNew, VarName))}
 
     def stats(self) -> TraceStats:
         """Per-op-name count / total / mean / min / max run time (MXNet's aggregate profiler)."""
@@ -692,6 +773,7 @@ def _decode(item: list[Any]) -> Event:
     if not _EVENT_CLASSES:
         for cls in (
             VarNew,
+            VarName,
             VarDelete,
             OpPush,
             OpReady,
@@ -731,7 +813,7 @@ def _chrome_document(events: list[Event]) -> dict[str, Any]:
             lanes[name] = len(lanes) + 1
         return lanes[name]
 
-    names = {e.var_id: e.name for e in events if isinstance(e, VarNew)}
+    names = {e.var_id: e.name for e in events if isinstance(e, (VarNew, VarName))}
     out: list[dict[str, Any]] = []
     for op in ops.values():
         if op.start is None:

@@ -47,6 +47,7 @@ from ..engine.trace import (
     StorageAlloc,
     StorageFree,
     VarDelete,
+    VarName,
     VarNew,
     WaitBegin,
     WaitEnd,
@@ -438,6 +439,7 @@ class EngineModel:
 
     _HANDLERS: ClassVar[dict] = {
         VarNew: _on_var_new,
+        VarName: _on_var_new,  # a var made before recording: only its name is new
         VarDelete: _on_var_delete,
         OpPush: _on_push,
         OpReady: _on_ready,

@@ -46,7 +46,7 @@ from typing import Any
 
 import ipywidgets
 
-from ..engine.trace import OpEnd, OpPush, Trace, VarNew
+from ..engine.trace import OpEnd, OpPush, Trace, VarName, VarNew
 from .canvas import SvgCanvas, selected_op_id
 from .dag import DependencyGraph
 from .memory import MemoryChart
@@ -281,7 +281,7 @@ class EngineMonitor(ipywidgets.VBox):
                 self._finished += 1
                 if event.error is not None:
                     self._failed += 1
-            elif kind is VarNew:
+            elif kind is VarNew or kind is VarName:
                 names[event.var_id] = event.name
         self._scanned = len(events)
 

@@ -180,3 +180,85 @@ def test_explain_names_the_op_that_held_the_var(threaded_engine):
         tr.explain("missing")
     with pytest.raises(KeyError):
         tr.explain(10**9)
+
+
+@pytest.mark.timeout(30)
+def test_vars_made_before_recording_are_named_by_their_first_push(engine):
+    """A var created before ``trace()`` gets one ``VarName`` event, at its first recorded push.
+
+    Views then show ``'weights'`` rather than ``v12``; a recorder attached later names it again.
+    """
+    weights = engine.new_var(name="weights")
+    out = engine.new_var(name="out")
+    with mx.engine.trace() as tr:
+        engine.push_sync(lambda rctx: None, CPU, const_vars=[weights], mutate_vars=[out], name="f")
+        engine.push_sync(lambda rctx: None, CPU, mutate_vars=[weights], name="g")
+        fresh = engine.new_var(name="fresh")
+        engine.push_sync(lambda rctx: None, CPU, mutate_vars=[fresh], name="h")
+        engine.wait_for_all()
+    named = tr.events_of(trace_module.VarName)
+    assert sorted((e.var_id, e.name) for e in named) == sorted(
+        [(weights.id, "weights"), (out.id, "out")]
+    )
+    first_push = index_of(tr.events, OpPush, tr.events_of(OpPush)[0].op_id)
+    assert all(tr.events.index(e) < first_push for e in named)
+    assert tr.var_names() == {weights.id: "weights", out.id: "out", fresh.id: "fresh"}
+    document = tr.to_chrome_trace()
+    f = next(e for e in document["traceEvents"] if e.get("name") == "f" and e["ph"] == "X")
+    assert f["args"]["reads"] == ["weights"] and f["args"]["writes"] == ["out"]
+    assert Trace.from_chrome_trace(document).var_names() == tr.var_names()
+    with mx.engine.trace() as again:
+        engine.push_sync(lambda rctx: None, CPU, const_vars=[weights], name="f2")
+        engine.wait_for_all()
+    assert again.var_names() == {weights.id: "weights"}
+
+
+@pytest.mark.timeout(30)
+def test_raw_records_hold_only_numbers_and_strings(engine):
+    """The engine's records keep no engine objects alive, nothing the garbage collector walks."""
+    import gc
+
+    a = engine.new_var(name="a")
+    recorder = mx.engine.trace().attach()
+    try:
+        for _ in range(10):
+            engine.push_sync(lambda rctx: None, CPU, mutate_vars=[a], name="w")
+        engine.push_sync(lambda rctx: 1 / 0, CPU, mutate_vars=[a], name="fails")
+        engine.push_delete(a)
+        try:
+            engine.wait_for_all()
+        except OpError:
+            pass
+        gc.collect()
+        gc.collect()  # a record's inner tuple of var ids is untracked first, the record next
+        raw = [item for item in trace_module._raw if type(item) is tuple]  # waits emit events
+        assert len(raw) >= 3 * 12
+        assert not any(gc.is_tracked(item) for item in raw)
+    finally:
+        recorder.detach()
+    assert len(recorder.events_of(OpEnd)) == 12
+
+
+@pytest.mark.timeout(30)
+def test_a_writer_after_many_pending_readers_waits_on_each(step_engine):
+    r"""
+    w0 -> r1 .. r200 (all pending on the step engine) -> w1
+
+    w1 has a write-after-read edge to every reader still unfinished, and one
+    write-after-write edge to w0; once some readers ran, a later writer does
+    not wait on those.
+    """
+    eng = step_engine
+    a = eng.new_var(name="a")
+    with mx.engine.trace() as tr:
+        w0 = eng.push_sync(lambda rctx: None, CPU, mutate_vars=[a], name="w0")
+        readers = [
+            eng.push_sync(lambda rctx: None, CPU, const_vars=[a], name="r") for _ in range(200)
+        ]
+        w1 = eng.push_sync(lambda rctx: None, CPU, mutate_vars=[a], name="w1")
+        eng.run()
+    push = {e.op_id: e for e in tr.events_of(OpPush)}
+    assert {(d.op_id, d.kind) for d in push[w1].waits_on} == {(w0, DepKind.WAW)} | {
+        (r, DepKind.WAR) for r in readers
+    }
+    assert {(d.op_id, d.kind) for d in push[readers[-1]].waits_on} == {(w0, DepKind.RAW)}

@@ -127,3 +127,19 @@ def test_canvas_traits_and_ids():
     canvas = SvgCanvas(svg="<svg/>", tooltips={"op1": "hello"})
     assert canvas.selected == "" and "export default" in str(canvas._esm)
     assert selected_op_id("op12") == 12 and selected_op_id("entry-fc1_output") is None
+
+
+@pytest.mark.timeout(60)
+def test_vars_made_before_the_monitor_are_shown_by_name(step_engine):
+    """A var created before the monitor attached shows as 'weights', not v12, in every tab."""
+    weights = step_engine.new_var(name="weights")
+    monitor = EngineMonitor(background=False, engine=step_engine)
+    try:
+        step_engine.push_sync(noop, mx.cpu(), mutate_vars=[weights], name="update")
+        step_engine.push_sync(noop, mx.cpu(), mutate_vars=[weights], name="update")
+        monitor.refresh()  # the live DAG window: its edge is labelled with the var
+        assert "weights" in monitor.to_svg()
+        step_engine.run()
+        assert monitor.model.var_name(weights.id) == "weights"
+    finally:
+        monitor.close()
