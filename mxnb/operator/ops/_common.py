@@ -106,7 +106,9 @@ def write(out: Any, req: OpReqType | int, value: Any) -> None:
         out[...] = value
 
 
-_DIRECT_REQS = (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
+_WRITE_TO = OpReqType.WRITE_TO
+_WRITE_INPLACE = OpReqType.WRITE_INPLACE
+_DIRECT_REQS = (_WRITE_TO, _WRITE_INPLACE)
 
 
 def ufunc_into(xp: Any, name: str, out: Any, req: OpReqType | int, *operands: Any) -> bool:
@@ -122,13 +124,17 @@ def ufunc_into(xp: Any, name: str, out: Any, req: OpReqType | int, *operands: An
     dtypes, whose results are cast on write) returns False: the caller takes
     the general :func:`write` path.
     """
-    if req not in _DIRECT_REQS or out is None or not name:
+    # Identity tests first: this runs once per elementwise op, small ones included.
+    if req is not _WRITE_TO and req is not _WRITE_INPLACE and req not in _DIRECT_REQS:
+        return False
+    if out is None or not name:
         return False
     dtype = out.dtype
     if dtype.kind != "f":
         return False
     for operand in operands:
-        if getattr(operand, "dtype", dtype) != dtype:
+        other = getattr(operand, "dtype", None)  # None: a Python scalar
+        if other is not None and other is not dtype and other != dtype:
             return False
     getattr(xp, name)(*operands, out=out)
     return True
