@@ -162,6 +162,8 @@ def _free_if_idle(engine: Any, var: Any, fn: Any) -> bool:
     """
     if _trace.enabled or engine.kind not in _IDLE_FREE_KINDS:
         return False
+    if getattr(var, "pending_write", None) is not None:
+        return False  # busy (read without the lock: a stale answer only picks the slower path)
     lock = getattr(engine, "_lock", None)
     if lock is None or not lock.acquire(False):
         return False
