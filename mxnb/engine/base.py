@@ -77,7 +77,7 @@ from .trace import now as _now
 
 # Bound once: the shared log's append never changes (trace empties the list in place).
 _record = trace.append_raw
-_var_id = attrgetter("id")
+_var_id = attrgetter("id")  # a Var's id (an Opr's too)
 
 __all__ = [
     "DONE",
@@ -536,6 +536,21 @@ class Engine:
         tracing = trace.enabled
         const = opr.const_vars
         mutate = opr.mutate_vars
+        if tracing:  # everything but the append is done before taking the lock
+            touched = const + mutate
+            count = len(touched)
+            ids = (
+                (touched[0].id,)
+                if count == 1
+                else (touched[0].id, touched[1].id)
+                if count == 2
+                else tuple(map(_var_id, touched))
+            )
+            ident = get_ident()
+            ctx = opr.ctx
+            if not seen_vars.issuperset(ids):  # name vars made before recording
+                self._name_vars(touched)
+            t = _now()
         with self._lock:
             if self._shut:
                 raise EngineError(f"push of op '{opr.name}': the {self.kind} engine is shut down")
@@ -582,22 +597,6 @@ class Engine:
             opr.wait_count = wait
             self._num_pending += 1
             if tracing:  # under the lock: the log is in the engine's order
-                touched = const + mutate
-                count = len(touched)
-                ids = (
-                    (touched[0].id,)
-                    if count == 1
-                    else (touched[0].id, touched[1].id)
-                    if count == 2
-                    else tuple(map(_var_id, touched))
-                )
-                t = _now()
-                if not seen_vars.issuperset(ids):  # name vars made before recording
-                    for var in touched:
-                        if var.id not in seen_vars:
-                            seen_vars.add(var.id)
-                            _record((RAW_VAR_NAME, t, var.id, var.name))
-                ctx = opr.ctx
                 _record(
                     (
                         RAW_PUSH,
@@ -609,7 +608,7 @@ class Engine:
                         len(const),
                         ids,
                         opr.priority,
-                        get_ident(),
+                        ident,
                         wait == 0,
                     )
                 )
@@ -620,6 +619,15 @@ class Engine:
         if wait == 0:
             self._dispatch(opr)
         return opr.id
+
+    @staticmethod
+    def _name_vars(touched: tuple[Var, ...]) -> None:
+        """Tracing: record the names of vars the log has not named since a recorder attached."""
+        t = _now()
+        for var in touched:
+            if var.id not in seen_vars:
+                seen_vars.add(var.id)
+                _record((RAW_VAR_NAME, t, var.id, var.name))
 
     def _chain(self, opr: Opr) -> tuple[str, ...]:
         """Debug mode: the ops ``opr`` waits on, each followed by what it waited on itself."""
@@ -779,7 +787,11 @@ class Engine:
                         error,
                         inherited is not None and exc is None,
                         None if opr.deletes is None else opr.deletes.id,
-                        tuple([successor.id for successor in ready]) if ready else (),
+                        ()
+                        if not ready
+                        else (ready[0].id,)
+                        if len(ready) == 1
+                        else tuple(map(_var_id, ready)),  # op ids, by the same attribute
                     )
                 )
         opr.fn = None  # drops the user's closure (and what it holds) outside the lock
