@@ -319,17 +319,39 @@ class Trace:
         self._readers: dict[int, list[int]] = {}  # var id -> ops reading it since that write
         self._unfinished: dict[int, tuple[int, ...]] = {}  # op id -> its mutate var ids
 
-    def _absorb(self) -> None:
-        """Build the events recorded in the shared log since the last call (while attached)."""
+    def _absorb(self, limit: int | None = None) -> int:
+        """Build the records logged since the last call, at most ``limit``; return how many wait."""
         with self._build_lock:
             if not self.attached:
-                return
+                return 0
             _device_names.clear()  # virtual GPUs may have been switched since the last build
             _thread_names.clear()  # idents are reused by new threads
-            end = len(_raw)
+            end = total = len(_raw)
+            if limit is not None:
+                end = min(end, self._cursor + max(1, limit))
             items = _raw[self._cursor : end]
             self._cursor = end
             self._build(items)
+            return total - end
+
+    def build(self, limit: int | None = None) -> int:
+        """Build at most ``limit`` of the records not yet built; return how many still wait.
+
+        For readers that must not hold the interpreter for long (the live
+        monitor builds in bounded chunks and yields between them);
+        :attr:`events` builds everything.
+        """
+        return self._absorb(limit)
+
+    @property
+    def pending(self) -> int:
+        """How many engine records are logged but not yet built into events."""
+        return max(0, len(_raw) - self._cursor) if self.attached else 0
+
+    @property
+    def built_events(self) -> list[Event]:
+        """The events built so far, without building more (see :meth:`build`)."""
+        return self._events
 
     def _build(self, items: list[Any]) -> None:
         """Turn raw records (and ready events) into events, appended in order."""

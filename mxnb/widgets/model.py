@@ -284,12 +284,23 @@ class EngineModel:
         model.update_from(trace)
         return model
 
-    def update_from(self, trace: object) -> int:
-        """Read the events appended to ``trace.events`` since the last call; return how many."""
-        events = trace.events  # type: ignore[attr-defined]
+    def update_from(self, trace: object, limit: int | None = None, build: bool = True) -> int:
+        """Read the events appended to ``trace.events`` since the last call; return how many.
+
+        ``limit`` folds at most that many (a live view folds in bounded chunks);
+        ``build=False`` reads only the events the trace has built so far
+        (``trace.built_events``) instead of building its waiting records.
+        """
+        if build:
+            events = trace.events  # type: ignore[attr-defined]
+        else:
+            events = getattr(trace, "built_events", None)
+            if events is None:
+                events = trace.events  # type: ignore[attr-defined]
         if len(events) < self.consumed:  # the trace was cleared: start over
             self.reset()
-        new = events[self.consumed :]
+        end = len(events) if limit is None else min(len(events), self.consumed + limit)
+        new = events[self.consumed : end]
         self.update(new)
         self.consumed += len(new)
         return len(new)

@@ -79,6 +79,8 @@ class EngineMonitor(ipywidgets.VBox):
         Engine whose step controls the buttons drive (default ``mx.engine.get()``).
     """
 
+    CHUNK = 2000  # engine records built per step of the background catch-up
+
     def __init__(
         self,
         trace: Trace | None = None,
@@ -105,6 +107,7 @@ class EngineMonitor(ipywidgets.VBox):
         self._thread: threading.Thread | None = None
         self._drawn_events = -1
         self._drawn_tab = -1
+        self._build_now = True  # False while the background thread redraws (no bulk build)
 
         self.pause_button = ipywidgets.Button(description="Pause", icon="pause")
         self.resume_button = ipywidgets.Button(description="Resume", icon="play")
@@ -245,17 +248,43 @@ class EngineMonitor(ipywidgets.VBox):
         pause = self.interval
         while not self._stop.wait(pause):
             pause = self.interval
-            if self.paused or len(self.trace.events) == self._drawn_events:
+            if self.paused:
+                continue
+            if not self._catch_up():
+                return
+            if len(self.trace.built_events) == self._drawn_events:
                 continue
             began = time.perf_counter()
             try:
-                self.refresh(force=False)
+                self.refresh(force=False, build=False)
             except Exception as exc:  # noqa: BLE001 - a drawing error must not kill the thread
                 self.status.value = (
                     f"<span style='color:#c62828'>redraw failed: {html.escape(repr(exc))}</span>"
                 )
-            # back off when drawing is slow: drawing takes at most a third of the time
+            # back off when drawing is slow: drawing takes at most a quarter of the time
             pause = max(self.interval, 3 * (time.perf_counter() - began))
+
+    def _catch_up(self) -> bool:
+        """Build the trace's new records in bounded chunks, resting 3x each chunk's time.
+
+        The pushing thread keeps at least three quarters of the interpreter
+        while ops stream in; after ``interval`` seconds of catching up the
+        monitor redraws what it has (a view that lags beats no view).
+        Returns False when the monitor was closed meanwhile.
+        """
+        deadline = time.perf_counter() + self.interval
+        while True:
+            began = time.perf_counter()
+            left = self.trace.build(self.CHUNK)
+            if self._needs_full_model(self.tabs.selected_index or 0):
+                with self._fold_lock:
+                    folded = self._model.update_from(self.trace, self.CHUNK, build=False)
+                left += folded == self.CHUNK
+            spent = time.perf_counter() - began
+            if not left or began > deadline:
+                return True
+            if self._stop.wait(max(0.001, 3 * spent)):
+                return False
 
     @property
     def model(self) -> EngineModel:
@@ -285,19 +314,24 @@ class EngineMonitor(ipywidgets.VBox):
                 names[event.var_id] = event.name
         self._scanned = len(events)
 
-    def refresh(self, force: bool = True) -> None:
-        """Read new events and redraw the visible tab now (also while paused when ``force``)."""
+    def refresh(self, force: bool = True, build: bool = True) -> None:
+        """Read new events and redraw the visible tab now (also while paused when ``force``).
+
+        ``build=False`` (the background thread) draws the events built so far
+        instead of building every waiting record in one go.
+        """
         if self.paused and not force:
             return
         with self._lock:
-            events = self.trace.events
+            self._build_now = build
+            events = self.trace.events if build else self.trace.built_events
             count = len(events)
             self._scan(events)
             tab = self.tabs.selected_index or 0
             if self._needs_full_model(tab):
                 self._update_choices()
             if force or count != self._drawn_events or tab != self._drawn_tab:
-                self._draw_tab(tab, events)
+                self._draw_tab(tab, events, build)
                 self._drawn_events = count
                 self._drawn_tab = tab
                 self.redraws += 1
@@ -307,10 +341,16 @@ class EngineMonitor(ipywidgets.VBox):
         filtered = bool(self.name_filter.value or self.var_filter.value)
         return tab != 0 or self._step_mode or filtered
 
-    def _draw_tab(self, tab: int, events: list) -> None:
+    def _folded(self, build: bool) -> EngineModel:
+        """The full model; ``build=False``: of the events built so far (the background's view)."""
+        with self._fold_lock:
+            self._model.update_from(self.trace, build=build)
+            return self._model
+
+    def _draw_tab(self, tab: int, events: list, build: bool = True) -> None:
         if tab == 0:
             if self._needs_full_model(tab):
-                model = self.model
+                model = self._folded(build)
             else:  # the live DAG: only the window's events are folded
                 model = EngineModel.from_tail(events, self.last.value, self._var_names)
             graph = DependencyGraph(
@@ -323,9 +363,9 @@ class EngineMonitor(ipywidgets.VBox):
             )
             self.dag_canvas.svg = graph.to_svg()
         elif tab == 1:
-            self.timeline_canvas.svg = Timeline(self.model).to_svg()
+            self.timeline_canvas.svg = Timeline(self._folded(build)).to_svg()
         elif tab == 2:
-            chart = MemoryChart(self.model)
+            chart = MemoryChart(self._folded(build))
             self.memory_text.value = f"<pre>{html.escape(chart.to_text())}</pre>"
             import io
 
@@ -333,7 +373,7 @@ class EngineMonitor(ipywidgets.VBox):
             chart.figure().savefig(buffer, format="png", dpi=90, bbox_inches="tight")
             self.memory_image.value = buffer.getvalue()
         elif tab == 3:
-            self.stats_html.value = StatsTable(self.model).to_html()
+            self.stats_html.value = StatsTable(self._folded(build)).to_html()
         else:
             self._draw_inspect()
 
@@ -342,10 +382,11 @@ class EngineMonitor(ipywidgets.VBox):
         if op_id is None:
             self.inspect_text.value = "<i>choose an op (or click one in the DAG or timeline)</i>"
             return
-        self.inspect_text.value = f"<pre>{html.escape(self.model.explain(op_id))}</pre>"
+        model = self._folded(self._build_now)
+        self.inspect_text.value = f"<pre>{html.escape(model.explain(op_id))}</pre>"
 
     def _update_choices(self) -> None:
-        model = self.model
+        model = self._folded(self._build_now)
         options = [(op.label, op.op_id) for op in list(model.ops.values())[-500:]]
         if options != list(self.inspect_choice.options):
             self.inspect_choice.options = options

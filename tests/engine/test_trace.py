@@ -262,3 +262,23 @@ def test_a_writer_after_many_pending_readers_waits_on_each(step_engine):
         (r, DepKind.WAR) for r in readers
     }
     assert {(d.op_id, d.kind) for d in push[readers[-1]].waits_on} == {(w0, DepKind.RAW)}
+
+
+@pytest.mark.timeout(30)
+def test_build_in_bounded_chunks_gives_the_same_events(engine):
+    """``tr.build(limit)`` builds at most ``limit`` records and says how many wait; the
+    result equals building all at once (a live view builds in chunks and yields between)."""
+    a = engine.new_var(name="a")
+    with mx.engine.trace() as chunked, mx.engine.trace() as whole:
+        for i in range(50):
+            engine.push_sync(lambda rctx: None, CPU, mutate_vars=[a], name=f"w{i % 3}")
+        engine.wait_for_all()
+        assert chunked.pending > 0 and chunked.built_events == []
+        waiting = [chunked.build(7)]
+        while waiting[-1]:
+            waiting.append(chunked.build(7))
+            assert len(waiting) < 100
+        assert waiting == sorted(waiting, reverse=True)
+        assert chunked.pending == 0
+        assert chunked.built_events == whole.events
+    assert chunked.events == whole.events
