@@ -13,7 +13,12 @@ background thread of the monitor wakes at most ``1 / interval`` times a second
 (interval >= 0.2 s: at most 5 redraws a second, whatever the push rate),
 redraws only when events arrived and only the visible tab, and backs off
 further when a redraw is slow (it sleeps at least three times the last
-redraw's time), so drawing takes at most a quarter of one core.  The DAG tab
+redraw's time), so drawing takes at most a quarter of one core.  It builds
+the trace's raw records into events in bounded chunks (``Trace.build(limit)``)
+and rests four times each chunk's time before the next, so it never holds the
+interpreter long and the pushing thread keeps four fifths of it while ops
+stream in; when it cannot keep up it draws what it has built and catches up
+when the pushes pause.  The DAG tab
 folds only the events of its window of recent ops; the other tabs fold the
 whole run into :attr:`model` (incrementally, once per event).  Detached, it costs the
 engine nothing.
@@ -265,9 +270,9 @@ class EngineMonitor(ipywidgets.VBox):
             pause = max(self.interval, 3 * (time.perf_counter() - began))
 
     def _catch_up(self) -> bool:
-        """Build the trace's new records in bounded chunks, resting 3x each chunk's time.
+        """Build the trace's new records in bounded chunks, resting 4x each chunk's time.
 
-        The pushing thread keeps at least three quarters of the interpreter
+        The pushing thread keeps at least four fifths of the interpreter
         while ops stream in; after ``interval`` seconds of catching up the
         monitor redraws what it has (a view that lags beats no view).
         Returns False when the monitor was closed meanwhile.
@@ -283,7 +288,7 @@ class EngineMonitor(ipywidgets.VBox):
             spent = time.perf_counter() - began
             if not left or began > deadline:
                 return True
-            if self._stop.wait(max(0.001, 3 * spent)):
+            if self._stop.wait(max(0.001, 4 * spent)):
                 return False
 
     @property
