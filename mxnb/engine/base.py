@@ -520,6 +520,41 @@ class Engine:
         opr.deletes = var
         return self._push_opr(opr, delete=var)
 
+    #: False on engines that must show every delete as an op (the step engine).
+    idle_delete = True
+
+    def try_delete_idle(self, var: Var) -> bool:
+        """Delete ``var`` now if no op is pending on it; True if it did (no op is pushed).
+
+        The light path of :meth:`push_delete` for a var nobody can push on any
+        more (its owner is being collected): when it has no incomplete read or
+        write, no error and is not deleted, it is marked deleted under the lock,
+        so a later push on it raises :class:`VarDeletedError` just as after
+        ``push_delete``.  The caller then frees what the var guarded.  Returns
+        False, changing nothing, when the var is busy, the lock is held
+        elsewhere (never blocks: it may run in a ``__del__``), a trace is
+        recording (a trace shows every delete as an op) or the engine shows
+        every delete (:attr:`idle_delete`).
+        """
+        if not self.idle_delete or trace.enabled or var.pending_write is not None:
+            return False  # the unlocked read only ever picks the slower push_delete
+        if not self._lock.acquire(False):
+            return False
+        try:
+            if (
+                self._shut
+                or var.pending_write is not None
+                or var.pending_reads
+                or var.queue
+                or var.error is not None
+                or var.deleted
+            ):
+                return False
+            var.deleted = True
+            return True
+        finally:
+            self._lock.release()
+
     def _check_ctx(self, ctx: Any, name: str) -> None:
         if type(ctx) is not Context:
             raise EngineError(

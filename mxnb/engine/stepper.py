@@ -60,6 +60,7 @@ class StepEngine(Engine):
     """Ready ops run only when :meth:`step`, :meth:`run_op`, :meth:`run` or a wait says so."""
 
     kind = "step"
+    idle_delete = False  # a class stepping through ops sees every delete
 
     def __init__(self) -> None:
         super().__init__()

@@ -136,52 +136,19 @@ class _Chunk:
             pass
 
 
-#: Engines whose vars may be freed without an engine op when nothing is pending on them
-#: (the step engine is left out: a notebook stepping through ops shows every delete).
-_IDLE_FREE_KINDS = frozenset({"naive", "threaded", "threaded_per_device"})
-
-
 def _free_if_idle(engine: Any, var: Any, fn: Any) -> bool:
-    """Delete a dead chunk's ``var`` at once when no op is pending on it; True if it did.
+    """Free a dead chunk at once when no op is pending on its var; True if it did.
 
     The light path of a chunk delete (most temporaries on the naive engine,
     many on threaded ones): ``push_delete`` would push an op that waits for
     nothing, runs ``fn`` and books its completion, about as costly as the op
-    that made the temporary.  When the var has no incomplete read or write,
-    no error, and is not deleted, the same outcome is reached here: under the
-    engine's lock (taken without blocking, so a ``__del__`` that runs where the
-    lock is held falls back to ``push_delete``) the var is marked deleted, so
-    any later push on it raises ``VarDeletedError`` exactly as after
-    ``push_delete``; then ``fn`` frees the memory.  No op can be pushed on the
-    var meanwhile: the chunk, the only owner of the var, is being collected.
-
-    Not taken while tracing (a trace shows every delete as an op) or on
-    engines outside :data:`_IDLE_FREE_KINDS`.  The engine's
-    bookkeeping fields are read as :mod:`mxnb.engine.base` defines them
-    (``Engine._lock``, ``Var.pending_write`` / ``pending_reads`` / ``queue``).
+    that made the temporary.  :meth:`Engine.try_delete_idle` deletes the var
+    when nothing is pending on it (never on the step engine, never while a
+    trace records); then ``fn`` frees the memory here.
     """
-    if _trace.enabled or engine.kind not in _IDLE_FREE_KINDS:
+    try_delete = getattr(engine, "try_delete_idle", None)
+    if try_delete is None or not try_delete(var):
         return False
-    if getattr(var, "pending_write", None) is not None:
-        return False  # busy (read without the lock: a stale answer only picks the slower path)
-    lock = getattr(engine, "_lock", None)
-    if lock is None or not lock.acquire(False):
-        return False
-    try:
-        if (
-            engine._shut
-            or var.pending_write is not None
-            or var.pending_reads
-            or var.queue
-            or var.error is not None
-            or var.deleted
-        ):
-            return False
-        var.deleted = True
-    except AttributeError:  # an engine whose bookkeeping differs: take push_delete
-        return False
-    finally:
-        lock.release()
     if fn is not None:
         fn()
     return True
