@@ -636,10 +636,16 @@ class TraceStats:
 
     @classmethod
     def from_ops(cls, ops: Iterable[OpSummary]) -> TraceStats:
-        """Aggregate the ops that ran, by name, largest total first."""
+        """Aggregate the ops that ran, by name, largest total first.
+
+        Ops pushed before recording began (their push, hence their name, was
+        not recorded) are left out rather than counted under an empty name.
+        """
         times: dict[str, list[float]] = {}
         failed: dict[str, int] = {}
         for op in ops:
+            if op.push is None:
+                continue
             if op.error is not None or op.skipped:
                 failed[op.name] = failed.get(op.name, 0) + 1
             duration = op.duration

@@ -282,3 +282,24 @@ def test_build_in_bounded_chunks_gives_the_same_events(engine):
         assert chunked.pending == 0
         assert chunked.built_events == whole.events
     assert chunked.events == whole.events
+
+
+def test_stats_leave_out_ops_pushed_before_recording():
+    """An op pushed before ``trace()`` began may run inside it; its name is unknown there."""
+    import threading
+
+    import mxnb as mx
+
+    eng = mx.engine.create("threaded")
+    try:
+        gate = threading.Event()
+        early = eng.new_var(name="early")
+        eng.push_sync(lambda rctx: gate.wait(10), mx.cpu(), mutate_vars=[early], name="before")
+        with mx.engine.trace() as tr:
+            gate.set()
+            eng.push_sync(lambda rctx: None, mx.cpu(), const_vars=[early], name="after")
+            eng.wait_for_all()
+        names = [row.name for row in tr.stats().rows]
+        assert names == ["after"]
+    finally:
+        eng.shutdown()
