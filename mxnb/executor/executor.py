@@ -48,9 +48,9 @@ from .. import resource as _resource
 from .. import storage as _storage
 from ..base import ContextError, MXNBError, ParamError, ShapeError
 from ..context import Context, current_context
-from ..ndarray import ndarray as _nd
+from ..ndarray import creation as _nd
 from ..ndarray.debug import readonly_view
-from ..ndarray.ndarray import NDArray, _Chunk
+from ..ndarray.ndarray import NDArray, _Chunk, _ctx_of
 from ..operator.base import OpContext, OpReqType
 from .graph import ExecGraph, Step, StepKind
 from .memory import plan_best
@@ -549,7 +549,7 @@ def _context(ctx: Any) -> Context:
         return current_context()
     if isinstance(ctx, Context):
         return ctx
-    return _nd._ctx_of(ctx)
+    return _ctx_of(ctx)
 
 
 def simple_bind(

@@ -59,21 +59,7 @@ from ..context import Context, current_context
 
 _trace = importlib.import_module("mxnb.engine.trace")  # the module: ``enabled`` is read live
 
-__all__ = [
-    "NDArray",
-    "arange",
-    "array",
-    "concatenate",
-    "empty",
-    "empty_like",
-    "full",
-    "full_like",
-    "ones",
-    "ones_like",
-    "waitall",
-    "zeros",
-    "zeros_like",
-]
+__all__ = ["NDArray"]
 
 _NUMBER_TYPES = (numbers.Number, np.generic)
 
@@ -1053,19 +1039,3 @@ def _has_op(name: str) -> bool:
 # The chapters that build on NDArray; its methods call into them.
 from . import creation as _creation
 from . import indexing as _indexing
-
-# Re-exported: other layers (the executor) create arrays through this module.
-from .creation import (
-    arange,
-    array,
-    concatenate,
-    empty,
-    empty_like,
-    full,
-    full_like,
-    ones,
-    ones_like,
-    waitall,
-    zeros,
-    zeros_like,
-)
