@@ -165,6 +165,25 @@ def col2im(
         result[window] += blocks[..., index, :]
 
 
+def _group_columns(ctx, x, groups, kernel, stride, dilate, pad, out_spatial):
+    """Yield ``(g, cols)``: the im2col matrix of group ``g``'s input channels, channel last.
+
+    ``x`` is padded once (channel last) and every group's columns are written
+    into one scratch block from the temp-space resource, so forward (a GEMM
+    per group with the weights) and backward (the weight gradient) share the
+    same unfolding.  ``cols`` is overwritten by the next group.
+    """
+    xp = ctx.xp
+    c_group = x.shape[1] // groups
+    padded = channel_last_padded(xp, x, pad, pad)
+    rows = x.shape[0] * math.prod(out_spatial)
+    cols = _scratch(ctx, xp, (rows, math.prod(kernel) * c_group), x.dtype)
+    for g in range(groups):
+        channels = padded[..., g * c_group : (g + 1) * c_group]
+        im2col(xp, channels, kernel, stride, dilate, out_spatial, out=cols)
+        yield g, cols
+
+
 def _weight_channel_last(xp: Any, weight: Any) -> Any:
     """``(F, C, *K)`` -> ``(F, K*C)`` matching the channel-last columns."""
     return xp.moveaxis(weight, 1, -1).reshape(weight.shape[0], -1)
@@ -278,21 +297,9 @@ class ConvolutionProp(_ConvBase):
         n, f = out.shape[:2]
         out_spatial = tuple(out.shape[2:])
         groups = self.num_group
-        c_group, f_group = x.shape[1] // groups, f // groups
-        padded = channel_last_padded(xp, x, pad, pad)
-        rows = n * math.prod(out_spatial)
-        result = xp.empty((rows, f), dtype=out.dtype)
-        cols = _scratch(ctx, xp, (rows, math.prod(kernel) * c_group), x.dtype)
-        for g in range(groups):
-            im2col(
-                xp,
-                padded[..., g * c_group : (g + 1) * c_group],
-                kernel,
-                stride,
-                dilate,
-                out_spatial,
-                out=cols,
-            )
+        f_group = f // groups
+        result = xp.empty((n * math.prod(out_spatial), f), dtype=out.dtype)
+        for g, cols in _group_columns(ctx, x, groups, kernel, stride, dilate, pad, out_spatial):
             w = _weight_channel_last(xp, weight[g * f_group : (g + 1) * f_group])
             if groups == 1:
                 xp.matmul(cols, w.T, out=result)
@@ -318,24 +325,14 @@ class ConvolutionProp(_ConvBase):
         if not self.no_bias:
             write(in_grad[2], req[2], dy.sum(axis=0))
         if req[1] != OpReqType.NULL:
-            padded = channel_last_padded(xp, x, pad, pad)
-            cols = _scratch(ctx, xp, (dy.shape[0], math.prod(kernel) * c_group), x.dtype)
             grad_w = xp.empty(weight.shape, dtype=weight.dtype)
-            for g in range(groups):
-                im2col(
-                    xp,
-                    padded[..., g * c_group : (g + 1) * c_group],
-                    kernel,
-                    stride,
-                    dilate,
-                    out_spatial,
-                    out=cols,
-                )
+            columns = _group_columns(ctx, x, groups, kernel, stride, dilate, pad, out_spatial)
+            for g, cols in columns:
                 partial = (cols.T @ dy[:, g * f_group : (g + 1) * f_group]).T  # (F/g, K*C/g)
                 grad_w[g * f_group : (g + 1) * f_group] = xp.moveaxis(
                     partial.reshape((f_group,) + kernel + (c_group,)), -1, 1
                 )
-            del padded
+            del columns
             write(in_grad[1], req[1], grad_w)
         if req[0] == OpReqType.NULL:
             return
