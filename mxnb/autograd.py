@@ -905,15 +905,3 @@ class _FunctionOperator:
             targets.append(target)
         for target in targets:
             target.wait_to_read()
-
-
-def _announce_to_invoke() -> None:
-    """Hand this module to the imperative invoke, which looks it up lazily (saves a lookup per op)."""
-    import sys
-
-    invoke = sys.modules.get("mxnb.ndarray.invoke")
-    if invoke is not None and getattr(invoke, "_autograd", None) is None:
-        invoke._autograd = sys.modules[__name__]
-
-
-_announce_to_invoke()

@@ -153,18 +153,24 @@ def _get_prop(op_name: str, params: dict[str, Any]) -> tuple[OperatorProperty, A
 
 # -- autograd hooks (the autograd module may not define them yet) -----------------
 
-_autograd: Any = None
+_autograd: Any = None  # mxnb.autograd once it is imported (it imports this module first)
+
+
+def _find_autograd() -> Any:
+    """Return mxnb.autograd if it is imported and has its hooks, caching it; else None."""
+    global _autograd
+    module = sys.modules.get("mxnb.autograd")
+    if module is not None and hasattr(module, "is_recording"):
+        _autograd = module
+        return module
+    return None
 
 
 def _autograd_state() -> tuple[bool, bool]:
-    """``(is_recording, is_training)`` from mxnb.autograd, (False, False) if it has no hooks."""
-    global _autograd
-    module = _autograd
+    """``(is_recording, is_training)`` from mxnb.autograd, (False, False) before it exists."""
+    module = _autograd or _find_autograd()
     if module is None:
-        module = sys.modules.get("mxnb.autograd")
-        if module is None or not hasattr(module, "is_recording"):
-            return False, False
-        _autograd = module
+        return False, False
     return bool(module.is_recording()), bool(module.is_training())
 
 
@@ -462,13 +468,12 @@ def _push(
     operator = plan.operator
     if operator is None:
         operator = plan.prop.create_operator_ex(plan.ctx, plan.in_shapes, plan.in_types)
-    autograd = _autograd
+    autograd = _autograd or _find_autograd()
     if autograd is not None:
         recording = autograd.is_recording()
         is_train = autograd.is_training()
     else:
-        recording, is_train = _autograd_state()
-        autograd = _autograd  # set by _autograd_state once mxnb.autograd is imported
+        recording = is_train = False
     # Small fixed arities are spelled out: this is the per-op overhead of every small op.
     if len(outputs) == 1:
         target = outputs[0]
