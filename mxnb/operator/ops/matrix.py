@@ -150,9 +150,8 @@ def _dot_shapes(lhs: tuple, rhs: tuple, ta: bool, tb: bool) -> tuple[int, int, t
     return left_k, right_k, (left_rest + right_rest) or (1,)
 
 
-@register("dot")
-class DotProp(KernelProp):
-    """Dot product: contract lhs's last axis (first with transpose_a) with rhs's first (last)."""
+class _ProductProp(KernelProp):
+    """Parameters and arguments shared by ``dot`` and ``batch_dot``."""
 
     transpose_a = Param(bool, default=False, doc="Transpose lhs before the product.")
     transpose_b = Param(bool, default=False, doc="Transpose rhs before the product.")
@@ -161,6 +160,11 @@ class DotProp(KernelProp):
     def list_arguments(self):
         """``['lhs', 'rhs']``."""
         return ["lhs", "rhs"]
+
+
+@register("dot")
+class DotProp(_ProductProp):
+    """Dot product: contract lhs's last axis (first with transpose_a) with rhs's first (last)."""
 
     def infer_shape(self, in_shape):
         """Output = lhs's free axes followed by rhs's free axes."""
@@ -205,16 +209,8 @@ class DotProp(KernelProp):
 
 
 @register("batch_dot")
-class BatchDotProp(KernelProp):
-    """Batched matrix product of ``(B, M, K)`` and ``(B, K, N)`` arrays."""
-
-    transpose_a = Param(bool, default=False, doc="Transpose each lhs matrix.")
-    transpose_b = Param(bool, default=False, doc="Transpose each rhs matrix.")
-    forward_stype = Param(str, default=None, optional=True, doc="Ignored (sparse storage type).")
-
-    def list_arguments(self):
-        """``['lhs', 'rhs']``."""
-        return ["lhs", "rhs"]
+class BatchDotProp(_ProductProp):
+    """Batched matrix product of ``(B, M, K)`` and ``(B, K, N)`` arrays (transposes per matrix)."""
 
     def infer_shape(self, in_shape):
         """``(B, M, N)``."""
