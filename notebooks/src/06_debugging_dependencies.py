@@ -123,6 +123,7 @@ def scale_in_place(src, env, ret, req, run_ctx):
 op.simple_op("scale_buggy").set_function(scale_in_place)
 x = mx.nd.ones((4,))
 y = mx.nd.scale_buggy(x)
+y.wait_to_read()  # x.asnumpy() alone would not wait: the op only *reads* x, as declared
 print("x after the op:", x.asnumpy(), "<- the input changed")
 assert (x.asnumpy() == 2).all()
 
