@@ -54,6 +54,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time
 from _thread import get_ident
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -104,6 +105,7 @@ READY = 1  # all vars granted; handed to the dispatcher
 RUNNING = 2  # its function is running (or an async op awaits its callback)
 DONE = 3  # complete (succeeded, failed or skipped)
 
+_CONTENDED_NAP = 1e-6  # seconds: the shortest sleep, to let the lock's owner run (see Engine._acquire_contended)
 _READERS_PRUNE = 32  # drop finished readers from Var.readers beyond this many
 
 _local = threading.local()  # .stack: ops running on this thread (innermost last)
@@ -364,7 +366,10 @@ class Engine:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._num_pending = 0  # pushed, not complete
-        self._num_waiters = 0  # threads blocked on _cond
+        self._num_waiters = 0  # threads blocked on _cond, of which:
+        self._waiters_any = 0  # ... woken by every completion (helping workers, step waits)
+        self._waiters_all = 0  # ... waiting for everything (woken when nothing is left)
+        self._waiters_var: dict[Var, list[int]] = {}  # ... waiting for writes on a var: targets
         self._suspended = 0  # ops on the stacks of threads inside a nested wait_for_all
         self._errors: list[_ErrorRef] = []  # failures not yet raised by a wait
         self._shut = False
@@ -586,7 +591,10 @@ class Engine:
             if not seen_vars.issuperset(ids):  # name vars made before recording
                 self._name_vars(touched)
             t = _now()
-        with self._lock:
+        lock = self._lock
+        if not lock.acquire(False):
+            self._acquire_contended()
+        try:
             if self._shut:
                 raise EngineError(f"push of op '{opr.name}': the {self.kind} engine is shut down")
             for var in const:
@@ -651,9 +659,25 @@ class Engine:
                 opr.push_time = trace.now()
             if wait == 0:
                 opr.state = READY
+        finally:
+            lock.release()
         if wait == 0:
             self._dispatch(opr)
         return opr.id
+
+    def _acquire_contended(self) -> None:
+        """Take the bookkeeping lock that another thread holds, without a lock convoy.
+
+        A blocking ``acquire`` would hand the lock to this thread while it
+        waits for the GIL; the other thread then blocks on its next push or
+        completion, and the two pass lock and GIL back and forth once per op
+        (a context switch each time: 20 us per op instead of 3).  Napping
+        with the GIL released lets the owner, which needs only the GIL to
+        finish its few lines, release the lock with nobody queued on it.
+        """
+        acquire = self._lock.acquire
+        while not acquire(False):
+            time.sleep(_CONTENDED_NAP)
 
     @staticmethod
     def _name_vars(touched: tuple[Var, ...]) -> None:
@@ -702,12 +726,10 @@ class Engine:
         """
         if self.slow_wait_threshold is not None:
             self._note_slow_wait(opr)
-        for var in opr.mutate_vars:
-            if var.error is not None and var.error.exc is not None:
-                return self._complete(opr, None, inherited=var.error)
-        for var in opr.const_vars:
-            if var.error is not None and var.error.exc is not None:
-                return self._complete(opr, None, inherited=var.error)
+        if self._errors:  # a failure not yet raised: skip the op if it reached its vars
+            inherited = self._failed_input(opr)
+            if inherited is not None:
+                return self._complete(opr, None, inherited=inherited)
         if trace.enabled:
             _record((RAW_START, _now(), opr.id, rctx.worker, get_ident()))
         opr.state = RUNNING
@@ -747,6 +769,15 @@ class Engine:
         stack.pop()
         return self._complete(opr, None)
 
+    @staticmethod
+    def _failed_input(opr: Opr) -> _ErrorRef | None:
+        """The unraised failure on one of ``opr``'s vars, if any (the op is then skipped)."""
+        for var in opr.mutate_vars + opr.const_vars:
+            ref = var.error
+            if ref is not None and ref.exc is not None:
+                return ref
+        return None
+
     def _prepare_async(self, completion: _Completion) -> None:
         """Hook: the naive engine waits for the callback; others need nothing."""
 
@@ -764,15 +795,18 @@ class Engine:
         the lock.  So the op's function and replaced errors are dropped after it.
         """
         ready: list[Opr] = []
-        replaced: list[_ErrorRef | None] = []
+        replaced: list[_ErrorRef | None] | None = None
         tracing = trace.enabled
-        with self._lock:
+        lock = self._lock
+        if not lock.acquire(False):
+            self._acquire_contended()
+        try:
             if exc is not None:
                 inherited = _ErrorRef(exc, opr.name, opr.id)
                 self._errors.append(inherited)
             if inherited is not None:
+                replaced = [var.error for var in opr.mutate_vars]
                 for var in opr.mutate_vars:
-                    replaced.append(var.error)
                     var.error = inherited
             for var in opr.const_vars:
                 var.pending_reads -= 1
@@ -803,8 +837,12 @@ class Engine:
                         ready.append(waiting)
             opr.state = DONE
             self._num_pending -= 1
-            if self._num_waiters:
-                self._cond.notify_all()
+            if self._num_waiters and (
+                self._waiters_any
+                or (self._waiters_all and self._num_pending <= self._suspended)
+                or (self._waiters_var and self._waits_on(opr.mutate_vars))
+            ):
+                self._cond.notify_all()  # only a waiter this completion may satisfy
             for successor in ready:
                 successor.state = READY
             if tracing:
@@ -829,10 +867,21 @@ class Engine:
                         else tuple(map(_var_id, ready)),  # op ids, by the same attribute
                     )
                 )
+        finally:
+            lock.release()
         opr.fn = None  # drops the user's closure (and what it holds) outside the lock
-        if replaced:
+        if replaced is not None:
             del replaced
         return ready
+
+    def _waits_on(self, mutate_vars: tuple[Var, ...]) -> bool:
+        """True when a wait for writes on one of ``mutate_vars`` is now met (call under the lock)."""
+        waiting = self._waiters_var
+        for var in mutate_vars:
+            targets = waiting.get(var)
+            if targets and var.writes_done >= min(targets):
+                return True
+        return False
 
     def _note_slow_wait(self, opr: Opr) -> None:
         threshold = self.slow_wait_threshold
@@ -852,15 +901,28 @@ class Engine:
 
     # -- waiting -------------------------------------------------------------
     def _wait_until(
-        self, satisfied: Callable[[], bool], var: Var | None, timeout: float | None = None
+        self,
+        satisfied: Callable[[], bool],
+        var: Var | None,
+        timeout: float | None = None,
+        wake: str = "any",
+        target: int = 0,
     ) -> bool:
         """Block until ``satisfied()`` (checked under the lock); help run ops meanwhile.
+
+        ``wake`` says which completions may satisfy the wait, so that only
+        those wake this thread: ``'var'`` (``var`` has ``target`` writes done),
+        ``'all'`` (nothing is left pending) or ``'any'`` (every completion).
+        Waking a waiting thread on every completion would make it and the
+        workers pass the GIL back and forth once per op.
 
         Returns False when ``timeout`` seconds passed first.  Waits in short
         slices, so Ctrl-C in the waiting thread interrupts it and leaves the
         engine consistent (nothing is booked while waiting).
         """
         deadline = None if timeout is None else trace.now() + timeout
+        if getattr(_local, "engine", None) is self:
+            wake = "any"  # a worker waiting inside an op also looks for ops to help with
         tracing = trace.enabled
         wait_id = next(_wait_ids)
         if tracing:
@@ -884,15 +946,31 @@ class Engine:
                         return True
                     if deadline is not None and trace.now() >= deadline:
                         return False
-                    self._num_waiters += 1
+                    self._add_waiter(wake, var, target, 1)
                     try:
                         self._cond.wait(self._poll_interval())
                     finally:
-                        self._num_waiters -= 1
+                        self._add_waiter(wake, var, target, -1)
                 self._stuck_check()
         finally:
             if tracing:
                 trace.emit(trace.WaitEnd(trace.now(), wait_id))
+
+    def _add_waiter(self, wake: str, var: Var | None, target: int, step: int) -> None:
+        """Count a thread in (``step`` 1) or out of (-1) the waiters (call under the lock)."""
+        self._num_waiters += step
+        if wake == "var" and var is not None:
+            targets = self._waiters_var.setdefault(var, [])
+            if step > 0:
+                targets.append(target)
+            else:
+                targets.remove(target)
+                if not targets:
+                    del self._waiters_var[var]
+        elif wake == "all":
+            self._waiters_all += step
+        else:
+            self._waiters_any += step
 
     def _poll_interval(self) -> float:
         return self._wait_poll
@@ -919,7 +997,7 @@ class Engine:
                         "pushing the op, or push a separate op"
                     )
         if var.writes_done < target:
-            self._wait_until(lambda: var.writes_done >= target, var)
+            self._wait_until(lambda: var.writes_done >= target, var, wake="var", target=target)
         ref = var.error
         if ref is not None:
             with self._lock:
@@ -941,7 +1019,7 @@ class Engine:
             with self._lock:
                 self._suspended += depth
         try:
-            self._wait_until(lambda: self._num_pending <= self._suspended, None)
+            self._wait_until(lambda: self._num_pending <= self._suspended, None, wake="all")
         finally:
             if depth:
                 with self._lock:
@@ -972,7 +1050,9 @@ class Engine:
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait for every pushed op without raising their errors; False if ``timeout`` passed."""
-        return self._wait_until(lambda: self._num_pending <= self._suspended, None, timeout)
+        return self._wait_until(
+            lambda: self._num_pending <= self._suspended, None, timeout, wake="all"
+        )
 
     def shutdown(self, timeout: float | None = None) -> None:
         """Drain (at most ``timeout`` s), then refuse pushes and stop the workers (idempotent)."""
