@@ -185,34 +185,15 @@ class Opr:
         "waited_on",
     )
 
-    def __init__(
-        self,
-        fn: Callable[..., Any] | None,
-        is_async: bool,
-        ctx: Context,
-        const_vars: tuple[Var, ...],
-        mutate_vars: tuple[Var, ...],
-        priority: int,
-        name: str,
-        copy: bool,
-    ) -> None:
-        self.id: int = next(_op_ids)
-        self.fn = fn  # cleared when the op completes (drops user references)
-        self.is_async = is_async
-        self.ctx = ctx
-        self.const_vars = const_vars
-        self.mutate_vars = mutate_vars
-        self.priority = priority
-        self.name = name
-        self.copy = copy  # cross-device copy: runs on the copy workers
-        self.wait_count = 0
-        self.state = PENDING
-        self.push_time = 0.0  # set in debug mode only
-        self.waited_on: tuple[str, ...] = ()  # debug mode: chain of ops it waited on
-        self.deletes: Var | None = None  # push_delete: the var this op deletes
+    # Made by Engine._push_opr, which fills the slots (see there).  ``push_time``
+    # and ``waited_on`` are set only on ops pushed in debug mode.
 
     def __repr__(self) -> str:
         return f"Opr({self.id}, {self.name!r})"
+
+
+_new_object = object.__new__
+_next_op_id = _op_ids.__next__
 
 
 @dataclass(eq=False)
@@ -333,22 +314,35 @@ def _check_vars(vars_: Iterable[Var] | None, what: str, op_name: str) -> tuple[V
     return result
 
 
+def _vars_of(vars_: Any, what: str, op_name: str) -> tuple[Var, ...]:
+    """``vars_`` as a tuple of distinct vars; one or two vars in a list or tuple take no loop."""
+    kind = type(vars_)
+    if kind is tuple or kind is list:
+        count = len(vars_)
+        if count == 1:
+            var = vars_[0]
+            if type(var) is Var:
+                return vars_ if kind is tuple else (var,)
+        elif count == 2:
+            first, second = vars_
+            if type(first) is Var and type(second) is Var:
+                return (first, second) if first is not second else (first,)
+        elif not count:
+            return ()
+    result = _check_vars(vars_, what, op_name)
+    return tuple(dict.fromkeys(result)) if len(result) > 1 else result
+
+
 def _normalise(
     const_vars: Iterable[Var] | None, mutate_vars: Iterable[Var] | None, name: str
 ) -> tuple[tuple[Var, ...], tuple[Var, ...]]:
     """Drop duplicates; a var both read and written counts as a write."""
-    const = _check_vars(const_vars, "const_vars", name) if const_vars else ()
-    mutate = _check_vars(mutate_vars, "mutate_vars", name) if mutate_vars else ()
-    if len(mutate) > 1:
-        mutate = tuple(dict.fromkeys(mutate))
-    if const:
-        if len(const) > 1:
-            const = tuple(dict.fromkeys(const))
-        if mutate:
-            for var in const:
-                if var in mutate:
-                    const = tuple([v for v in const if v not in mutate])
-                    break
+    const = _vars_of(const_vars, "const_vars", name) if const_vars else ()
+    mutate = _vars_of(mutate_vars, "mutate_vars", name) if mutate_vars else ()
+    if const and mutate:
+        for var in const:
+            if var in mutate:
+                return tuple([v for v in const if v not in mutate]), mutate
     return const, mutate
 
 
@@ -360,6 +354,8 @@ class Engine:
     """
 
     kind = "base"
+    #: Ops pushed and not complete, by id, on engines that list them (the step engine).
+    _live: dict[int, Opr] | None = None
     _wait_poll = 0.1  # seconds between checks while waiting (keeps Ctrl-C responsive)
 
     def __init__(self) -> None:
@@ -422,17 +418,10 @@ class Engine:
         if const_vars:
             const, mutate = _normalise(const_vars, mutate_vars, name)
         elif mutate_vars:
-            if (
-                type(mutate_vars) in _SEQUENCES
-                and len(mutate_vars) == 1
-                and type(mutate_vars[0]) is Var
-            ):
-                const, mutate = (), (mutate_vars[0],)
-            else:
-                const, mutate = _normalise((), mutate_vars, name)
+            const, mutate = (), _vars_of(mutate_vars, "mutate_vars", name)
         else:
             const = mutate = ()
-        return self._push_opr(Opr(fn, False, ctx, const, mutate, priority, name, copy))
+        return self._push_opr(fn, False, ctx, const, mutate, priority, name, copy)
 
     def push_async(
         self,
@@ -454,7 +443,7 @@ class Engine:
         if not name:
             name = getattr(fn, "__name__", "op")
         const, mutate = _normalise(const_vars, mutate_vars, name)
-        return self._push_opr(Opr(fn, True, ctx, const, mutate, priority, name, copy))
+        return self._push_opr(fn, True, ctx, const, mutate, priority, name, copy)
 
     def new_operator(
         self,
@@ -482,7 +471,7 @@ class Engine:
                 "make a new one with new_operator"
             )
         self._check_ctx(ctx, handle.name)
-        opr = Opr(
+        return self._push_opr(
             handle.fn,
             True,
             ctx,
@@ -492,7 +481,6 @@ class Engine:
             handle.name,
             handle.copy,
         )
-        return self._push_opr(opr)
 
     def delete_operator(self, handle: OperatorHandle) -> None:
         """Forget a handle from :meth:`new_operator`; pushes already made still run."""
@@ -521,9 +509,7 @@ class Engine:
             ctx = Context("cpu", 0)
         if fn is not None and not callable(fn):
             raise EngineError(f"push_delete of {var!r}: fn must be callable, got {fn!r}")
-        opr = Opr(fn, False, ctx, (), (var,), 0, f"delete:{var.name}", False)
-        opr.deletes = var
-        return self._push_opr(opr, delete=var)
+        return self._push_opr(fn, False, ctx, (), (var,), 0, f"delete:{var.name}", False, var)
 
     #: False on engines that must show every delete as an op (the step engine).
     idle_delete = True
@@ -571,11 +557,35 @@ class Engine:
             raise EngineError(f"push of op '{name or fn!r}': fn must be callable, got {fn!r}")
         self._check_ctx(ctx, name or getattr(fn, "__name__", "op"))
 
-    def _push_opr(self, opr: Opr, delete: Var | None = None) -> int:
-        """Append ``opr`` to its vars' queues; dispatch it when nothing blocks it."""
+    def _push_opr(
+        self,
+        fn: Callable[..., Any] | None,
+        is_async: bool,
+        ctx: Context,
+        const: tuple[Var, ...],
+        mutate: tuple[Var, ...],
+        priority: int,
+        name: str,
+        copy: bool,
+        delete: Var | None = None,
+    ) -> int:
+        """Make the op, append it to its vars' queues; dispatch it when nothing blocks it."""
+        # The op's slots are filled here rather than by an Opr.__init__: on
+        # CPython 3.11 calling a class takes the slow generic path, which cost
+        # a tenth of a push.
+        opr = _new_object(Opr)
+        opr.id = op_id = _next_op_id()
+        opr.fn = fn  # cleared when the op completes (drops user references)
+        opr.is_async = is_async
+        opr.ctx = ctx
+        opr.const_vars = const
+        opr.mutate_vars = mutate
+        opr.priority = priority
+        opr.name = name
+        opr.copy = copy  # cross-device copy: runs on the copy workers
+        opr.state = PENDING
+        opr.deletes = delete  # push_delete: the var this op deletes
         tracing = trace.enabled
-        const = opr.const_vars
-        mutate = opr.mutate_vars
         if tracing:  # everything but the append is done before taking the lock
             touched = const + mutate
             count = len(touched)
@@ -587,7 +597,6 @@ class Engine:
                 else tuple(map(_var_id, touched))
             )
             ident = get_ident()
-            ctx = opr.ctx
             if not seen_vars.issuperset(ids):  # name vars made before recording
                 self._name_vars(touched)
             t = _now()
@@ -596,20 +605,21 @@ class Engine:
             self._acquire_contended()
         try:
             if self._shut:
-                raise EngineError(f"push of op '{opr.name}': the {self.kind} engine is shut down")
+                raise EngineError(f"push of op '{name}': the {self.kind} engine is shut down")
             for var in const:
                 if var.deleted:
                     raise VarDeletedError(
-                        f"push of op '{opr.name}': var {var.name!r} (id {var.id}) was deleted "
+                        f"push of op '{name}': var {var.name!r} (id {var.id}) was deleted "
                         "with push_delete; it cannot be read any more"
                     )
             for var in mutate:
                 if var.deleted:
                     raise VarDeletedError(
-                        f"push of op '{opr.name}': var {var.name!r} (id {var.id}) was deleted "
+                        f"push of op '{name}': var {var.name!r} (id {var.id}) was deleted "
                         "with push_delete; it cannot be written or deleted again"
                     )
-            if self.slow_wait_threshold is not None:
+            debug = self.slow_wait_threshold is not None
+            if debug:
                 opr.waited_on = self._chain(opr)
             wait = 0
             for var in const:
@@ -639,23 +649,25 @@ class Engine:
                 delete.deleted = True
             opr.wait_count = wait
             self._num_pending += 1
+            if self._live is not None:
+                self._live[op_id] = opr
             if tracing:  # under the lock: the log is in the engine's order
                 _record(
                     (
                         RAW_PUSH,
                         t,
-                        opr.id,
-                        opr.name,
+                        op_id,
+                        name,
                         ctx.device_type,
                         ctx.device_id,
                         len(const),
                         ids,
-                        opr.priority,
+                        priority,
                         ident,
                         wait == 0,
                     )
                 )
-            if self.slow_wait_threshold is not None:
+            if debug:
                 opr.push_time = trace.now()
             if wait == 0:
                 opr.state = READY
@@ -663,7 +675,7 @@ class Engine:
             lock.release()
         if wait == 0:
             self._dispatch(opr)
-        return opr.id
+        return op_id
 
     def _acquire_contended(self) -> None:
         """Take the bookkeeping lock that another thread holds, without a lock convoy.
@@ -701,7 +713,7 @@ class Engine:
             if other is None:
                 continue
             chain.append(f"'{other.name}' (id {other.id}) via var {var.name!r} ({kind.value})")
-            chain.extend(f"  {link}" for link in other.waited_on[:8])
+            chain.extend(f"  {link}" for link in getattr(other, "waited_on", ())[:8])
         return tuple(chain[:16])
 
     # -- running -------------------------------------------------------------
@@ -885,7 +897,7 @@ class Engine:
 
     def _note_slow_wait(self, opr: Opr) -> None:
         threshold = self.slow_wait_threshold
-        if threshold is None or not opr.push_time:
+        if threshold is None or not getattr(opr, "push_time", 0.0):
             return
         waited = trace.now() - opr.push_time
         if waited > threshold:

@@ -70,16 +70,6 @@ class StepEngine(Engine):
         self._contexts = RunContextCache(None, "step")
 
     # -- bookkeeping hooks -----------------------------------------------------
-    def _push_opr(self, opr: Opr, delete: _base.Var | None = None) -> int:
-        with self._lock:
-            self._live[opr.id] = opr
-        try:
-            return super()._push_opr(opr, delete)
-        except BaseException:
-            with self._lock:
-                self._live.pop(opr.id, None)
-            raise
-
     def _complete(
         self, opr: Opr, exc: BaseException | None, inherited: _base._ErrorRef | None = None
     ) -> list[Opr]:
