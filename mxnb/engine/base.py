@@ -185,7 +185,7 @@ class Opr:
         "waited_on",
     )
 
-    # Made by Engine._push_opr, which fills the slots (see there).  ``push_time``
+    # Made by _new_opr, which fills the slots (see there).  ``push_time``
     # and ``waited_on`` are set only on ops pushed in debug mode.
 
     def __repr__(self) -> str:
@@ -194,6 +194,38 @@ class Opr:
 
 _new_object = object.__new__
 _next_op_id = _op_ids.__next__
+
+
+def _new_opr(
+    fn: Callable[..., Any] | None,
+    is_async: bool,
+    ctx: Context,
+    const: tuple[Var, ...],
+    mutate: tuple[Var, ...],
+    priority: int,
+    name: str,
+    copy: bool,
+    delete: Var | None,
+) -> Opr:
+    """Return a new pending :class:`Opr` (every push makes one).
+
+    The slots are filled here rather than by an ``Opr.__init__``: on CPython
+    3.11 calling a class takes the slow generic call path, which cost a
+    tenth of a push.  ``wait_count`` is set when the op is booked.
+    """
+    opr = _new_object(Opr)
+    opr.id = _next_op_id()
+    opr.fn = fn  # cleared when the op completes (drops user references)
+    opr.is_async = is_async
+    opr.ctx = ctx
+    opr.const_vars = const
+    opr.mutate_vars = mutate
+    opr.priority = priority
+    opr.name = name
+    opr.copy = copy  # cross-device copy: runs on the copy workers
+    opr.state = PENDING
+    opr.deletes = delete  # push_delete: the var this op deletes
+    return opr
 
 
 @dataclass(eq=False)
@@ -356,6 +388,8 @@ class Engine:
     kind = "base"
     #: Ops pushed and not complete, by id, on engines that list them (the step engine).
     _live: dict[int, Opr] | None = None
+    #: The naive engine's op running unbooked (see :meth:`_book_inline`).
+    _inline: Opr | None = None
     _wait_poll = 0.1  # seconds between checks while waiting (keeps Ctrl-C responsive)
 
     def __init__(self) -> None:
@@ -532,6 +566,8 @@ class Engine:
         if not self._lock.acquire(False):
             return False
         try:
+            if self._inline is not None:
+                self._book_inline()
             if (
                 self._shut
                 or var.pending_write is not None
@@ -570,21 +606,8 @@ class Engine:
         delete: Var | None = None,
     ) -> int:
         """Make the op, append it to its vars' queues; dispatch it when nothing blocks it."""
-        # The op's slots are filled here rather than by an Opr.__init__: on
-        # CPython 3.11 calling a class takes the slow generic path, which cost
-        # a tenth of a push.
-        opr = _new_object(Opr)
-        opr.id = op_id = _next_op_id()
-        opr.fn = fn  # cleared when the op completes (drops user references)
-        opr.is_async = is_async
-        opr.ctx = ctx
-        opr.const_vars = const
-        opr.mutate_vars = mutate
-        opr.priority = priority
-        opr.name = name
-        opr.copy = copy  # cross-device copy: runs on the copy workers
-        opr.state = PENDING
-        opr.deletes = delete  # push_delete: the var this op deletes
+        opr = _new_opr(fn, is_async, ctx, const, mutate, priority, name, copy, delete)
+        op_id = opr.id
         tracing = trace.enabled
         if tracing:  # everything but the append is done before taking the lock
             touched = const + mutate
@@ -604,6 +627,8 @@ class Engine:
         if not lock.acquire(False):
             self._acquire_contended()
         try:
+            if self._inline is not None:
+                self._book_inline()
             if self._shut:
                 raise EngineError(f"push of op '{name}': the {self.kind} engine is shut down")
             for var in const:
@@ -676,6 +701,27 @@ class Engine:
         if wait == 0:
             self._dispatch(opr)
         return op_id
+
+    def _book_inline(self) -> None:
+        """Book the op the naive engine is running unbooked on its vars (call under the lock).
+
+        The naive engine runs an op pushed while nothing else is pending
+        without booking it on its vars (:meth:`NaiveEngine._push_opr`): no
+        other op can need them.  The first push, wait or delete that comes
+        while it runs (from inside it, or from another thread) books it
+        here, as its push would have: every var granted at once.
+        """
+        opr = self._inline
+        assert opr is not None
+        self._inline = None
+        for var in opr.const_vars:
+            var.pending_reads += 1
+            var.readers.append(opr)
+        for var in opr.mutate_vars:
+            var.last_write = opr
+            if var.readers:
+                var.readers = []
+            var.pending_write = opr
 
     def _acquire_contended(self) -> None:
         """Take the bookkeeping lock that another thread holds, without a lock convoy.
@@ -999,6 +1045,8 @@ class Engine:
             raise EngineError(f"wait_for_var: expected an engine var, got {var!r}")
         stack = _local.__dict__.get("stack")
         with self._lock:
+            if self._inline is not None:
+                self._book_inline()
             target = var.writes_pushed
             if stack:
                 writer = var.last_write

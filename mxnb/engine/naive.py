@@ -11,6 +11,16 @@ Rule: push order is execution order; an async op's push returns only after
 its ``on_complete`` was called (from any thread).  A push made from inside a
 running op runs inline, at once.
 
+The quiet path: an op pushed while nothing else is pending (the usual case
+here: every op ran at its own push) cannot wait for anything and nothing can
+wait for it, so it runs without being booked on its vars, the engine merely
+counting it as pending (``Engine._inline``).  Whatever comes while it runs
+that needs its vars to show it — a push from inside it or from another
+thread, ``wait_for_var``, a delete — books it first (``Engine._book_inline``),
+and from then on it completes as any booked op does.  A failing op is booked
+too, so its error lands on its vars.  Async ops, deletes, traced and debug
+runs always take the booked path.
+
 State kept:
     _run_contexts   one RunContext per context (worker ``'main'``)
 
@@ -30,7 +40,10 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from .base import Engine, Opr, RunContextCache, _Completion
+from typing import Any
+
+from . import trace
+from .base import DONE, RUNNING, Engine, Opr, RunContextCache, Var, _Completion, _local, _new_opr
 
 __all__ = ["NaiveEngine"]
 
@@ -43,6 +56,102 @@ class NaiveEngine(Engine):
     def __init__(self) -> None:
         super().__init__()
         self._run_contexts = RunContextCache(None, "main")
+
+    def _push_opr(
+        self,
+        fn: Any,
+        is_async: bool,
+        ctx: Any,
+        const: tuple[Var, ...],
+        mutate: tuple[Var, ...],
+        priority: int,
+        name: str,
+        copy: bool,
+        delete: Var | None = None,
+    ) -> int:
+        """Run a sync op pushed while nothing is pending at once, unbooked; else book it."""
+        opr = None
+        if not (is_async or delete is not None or trace.enabled):
+            lock = self._lock
+            if not lock.acquire(False):
+                self._acquire_contended()
+            try:
+                quiet = not (
+                    self._num_pending
+                    or self._errors
+                    or self._shut
+                    or self.slow_wait_threshold is not None
+                )
+                if quiet:
+                    for var in const:
+                        if var.deleted:  # the booked path raises the error
+                            quiet = False
+                    for var in mutate:
+                        if var.deleted:
+                            quiet = False
+                if quiet:
+                    opr = _new_opr(fn, False, ctx, const, mutate, priority, name, copy, None)
+                    opr.wait_count = 0
+                    opr.state = RUNNING
+                    self._num_pending = 1
+                    self._inline = opr
+                    for var in mutate:
+                        var.writes_pushed += 1
+            finally:
+                lock.release()
+        if opr is None:
+            return super()._push_opr(
+                fn, is_async, ctx, const, mutate, priority, name, copy, delete
+            )
+        rctx = self._run_contexts._entries.get(id(ctx))  # RunContextCache.get, inlined
+        if rctx is None or rctx.ctx is not ctx:
+            rctx = self._run_contexts.get(ctx)
+        try:
+            stack = _local.stack
+        except AttributeError:
+            stack = _local.stack = []
+        stack.append(opr)
+        try:
+            fn(rctx)
+        except BaseException as exc:  # booked, so the error lands on its vars
+            stack.pop()
+            self._finish_inline(opr, exc)
+            return opr.id
+        stack.pop()
+        self._finish_inline(opr, None)
+        return opr.id
+
+    def _finish_inline(self, opr: Opr, exc: BaseException | None) -> None:
+        """Complete an op run by the quiet path: cheaply if still unbooked, else as booked."""
+        lock = self._lock
+        if not lock.acquire(False):
+            self._acquire_contended()
+        try:
+            booked = self._inline is not opr
+            if not booked:
+                if exc is None:
+                    self._inline = None
+                    self._num_pending -= 1
+                    for var in opr.mutate_vars:
+                        var.writes_done += 1
+                    opr.state = DONE
+                    if self._num_waiters:
+                        self._cond.notify_all()
+                else:
+                    self._book_inline()
+                    booked = True
+        finally:
+            lock.release()
+        if not booked:
+            opr.fn = None  # drops the user's closure outside the lock
+            return
+        ready = self._complete(opr, exc)
+        if exc is not None and not isinstance(exc, Exception):
+            for successor in ready:  # Ctrl-C in an op: book it, then let it fly
+                self._dispatch(successor)
+            raise exc
+        for successor in ready:
+            self._dispatch(successor)
 
     def _dispatch(self, opr: Opr) -> None:
         # Successors made ready by a completion run here too, in push order,
