@@ -67,19 +67,25 @@ def engine_workload(eng: mx.engine.Engine, kind: str, n: int) -> float:
     return time.perf_counter() - start
 
 
-def tpe_cost(n: int) -> float:
-    """Seconds for n no-op tasks through ThreadPoolExecutor(2): submit all, wait for all."""
+class TpePeer:
+    """ThreadPoolExecutor(2), kept open, timed one round at a time (submit n no-ops, wait for all)."""
 
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(2)
+        self.pool.submit(self.task).result()
+
+    @staticmethod
     def task() -> None:
         pass
 
-    with ThreadPoolExecutor(2) as pool:
-        pool.submit(task).result()
+    def seconds(self, n: int) -> float:
+        """Seconds for one round of n tasks."""
+        start = time.perf_counter()
+        wait([self.pool.submit(self.task) for _ in range(n)])
+        return time.perf_counter() - start
 
-        def run() -> None:
-            wait([pool.submit(task) for _ in range(n)])
-
-        return best_of(run, 3)
+    def close(self) -> None:
+        self.pool.shutdown()
 
 
 def loop_cost(n: int) -> float:
@@ -93,37 +99,59 @@ def loop_cost(n: int) -> float:
 
 
 KINDS = ("independent", "chain", "fan")
+ROUNDS = 5
 
 
-def tiny_ops(n: int) -> list[list[str]]:
-    tpe = tpe_cost(n) / n * 1e6
+def tiny_ops(n: int) -> float:
+    """Per engine: ROUNDS rounds, each timing the peer and then every workload; best of each.
+
+    The machine's speed drifts by tens of percent over seconds (shared VM),
+    so each engine's figures are compared with the peer timed in the same
+    rounds, interleaved, not with one figure taken at the start.
+    """
+    peer = TpePeer()
     loop = loop_cost(n) / n * 1e6
-    rows = [
-        ["ThreadPoolExecutor(2)", f"{tpe:.2f}", f"{tpe:.2f}", f"{tpe:.2f}", "1.00x"],
-        ["plain loop", f"{loop:.2f}", f"{loop:.2f}", f"{loop:.2f}", ratio(loop, tpe)],
-    ]
-    for name in ENGINES:
-        engine = mx.engine.create(name)
-        try:
-            engine_workload(engine, "independent", 2000)  # warm up
-            us = [
-                min(engine_workload(engine, kind, n) for _ in range(3)) / n * 1e6 for kind in KINDS
-            ]
-        finally:
-            engine.shutdown()
-        worst = max(u / tpe for u in us)
-        rows.append([name, *(f"{u:.2f}" for u in us), f"{worst:.2f}x"])
+    rows = []
+    all_peers = []
+    try:
+        for name in ENGINES:
+            engine = mx.engine.create(name)
+            best = dict.fromkeys(("tpe", *KINDS), float("inf"))
+            try:
+                engine_workload(engine, "independent", 2000)  # warm up
+                for _ in range(ROUNDS):
+                    best["tpe"] = min(best["tpe"], peer.seconds(n))
+                    for kind in KINDS:
+                        best[kind] = min(best[kind], engine_workload(engine, kind, n))
+            finally:
+                engine.shutdown()
+            tpe = best["tpe"] / n * 1e6
+            all_peers.append(tpe)
+            us = [best[kind] / n * 1e6 for kind in KINDS]
+            worst = max(u / tpe for u in us)
+            rows.append([name, *(f"{u:.2f}" for u in us), f"{tpe:.2f}", f"{worst:.2f}x"])
+    finally:
+        peer.close()
+    tpe_all = min(all_peers)
+    rows.insert(0, ["plain loop", *(f"{loop:.2f}",) * 3, f"{tpe_all:.2f}", ratio(loop, tpe_all)])
     print(
         table(
-            ["engine", "independent us/op", "chain us/op", "fan us/op", "worst vs TPE"],
+            ["engine", "independent us/op", "chain us/op", "fan us/op", "TPE(2) us/task", "worst vs TPE"],
             rows,
-            title=f"Tiny ops (N={n}); targets: threaded <= 0.30x TPE, naive <= 0.15x",
+            title=(
+                f"Tiny ops (N={n}, best of {ROUNDS} rounds, the ThreadPoolExecutor(2) peer timed in "
+                "the same rounds); targets: threaded <= 0.30x TPE, naive <= 0.15x"
+            ),
         )
     )
-    return rows
+    return tpe_all
 
 
-def tracing_cost(n: int) -> None:
+REFERENCE_TPE_US = 12.0  # ThreadPoolExecutor(2) per task on the machine the issue's targets were set on
+TRACING_TARGET_US = 0.6  # tracing's added cost per op there
+
+
+def tracing_cost(n: int, tpe_us: float) -> None:
     """CPU seconds (all threads) of traced and untraced chains, alternating, best of 5 each.
 
     CPU time, not wall time: on a shared machine it is the steadier measure of
@@ -159,15 +187,20 @@ def tracing_cost(n: int) -> None:
                 f"{min(plain) / n * 1e6:.2f}",
                 f"{min(traced) / n * 1e6:.2f}",
                 f"{(min(traced) - min(plain)) / n * 1e6:.2f}",
+                f"{(min(traced) - min(plain)) / n * 1e6 / tpe_us:.3f}x",
                 f"{min(build) / n * 1e6:.2f}",
                 str(events),
             ]
         )
     print(
         table(
-            ["engine (chain)", "CPU us/op", "traced", "tracing adds", "building events", "events"],
+            ["engine (chain)", "CPU us/op", "traced", "tracing adds", "adds / TPE", "building events", "events"],
             rows,
-            title="Tracing cost, CPU us per op (target: adds <= 0.6 us/op)",
+            title=(
+                f"Tracing cost, CPU us per op (target: adds <= {TRACING_TARGET_US} us/op where "
+                f"ThreadPoolExecutor(2) costs {REFERENCE_TPE_US:.0f} us/task, i.e. "
+                f"<= {TRACING_TARGET_US / REFERENCE_TPE_US:.3f}x TPE; TPE here: {tpe_us:.1f} us/task)"
+            ),
         )
     )
 
@@ -243,9 +276,9 @@ def main() -> None:
         f"mxnb engine benchmark on {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
         f"load average {load} (other work on the machine skews the figures)\n"
     )
-    tiny_ops(n)
+    tpe_us = tiny_ops(n)
     print()
-    tracing_cost(n)
+    tracing_cost(n, tpe_us)
     print()
     matmul_speedup(length=2 if "--quick" in sys.argv else 4)
 

@@ -68,6 +68,7 @@ from . import trace
 from .trace import (
     RAW_END,
     RAW_PUSH,
+    RAW_PUSH_START,
     RAW_START,
     RAW_VAR_NAME,
     RAW_VAR_NEW,
@@ -609,20 +610,6 @@ class Engine:
         opr = _new_opr(fn, is_async, ctx, const, mutate, priority, name, copy, delete)
         op_id = opr.id
         tracing = trace.enabled
-        if tracing:  # everything but the append is done before taking the lock
-            touched = const + mutate
-            count = len(touched)
-            ids = (
-                (touched[0].id,)
-                if count == 1
-                else (touched[0].id, touched[1].id)
-                if count == 2
-                else tuple(map(_var_id, touched))
-            )
-            ident = get_ident()
-            if not seen_vars.issuperset(ids):  # name vars made before recording
-                self._name_vars(touched)
-            t = _now()
         lock = self._lock
         if not lock.acquire(False):
             self._acquire_contended()
@@ -677,21 +664,7 @@ class Engine:
             if self._live is not None:
                 self._live[op_id] = opr
             if tracing:  # under the lock: the log is in the engine's order
-                _record(
-                    (
-                        RAW_PUSH,
-                        t,
-                        op_id,
-                        name,
-                        ctx.device_type,
-                        ctx.device_id,
-                        len(const),
-                        ids,
-                        priority,
-                        ident,
-                        wait == 0,
-                    )
-                )
+                self._record_push(opr, wait == 0)
             if debug:
                 opr.push_time = trace.now()
             if wait == 0:
@@ -736,6 +709,56 @@ class Engine:
         acquire = self._lock.acquire
         while not acquire(False):
             time.sleep(_CONTENDED_NAP)
+
+    @classmethod
+    def _record_push(cls, opr: Opr, ready: bool, worker: str | None = None) -> None:
+        """Tracing: log ``opr``'s push (call under the lock, so the log is in push order).
+
+        With ``worker``, the op is ready and starts at once in this thread on
+        that worker: one record stands for the push and the start.
+        """
+        const = opr.const_vars
+        touched = const + opr.mutate_vars
+        count = len(touched)
+        ids = (
+            (touched[0].id,)
+            if count == 1
+            else (touched[0].id, touched[1].id)
+            if count == 2
+            else tuple(map(_var_id, touched))
+        )
+        if not seen_vars.issuperset(ids):  # name vars made before recording
+            cls._name_vars(touched)
+        ctx = opr.ctx
+        _record(
+            (
+                RAW_PUSH,
+                _now(),
+                opr.id,
+                opr.name,
+                ctx.device_type,
+                ctx.device_id,
+                len(const),
+                ids,
+                opr.priority,
+                get_ident(),
+                ready,
+            )
+            if worker is None
+            else (
+                RAW_PUSH_START,
+                _now(),
+                opr.id,
+                opr.name,
+                ctx.device_type,
+                ctx.device_id,
+                len(const),
+                ids,
+                opr.priority,
+                get_ident(),
+                worker,
+            )
+        )
 
     @staticmethod
     def _name_vars(touched: tuple[Var, ...]) -> None:

@@ -18,8 +18,9 @@ counting it as pending (``Engine._inline``).  Whatever comes while it runs
 that needs its vars to show it — a push from inside it or from another
 thread, ``wait_for_var``, a delete — books it first (``Engine._book_inline``),
 and from then on it completes as any booked op does.  A failing op is booked
-too, so its error lands on its vars.  Async ops, deletes, traced and debug
-runs always take the booked path.
+too, so its error lands on its vars.  Async ops, deletes and debug runs
+always take the booked path.  A trace records a quiet op exactly as a booked
+one that was ready at push (push, ready, start, end).
 
 State kept:
     _run_contexts   one RunContext per context (worker ``'main'``)
@@ -44,6 +45,10 @@ from typing import Any
 
 from . import trace
 from .base import DONE, RUNNING, Engine, Opr, RunContextCache, Var, _Completion, _local, _new_opr
+from .trace import RAW_END
+from .trace import now as _now
+
+_record = trace.append_raw
 
 __all__ = ["NaiveEngine"]
 
@@ -71,7 +76,10 @@ class NaiveEngine(Engine):
     ) -> int:
         """Run a sync op pushed while nothing is pending at once, unbooked; else book it."""
         opr = None
-        if not (is_async or delete is not None or trace.enabled):
+        if not (is_async or delete is not None):
+            rctx = self._run_contexts._entries.get(id(ctx))  # RunContextCache.get, inlined
+            if rctx is None or rctx.ctx is not ctx:
+                rctx = self._run_contexts.get(ctx)
             lock = self._lock
             if not lock.acquire(False):
                 self._acquire_contended()
@@ -97,15 +105,14 @@ class NaiveEngine(Engine):
                     self._inline = opr
                     for var in mutate:
                         var.writes_pushed += 1
+                    if trace.enabled:
+                        self._record_push(opr, True, rctx.worker)
             finally:
                 lock.release()
         if opr is None:
             return super()._push_opr(
                 fn, is_async, ctx, const, mutate, priority, name, copy, delete
             )
-        rctx = self._run_contexts._entries.get(id(ctx))  # RunContextCache.get, inlined
-        if rctx is None or rctx.ctx is not ctx:
-            rctx = self._run_contexts.get(ctx)
         try:
             stack = _local.stack
         except AttributeError:
@@ -137,6 +144,8 @@ class NaiveEngine(Engine):
                     opr.state = DONE
                     if self._num_waiters:
                         self._cond.notify_all()
+                    if trace.enabled:
+                        _record((RAW_END, _now(), opr.id, None, False, None, ()))
                 else:
                     self._book_inline()
                     booked = True

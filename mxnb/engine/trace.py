@@ -275,6 +275,9 @@ def _thread_name(ident: int) -> str:
 #   (RAW_PUSH, t, op_id, name, device_type, device_id, n_const, var_ids, priority, ident, ready)
 #       var_ids: the const var ids, then the mutate var ids
 #   (RAW_START, t, op_id, worker, ident)
+#   (RAW_PUSH_START, t, op_id, name, ..., priority, ident, worker)
+#       as RAW_PUSH with ready=True, and the op started at once in the pushing
+#       thread (the naive engine's quiet path): one record and clock read for two
 #   (RAW_END, t, op_id, error, skipped, deleted var id or None, ids of ops made ready)
 #
 # Dependency edges are not computed at push: the engine appends push and end
@@ -282,7 +285,7 @@ def _thread_name(ident: int) -> str:
 # Trace replays the engine's var bookkeeping (last unfinished writer, readers
 # since the last write) while it builds.  Edges to ops pushed before the
 # recorder attached are therefore not known.
-RAW_VAR_NEW, RAW_PUSH, RAW_START, RAW_END, RAW_VAR_NAME = 0, 1, 2, 3, 4
+RAW_VAR_NEW, RAW_PUSH, RAW_START, RAW_END, RAW_VAR_NAME, RAW_PUSH_START = 0, 1, 2, 3, 4, 5
 
 # ids of the vars the engine has named in the log since the first recorder
 # attached (it appends a RAW_VAR_NAME record the first time it sees one)
@@ -382,10 +385,11 @@ class Trace:
             elif code == RAW_START:
                 _, t, op_id, worker, ident = item
                 add(_make_start(t, op_id, worker, _thread_names.get(ident) or _thread_name(ident)))
-            elif code == RAW_PUSH:
-                _, t, op_id, name, device_type, device_id, n_const, ids, priority, ident, ready = (
+            elif code == RAW_PUSH or code == RAW_PUSH_START:
+                _, t, op_id, name, device_type, device_id, n_const, ids, priority, ident, last = (
                     item
                 )
+                ready = last if code == RAW_PUSH else True
                 const = ids[:n_const]
                 mutate = ids[n_const:]
                 deps = []  # the engine's rule, replayed: see the note on raw records
@@ -428,6 +432,8 @@ class Trace:
                 )
                 if ready:
                     add(make_ready(t, op_id))
+                if code == RAW_PUSH_START:
+                    add(_make_start(t, op_id, last, _thread_names[ident]))
             elif code == RAW_VAR_NAME:
                 if item[2] not in named:
                     named.add(item[2])

@@ -150,10 +150,23 @@ def test_keyboard_interrupt_in_a_quiet_op_is_booked_then_raised(naive):
         naive.wait_for_var(var)
 
 
-def test_a_traced_run_books_every_op(naive):
+def test_a_traced_quiet_op_is_recorded_like_a_booked_one(naive):
+    from mxnb.engine.trace import OpEnd, OpPush, OpReady, OpStart
+
     var = naive.new_var(name="v")
     with mx.engine.trace() as tr:
-        naive.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[var], name="traced")
+        quiet = naive.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[var], name="quiet")
+
+        def outer(rctx):  # pushes while running: itself booked, the inner op waits for it
+            naive.push_sync(lambda rctx: None, mx.cpu(), [var], name="inner")
+
+        booked = naive.push_sync(outer, mx.cpu(), mutate_vars=[var], name="outer")
         naive.wait_for_all()
-    names = [summary.name for summary in tr.ops().values()]
-    assert names == ["traced"]
+    kinds = {
+        op_id: [type(e) for e in tr.events if getattr(e, "op_id", None) == op_id]
+        for op_id in (quiet, booked)
+    }
+    assert kinds[quiet] == kinds[booked] == [OpPush, OpReady, OpStart, OpEnd]
+    inner = next(e for e in tr.events if type(e) is OpPush and e.name == "inner")
+    assert [(d.op_id, d.kind.value) for d in inner.waits_on] == [(booked, "read-after-write")]
+    assert tr.ops()[quiet].name == "quiet"

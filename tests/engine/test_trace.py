@@ -232,7 +232,7 @@ def test_raw_records_hold_only_numbers_and_strings(engine):
         gc.collect()
         gc.collect()  # a record's inner tuple of var ids is untracked first, the record next
         raw = [item for item in trace_module._raw if type(item) is tuple]  # waits emit events
-        assert len(raw) >= 3 * 12
+        assert len(raw) >= 2 * 12  # the naive quiet path logs push and start as one
         assert not any(gc.is_tracked(item) for item in raw)
     finally:
         recorder.detach()
