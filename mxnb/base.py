@@ -10,6 +10,10 @@ The second half names dtypes and chooses the *array module* (numpy, or cupy
 on a GPU context).  Kernels are written once against the module they are
 handed, so the numpy path tests the same code a GPU would run.
 
+The last helper, :func:`acquire_lock`, takes a lock that the pushing thread
+and the engine's workers both take once per op (storage, resources) without
+forming a lock convoy.
+
 Example::
 
     >>> from mxnb.base import MXNBError, ShapeError, np_dtype
@@ -21,27 +25,30 @@ Example::
 
 from __future__ import annotations
 
+import time
+from threading import Lock
 from typing import Any
 
 import numpy as np
 
 __all__ = [
-    "MXNBError",
-    "EngineError",
-    "OpError",
-    "VarDeletedError",
-    "ShapeError",
-    "DTypeError",
-    "ContextError",
-    "ParamError",
-    "GraphError",
-    "FormatError",
-    "NotSupportedError",
     "DEFAULT_DTYPE",
     "SUPPORTED_DTYPES",
-    "np_dtype",
-    "dtype_name",
+    "ContextError",
+    "DTypeError",
+    "EngineError",
+    "FormatError",
+    "GraphError",
+    "MXNBError",
+    "NotSupportedError",
+    "OpError",
+    "ParamError",
+    "ShapeError",
+    "VarDeletedError",
+    "acquire_lock",
     "array_module",
+    "dtype_name",
+    "np_dtype",
 ]
 
 
@@ -170,3 +177,34 @@ def array_module(device_type: str) -> Any:
             ) from exc
         return cupy
     raise ContextError(f"unknown device type {device_type!r}; use 'cpu' or 'gpu'")
+
+
+# ---------------------------------------------------------------------------
+# locks shared by the pushing thread and the workers
+# ---------------------------------------------------------------------------
+
+_CONTENDED_NAP = 1e-6  # seconds: the shortest sleep, long enough to let the owner run
+
+
+def acquire_lock(lock: Lock) -> None:
+    """Take ``lock`` for a few lines of bookkeeping, never forming a lock convoy.
+
+    A blocking ``acquire`` on a contended lock hands it, on release, to a
+    thread that still waits for the GIL: the releasing thread then blocks on
+    its next acquire, and the two trade lock and GIL once per operation (a
+    context switch each time).  Here a contended acquire naps with the GIL
+    released until a non-blocking acquire succeeds, so the owner finishes its
+    few lines and releases a lock that nobody is queued on.  Release with
+    ``lock.release()`` as usual (in a ``finally``).
+
+    >>> import threading
+    >>> lock = threading.Lock()
+    >>> acquire_lock(lock); lock.locked()
+    True
+    >>> lock.release()
+    """
+    if lock.acquire(False):
+        return
+    acquire = lock.acquire
+    while not acquire(False):
+        time.sleep(_CONTENDED_NAP)

@@ -21,8 +21,9 @@ has not run on real hardware).
 
 State kept (per manager):
     ctx          the context the memory belongs to
-    free_lists   size class -> list of pooled buffers (pooled manager only)
-    stats        a :class:`StorageStats` of counters, updated under ``_lock``
+    free_lists   size class -> list of pooled buffers (empty for the naive manager)
+    counters     bytes in use, peak, pooled bytes, frees, pool hits and misses,
+                 updated under ``_lock`` (:meth:`~StorageManager.stats` snapshots them)
 
 Every allocation and free emits :class:`~mxnb.engine.trace.StorageAlloc` /
 :class:`~mxnb.engine.trace.StorageFree` when a trace is recording (one flag
@@ -49,7 +50,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .base import MXNBError
+from .base import MXNBError, acquire_lock
 from .context import Context
 from .engine import trace as _trace_api  # noqa: F401 - loads the package
 
@@ -157,12 +158,15 @@ class StorageStats:
 class StorageManager:
     """Interface of a per-context storage manager (MXNet: ``StorageManager``).
 
-    Subclasses override :meth:`_take` (find or make a buffer) and
-    :meth:`_give_back` (keep or drop one); the counting and trace events live
-    here, once.
+    Subclasses choose two policies: the capacity a request is rounded up to
+    (:meth:`_capacity`) and whether a freed block is kept for reuse
+    (:attr:`pools`).  Taking and keeping blocks, the counting and the trace
+    events live here, once: an allocation is on the path of every op.
     """
 
     kind = "abstract"
+    #: Keep freed blocks in ``free_lists`` for reuse (False: drop them).
+    pools = False
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
@@ -171,24 +175,16 @@ class StorageManager:
         self._lock = threading.Lock()
         self._capacities: dict[int, int] = {}  # nbytes -> size class, memoised
         self._stats = StorageStats(ctx=self._ctx_label, kind=self.kind)
+        self.free_lists: dict[int, list[Any]] = {}  # capacity -> pooled buffers (when pools)
         self._in_use = 0
         self._peak = 0
         self._pooled = 0
-        self._allocs = 0
         self._frees = 0
-        self._hits = 0
+        self._hits = 0  # allocations are hits + misses
         self._misses = 0
 
-    # -- the two policies ------------------------------------------------------
-    def _take(self, capacity: int) -> Any:
-        """Return a pooled buffer of ``capacity`` bytes, or None for a fresh one (lock held)."""
-        raise NotImplementedError
-
-    def _give_back(self, handle: Handle) -> bool:
-        """Keep or drop a freed block; return True when it was pooled (lock held)."""
-        raise NotImplementedError
-
     def _capacity(self, nbytes: int) -> int:
+        """The bytes a block for a request of ``nbytes`` holds (the policy of subclasses)."""
         return nbytes
 
     # -- public ------------------------------------------------------------------
@@ -201,17 +197,25 @@ class StorageManager:
             capacity = self._capacity(nbytes)
             if len(self._capacities) < 4096:
                 self._capacities[nbytes] = capacity
-        with self._lock:
-            buffer = self._take(capacity)
-            self._allocs += 1
-            if buffer is not None:
+        # The pushing thread allocates and the workers free: no convoy (see acquire_lock).
+        lock = self._lock
+        if not lock.acquire(False):
+            acquire_lock(lock)
+        try:
+            blocks = self.free_lists.get(capacity)
+            if blocks:
+                buffer = blocks.pop()
                 self._hits += 1
                 self._pooled -= capacity
             else:
+                buffer = None
                 self._misses += 1
             in_use = self._in_use + capacity
             self._in_use = in_use
-            self._peak = max(self._peak, in_use)
+            if in_use > self._peak:  # noqa: PLR1730 - no call on the path of every op
+                self._peak = in_use
+        finally:
+            lock.release()
         hit = buffer is not None
         if not hit:
             buffer = self._fresh_buffer(nbytes, capacity)  # outside the lock: it may be slow
@@ -229,23 +233,35 @@ class StorageManager:
                 f"storage.free: handle {handle.handle_id} on {self.ctx} was already freed"
             )
         handle.freed = True
-        with self._lock:
-            pooled = self._give_back(handle)
-            self._frees += 1
-            self._in_use -= handle.capacity
+        capacity = handle.capacity
+        pooled = self.pools
+        lock = self._lock
+        if not lock.acquire(False):
+            acquire_lock(lock)
+        try:
             if pooled:
-                self._pooled += handle.capacity
+                blocks = self.free_lists.get(capacity)
+                if blocks is None:
+                    blocks = self.free_lists[capacity] = []
+                blocks.append(handle.buffer)
+                self._pooled += capacity
+            self._frees += 1
+            self._in_use -= capacity
+        finally:
+            lock.release()
         handle.buffer = None
         if trace.enabled:
             trace.emit(
-                trace.StorageFree(
-                    trace.now(), self._ctx_label, handle.handle_id, handle.capacity, pooled
-                )
+                trace.StorageFree(trace.now(), self._ctx_label, handle.handle_id, capacity, pooled)
             )
 
     def release_all(self) -> int:
-        """Drop every pooled block; return the bytes released (no-op for the naive manager)."""
-        return 0
+        """Drop every pooled block; return the bytes released (0 when nothing is pooled)."""
+        with self._lock:
+            released = self._pooled
+            self.free_lists.clear()
+            self._pooled = 0
+        return released
 
     def stats(self) -> StorageStats:
         """Return a snapshot of the counters."""
@@ -255,7 +271,7 @@ class StorageManager:
                 bytes_in_use=self._in_use,
                 peak_bytes=self._peak,
                 pooled_bytes=self._pooled,
-                allocs=self._allocs,
+                allocs=self._hits + self._misses,
                 frees=self._frees,
                 pool_hits=self._hits,
                 pool_misses=self._misses,
@@ -276,7 +292,6 @@ class StorageManager:
                 return self._new_buffer(capacity)
             except MemoryError:
                 with self._lock:  # the allocation did not happen: undo its counting
-                    self._allocs -= 1
                     self._misses -= 1
                     self._in_use -= capacity
                 raise StorageOutOfMemoryError(
@@ -297,41 +312,17 @@ class NaiveStorageManager(StorageManager):
     """Allocate on every request, drop on every free (MXNet: ``NaiveStorageManager``)."""
 
     kind = "naive"
-
-    def _take(self, capacity: int) -> Any:
-        return None
-
-    def _give_back(self, handle: Handle) -> bool:
-        return False
+    pools = False
 
 
 class PooledStorageManager(StorageManager):
     """Size classes with per-class free lists (MXNet: ``GPUPooledRoundedStorageManager``)."""
 
     kind = "pooled"
-
-    def __init__(self, ctx: Context) -> None:
-        super().__init__(ctx)
-        self.free_lists: dict[int, list[Any]] = {}
+    pools = True
 
     def _capacity(self, nbytes: int) -> int:
         return size_class(nbytes)
-
-    def _take(self, capacity: int) -> Any:
-        blocks = self.free_lists.get(capacity)
-        return blocks.pop() if blocks else None
-
-    def _give_back(self, handle: Handle) -> bool:
-        self.free_lists.setdefault(handle.capacity, []).append(handle.buffer)
-        return True
-
-    def release_all(self) -> int:
-        """Drop every pooled block; return the bytes released."""
-        with self._lock:
-            released = self._pooled
-            self.free_lists.clear()
-            self._pooled = 0
-        return released
 
 
 # ---------------------------------------------------------------------------
@@ -343,6 +334,9 @@ _KINDS: dict[str, type[StorageManager]] = {
     "pooled": PooledStorageManager,
 }
 _managers: dict[Context, StorageManager] = {}
+#: id(ctx) -> (ctx, manager): the lookup of every allocation, by identity (hashing a
+#: Context costs more than the rest of an allocation); the entry keeps ctx alive.
+_managers_by_id: dict[int, tuple[Context, StorageManager]] = {}
 _managers_lock = threading.Lock()
 _default_kind = os.environ.get("MXNB_STORAGE_MANAGER", "pooled").strip() or "pooled"
 
@@ -362,6 +356,7 @@ def set_manager_type(kind: str, ctx: Context | None = None) -> None:
     global _default_kind
     _check_kind(kind)
     with _managers_lock:
+        _managers_by_id.clear()
         if ctx is None:
             _default_kind = kind
             _managers.clear()
@@ -371,15 +366,20 @@ def set_manager_type(kind: str, ctx: Context | None = None) -> None:
 
 def get_manager(ctx: Context | None = None) -> StorageManager:
     """Return the storage manager of ``ctx`` (created on first use)."""
+    entry = _managers_by_id.get(id(ctx))
+    if entry is not None and entry[0] is ctx:
+        return entry[1]
+    given = ctx
     if ctx is None:
         ctx = Context("cpu", 0)
-    manager = _managers.get(ctx)
-    if manager is None:
-        with _managers_lock:
-            manager = _managers.get(ctx)
-            if manager is None:
-                manager = _KINDS[_check_kind(_default_kind)](ctx)
-                _managers[ctx] = manager
+    with _managers_lock:
+        manager = _managers.get(ctx)
+        if manager is None:
+            manager = _KINDS[_check_kind(_default_kind)](ctx)
+            _managers[ctx] = manager
+        if len(_managers_by_id) > 256:
+            _managers_by_id.clear()
+        _managers_by_id[id(given)] = (given, manager)
     return manager
 
 
@@ -410,4 +410,5 @@ def release_all(ctx: Context | None = None) -> int:
 def reset() -> None:
     """Forget every manager and its counters (tests use this for a clean slate)."""
     with _managers_lock:
+        _managers_by_id.clear()
         _managers.clear()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 import mxnb as mx
 from mxnb import storage
-from mxnb.base import MXNBError
+from mxnb.base import MXNBError, acquire_lock
 from mxnb.engine.trace import StorageAlloc, StorageFree, Trace
 
 
@@ -149,3 +151,70 @@ def test_out_of_memory_releases_the_pool_and_retries_then_fails_clearly(fresh, m
         storage.alloc(70000, ctx)
     after = storage.stats(ctx)
     assert (after.bytes_in_use, after.allocs) == (before.bytes_in_use, before.allocs)
+
+
+def test_equal_contexts_share_one_manager_until_the_kind_changes(fresh):
+    """Managers are found by the context's identity first; equal contexts still share one."""
+    ctx, equal = mx.cpu(7), mx.Context("cpu", 7)
+    manager = storage.get_manager(ctx)
+    assert storage.get_manager(equal) is manager
+    assert storage.get_manager(ctx) is manager  # the identity entry
+    assert storage.get_manager(None) is storage.get_manager(mx.cpu(0))
+    storage.set_manager_type("naive", ctx)
+    replaced = storage.get_manager(ctx)
+    assert replaced is not manager and replaced.kind == "naive"
+    assert storage.get_manager(equal) is replaced
+    storage.reset()
+    assert storage.get_manager(ctx) is not replaced
+
+
+def test_stats_count_allocations_as_hits_plus_misses(fresh):
+    ctx = mx.cpu(7)
+    handles = [storage.alloc(100, ctx) for _ in range(3)]
+    storage.free(handles.pop())
+    handles.append(storage.alloc(90, ctx))  # a hit
+    stats = storage.stats(ctx)
+    assert (stats.allocs, stats.pool_hits, stats.pool_misses, stats.frees) == (4, 1, 3, 1)
+    for handle in handles:
+        storage.free(handle)
+
+
+@pytest.mark.timeout(60)
+def test_threads_allocating_and_freeing_at_once_keep_exact_counters(fresh):
+    """The pushing thread allocates while workers free (contended acquires nap, see acquire_lock)."""
+    ctx = mx.cpu(7)
+    manager = storage.get_manager(ctx)
+
+    def churn():
+        for _ in range(3000):
+            storage.free(storage.alloc(100, ctx))
+
+    threads = [threading.Thread(target=churn) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    stats = manager.stats()
+    assert (stats.allocs, stats.frees, stats.bytes_in_use) == (9000, 9000, 0)
+    assert stats.pool_hits + stats.pool_misses == 9000
+    assert stats.pooled_bytes == 128 * stats.pool_misses
+    assert not manager._lock.locked()
+
+
+def test_acquire_lock_waits_for_the_owner_without_queueing():
+    lock = threading.Lock()
+    lock.acquire()
+    taken = threading.Event()
+
+    def take():
+        acquire_lock(lock)
+        taken.set()
+        lock.release()
+
+    thread = threading.Thread(target=take)
+    thread.start()
+    assert not taken.wait(0.05)  # held: the other thread naps and retries
+    lock.release()
+    assert taken.wait(10)
+    thread.join()
+    assert not lock.locked()
