@@ -33,11 +33,20 @@ State kept per var:
     readers         reads pushed since ``last_write`` (for write-after-read edges)
     error           shared error reference when an op that writes it failed
 
+Threads and the GIL: the pushing thread and the workers all take the one
+bookkeeping lock.  A thread that finds it taken naps rather than queueing
+on it (:meth:`Engine._acquire_contended`), and a waiting thread is woken only
+by a completion that can satisfy its wait (``wake`` in :meth:`_wait_until`).
+Either mistake makes threads trade the GIL once per op: a context switch per
+op, four times the cost of the op's bookkeeping.
+
 State kept per engine:
     _lock           one lock for all bookkeeping; never held while an op runs
                     (one lock beats a lock per var in Python: fewer acquires per op)
     _num_pending    ops pushed and not complete
     _errors         failures not yet raised by a wait
+    _waiters_*      threads blocked in a wait, by what can satisfy them
+    _inline         the naive engine's op running unbooked (see naive.py)
 
 Example::
 
