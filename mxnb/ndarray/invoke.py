@@ -22,7 +22,15 @@ State kept:
     A plan also caches the operator when it holds no per-call state (library
     ops, SimpleOps, samplers; Custom ops get a new one per call) and the
     OpContext of its last run.  A plan whose op was registered again is
-    detected and rebuilt.
+    detected and rebuilt (``registry.generation``).
+
+Direct kernels: when an op's forward is exactly one ufunc call for the
+plan's dtypes (``prop.forward_ufunc``: elementwise unary, binary and scalar
+ops on floats), the pushed function is that call, ``np.add(a, b, out=c)``,
+with no OpContext and no dispatch through the operator; the output is
+allocated and the op pushed by a path written out for it.  This is the
+per-op overhead of every small op, as MXNet's imperative path calls an op's
+FCompute directly.
 
 In debug mode (``mx.engine.is_debug()``) const inputs reach the kernel as
 read-only views (:mod:`mxnb.ndarray.debug`): a kernel writing into one fails
@@ -42,6 +50,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -84,8 +93,11 @@ class _Plan:
     arg_names: list[str]
     xp: Any
     single_output: bool  # one output (the common case: skips list building)
+    out_nbytes: list[int]  # bytes of each output
     operator: Any = None  # cached when the operator holds no per-call state
     op_ctx: Any = None  # the OpContext of the last run (reused for the same worker and mode)
+    bind: Any = None  # direct kernel: bind(*in_raw, out_raw) -> run(run_ctx), see _direct_binder
+    generation: int = -1  # registry.generation when the plan was last checked current
 
 
 _plans: dict[Any, _Plan] = {}
@@ -232,6 +244,11 @@ def _make_plan(
     requests = prop.forward_resource([tuple(shape) for shape in in_shapes])
     resources = _resource.manager.request_all(ctx, requests) if requests else []
     num_outputs = prop.num_outputs()
+    out_types = [np.dtype(dtype) for dtype in out_types]
+    operator = _reusable_operator(prop, ctx, in_shapes, in_types)
+    bind = None
+    if operator is not None and not resources and not aux_names and num_outputs == 1:
+        bind = _direct_binder(prop, ctx.array_module, list(in_types), out_types)
     return _Plan(
         prop=prop,
         label=label,
@@ -239,7 +256,7 @@ def _make_plan(
         in_shapes=list(in_shapes),
         in_types=list(in_types),
         out_shapes=out_shapes,
-        out_types=[np.dtype(dtype) for dtype in out_types],
+        out_types=out_types,
         aux_shapes=[tuple(shape) for shape in aux_shapes],
         aux_types=[np.dtype(dtype) for dtype in aux_types],
         resources=resources,
@@ -249,8 +266,68 @@ def _make_plan(
         arg_names=arg_names,
         xp=ctx.array_module,
         single_output=num_outputs == 1,
-        operator=_reusable_operator(prop, ctx, in_shapes, in_types),
+        out_nbytes=[
+            math.prod(shape) * dtype.itemsize for shape, dtype in zip(out_shapes, out_types)
+        ],
+        operator=operator,
+        bind=bind,
     )
+
+
+def _direct_binder(
+    prop: OperatorProperty, xp: Any, in_types: list[np.dtype], out_types: list[np.dtype]
+) -> Callable[..., Callable[[Any], None]] | None:
+    """``bind(*in_raw, out_raw) -> run`` for an op whose forward is one ufunc call, else None.
+
+    The direct kernel of the hot path: ``run(run_ctx)`` is the ufunc call
+    itself, with no OpContext and no dispatch
+    through the operator.  Only for a property that says its forward is that
+    call (``forward_ufunc``, see :class:`mxnb.operator.ops._common.KernelProp`).
+    """
+    forward_ufunc = getattr(prop, "forward_ufunc", None)
+    spec = forward_ufunc(in_types, out_types) if forward_ufunc is not None else None
+    if spec is None:
+        return None
+    ufunc = getattr(xp, spec.ufunc)
+    scalar = spec.scalar
+    arity = len(in_types)
+    if scalar is None and arity == 2:
+
+        def bind_binary(lhs: Any, rhs: Any, out: Any) -> Callable[[Any], None]:
+            def run(run_ctx: Any) -> None:
+                ufunc(lhs, rhs, out=out)
+
+            return run
+
+        return bind_binary
+    if arity != 1:
+        return None
+    if scalar is None:
+
+        def bind_unary(data: Any, out: Any) -> Callable[[Any], None]:
+            def run(run_ctx: Any) -> None:
+                ufunc(data, out=out)
+
+            return run
+
+        return bind_unary
+    if spec.scalar_first:
+
+        def bind_scalar_first(data: Any, out: Any) -> Callable[[Any], None]:
+            def run(run_ctx: Any) -> None:
+                ufunc(scalar, data, out=out)
+
+            return run
+
+        return bind_scalar_first
+
+    def bind_scalar(data: Any, out: Any) -> Callable[[Any], None]:
+        def run(run_ctx: Any) -> None:
+            ufunc(data, scalar, out=out)
+
+        return run
+
+    return bind_scalar
 
 
 def _stateless_operator_types() -> tuple[type, ...]:
@@ -425,8 +502,11 @@ def _outputs(plan: _Plan, out: Any, ctx: Context) -> list[NDArray]:
     """Fresh output arrays, or the ``out=`` arrays after checking them against the plan."""
     if out is None:
         if plan.single_output:
-            return [_alloc(plan.out_shapes[0], ctx, plan.out_types[0])]
-        return [_alloc(shape, ctx, dtype) for shape, dtype in zip(plan.out_shapes, plan.out_types)]
+            return [_alloc(plan.out_shapes[0], ctx, plan.out_types[0], plan.out_nbytes[0])]
+        return [
+            _alloc(shape, ctx, dtype, nbytes)
+            for shape, dtype, nbytes in zip(plan.out_shapes, plan.out_types, plan.out_nbytes)
+        ]
     if plan.single_output and type(out) is NDArray:
         if (
             out.shape != plan.out_shapes[0]
@@ -465,6 +545,10 @@ def _push(
     name: str | None,
 ) -> list[NDArray]:
     """Push ONE engine op: const = inputs; mutate = outputs + aux + resource vars."""
+    bind = plan.bind
+    if bind is not None and not aux and not _is_debug():
+        _push_direct(plan, bind, inputs, outputs[0], name or plan.label)
+        return outputs
     operator = plan.operator
     if operator is None:
         operator = plan.prop.create_operator_ex(plan.ctx, plan.in_shapes, plan.in_types)
@@ -525,6 +609,37 @@ def _push(
     return outputs
 
 
+def _push_direct(
+    plan: _Plan,
+    bind: Callable[..., Callable[[Any], None]],
+    inputs: Sequence[NDArray],
+    target: NDArray,
+    label: str,
+) -> None:
+    """The hot path of :func:`_push` for a direct kernel (one ufunc, one output, no aux).
+
+    The pushed function is the ufunc call itself (see :func:`_direct_binder`).
+    An op whose only input is its output (``a += 1``) is pushed as a write of
+    that var alone: what the engine would normalise it to anyway.
+    """
+    out_var = target._var
+    if len(inputs) == 2:
+        lhs, rhs = inputs
+        run = bind(lhs._array, rhs._array, target._array)
+        const: Any = [lhs._var, rhs._var]
+    else:
+        only = inputs[0]
+        run = bind(only._array, target._array)
+        var = only._var
+        const = () if var is out_var else [var]
+    autograd = _autograd or _find_autograd()
+    recording = autograd is not None and autograd.is_recording()
+    _get_engine().push_sync(run, plan.ctx, const, [out_var], 0, label)
+    if recording:
+        is_train = autograd.is_training()
+        autograd._record_op(plan.prop, plan.operator, list(inputs), [target], [], is_train)
+
+
 def _debug_runner(
     operator: Any,
     plan: _Plan,
@@ -559,43 +674,59 @@ def invoke_visible(op: str, inputs: list[NDArray], params: dict[str, Any], out: 
 
     The NDArray methods (``a + b``, ``a += 1``, ``a.sum()``) come through here:
     one dict lookup keyed by (op, params, input shapes and dtypes, context)
-    finds the plan, skipping property parsing and shape inference.
+    finds the plan, skipping property parsing and shape inference.  A plan
+    is current while no operator was registered since it was checked
+    (``registry.generation``).
     """
     count = len(inputs)
-    key: Any = None
-    plan = None
-    if count == 1:
-        first = inputs[0]
-        ctx = first.context
-        key = (op, tuple(params.items()), first.shape, first.dtype, id(ctx))
-    elif count == 2:
+    if count == 2:
         first, second = inputs
         ctx = first.context
-        key = (
+        if second.context is not ctx and second.context != ctx:
+            _check_contexts(op, inputs, ctx)
+        key: Any = (
             op,
-            tuple(params.items()),
+            tuple(params.items()) if params else (),
             first.shape,
             first.dtype,
             second.shape,
             second.dtype,
             id(ctx),
         )
-        if second.context is not ctx and second.context != ctx:
-            _check_contexts(op, inputs, ctx)
+    elif count == 1:
+        first = inputs[0]
+        ctx = first.context
+        key = (op, tuple(params.items()) if params else (), first.shape, first.dtype, id(ctx))
+    else:
+        key = None
     try:
         plan = _visible_plans.get(key)
     except TypeError:  # an unhashable parameter value: take the general path
-        key = None
-    if plan is not None and type(plan.prop) is not _registered_class(op):
-        plan = None  # the op was registered again: plan afresh
-    if plan is None:
+        key = plan = None
+    if plan is None or plan.generation != registry.generation:
+        generation = registry.generation
         prop, prop_key = _get_prop(op, params)
         plan, outputs = _invoke_prop(prop, prop_key, inputs, out, None, None, None)
+        plan.generation = generation
         if key is not None:
             if len(_visible_plans) > _MAX_CACHE:
                 _visible_plans.clear()
             _visible_plans[key] = plan
     else:
+        bind = plan.bind
+        if bind is not None and not _is_debug():  # the hot path, written out
+            if out is None:
+                target = _alloc(plan.out_shapes[0], ctx, plan.out_types[0], plan.out_nbytes[0])
+                _push_direct(plan, bind, inputs, target, plan.label)
+                return target
+            if (
+                type(out) is NDArray
+                and out.shape == plan.out_shapes[0]
+                and out.dtype == plan.out_types[0]
+                and out.context is ctx
+            ):
+                _push_direct(plan, bind, inputs, out, plan.label)
+                return out
         outputs = _push(plan, inputs, _outputs(plan, out, ctx), (), None)
     if out is not None:
         return out

@@ -12,7 +12,8 @@ Rule: views (``a[1:3]``, ``a[i]``, ``a.reshape(...)``) share the chunk *and
 its var*, so a write through a view is ordered with every other read and
 write of the array (indexing lives in :mod:`mxnb.ndarray.indexing`, creation
 in :mod:`mxnb.ndarray.creation`).  When the last NDArray on a chunk is
-garbage-collected the chunk pushes ``push_delete(var, ctx, fn=free)``: the
+garbage-collected the chunk pushes ``push_delete(var, ctx, fn=free)`` (or, when no
+op is pending on its var, frees it at once without an engine op): the
 memory goes back to the storage pool only after the ops still using it have
 run.  That push never blocks: inside an engine switch or the cycle collector
 it is deferred to the next allocation or ``waitall``.
@@ -95,49 +96,51 @@ class _Chunk:
         self.ctx = ctx
 
     def __del__(self) -> None:
-        # __del__ runs wherever the last reference dies: on a worker thread, or inside
-        # set_engine while it holds the engine lock.  So it never takes a lock: it reads
-        # the current engine without one, and when there is none (an engine switch) or
-        # the engine refuses (shut down), the delete is deferred to the next allocation.
-        # A cyclic-garbage collection may run inside any allocation, even under an engine
-        # lock, so chunks collected by the cycle collector are deferred too.
+        """Give the memory back once the ops still using it have run (three paths).
+
+        1. Idle: no op is pending on the var (most temporaries on the naive
+           engine, many on threaded ones).  :meth:`Engine.try_delete_idle`
+           deletes the var at once, exactly as ``push_delete`` would leave it,
+           and the block goes back to the pool here: no engine op, which
+           would cost about as much as the op that made the temporary.
+           Never on the step engine, never while a trace records.
+        2. Small and busy, on a threaded engine: batched (:func:`_batch_delete`).
+        3. Otherwise ``push_delete(var, ctx, fn=free)``.
+
+        ``__del__`` runs wherever the last reference dies: on a worker thread,
+        or inside set_engine while it holds the engine lock.  So it never
+        blocks on a lock: it reads the current engine without one, and when
+        there is none (an engine switch) or the engine refuses (shut down),
+        the delete is deferred to the next allocation.  A cyclic-garbage
+        collection may run inside any allocation, even under an engine lock,
+        so chunks collected by the cycle collector are deferred too.
+        """
         try:
             handle = self.handle
-            fn = None if handle is None else handle.release
-            engine = getattr(_engine_mod, "_engine", None)
-            pushed = False
+            engine = _engine_mod._engine
             if engine is not None and not _deferred_deletes and not _collecting:
-                if _free_if_idle(engine, self.var, fn):
-                    return
-                if handle is not None and _batch_delete(engine, self.var, self.ctx, handle):
-                    return
+                var = self.var
                 try:
-                    engine.push_delete(self.var, self.ctx, fn=fn)
-                    pushed = True
-                except Exception:  # noqa: BLE001 - a shut-down engine: defer
-                    pushed = False
-            if not pushed:
-                _deferred_deletes.append((self.var, self.ctx, fn))
+                    idle = engine.try_delete_idle(var)
+                except AttributeError:  # an engine without it: the general delete below
+                    idle = False
+                if idle:
+                    if handle is not None:  # handle.release(), without a call
+                        (handle.manager or storage.get_manager(handle.ctx)).free(handle)
+                    return
+                if handle is not None and _batch_delete(engine, var, self.ctx, handle):
+                    return
+                fn = None if handle is None else handle.release
+                try:
+                    engine.push_delete(var, self.ctx, fn=fn)
+                    return
+                except Exception:  # noqa: BLE001, S110 - a shut-down engine: defer
+                    pass
+            _deferred_deletes.append(
+                (self.var, self.ctx, None if handle is None else handle.release)
+            )
         except Exception:  # noqa: BLE001, S110 - interpreter teardown: module globals are gone
             pass
-
-
-def _free_if_idle(engine: Any, var: Any, fn: Any) -> bool:
-    """Free a dead chunk at once when no op is pending on its var; True if it did.
-
-    The light path of a chunk delete (most temporaries on the naive engine,
-    many on threaded ones): ``push_delete`` would push an op that waits for
-    nothing, runs ``fn`` and books its completion, about as costly as the op
-    that made the temporary.  :meth:`Engine.try_delete_idle` deletes the var
-    when nothing is pending on it (never on the step engine, never while a
-    trace records); then ``fn`` frees the memory here.
-    """
-    try_delete = getattr(engine, "try_delete_idle", None)
-    if try_delete is None or not try_delete(var):
-        return False
-    if fn is not None:
-        fn()
-    return True
 
 
 #: Engines on which deletes of small busy chunks are pushed in batches (see _batch_delete).
@@ -157,7 +160,7 @@ def _batch_delete(engine: Any, var: Any, ctx: Context, handle: Any) -> bool:
     """Queue a dead small chunk for a batched delete; True if it was queued.
 
     On the threaded engines a temporary usually dies while the op that wrote
-    it is still queued, so :func:`_free_if_idle` cannot take it and a
+    it is still queued, so the idle path of ``_Chunk.__del__`` cannot take it and a
     ``push_delete`` would cost one more engine op per temporary (``c = a + b``
     in a loop pays for two ops).  Instead small chunks (<= :data:`BATCH_MAX_BYTES`)
     are gathered per context; every :data:`BATCH_SIZE` of them ONE engine op is
@@ -246,21 +249,41 @@ def _new_var(name: str = "") -> Any:
     return _engine().new_var(name)
 
 
-def _alloc(shape: tuple[int, ...], ctx: Context, dtype: np.dtype) -> NDArray:
+def _alloc(shape: tuple[int, ...], ctx: Context, dtype: np.dtype, nbytes: int = -1) -> NDArray:
     """A fresh, uninitialised NDArray on a new chunk (no engine op pushed).
 
-    ``shape`` is trusted (checked by :func:`empty` or produced by shape inference).
+    ``shape`` is trusted (checked by :func:`empty` or produced by shape
+    inference); ``nbytes``, when given, is its size in bytes (an invoke plan
+    knows it).  The allocation of every op output: written out, no helpers.
     """
     if _deferred_deletes:
         _flush_deferred_deletes()
-    handle = storage.get_manager(ctx).alloc(math.prod(shape) * dtype.itemsize)
+    if nbytes < 0:
+        nbytes = math.prod(shape) * dtype.itemsize
+    handle = _get_manager(ctx).alloc(nbytes)
     var = _engine_mod.get().new_var(f"nd{handle.handle_id}")
     buffer = handle.buffer
     if type(buffer) is np.ndarray:
         raw = np.ndarray(shape, dtype, buffer)
     else:  # cupy (not run on real hardware)
         raw = buffer[: handle.nbytes].view(dtype).reshape(shape)
-    return NDArray._make(_Chunk(handle, var, ctx), var, raw, 0, shape, dtype, ctx)
+    chunk = _new_object(_Chunk)  # _Chunk(handle, var, ctx), without a call
+    chunk.handle = handle
+    chunk.var = var
+    chunk.ctx = ctx
+    array = _new_object(NDArray)
+    array._chunk = chunk
+    array._var = var
+    array._array = raw
+    array._offset = 0
+    array.shape = shape
+    array.dtype = dtype
+    array.context = ctx
+    return array
+
+
+_get_manager = storage.get_manager
+_new_object = object.__new__
 
 
 _CANONICAL: dict[Context, Context] = {}
@@ -290,17 +313,21 @@ def _push(fn: Any, ctx: Context, const: Sequence[Any], mutate: Sequence[Any], na
     _engine().push_sync(fn, ctx, const, mutate, 0, name)
 
 
-_invoke_visible: Any = None
+_invoke_visible: Any = None  # mxnb.ndarray.invoke.invoke_visible, bound on first use
+
+
+def _bind_invoke() -> Any:
+    """Bind :func:`~mxnb.ndarray.invoke.invoke_visible` (late: invoke.py imports this module)."""
+    global _invoke_visible
+    from .invoke import invoke_visible
+
+    _invoke_visible = invoke_visible
+    return invoke_visible
 
 
 def _invoke(op: str, inputs: list[NDArray], params: dict[str, Any], out: Any = None) -> Any:
-    """Run a registered op (``invoke_visible``; bound late: invoke.py imports this module)."""
-    global _invoke_visible
-    if _invoke_visible is None:
-        from .invoke import invoke_visible
-
-        _invoke_visible = invoke_visible
-    return _invoke_visible(op, inputs, params, out)
+    """Run a registered op and return what a user sees (``invoke_visible``)."""
+    return (_invoke_visible or _bind_invoke())(op, inputs, params, out)
 
 
 def _registered(*names: str) -> str:
@@ -788,26 +815,6 @@ class NDArray:
             raise NotSupportedError(f"tostype({stype!r}): mxnb has dense ('default') arrays only")
         return self
 
-    def __getattr__(self, name: str) -> Any:
-        # Unary and other ops MXNet exposes as methods (x.exp(), x.relu(), x.softmax(axis=1)).
-        if name.startswith("_") or name not in _METHOD_OPS:
-            raise AttributeError(f"'NDArray' object has no attribute {name!r}")
-        from ..operator import registry
-
-        if registry.find(name) is None:
-            raise AttributeError(
-                f"'NDArray' object has no attribute {name!r} (no operator {name!r} is registered)"
-            )
-        from .register import make_op_function
-
-        function = make_op_function(name)
-
-        def method(*args: Any, **kwargs: Any) -> Any:
-            return function(self, *args, **kwargs)
-
-        method.__doc__ = function.__doc__
-        return method
-
 
 #: Operators reachable as NDArray methods (``x.exp()``), as MXNet's NDArray has them.
 _METHOD_OPS = frozenset(
@@ -881,6 +888,49 @@ _METHOD_OPS = frozenset(
         "size_array",
     ]
 )
+
+
+class _OpMethod:
+    """``x.exp()``: a registered operator reached as a method (a non-data descriptor).
+
+    One per name of :data:`_METHOD_OPS`, set on the class below.  The op is
+    looked up when the method is read, so one registered later (or again)
+    is found; reading a method whose op is not registered raises
+    AttributeError.  (A class ``__getattr__`` would do the same but slow down
+    every attribute read of every NDArray: Python then takes its generic
+    lookup path for ``x.shape`` and ``x._var`` too.)
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, array: NDArray | None, owner: type | None = None) -> Any:
+        name = self.name
+        from ..operator import registry
+
+        if registry.find(name) is None:
+            raise AttributeError(
+                f"'NDArray' object has no attribute {name!r} (no operator {name!r} is registered)"
+            )
+        from .register import make_op_function
+
+        function = make_op_function(name)
+        if array is None:  # read on the class: the op function itself
+            return function
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            return function(array, *args, **kwargs)
+
+        method.__doc__ = function.__doc__
+        return method
+
+
+for _name in _METHOD_OPS:
+    if _name not in NDArray.__dict__:
+        setattr(NDArray, _name, _OpMethod(_name))
+del _name
 
 
 # ---------------------------------------------------------------------------
@@ -988,11 +1038,12 @@ _ARITH = {
 def _arith(
     lhs: NDArray, rhs: Any, kind: str, reverse: bool = False, out: NDArray | None = None
 ) -> Any:
-    same_op, broadcast_op, scalar_op, rscalar_op = _ARITH[kind]
+    invoke = _invoke_visible or _bind_invoke()
     if type(rhs) is not NDArray:
         if type(rhs) is float or type(rhs) is int or isinstance(rhs, _NUMBER_TYPES):
-            op = rscalar_op if reverse else scalar_op
-            return _invoke(op, [lhs], {"scalar": float(rhs)}, out)
+            ops = _ARITH[kind]
+            op = ops[3] if reverse else ops[2]
+            return invoke(op, [lhs], {"scalar": float(rhs)}, out)
         if isinstance(rhs, np.ndarray):
             rhs = _creation.array(rhs, ctx=lhs.context, dtype=lhs.dtype)
         elif not isinstance(rhs, NDArray):
@@ -1000,10 +1051,11 @@ def _arith(
     if reverse:
         lhs, rhs = rhs, lhs
     if lhs.shape == rhs.shape:
-        op = same_op if _has_op(same_op) else broadcast_op
+        op = _SAME_SHAPE_OPS.get(kind) or _same_shape_op(kind)
         if lhs.context is not rhs.context:
             _check_same_context(op, lhs, rhs)
-        return _invoke(op, [lhs, rhs], {}, out)
+        return invoke(op, [lhs, rhs], {}, out)
+    broadcast_op = _ARITH[kind][1]
     _check_same_context(broadcast_op, lhs, rhs)
     shape = _broadcast_shape(broadcast_op, lhs.shape, rhs.shape)
     if out is not None and shape != out.shape:
@@ -1011,7 +1063,20 @@ def _arith(
             f"{broadcast_op}: the result of shapes {lhs.shape} and {rhs.shape} has shape {shape}, "
             f"which cannot be written in place into an array of shape {out.shape}"
         )
-    return _invoke(broadcast_op, [lhs, rhs], {}, out)
+    return invoke(broadcast_op, [lhs, rhs], {}, out)
+
+
+#: kind -> the op for operands of one shape, once it is known to be registered.
+_SAME_SHAPE_OPS: dict[str, str] = {}
+
+
+def _same_shape_op(kind: str) -> str:
+    """The elementwise op of ``kind`` (``elemwise_add``), else its broadcast op."""
+    same_op, broadcast_op = _ARITH[kind][:2]
+    if not _has_op(same_op):
+        return broadcast_op
+    _SAME_SHAPE_OPS[kind] = same_op
+    return same_op
 
 
 def _compare(lhs: NDArray, rhs: Any, kind: str) -> Any:

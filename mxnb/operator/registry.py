@@ -8,8 +8,10 @@ extra code.  Python custom ops (``CustomOpProp`` subclasses) go to a second
 table keyed by ``op_type`` and run through the ``Custom`` operator.
 
 State kept:
-    _OPS      name -> OpInfo for every operator (aliases share one OpInfo)
-    _CUSTOM   op_type -> CustomOpProp subclass
+    _OPS        name -> OpInfo for every operator (aliases share one OpInfo)
+    _CUSTOM     op_type -> CustomOpProp subclass
+    generation  bumped by every registration: a cache keyed by op name that
+                saw this number needs no other check that its entry is current
 
 Example::
 
@@ -25,21 +27,23 @@ from __future__ import annotations
 
 import difflib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..base import GraphError
 from .base import OperatorProperty
 
 __all__ = [
     "OpInfo",
+    "find",
+    "generation",
+    "get",
+    "get_custom",
+    "list_ops",
+    "make_docstring",
     "register",
     "register_alias",
-    "get",
-    "find",
-    "list_ops",
-    "get_custom",
-    "make_docstring",
 ]
 
 
@@ -60,6 +64,9 @@ class OpInfo:
 _OPS: dict[str, OpInfo] = {}
 _CUSTOM: dict[str, type] = {}
 _lock = threading.Lock()
+#: Bumped (under ``_lock``) by every register / register_alias; read it as
+#: ``registry.generation`` (the imperative invoke compares it once per op).
+generation = 0
 
 
 def register(name: str) -> Callable[[type], type]:
@@ -72,9 +79,11 @@ def register(name: str) -> Callable[[type], type]:
     """
 
     def decorate(cls: type) -> type:
+        global generation
         if getattr(cls, "_is_custom_op_prop", False):
             with _lock:
                 _CUSTOM[name] = cls
+                generation += 1
             cls._op_type = name  # type: ignore[attr-defined]
             return cls
         if not (isinstance(cls, type) and issubclass(cls, OperatorProperty)):
@@ -86,6 +95,7 @@ def register(name: str) -> Callable[[type], type]:
         doc = (cls.__doc__ or "").strip()
         with _lock:
             _OPS[name] = OpInfo(name=name, prop_cls=cls, doc=doc)
+            generation += 1
         return cls
 
     return decorate
@@ -93,9 +103,11 @@ def register(name: str) -> Callable[[type], type]:
 
 def register_alias(alias: str, name: str) -> None:
     """Make ``alias`` another name of the registered operator ``name`` (``split`` of SliceChannel)."""
+    global generation
     info = get(name)
     with _lock:
         _OPS[alias] = info
+        generation += 1
         if alias not in info.aliases:
             info.aliases.append(alias)
 

@@ -21,7 +21,8 @@ import pytest
 import mxnb as mx
 from mxnb import storage
 from mxnb.base import VarDeletedError
-from mxnb.engine.trace import OpPush
+from mxnb.engine.trace import OpPush, Trace
+from mxnb.operator import registry
 from mxnb.operator.base import OpReqType
 from mxnb.operator.ops import elemwise
 from mxnb.operator.ops._common import ufunc_into
@@ -252,3 +253,153 @@ def test_ufunc_into_only_takes_direct_float_writes():
     assert not ufunc_into(np, "add", out, OpReqType.WRITE_TO, a, np.ones(3, np.float64))
     assert not ufunc_into(np, "divide", np.zeros(3, np.int32), OpReqType.WRITE_TO, a, a)
     assert out.tolist() == [3.0] * 3
+
+
+# -- direct kernels: an op whose forward is one ufunc call runs as that call ------------
+
+invoke_module = importlib.import_module("mxnb.ndarray.invoke")
+
+
+def _plan_of(op: str, inputs: list, params: dict) -> object:
+    """The plan invoke_visible cached for ``op`` on ``inputs``."""
+    nd_module._invoke(op, inputs, params).wait_to_read()
+    [plan] = [
+        plan
+        for key, plan in invoke_module._visible_plans.items()
+        if key[0] == op and key[2] == inputs[0].shape and key[3] == inputs[0].dtype
+    ]
+    return plan
+
+
+def _general_forward(plan, inputs: list[np.ndarray]) -> np.ndarray:
+    """What the operator's own forward stores (the path without a direct kernel)."""
+    from mxnb.operator.base import OpContext
+
+    out = np.zeros(plan.out_shapes[0], plan.out_types[0])
+    operator = plan.prop.create_operator(mx.cpu())
+    operator.forward(OpContext(False, None, [], np), inputs, [OpReqType.WRITE_TO], [out], [])
+    return out
+
+
+@pytest.mark.parametrize("dtype", [*_FLOATS, "int32"])
+@pytest.mark.parametrize(
+    ("op", "params", "arity"),
+    [
+        ("elemwise_add", {}, 2),
+        ("elemwise_div", {}, 2),
+        ("broadcast_maximum", {}, 2),
+        ("_minus_scalar", {"scalar": 1.5}, 1),
+        ("_rdiv_scalar", {"scalar": 2.0}, 1),
+        ("exp", {}, 1),
+        ("negative", {}, 1),
+    ],
+)
+def test_direct_kernels_store_what_the_operator_computes(op, params, arity, dtype):
+    """Float ops with one dtype run as one ufunc call; ints and the rest take forward."""
+    raw = [np.linspace(1.0, 3.5, 6).astype(dtype).reshape(2, 3) + k for k in range(arity)]
+    inputs = [mx.nd.array(x, dtype=dtype) for x in raw]
+    plan = _plan_of(op, inputs, params)
+    assert (plan.bind is not None) == (dtype != "int32")
+    got = nd_module._invoke(op, inputs, params).asnumpy()
+    assert _same(got, _general_forward(plan, raw))
+
+
+def test_mixed_dtypes_take_the_general_forward():
+    """An input whose dtype differs from the output's is cast on write: no direct kernel."""
+    from mxnb.operator.ops._common import ufunc_types_direct
+
+    assert ufunc_types_direct([np.dtype("float32")] * 2, [np.dtype("float32")])
+    assert not ufunc_types_direct([np.dtype("float32"), np.dtype("float64")], [np.dtype("float32")])
+    assert not ufunc_types_direct([np.dtype("int32")], [np.dtype("int32")])
+    assert not ufunc_types_direct([np.dtype("float32")], [np.dtype("float32")] * 2)
+
+
+def test_a_property_that_overrides_forward_keeps_its_forward():
+    """A subclass of a ufunc op with its own forward is never short-circuited."""
+    from mxnb.operator import register
+
+    base = type(registry.get("_plus_scalar").create_property(scalar=1.0))
+
+    @register("_test_plus_scalar_doubled")
+    class Doubled(base):
+        def forward(self, ctx, in_data, req, out_data, aux):
+            out_data[0][...] = 2 * (in_data[0] + self.scalar)
+
+    x = mx.nd.ones((3,))
+    plan = _plan_of("_test_plus_scalar_doubled", [x], {"scalar": 1.0})
+    assert plan.bind is None
+    assert (
+        nd_module._invoke("_test_plus_scalar_doubled", [x], {"scalar": 1.0}).asnumpy().tolist()
+        == [4.0] * 3
+    )
+
+
+def test_registering_an_op_again_replaces_the_cached_plan():
+    """A notebook cell that redefines an op: the next call runs the new definition."""
+    from mxnb.operator import register
+
+    base = type(registry.get("_plus_scalar").create_property(scalar=1.0))
+    register("_test_redefined")(type("First", (base,), {}))
+    x = mx.nd.ones((2,))
+    assert (
+        nd_module._invoke("_test_redefined", [x], {"scalar": 1.0}).asnumpy().tolist() == [2.0] * 2
+    )
+
+    class Second(base):
+        def forward(self, ctx, in_data, req, out_data, aux):
+            out_data[0][...] = -1
+
+    register("_test_redefined")(Second)
+    assert (
+        nd_module._invoke("_test_redefined", [x], {"scalar": 1.0}).asnumpy().tolist() == [-1.0] * 2
+    )
+
+
+def test_in_place_scalar_ops_are_pushed_as_one_write(naive):
+    """``a += 1`` reads and writes a's var: the push names it once, as a write."""
+    a = mx.nd.ones((4,))
+    b = mx.nd.ones((4,))
+    with Trace() as tr:
+        a += 1
+        a *= b
+        mx.nd.waitall()
+    first, second = [e for e in tr.events_of(OpPush) if not e.name.startswith("delete")]
+    assert (first.const_vars, first.mutate_vars) == ((), (a._var.id,))
+    assert (second.const_vars, second.mutate_vars) == ((b._var.id,), (a._var.id,))
+    assert a.asnumpy().tolist() == [2.0] * 4
+
+
+def test_direct_kernels_are_recorded_and_differentiated():
+    x = mx.nd.array([1.0, 2.0, 3.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = (x * 3 + x) * x - 1
+    y.backward()
+    assert x.grad.asnumpy().tolist() == [8.0, 16.0, 24.0]  # d/dx 4x^2 - 1
+
+
+def test_debug_mode_still_guards_inputs_of_direct_kernels(engine):
+    """In debug mode the general path runs (read-only inputs); results are unchanged."""
+    previous = mx.engine.is_debug()
+    mx.engine.set_debug(True)
+    try:
+        a, b = mx.nd.ones((3,)), mx.nd.ones((3,))
+        assert (a + b).asnumpy().tolist() == [2.0] * 3
+        a += 2
+        assert a.asnumpy().tolist() == [3.0] * 3
+    finally:
+        mx.engine.set_debug(previous)
+
+
+# -- operators as methods --------------------------------------------------------------
+
+
+def test_operator_methods_are_found_without_a_class_getattr():
+    """``x.exp()`` is a descriptor per op: plain attribute reads never reach __getattr__."""
+    assert "__getattr__" not in vars(mx.nd.NDArray)
+    x = mx.nd.array([0.0, 1.0])
+    assert np.allclose(x.exp().asnumpy(), np.exp([0.0, 1.0]))
+    assert x.exp.__doc__ == mx.nd.exp.__doc__
+    with pytest.raises(AttributeError, match="no attribute 'not_an_op'"):
+        x.not_an_op  # noqa: B018
+    assert not hasattr(x, "_private_thing")

@@ -25,7 +25,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -34,6 +34,7 @@ from ..base import OpContext, Operator, OperatorProperty, OpReqType
 __all__ = [
     "KernelProp",
     "PropOperator",
+    "UfuncKernel",
     "broadcast_shape",
     "fmt",
     "normalize_axes",
@@ -60,12 +61,37 @@ class PropOperator(Operator):
         return f"PropOperator({self.prop!r})"
 
 
+class UfuncKernel(NamedTuple):
+    """A forward that is exactly one ufunc call: ``ufunc(*operands, out)``.
+
+    The operands are the input arrays in order; a scalar op adds ``scalar``,
+    after its input or, with ``scalar_first``, before it (``scalar - data``).
+    """
+
+    ufunc: str  # the name of the ufunc in the array module (numpy or cupy)
+    scalar: float | None = None  # the scalar operand of a scalar op
+    scalar_first: bool = False  # the ufunc takes (scalar, data)
+
+
 class KernelProp(OperatorProperty):
     """An OperatorProperty that also holds its forward / backward kernels."""
 
     def create_operator(self, ctx: Any) -> Operator:
         """Return the operator that runs this property's kernels."""
         return PropOperator(self)
+
+    def forward_ufunc(
+        self, in_types: Sequence[Any], out_types: Sequence[Any]
+    ) -> UfuncKernel | None:
+        """The one ufunc call that IS ``forward`` with req WRITE_TO for these dtypes, or None.
+
+        The imperative invoke calls it once per plan: when it answers, a small
+        op runs as that single call, with no OpContext and no dispatch through
+        the operator (MXNet's imperative path likewise calls an op's FCompute
+        directly).  It must store exactly what :meth:`forward` would: answer
+        only where ``forward`` itself takes :func:`ufunc_into`.
+        """
+        return None
 
     def forward(
         self,
@@ -138,6 +164,18 @@ def ufunc_into(xp: Any, name: str, out: Any, req: OpReqType | int, *operands: An
             return False
     getattr(xp, name)(*operands, out=out)
     return True
+
+
+def ufunc_types_direct(in_types: Sequence[Any], out_types: Sequence[Any]) -> bool:
+    """True when :func:`ufunc_into` computes straight into the output for these dtypes.
+
+    That is one floating-point output whose dtype every input shares (with
+    req WRITE_TO, which is what the imperative invoke asks).
+    """
+    if len(out_types) != 1:
+        return False
+    dtype = np.dtype(out_types[0])
+    return dtype.kind == "f" and all(np.dtype(item) == dtype for item in in_types)
 
 
 def reduce_to(xp: Any, value: Any, shape: Sequence[int]) -> Any:

@@ -39,7 +39,15 @@ import numpy as np
 
 from ..param import DType, Param
 from ..registry import register, register_alias
-from ._common import KernelProp, broadcast_shape, reduce_to, ufunc_into, write
+from ._common import (
+    KernelProp,
+    UfuncKernel,
+    broadcast_shape,
+    reduce_to,
+    ufunc_into,
+    ufunc_types_direct,
+    write,
+)
 
 __all__ = ["BINARY", "SCALAR", "UNARY", "BinaryRule", "ScalarRule", "UnaryRule"]
 
@@ -238,6 +246,13 @@ class UnaryProp(_OneToOneRuleProp):
         if rule.ufunc and ufunc_into(ctx.xp, rule.ufunc, out_data[0], req[0], in_data[0]):
             return
         write(out_data[0], req[0], rule.forward(ctx.xp, in_data[0]))
+
+    def forward_ufunc(self, in_types, out_types):
+        """``ufunc(x, out)`` when :meth:`forward` takes that path (see KernelProp)."""
+        ufunc = self.rule.ufunc
+        if not ufunc or type(self).forward is not UnaryProp.forward:
+            return None
+        return UfuncKernel(ufunc) if ufunc_types_direct(in_types, out_types) else None
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """dx = g(dy, x, y), or zeros."""
@@ -444,6 +459,13 @@ class BinaryProp(KernelProp):
             return
         write(out_data[0], req[0], rule.forward(ctx.xp, lhs, rhs))
 
+    def forward_ufunc(self, in_types, out_types):
+        """``ufunc(lhs, rhs, out)`` when :meth:`forward` takes that path (see KernelProp)."""
+        ufunc = self.rule.ufunc
+        if not ufunc or type(self).forward is not BinaryProp.forward:
+            return None
+        return UfuncKernel(ufunc) if ufunc_types_direct(in_types, out_types) else None
+
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """Both gradients are computed before either is written (in-place safety)."""
         xp, rule = ctx.xp, self.rule
@@ -632,6 +654,15 @@ class ScalarProp(_OneToOneRuleProp):
             if ufunc_into(ctx.xp, rule.ufunc, out_data[0], req[0], *operands):
                 return
         write(out_data[0], req[0], rule.forward(ctx.xp, data, scalar))
+
+    def forward_ufunc(self, in_types, out_types):
+        """``ufunc(data, scalar, out)`` (or scalar first) when :meth:`forward` takes that path."""
+        rule = self.rule
+        if not rule.ufunc or type(self).forward is not ScalarProp.forward:
+            return None
+        if not ufunc_types_direct(in_types, out_types):
+            return None
+        return UfuncKernel(rule.ufunc, self.scalar, rule.reverse)
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """dx = g(dy, data, out, scalar), or zeros."""
