@@ -891,10 +891,10 @@ class Engine:
         if not lock.acquire(False):
             self._acquire_contended()
         try:
-            if exc is not None:
-                inherited = _ErrorRef(exc, opr.name, opr.id)
-                self._errors.append(inherited)
-            if inherited is not None:
+            if exc is not None or inherited is not None:
+                if exc is not None:
+                    inherited = _ErrorRef(exc, opr.name, opr.id)
+                    self._errors.append(inherited)
                 replaced = [var.error for var in opr.mutate_vars]
                 for var in opr.mutate_vars:
                     var.error = inherited

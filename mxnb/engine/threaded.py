@@ -182,9 +182,13 @@ class ThreadedEngine(Engine):
 
     def _run_chain(self, opr: Opr | None, pool: _WorkerPool, contexts: RunContextCache) -> None:
         """Run ``opr``, then the first successor for this pool, and so on."""
+        last_ctx = rctx = None  # a chain mostly stays in one context
         while opr is not None:
+            if opr.ctx is not last_ctx:
+                last_ctx = opr.ctx
+                rctx = contexts.get(last_ctx)
             try:
-                ready = self._run(opr, contexts.get(opr.ctx))
+                ready = self._run(opr, rctx)  # type: ignore[arg-type]
                 if contexts.stream is not None:
                     contexts.stream.synchronize()  # real GPU: the op's kernels are done
             except BaseException:
