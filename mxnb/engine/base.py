@@ -215,7 +215,7 @@ def _new_opr(
     priority: int,
     name: str,
     copy: bool,
-    delete: Var | None,
+    delete: tuple[Var, ...] | None,
 ) -> Opr:
     """Return a new pending :class:`Opr` (every push makes one).
 
@@ -234,7 +234,7 @@ def _new_opr(
     opr.name = name
     opr.copy = copy  # cross-device copy: runs on the copy workers
     opr.state = PENDING
-    opr.deletes = delete  # push_delete: the var this op deletes
+    opr.deletes = delete  # push_delete: the vars this op deletes
     return opr
 
 
@@ -538,22 +538,32 @@ class Engine:
 
     def push_delete(
         self,
-        var: Var,
+        var: Var | Sequence[Var],
         ctx: Context | None = None,
         fn: Callable[[RunContext], Any] | None = None,
     ) -> int:
         """Delete ``var`` after every op pushed on it so far (MXNet: ``DeleteVariable``).
 
-        ``fn(run_ctx)``, if given, runs as a write on ``var`` first (storage frees
-        memory there).  Using the var afterwards raises :class:`VarDeletedError`.
+        ``var`` may be a list of vars: one op deletes them all (the NDArray
+        layer frees small chunks in batches this way).  ``fn(run_ctx)``, if
+        given, runs as a write on the vars first (storage frees memory there).
+        Using a deleted var afterwards raises :class:`VarDeletedError`.
         """
-        if type(var) is not Var:
-            raise EngineError(f"push_delete: expected an engine var, got {var!r}")
+        if type(var) is Var:
+            deleted: tuple[Var, ...] = (var,)
+            name = f"delete:{var.name}"
+        elif type(var) in _SEQUENCES and var and all(type(item) is Var for item in var):
+            deleted = tuple(dict.fromkeys(var))
+            name = f"delete:{deleted[0].name}" if len(deleted) == 1 else f"delete:{len(deleted)} vars"
+        else:
+            raise EngineError(
+                f"push_delete: expected an engine var or a non-empty list of them, got {var!r}"
+            )
         if ctx is None:
             ctx = Context("cpu", 0)
         if fn is not None and not callable(fn):
             raise EngineError(f"push_delete of {var!r}: fn must be callable, got {fn!r}")
-        return self._push_opr(fn, False, ctx, (), (var,), 0, f"delete:{var.name}", False, var)
+        return self._push_opr(fn, False, ctx, (), deleted, 0, name, False, deleted)
 
     #: False on engines that must show every delete as an op (the step engine).
     idle_delete = True
@@ -613,7 +623,7 @@ class Engine:
         priority: int,
         name: str,
         copy: bool,
-        delete: Var | None = None,
+        delete: tuple[Var, ...] | None = None,
     ) -> int:
         """Make the op, append it to its vars' queues; dispatch it when nothing blocks it."""
         opr = _new_opr(fn, is_async, ctx, const, mutate, priority, name, copy, delete)
@@ -667,7 +677,8 @@ class Engine:
                     var.queue.append((opr, True))
                     wait += 1
             if delete is not None:
-                delete.deleted = True
+                for var in delete:
+                    var.deleted = True
             opr.wait_count = wait
             self._num_pending += 1
             if self._live is not None:
@@ -949,7 +960,7 @@ class Engine:
                         opr.id,
                         error,
                         inherited is not None and exc is None,
-                        None if opr.deletes is None else opr.deletes.id,
+                        None if opr.deletes is None else tuple(map(_var_id, opr.deletes)),
                         ()
                         if not ready
                         else (ready[0].id,)

@@ -72,7 +72,7 @@ class NaiveEngine(Engine):
         priority: int,
         name: str,
         copy: bool,
-        delete: Var | None = None,
+        delete: tuple[Var, ...] | None = None,
     ) -> int:
         """Run a sync op pushed while nothing is pending at once, unbooked; else book it."""
         opr = None

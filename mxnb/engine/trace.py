@@ -278,7 +278,7 @@ def _thread_name(ident: int) -> str:
 #   (RAW_PUSH_START, t, op_id, name, ..., priority, ident, worker)
 #       as RAW_PUSH with ready=True, and the op started at once in the pushing
 #       thread (the naive engine's quiet path): one record and clock read for two
-#   (RAW_END, t, op_id, error, skipped, deleted var id or None, ids of ops made ready)
+#   (RAW_END, t, op_id, error, skipped, ids of the vars deleted or None, ids of ops made ready)
 #
 # Dependency edges are not computed at push: the engine appends push and end
 # records under its lock, so the log is in the engine's own order, and each
@@ -379,7 +379,8 @@ class Trace:
                         del last_write[var_id]
                 add(make_end(t, op_id, error, skipped))
                 if deleted is not None:
-                    add(_make_var_delete(t, deleted))
+                    for var_id in deleted:
+                        add(_make_var_delete(t, var_id))
                 for successor in ready:
                     add(make_ready(t, successor))
             elif code == RAW_START:

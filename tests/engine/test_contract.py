@@ -231,6 +231,38 @@ def test_push_delete_runs_after_pending_ops_then_forbids_the_var(engine):
 
 
 @pytest.mark.timeout(30)
+def test_push_delete_of_several_vars_is_one_op_after_each_vars_pending_ops(engine):
+    r"""
+    w_a (slow) --\
+                  delete([a, b]) (fn frees)     one op, after both writes; both vars gone
+    w_b ---------/
+    """
+    a, b = engine.new_var(name="a"), engine.new_var(name="b")
+    log: list[str] = []
+
+    def slow_write(rctx):
+        time.sleep(0.01)
+        log.append("w_a")
+
+    with mx.engine.trace() as tr:
+        engine.push_sync(slow_write, CPU, mutate_vars=[a])
+        engine.push_sync(record(log, "w_b"), CPU, mutate_vars=[b])
+        engine.push_delete([a, b, a], CPU, fn=record(log, "free"))  # duplicates dropped
+        engine.wait_for_all()
+    assert sorted(log[:2]) == ["w_a", "w_b"] and log[2:] == ["free"]
+    deleted = [e.var_id for e in tr.events if type(e).__name__ == "VarDelete"]
+    assert sorted(deleted) == sorted([a.id, b.id])
+    assert [e.name for e in tr.events if type(e).__name__ == "OpPush"][-1] == "delete:2 vars"
+    for var in (a, b):
+        with pytest.raises(VarDeletedError):
+            engine.push_sync(lambda rctx: None, CPU, const_vars=[var])
+    for bad in ([], [a, "not a var"], "a"):
+        with pytest.raises(EngineError, match="push_delete: expected an engine var"):
+            engine.push_delete(bad)
+    assert engine.num_pending() == 0
+
+
+@pytest.mark.timeout(30)
 def test_bad_pushes_fail_at_push_time_and_enqueue_nothing(engine):
     a = engine.new_var(name="a")
     with pytest.raises(EngineError, match="callable"):
