@@ -255,6 +255,42 @@ class StorageManager:
                 trace.StorageFree(trace.now(), self._ctx_label, handle.handle_id, capacity, pooled)
             )
 
+    def reissue(self, handle: Handle) -> Handle:
+        """Lend ``handle``'s block again at once: its free and a pool hit, in one step.
+
+        For a block handed from a dead array straight to a new one (see
+        :mod:`mxnb.ndarray`, where the new array's first write is ordered
+        after every op on the old one).  Counted and traced as a free to the
+        pool followed by an allocation that hits it; returns the new handle.
+        """
+        if handle.freed:
+            raise MXNBError(
+                f"storage.free: handle {handle.handle_id} on {self.ctx} was already freed"
+            )
+        handle.freed = True
+        capacity = handle.capacity
+        lock = self._lock
+        if not lock.acquire(False):
+            acquire_lock(lock)
+        try:
+            self._frees += 1
+            self._hits += 1  # bytes in use and the peak are unchanged: one block, two owners
+        finally:
+            lock.release()
+        buffer = handle.buffer
+        handle.buffer = None
+        new = Handle(
+            next(_handle_ids), self.ctx, handle.nbytes, capacity, buffer, True, False, self
+        )
+        if trace.enabled:
+            trace.emit(
+                trace.StorageFree(trace.now(), self._ctx_label, handle.handle_id, capacity, True)
+            )
+            trace.emit(
+                trace.StorageAlloc(trace.now(), self._ctx_label, new.handle_id, capacity, True)
+            )
+        return new
+
     def release_all(self) -> int:
         """Drop every pooled block; return the bytes released (0 when nothing is pooled)."""
         with self._lock:

@@ -218,3 +218,22 @@ def test_acquire_lock_waits_for_the_owner_without_queueing():
     assert taken.wait(10)
     thread.join()
     assert not lock.locked()
+
+
+def test_reissue_hands_a_block_to_a_new_handle_as_a_free_and_a_hit(fresh):
+    ctx = mx.cpu(7)
+    old = storage.alloc(1000, ctx)
+    buffer = old.buffer
+    with Trace() as tr:
+        new = storage.get_manager(ctx).reissue(old)
+    assert new.buffer is buffer and new.pool_hit and new.handle_id != old.handle_id
+    assert old.freed and old.buffer is None
+    stats = storage.stats(ctx)
+    assert (stats.allocs, stats.frees, stats.pool_hits, stats.bytes_in_use) == (2, 1, 1, 1024)
+    assert [e.handle_id for e in tr.events_of(StorageFree)] == [old.handle_id]
+    assert [(e.handle_id, e.pool_hit) for e in tr.events_of(StorageAlloc)] == [
+        (new.handle_id, True)
+    ]
+    with pytest.raises(MXNBError, match="already freed"):
+        storage.get_manager(ctx).reissue(old)
+    storage.free(new)

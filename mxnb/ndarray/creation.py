@@ -175,7 +175,7 @@ def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = Tr
 
 def waitall() -> None:
     """Block until every pushed op has run (re-raises the first stored error)."""
-    if _ndarray_module._delete_batches:
+    if _ndarray_module._delete_batches or _ndarray_module._parked:
         _ndarray_module.flush_delete_batches()
     if _ndarray_module._deferred_deletes:
         _flush_deferred_deletes()

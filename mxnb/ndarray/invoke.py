@@ -66,7 +66,7 @@ from ..operator import registry
 from ..operator.base import OpContext, OperatorProperty, OpReqType
 from . import _extra_ops
 from .debug import readonly_view
-from .ndarray import NDArray, _alloc, _ctx_of
+from .ndarray import BATCH_MAX_BYTES, NDArray, _alloc, _ctx_of, _parked, _take_parked
 
 __all__ = ["clear_cache", "invoke", "invoke_visible"]
 
@@ -494,17 +494,20 @@ def _invoke_prop(
                 raise ShapeError(
                     f"{prop.op_name}: auxiliary state has shape {item.shape}, expected {shape}"
                 )
-    outputs = _outputs(plan, out, ctx)
-    return plan, _push(plan, inputs, outputs, aux or (), name)
+    fences: list[Any] = []
+    outputs = _outputs(plan, out, ctx, fences)
+    return plan, _push(plan, inputs, outputs, aux or (), name, fences)
 
 
-def _outputs(plan: _Plan, out: Any, ctx: Context) -> list[NDArray]:
-    """Fresh output arrays, or the ``out=`` arrays after checking them against the plan."""
+def _outputs(plan: _Plan, out: Any, ctx: Context, fences: list[Any]) -> list[NDArray]:
+    """Fresh output arrays, or the ``out=`` arrays after checking them against the plan.
+
+    A fresh output may take a parked block (see :func:`_new_output`): the var
+    its op must also write is appended to ``fences``.
+    """
     if out is None:
-        if plan.single_output:
-            return [_alloc(plan.out_shapes[0], ctx, plan.out_types[0], plan.out_nbytes[0])]
         return [
-            _alloc(shape, ctx, dtype, nbytes)
+            _new_output(shape, ctx, dtype, nbytes, fences)
             for shape, dtype, nbytes in zip(plan.out_shapes, plan.out_types, plan.out_nbytes)
         ]
     if plan.single_output and type(out) is NDArray:
@@ -515,10 +518,29 @@ def _outputs(plan: _Plan, out: Any, ctx: Context) -> list[NDArray]:
         ):
             _check_out(plan.prop.op_name, 0, out, plan.out_shapes[0], plan.out_types[0], ctx)
         return [out]
-    return _given_outputs(plan, out)
+    return _given_outputs(plan, out, fences)
 
 
-def _given_outputs(plan: _Plan, out: Any) -> list[NDArray]:
+def _new_output(
+    shape: tuple, ctx: Context, dtype: np.dtype, nbytes: int, fences: list[Any]
+) -> NDArray:
+    """A fresh output; a large one takes a parked block of its size when there is one.
+
+    The block's old var goes to ``fences``: the op that writes the output
+    writes it too, so it runs after every op still using the block
+    (:func:`mxnb.ndarray.ndarray._park`).  The op must be pushed before the
+    output is handed to anyone.
+    """
+    if _parked and nbytes > BATCH_MAX_BYTES:
+        parked = _take_parked(ctx, nbytes)
+        if parked:
+            handle, fence = parked
+            fences.append(fence)
+            return _alloc(shape, ctx, dtype, nbytes, handle)
+    return _alloc(shape, ctx, dtype, nbytes)
+
+
+def _given_outputs(plan: _Plan, out: Any, fences: list[Any]) -> list[NDArray]:
     ctx = plan.ctx
     given = [out] if isinstance(out, NDArray) else list(out)
     op = plan.prop.op_name
@@ -533,7 +555,8 @@ def _given_outputs(plan: _Plan, out: Any) -> list[NDArray]:
     for index, target in enumerate(given):
         _check_out(op, index, target, plan.out_shapes[index], plan.out_types[index], ctx)
     for index in range(len(given), len(plan.out_shapes)):
-        given.append(_alloc(plan.out_shapes[index], ctx, plan.out_types[index]))
+        shape, dtype = plan.out_shapes[index], plan.out_types[index]
+        given.append(_new_output(shape, ctx, dtype, plan.out_nbytes[index], fences))
     return given
 
 
@@ -543,11 +566,16 @@ def _push(
     outputs: list[NDArray],
     aux: Sequence[NDArray],
     name: str | None,
+    fences: Sequence[Any] = (),
 ) -> list[NDArray]:
-    """Push ONE engine op: const = inputs; mutate = outputs + aux + resource vars."""
+    """Push ONE engine op: const = inputs; mutate = outputs + aux + resource vars + fences.
+
+    ``fences`` are the old vars of parked blocks the outputs took (see :func:`_new_output`).
+    """
     bind = plan.bind
     if bind is not None and not aux and not _is_debug():
-        _push_direct(plan, bind, inputs, outputs[0], name or plan.label)
+        fence = fences[0] if fences else None
+        _push_direct(plan, bind, inputs, outputs[0], name or plan.label, fence)
         return outputs
     operator = plan.operator
     if operator is None:
@@ -573,6 +601,8 @@ def _push(
         aux_raw = []
     if plan.resource_vars:
         mutate += plan.resource_vars
+    if fences:
+        mutate += fences
     count = len(inputs)
     if count == 1:
         only = inputs[0]
@@ -615,12 +645,15 @@ def _push_direct(
     inputs: Sequence[NDArray],
     target: NDArray,
     label: str,
+    fence: Any = None,
 ) -> None:
     """The hot path of :func:`_push` for a direct kernel (one ufunc, one output, no aux).
 
     The pushed function is the ufunc call itself (see :func:`_direct_binder`).
     An op whose only input is its output (``a += 1``) is pushed as a write of
-    that var alone: what the engine would normalise it to anyway.
+    that var alone: what the engine would normalise it to anyway.  ``fence``
+    is the var of a dead array whose block the output took over: the op
+    writes it too, so it runs after every op on that block.
     """
     out_var = target._var
     if len(inputs) == 2:
@@ -634,7 +667,8 @@ def _push_direct(
         const = () if var is out_var else [var]
     autograd = _autograd or _find_autograd()
     recording = autograd is not None and autograd.is_recording()
-    _get_engine().push_sync(run, plan.ctx, const, [out_var], 0, label)
+    mutate = [out_var] if fence is None else [out_var, fence]
+    _get_engine().push_sync(run, plan.ctx, const, mutate, 0, label)
     if recording:
         is_train = autograd.is_training()
         autograd._record_op(plan.prop, plan.operator, list(inputs), [target], [], is_train)
@@ -716,7 +750,14 @@ def invoke_visible(op: str, inputs: list[NDArray], params: dict[str, Any], out: 
         bind = plan.bind
         if bind is not None and not _is_debug():  # the hot path, written out
             if out is None:
-                target = _alloc(plan.out_shapes[0], ctx, plan.out_types[0], plan.out_nbytes[0])
+                nbytes = plan.out_nbytes[0]
+                parked = _parked and nbytes > BATCH_MAX_BYTES and _take_parked(ctx, nbytes)
+                if parked:  # a dead block of this size, maybe in use: write after its ops
+                    handle, fence = parked
+                    target = _alloc(plan.out_shapes[0], ctx, plan.out_types[0], nbytes, handle)
+                    _push_direct(plan, bind, inputs, target, plan.label, fence)
+                    return target
+                target = _alloc(plan.out_shapes[0], ctx, plan.out_types[0], nbytes)
                 _push_direct(plan, bind, inputs, target, plan.label)
                 return target
             if (
@@ -727,7 +768,8 @@ def invoke_visible(op: str, inputs: list[NDArray], params: dict[str, Any], out: 
             ):
                 _push_direct(plan, bind, inputs, out, plan.label)
                 return out
-        outputs = _push(plan, inputs, _outputs(plan, out, ctx), (), None)
+        fences: list[Any] = []
+        outputs = _push(plan, inputs, _outputs(plan, out, ctx, fences), (), None, fences)
     if out is not None:
         return out
     if plan.num_visible == 1:

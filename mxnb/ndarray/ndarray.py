@@ -12,11 +12,14 @@ Rule: views (``a[1:3]``, ``a[i]``, ``a.reshape(...)``) share the chunk *and
 its var*, so a write through a view is ordered with every other read and
 write of the array (indexing lives in :mod:`mxnb.ndarray.indexing`, creation
 in :mod:`mxnb.ndarray.creation`).  When the last NDArray on a chunk is
-garbage-collected the chunk pushes ``push_delete(var, ctx, fn=free)`` (or, when no
-op is pending on its var, frees it at once without an engine op): the
+garbage-collected the chunk pushes ``push_delete(var, ctx, fn=free)``: the
 memory goes back to the storage pool only after the ops still using it have
-run.  That push never blocks: inside an engine switch or the cycle collector
-it is deferred to the next allocation or ``waitall``.
+run.  Light paths keep that rule (``_Chunk.__del__``): a chunk with no op
+pending is freed at once; on threaded engines small busy chunks are deleted
+in batches, and a large busy block is handed to the next op output of its
+size, whose op also writes the old var.  The delete never blocks: inside an
+engine switch or the cycle collector it is deferred to the next allocation
+or ``waitall``.
 
 State kept (per NDArray):
     _chunk     the :class:`_Chunk` (storage handle + engine var + context)
@@ -104,7 +107,9 @@ class _Chunk:
            and the block goes back to the pool here: no engine op, which
            would cost about as much as the op that made the temporary.
            Never on the step engine, never while a trace records.
-        2. Small and busy, on a threaded engine: batched (:func:`_batch_delete`).
+        2. Busy, on a threaded engine: a small block is batched
+           (:func:`_batch_delete`); a large one is parked for the next output
+           of its size (:func:`_park`).
         3. Otherwise ``push_delete(var, ctx, fn=free)``.
 
         ``__del__`` runs wherever the last reference dies: on a worker thread,
@@ -128,7 +133,10 @@ class _Chunk:
                     if handle is not None:  # handle.release(), without a call
                         (handle.manager or storage.get_manager(handle.ctx)).free(handle)
                     return
-                if handle is not None and _batch_delete(engine, var, self.ctx, handle):
+                if handle is not None and (
+                    _batch_delete(engine, var, self.ctx, handle)
+                    or _park(engine, var, self.ctx, handle)
+                ):
                     return
                 fn = None if handle is None else handle.release
                 try:
@@ -211,13 +219,84 @@ def _push_batch(engine: Any, ctx: Context, batch: list[tuple[Any, Any]]) -> None
 
 
 def flush_delete_batches() -> None:
-    """Push the partial delete batches now (``mx.nd.waitall()`` calls it before waiting)."""
-    if not _delete_batches:
+    """Push the partial delete batches and delete parked blocks (``mx.nd.waitall()`` does).
+
+    After the wait that follows, every dead chunk's memory is back in its pool.
+    """
+    if not _delete_batches and not _parked:
         return
     engine = _engine_mod.get()
     for ctx, batch in list(_delete_batches.values()):
         if batch:
             _push_batch(engine, ctx, batch)
+    for parked in list(_parked.values()):
+        while True:
+            try:
+                ctx, var, handle = parked.pop()
+            except IndexError:
+                break
+            try:
+                engine.push_delete(var, ctx, fn=handle.release)
+            except Exception:  # noqa: BLE001 - a shut-down engine: delete later
+                _deferred_deletes.append((var, ctx, handle.release))
+
+
+#: A busy large block waits here, at most this many per (context, size), for the next
+#: op output of its size (see _park); beyond that it is deleted on its own.
+PARK_MAX = 2
+#: (id(ctx), nbytes) -> [(ctx, var, handle)] of dead large chunks whose var had ops pending.
+_parked: dict[tuple[int, int], list[tuple[Context, Any, Any]]] = {}
+
+
+def _park(engine: Any, var: Any, ctx: Context, handle: Any) -> bool:
+    """Keep a dead large block for the next op output of its size; True if it was kept.
+
+    On the threaded engines the pushing thread runs ahead of the workers: a
+    temporary of a chain (``x = x * c - a`` ...) dies while the ops that
+    read it are still queued, so with ``push_delete`` its block returns to
+    the pool only after the pushing thread has allocated the next outputs,
+    from other blocks.  Every op then writes memory no op touched recently
+    (ten 4 MB outputs for a chain of ten, where the naive engine reuses two).
+    A parked block is instead handed to the next output of its size, by
+    :func:`_take_parked`; the op that writes that output also writes the old
+    var, so it runs after every op still using the block.  That is MXNet's
+    co-share of the executor's memory plan, made as the ops are pushed.
+
+    Not used while tracing (a trace shows every delete), on the naive and
+    step engines, or for blocks that are batched; ``mx.nd.waitall()``
+    deletes what is still parked (:func:`flush_delete_batches`).  No lock:
+    items are appended and popped with single list operations.
+    """
+    if _trace.enabled or engine.kind not in _BATCH_KINDS:
+        return False
+    key = (id(ctx), handle.nbytes)
+    parked = _parked.get(key)
+    if parked is None:
+        parked = _parked.setdefault(key, [])
+    if len(parked) >= PARK_MAX:
+        return False
+    parked.append((ctx, var, handle))
+    return True
+
+
+def _take_parked(ctx: Context, nbytes: int) -> tuple[Any, Any] | None:
+    """A parked block of ``nbytes`` on ``ctx`` as (new handle, old var), or None.
+
+    The caller pushes an op that writes the new array AND the old var
+    before anyone else sees the array (so the write waits for the old ops).
+    """
+    parked = _parked.get((id(ctx), nbytes))
+    if not parked:
+        return None
+    try:
+        owner, var, handle = parked.pop()
+    except IndexError:  # another thread took the last one
+        return None
+    if owner is not ctx:  # an id reused by a new Context: delete the old block normally
+        _deferred_deletes.append((var, owner, handle.release))
+        return None
+    manager = handle.manager or storage.get_manager(ctx)
+    return manager.reissue(handle), var
 
 
 #: Chunk deletes that could not be pushed when their chunk died: (var, ctx, free fn).
@@ -249,18 +328,22 @@ def _new_var(name: str = "") -> Any:
     return _engine().new_var(name)
 
 
-def _alloc(shape: tuple[int, ...], ctx: Context, dtype: np.dtype, nbytes: int = -1) -> NDArray:
+def _alloc(
+    shape: tuple[int, ...], ctx: Context, dtype: np.dtype, nbytes: int = -1, handle: Any = None
+) -> NDArray:
     """A fresh, uninitialised NDArray on a new chunk (no engine op pushed).
 
     ``shape`` is trusted (checked by :func:`empty` or produced by shape
     inference); ``nbytes``, when given, is its size in bytes (an invoke plan
-    knows it).  The allocation of every op output: written out, no helpers.
+    knows it); ``handle``, when given, is the storage to use (from
+    :func:`_take_parked`).  The allocation of every op output: written out.
     """
     if _deferred_deletes:
         _flush_deferred_deletes()
-    if nbytes < 0:
-        nbytes = math.prod(shape) * dtype.itemsize
-    handle = _get_manager(ctx).alloc(nbytes)
+    if handle is None:
+        if nbytes < 0:
+            nbytes = math.prod(shape) * dtype.itemsize
+        handle = _get_manager(ctx).alloc(nbytes)
     var = _engine_mod.get().new_var(f"nd{handle.handle_id}")
     buffer = handle.buffer
     if type(buffer) is np.ndarray:

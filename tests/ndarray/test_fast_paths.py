@@ -403,3 +403,94 @@ def test_operator_methods_are_found_without_a_class_getattr():
     with pytest.raises(AttributeError, match="no attribute 'not_an_op'"):
         x.not_an_op  # noqa: B018
     assert not hasattr(x, "_private_thing")
+
+
+# -- parked large blocks on threaded engines ------------------------------------------------
+
+
+def _gate(var) -> threading.Event:
+    """Push an op writing ``var`` that waits for the returned event (so later ops queue)."""
+    release = threading.Event()
+    mx.engine.get().push_sync(lambda rctx: release.wait(10), mx.cpu(), [], [var], 0, "gate")
+    return release
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("debug", [False, True], ids=["direct", "general"])
+def test_a_chain_of_large_temporaries_reuses_a_few_blocks(threaded, debug):
+    r"""The pusher runs ahead; dead temporaries' blocks go to the next outputs of their size.
+
+    gate (writes a) -> x1 = a*2 -> x2 = x1*2 -> ... -> x12   (all queued behind the gate)
+
+    Debug mode takes the general push path (read-only inputs); it reuses blocks too.
+    """
+    previous = mx.engine.is_debug()
+    mx.engine.set_debug(debug)
+    try:
+        _chain_of_large_temporaries()
+    finally:
+        mx.engine.set_debug(previous)
+
+
+def _chain_of_large_temporaries() -> None:
+    ctx = mx.cpu()
+    n = nd_module.BATCH_MAX_BYTES // 4 * 2  # large: not batched
+    a = mx.nd.ones((n,), ctx=ctx)
+    mx.nd.waitall()
+    block = storage.size_class(4 * n)
+    before = storage.stats(ctx).bytes_in_use
+    release = _gate(a._var)
+    x = a * 2
+    for _ in range(11):
+        x = x * 2
+    held = storage.stats(ctx).bytes_in_use - before
+    assert held <= (nd_module.PARK_MAX + 2) * block  # not twelve blocks
+    release.set()
+    assert x.asnumpy()[:3].tolist() == [2.0**12] * 3
+    del x
+    mx.nd.waitall()
+    assert storage.stats(ctx).bytes_in_use == before
+
+
+@pytest.mark.timeout(30)
+def test_a_parked_block_is_written_only_after_the_ops_that_read_it(threaded):
+    r"""The new owner of a block waits for every op still using it.
+
+    gate (writes x) -> reader (reads x) ; del x ; y = z + 1 takes x's block: runs after reader
+    """
+    ctx = mx.cpu()
+    n = nd_module.BATCH_MAX_BYTES // 4 * 2
+    x = mx.nd.full((n,), 3.0, ctx=ctx)
+    z = mx.nd.zeros((n,), ctx=ctx)
+    mx.nd.waitall()
+    release = _gate(x._var)
+    raw = x._array
+    seen: list = []
+    mx.engine.get().push_sync(
+        lambda rctx, raw=raw: seen.append(float(raw.sum())), ctx, [x._var], [], 0, "reader"
+    )
+    var = x._var
+    del x, raw
+    y = z + 1  # takes x's parked block
+    assert not var.deleted
+    release.set()
+    assert y.asnumpy().sum() == n
+    assert seen == [3.0 * n]  # the reader saw x, not y's values
+    mx.nd.waitall()
+
+
+@pytest.mark.timeout(30)
+def test_waitall_deletes_parked_blocks(threaded):
+    ctx = mx.cpu(13)
+    n = nd_module.BATCH_MAX_BYTES // 4 * 2
+    mx.nd.waitall()
+    before = storage.stats(ctx).bytes_in_use
+    x = mx.nd.zeros((n,), ctx=ctx)
+    release = _gate(x._var)
+    var = x._var
+    del x
+    assert nd_module._parked  # kept for the next output of its size
+    release.set()
+    mx.nd.waitall()
+    assert var.deleted and not any(nd_module._parked.values())
+    assert storage.stats(ctx).bytes_in_use == before
