@@ -54,6 +54,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial as _partial
 from typing import Any
 
 import numpy as np
@@ -66,7 +67,7 @@ from ..operator import registry
 from ..operator.base import OpContext, OperatorProperty, OpReqType
 from . import _extra_ops
 from .debug import readonly_view
-from .ndarray import BATCH_MAX_BYTES, NDArray, _alloc, _ctx_of, _parked, _take_parked
+from .ndarray import NDArray, _alloc, _ctx_of, _parked, _take_parked
 
 __all__ = ["clear_cache", "invoke", "invoke_visible"]
 
@@ -96,7 +97,7 @@ class _Plan:
     out_nbytes: list[int]  # bytes of each output
     operator: Any = None  # cached when the operator holds no per-call state
     op_ctx: Any = None  # the OpContext of the last run (reused for the same worker and mode)
-    bind: Any = None  # direct kernel: bind(*in_raw, out_raw) -> run(run_ctx), see _direct_binder
+    direct: Any = None  # direct kernel: (ufunc, scalar or None, scalar first), see _direct_kernel
     generation: int = -1  # registry.generation when the plan was last checked current
 
 
@@ -246,9 +247,9 @@ def _make_plan(
     num_outputs = prop.num_outputs()
     out_types = [np.dtype(dtype) for dtype in out_types]
     operator = _reusable_operator(prop, ctx, in_shapes, in_types)
-    bind = None
+    direct = None
     if operator is not None and not resources and not aux_names and num_outputs == 1:
-        bind = _direct_binder(prop, ctx.array_module, list(in_types), out_types)
+        direct = _direct_kernel(prop, ctx.array_module, list(in_types), out_types)
     return _Plan(
         prop=prop,
         label=label,
@@ -270,17 +271,17 @@ def _make_plan(
             math.prod(shape) * dtype.itemsize for shape, dtype in zip(out_shapes, out_types)
         ],
         operator=operator,
-        bind=bind,
+        direct=direct,
     )
 
 
-def _direct_binder(
+def _direct_kernel(
     prop: OperatorProperty, xp: Any, in_types: list[np.dtype], out_types: list[np.dtype]
-) -> Callable[..., Callable[[Any], None]] | None:
-    """``bind(*in_raw, out_raw) -> run`` for an op whose forward is one ufunc call, else None.
+) -> tuple[Any, Any, bool] | None:
+    """``(ufunc, scalar, scalar_first)`` for an op whose forward is one ufunc call, else None.
 
-    The direct kernel of the hot path: ``run(run_ctx)`` is the ufunc call
-    itself, with no OpContext and no dispatch
+    The direct kernel of the hot path (:func:`_push_direct`): the pushed
+    function calls the ufunc itself, with no OpContext and no dispatch
     through the operator.  Only for a property that says its forward is that
     call (``forward_ufunc``, see :class:`mxnb.operator.ops._common.KernelProp`).
     """
@@ -288,46 +289,20 @@ def _direct_binder(
     spec = forward_ufunc(in_types, out_types) if forward_ufunc is not None else None
     if spec is None:
         return None
-    ufunc = getattr(xp, spec.ufunc)
-    scalar = spec.scalar
-    arity = len(in_types)
-    if scalar is None and arity == 2:
-
-        def bind_binary(lhs: Any, rhs: Any, out: Any) -> Callable[[Any], None]:
-            def run(run_ctx: Any) -> None:
-                ufunc(lhs, rhs, out=out)
-
-            return run
-
-        return bind_binary
-    if arity != 1:
+    arity = len(in_types) + (spec.scalar is not None)
+    if arity not in (1, 2) or (spec.scalar is not None and len(in_types) != 1):
         return None
-    if scalar is None:
+    return getattr(xp, spec.ufunc), spec.scalar, spec.scalar_first
 
-        def bind_unary(data: Any, out: Any) -> Callable[[Any], None]:
-            def run(run_ctx: Any) -> None:
-                ufunc(data, out=out)
 
-            return run
+def _call_unary(ufunc: Any, data: Any, out: Any, run_ctx: Any) -> None:
+    """A direct kernel's pushed function (bound with functools.partial): ``ufunc(data)``."""
+    ufunc(data, out=out)
 
-        return bind_unary
-    if spec.scalar_first:
 
-        def bind_scalar_first(data: Any, out: Any) -> Callable[[Any], None]:
-            def run(run_ctx: Any) -> None:
-                ufunc(scalar, data, out=out)
-
-            return run
-
-        return bind_scalar_first
-
-    def bind_scalar(data: Any, out: Any) -> Callable[[Any], None]:
-        def run(run_ctx: Any) -> None:
-            ufunc(data, scalar, out=out)
-
-        return run
-
-    return bind_scalar
+def _call_binary(ufunc: Any, first: Any, second: Any, out: Any, run_ctx: Any) -> None:
+    """A direct kernel's pushed function (bound with functools.partial): ``ufunc(a, b)``."""
+    ufunc(first, second, out=out)
 
 
 def _stateless_operator_types() -> tuple[type, ...]:
@@ -524,14 +499,14 @@ def _outputs(plan: _Plan, out: Any, ctx: Context, fences: list[Any]) -> list[NDA
 def _new_output(
     shape: tuple, ctx: Context, dtype: np.dtype, nbytes: int, fences: list[Any]
 ) -> NDArray:
-    """A fresh output; a large one takes a parked block of its size when there is one.
+    """A fresh output; it takes a parked block of its size when there is one.
 
     The block's old var goes to ``fences``: the op that writes the output
     writes it too, so it runs after every op still using the block
     (:func:`mxnb.ndarray.ndarray._park`).  The op must be pushed before the
     output is handed to anyone.
     """
-    if _parked and nbytes > BATCH_MAX_BYTES:
+    if _parked:
         parked = _take_parked(ctx, nbytes)
         if parked:
             handle, fence = parked
@@ -572,10 +547,10 @@ def _push(
 
     ``fences`` are the old vars of parked blocks the outputs took (see :func:`_new_output`).
     """
-    bind = plan.bind
-    if bind is not None and not aux and not _is_debug():
+    direct = plan.direct
+    if direct is not None and not aux and not _is_debug():
         fence = fences[0] if fences else None
-        _push_direct(plan, bind, inputs, outputs[0], name or plan.label, fence)
+        _push_direct(plan, direct, inputs, outputs[0], name or plan.label, fence)
         return outputs
     operator = plan.operator
     if operator is None:
@@ -641,7 +616,7 @@ def _push(
 
 def _push_direct(
     plan: _Plan,
-    bind: Callable[..., Callable[[Any], None]],
+    direct: tuple[Any, Any, bool],
     inputs: Sequence[NDArray],
     target: NDArray,
     label: str,
@@ -649,20 +624,29 @@ def _push_direct(
 ) -> None:
     """The hot path of :func:`_push` for a direct kernel (one ufunc, one output, no aux).
 
-    The pushed function is the ufunc call itself (see :func:`_direct_binder`).
-    An op whose only input is its output (``a += 1``) is pushed as a write of
-    that var alone: what the engine would normalise it to anyway.  ``fence``
-    is the var of a dead array whose block the output took over: the op
-    writes it too, so it runs after every op on that block.
+    The pushed function is the ufunc call itself: a ``functools.partial`` of
+    :func:`_call_binary` / :func:`_call_unary` (two objects per op where a
+    closure makes five; on the threaded engines the objects of queued ops
+    are what the cycle collector walks).  An op whose only input is its
+    output (``a += 1``) is pushed as a write of that var alone: what the
+    engine would normalise it to anyway.  ``fence`` is the var of a dead
+    array whose block the output took over: the op writes it too, so it runs
+    after every op on that block.
     """
+    ufunc, scalar, scalar_first = direct
     out_var = target._var
     if len(inputs) == 2:
         lhs, rhs = inputs
-        run = bind(lhs._array, rhs._array, target._array)
+        run = _partial(_call_binary, ufunc, lhs._array, rhs._array, target._array)
         const: Any = [lhs._var, rhs._var]
     else:
         only = inputs[0]
-        run = bind(only._array, target._array)
+        if scalar is None:
+            run = _partial(_call_unary, ufunc, only._array, target._array)
+        elif scalar_first:
+            run = _partial(_call_binary, ufunc, scalar, only._array, target._array)
+        else:
+            run = _partial(_call_binary, ufunc, only._array, scalar, target._array)
         var = only._var
         const = () if var is out_var else [var]
     autograd = _autograd or _find_autograd()
@@ -747,18 +731,18 @@ def invoke_visible(op: str, inputs: list[NDArray], params: dict[str, Any], out: 
                 _visible_plans.clear()
             _visible_plans[key] = plan
     else:
-        bind = plan.bind
-        if bind is not None and not _is_debug():  # the hot path, written out
+        direct = plan.direct
+        if direct is not None and not _is_debug():  # the hot path, written out
             if out is None:
                 nbytes = plan.out_nbytes[0]
-                parked = _parked and nbytes > BATCH_MAX_BYTES and _take_parked(ctx, nbytes)
+                parked = _parked and _take_parked(ctx, nbytes)
                 if parked:  # a dead block of this size, maybe in use: write after its ops
                     handle, fence = parked
                     target = _alloc(plan.out_shapes[0], ctx, plan.out_types[0], nbytes, handle)
-                    _push_direct(plan, bind, inputs, target, plan.label, fence)
+                    _push_direct(plan, direct, inputs, target, plan.label, fence)
                     return target
                 target = _alloc(plan.out_shapes[0], ctx, plan.out_types[0], nbytes)
-                _push_direct(plan, bind, inputs, target, plan.label)
+                _push_direct(plan, direct, inputs, target, plan.label)
                 return target
             if (
                 type(out) is NDArray
@@ -766,7 +750,7 @@ def invoke_visible(op: str, inputs: list[NDArray], params: dict[str, Any], out: 
                 and out.dtype == plan.out_types[0]
                 and out.context is ctx
             ):
-                _push_direct(plan, bind, inputs, out, plan.label)
+                _push_direct(plan, direct, inputs, out, plan.label)
                 return out
         fences: list[Any] = []
         outputs = _push(plan, inputs, _outputs(plan, out, ctx, fences), (), None, fences)

@@ -107,9 +107,9 @@ class _Chunk:
            and the block goes back to the pool here: no engine op, which
            would cost about as much as the op that made the temporary.
            Never on the step engine, never while a trace records.
-        2. Busy, on a threaded engine: a small block is batched
-           (:func:`_batch_delete`); a large one is parked for the next output
-           of its size (:func:`_park`).
+        2. Busy, on a threaded engine: the block is parked for the next op
+           output of its size (:func:`_park`); when enough of its size are
+           parked, a small block is deleted in a batch (:func:`_batch_delete`).
         3. Otherwise ``push_delete(var, ctx, fn=free)``.
 
         ``__del__`` runs wherever the last reference dies: on a worker thread,
@@ -134,8 +134,8 @@ class _Chunk:
                         (handle.manager or storage.get_manager(handle.ctx)).free(handle)
                     return
                 if handle is not None and (
-                    _batch_delete(engine, var, self.ctx, handle)
-                    or _park(engine, var, self.ctx, handle)
+                    _park(engine, var, self.ctx, handle)
+                    or _batch_delete(engine, var, self.ctx, handle)
                 ):
                     return
                 fn = None if handle is None else handle.release
@@ -151,7 +151,7 @@ class _Chunk:
             pass
 
 
-#: Engines on which deletes of small busy chunks are pushed in batches (see _batch_delete).
+#: Engines on which busy dead chunks are parked or deleted in batches (see _park).
 _BATCH_KINDS = frozenset({"threaded", "threaded_per_device"})
 #: A busy chunk up to this many bytes joins a batch; a larger one is deleted on its own,
 #: so big blocks go back to the pool as soon as their last op has run.
@@ -169,8 +169,8 @@ def _batch_delete(engine: Any, var: Any, ctx: Context, handle: Any) -> bool:
 
     On the threaded engines a temporary usually dies while the op that wrote
     it is still queued, so the idle path of ``_Chunk.__del__`` cannot take it and a
-    ``push_delete`` would cost one more engine op per temporary (``c = a + b``
-    in a loop pays for two ops).  Instead small chunks (<= :data:`BATCH_MAX_BYTES`)
+    ``push_delete`` would cost one more engine op per temporary.  Most are
+    parked (:func:`_park`); the small ones beyond that (<= :data:`BATCH_MAX_BYTES`)
     are gathered per context; every :data:`BATCH_SIZE` of them ONE engine op is
     pushed that writes all their vars (so it runs after every op pushed on
     them) and frees their blocks, marking each var deleted.  ``mx.nd.waitall()``
@@ -241,31 +241,36 @@ def flush_delete_batches() -> None:
                 _deferred_deletes.append((var, ctx, handle.release))
 
 
-#: A busy large block waits here, at most this many per (context, size), for the next
-#: op output of its size (see _park); beyond that it is deleted on its own.
+#: A busy dead block waits here, at most this many per (context, size), for the next
+#: op output of its size (see _park); beyond that it is batched or deleted on its own.
 PARK_MAX = 2
-#: (id(ctx), nbytes) -> [(ctx, var, handle)] of dead large chunks whose var had ops pending.
+#: (id(ctx), nbytes) -> [(ctx, var, handle)] of dead chunks whose var had ops pending.
 _parked: dict[tuple[int, int], list[tuple[Context, Any, Any]]] = {}
 
 
 def _park(engine: Any, var: Any, ctx: Context, handle: Any) -> bool:
-    """Keep a dead large block for the next op output of its size; True if it was kept.
+    """Keep a dead busy block for the next op output of its size; True if it was kept.
 
     On the threaded engines the pushing thread runs ahead of the workers: a
-    temporary of a chain (``x = x * c - a`` ...) dies while the ops that
-    read it are still queued, so with ``push_delete`` its block returns to
-    the pool only after the pushing thread has allocated the next outputs,
-    from other blocks.  Every op then writes memory no op touched recently
-    (ten 4 MB outputs for a chain of ten, where the naive engine reuses two).
-    A parked block is instead handed to the next output of its size, by
-    :func:`_take_parked`; the op that writes that output also writes the old
-    var, so it runs after every op still using the block.  That is MXNet's
-    co-share of the executor's memory plan, made as the ops are pushed.
+    temporary (``c`` of ``c = a + b`` in a loop, ``x`` of ``x = x * c - a``
+    ...) dies while the ops using it are still queued.  Deleting it costs an
+    engine op (or a share of a batched one) that frees the block on a worker,
+    and the block returns to the pool only after the pushing thread has
+    allocated the next outputs from other blocks: a chain of ten 4 MB ops
+    writes ten blocks where the naive engine reuses two, on memory no op
+    touched recently.  A parked block is instead handed to the next output of
+    its size by :func:`_take_parked`; the op that writes that output also
+    writes the old var, so it runs after every op still using the block.
+    No delete op, no free and no allocation: the block changes owner in the
+    pool's counters (:meth:`~mxnb.storage.StorageManager.reissue`).  That is
+    MXNet's co-share of the executor's memory plan, made as ops are pushed;
+    with two parked per size an op waits at most for the op two temporaries
+    back, so two workers still overlap.
 
-    Not used while tracing (a trace shows every delete), on the naive and
-    step engines, or for blocks that are batched; ``mx.nd.waitall()``
-    deletes what is still parked (:func:`flush_delete_batches`).  No lock:
-    items are appended and popped with single list operations.
+    Not used while tracing (a trace shows every delete) or on the naive and
+    step engines; ``mx.nd.waitall()`` deletes what is still parked
+    (:func:`flush_delete_batches`).  No lock: items are appended and popped
+    with single list operations.
     """
     if _trace.enabled or engine.kind not in _BATCH_KINDS:
         return False

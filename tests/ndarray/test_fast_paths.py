@@ -109,14 +109,14 @@ def test_tracing_shows_every_delete_as_an_op(naive):
 
 @pytest.mark.timeout(30)
 def test_small_busy_temporaries_are_deleted_in_batches(threaded, monkeypatch):
-    """BATCH_SIZE dead chunks behind a blocked op make ONE delete op, run after the blocker.
+    """Beyond the parked ones, BATCH_SIZE dead chunks make ONE delete op, run after the blocker.
 
-    blocker (writes t1..tN) ; del t1..tN -> delete:batch (writes t1..tN) after the blocker
+    blocker (writes t1..tN) ; del t1..tN -> PARK_MAX parked, delete:batch (writes the rest)
     """
     ctx = mx.cpu(9)
     mx.nd.waitall()
     before = storage.stats(ctx).bytes_in_use
-    size = nd_module.BATCH_SIZE
+    size = nd_module.BATCH_SIZE + nd_module.PARK_MAX
     temps = [mx.nd.zeros((8,), ctx=ctx) for _ in range(size)]
     mx.nd.waitall()
     with_temps = storage.stats(ctx).bytes_in_use
@@ -131,6 +131,8 @@ def test_small_busy_temporaries_are_deleted_in_batches(threaded, monkeypatch):
     assert not any(var.deleted for var in vars_)
     release.set()
     eng.wait_for_all()  # the batch op was pushed when the batch filled up
+    assert sum(var.deleted for var in vars_) == nd_module.BATCH_SIZE
+    mx.nd.waitall()  # and the parked ones are deleted now
     assert all(var.deleted for var in vars_)
     assert storage.stats(ctx).bytes_in_use == before
 
@@ -299,7 +301,7 @@ def test_direct_kernels_store_what_the_operator_computes(op, params, arity, dtyp
     raw = [np.linspace(1.0, 3.5, 6).astype(dtype).reshape(2, 3) + k for k in range(arity)]
     inputs = [mx.nd.array(x, dtype=dtype) for x in raw]
     plan = _plan_of(op, inputs, params)
-    assert (plan.bind is not None) == (dtype != "int32")
+    assert (plan.direct is not None) == (dtype != "int32")
     got = nd_module._invoke(op, inputs, params).asnumpy()
     assert _same(got, _general_forward(plan, raw))
 
@@ -327,7 +329,7 @@ def test_a_property_that_overrides_forward_keeps_its_forward():
 
     x = mx.nd.ones((3,))
     plan = _plan_of("_test_plus_scalar_doubled", [x], {"scalar": 1.0})
-    assert plan.bind is None
+    assert plan.direct is None
     assert (
         nd_module._invoke("_test_plus_scalar_doubled", [x], {"scalar": 1.0}).asnumpy().tolist()
         == [4.0] * 3
@@ -494,3 +496,25 @@ def test_waitall_deletes_parked_blocks(threaded):
     mx.nd.waitall()
     assert var.deleted and not any(nd_module._parked.values())
     assert storage.stats(ctx).bytes_in_use == before
+
+
+@pytest.mark.timeout(30)
+def test_a_loop_of_small_temporaries_hands_blocks_on_without_delete_ops(threaded, monkeypatch):
+    """``c = a + b`` in a loop: each output takes a dead temporary's block; nothing is deleted."""
+    ctx = mx.cpu(14)
+    a, b = mx.nd.ones((100,), ctx=ctx), mx.nd.ones((100,), ctx=ctx)
+    mx.nd.waitall()
+    before = storage.stats(ctx)
+    batches: list = []
+    monkeypatch.setattr(nd_module, "_push_batch", lambda *args: batches.append(args))
+    calls = _count_push_delete(monkeypatch)
+    for _ in range(500):
+        c = a + b
+    assert c.asnumpy().tolist() == [2.0] * 100
+    after = storage.stats(ctx)
+    assert calls == [] and batches == []
+    assert after.pool_misses - before.pool_misses <= nd_module.PARK_MAX + 1
+    del c
+    monkeypatch.undo()
+    mx.nd.waitall()
+    assert storage.stats(ctx).bytes_in_use == before.bytes_in_use
