@@ -5,17 +5,23 @@ Measured in one run, as ratios against peers measured in the same run:
 * ``a += 1`` on a 1-element array and ``c = a + b`` on 100-element arrays, in
   µs per op (push + run, amortised over a loop ended by ``waitall``), beside
   plain numpy doing the same, and as a ratio to ``ThreadPoolExecutor(2)``'s
-  per-task cost (submit + run + result).  Target: <= 0.8x the executor
-  (about 10 µs; MXNet 1.9.1's own NDArray ops cost about 18 µs here).
+  per-task cost (submit + run + result) measured in the same rounds.
+  Target: <= 0.8x the executor (MXNet 1.9.1's own NDArray ops cost about
+  18 µs here).
   The "engine op µs" column is a bare engine op (no-op function, one read,
   one write) measured in the same run: the part of each figure that is the
   engine's, not the NDArray layer's.
 * ``1000 x 1000`` float32 elementwise chains (``x = (a + b) * c - a`` …)
   relative to numpy computing the same chain.  Target: within 1.3x.
 
-Every figure is the median of ``--repeat`` runs after a warm-up, per engine.
+Each measurement is taken ``--repeat`` times after a warm-up, per engine, in
+rounds: every round times the peer and then each mxnb figure, back to back,
+so a ratio compares figures taken close in time (this machine's speed drifts
+by tens of percent within seconds).  Figures are medians over the rounds;
+each ratio is the median of the per-round ratios, and ``spread`` gives the
+lowest and highest per-round ratio.
 
-Run: ``python benchmarks/ndarray.py [--repeat 5] [--engines naive,threaded_per_device]``.
+Run: ``python benchmarks/ndarray.py [--repeat 7] [--engines naive,threaded_per_device]``.
 """
 
 from __future__ import annotations
@@ -34,18 +40,24 @@ SMALL_TARGET = 0.8  # x ThreadPoolExecutor per-task cost
 LARGE_TARGET = 1.3  # x numpy
 
 
-def _median_time(run: Callable[[], None], repeat: int) -> float:
-    run()  # warm-up: plans cached, pool filled
-    times = []
+def _round_times(runs: dict[str, Callable[[], None]], repeat: int) -> dict[str, list[float]]:
+    """Seconds of each run, ``repeat`` rounds; a round runs each once, in order, back to back."""
+    for run in runs.values():
+        run()  # warm-up: plans cached, pool filled
+    times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return times
 
 
-def executor_task_us(count: int, repeat: int) -> float:
-    """Per-task cost of ThreadPoolExecutor(2): submit ``count`` no-ops, wait for all."""
+def executor_task_run(count: int) -> tuple[Callable[[], None], Callable[[], None]]:
+    """Per-task cost of ThreadPoolExecutor(2): ``count`` no-ops submitted, then awaited.
+
+    Returns (run, close).
+    """
     pool = ThreadPoolExecutor(2)
 
     def noop() -> None:
@@ -56,14 +68,11 @@ def executor_task_us(count: int, repeat: int) -> float:
         for future in futures:
             future.result()
 
-    try:
-        return _median_time(run, repeat) / count * 1e6
-    finally:
-        pool.shutdown()
+    return run, pool.shutdown
 
 
-def engine_push_us(count: int, repeat: int) -> float:
-    """µs per bare engine op (one const var, one mutate var, a no-op): the engine's own share."""
+def engine_push_run(count: int) -> Callable[[], None]:
+    """A bare engine op (one const var, one mutate var, a no-op): the engine's own share."""
     eng = mx.engine.get()
     read, write = eng.new_var("bench_read"), eng.new_var("bench_write")
     ctx = mx.cpu()
@@ -76,11 +85,11 @@ def engine_push_us(count: int, repeat: int) -> float:
             eng.push_sync(noop, ctx, [read], [write], 0, "noop")
         eng.wait_for_all()
 
-    return _median_time(run, repeat) / count * 1e6
+    return run
 
 
-def small_ops_us(count: int, repeat: int) -> dict[str, float]:
-    """µs per op of the two small imperative ops, mxnb on the current engine and numpy."""
+def small_op_runs(count: int) -> dict[str, Callable[[], None]]:
+    """The two small imperative ops, mxnb on the current engine and numpy."""
     one = mx.nd.ones((1,))
     a, b = mx.nd.ones((100,)), mx.nd.ones((100,))
     one_np = np.ones((1,), np.float32)
@@ -94,7 +103,7 @@ def small_ops_us(count: int, repeat: int) -> dict[str, float]:
 
     def mx_add() -> None:
         for _ in range(count):
-            c = a + b  # noqa: F841 - dropped: freed at once if idle, else in a batched delete op
+            c = a + b  # noqa: F841 - dropped: freed at once if idle, else its block is parked
         mx.nd.waitall()
 
     def np_iadd() -> None:
@@ -106,15 +115,15 @@ def small_ops_us(count: int, repeat: int) -> dict[str, float]:
             c = a_np + b_np  # noqa: F841
 
     return {
-        "a += 1 (1 elem)": _median_time(mx_iadd, repeat) / count * 1e6,
-        "c = a + b (100)": _median_time(mx_add, repeat) / count * 1e6,
-        "numpy a += 1": _median_time(np_iadd, repeat) / count * 1e6,
-        "numpy c = a + b": _median_time(np_add, repeat) / count * 1e6,
+        "a += 1 (1 elem)": mx_iadd,
+        "c = a + b (100)": mx_add,
+        "numpy a += 1": np_iadd,
+        "numpy c = a + b": np_add,
     }
 
 
-def large_chain_ratio(repeat: int, length: int = 10) -> tuple[float, float]:
-    """Seconds for a chain of ``length`` 1000x1000 float32 elementwise ops: (mxnb, numpy)."""
+def large_chain_runs(length: int = 10) -> dict[str, Callable[[], None]]:
+    """A chain of ``length`` 1000x1000 float32 elementwise ops: mxnb and numpy."""
     rng = np.random.default_rng(0)
     a_np, b_np, c_np = (rng.random((1000, 1000), dtype=np.float32) for _ in range(3))
     a, b, c = mx.nd.array(a_np), mx.nd.array(b_np), mx.nd.array(c_np)
@@ -130,7 +139,13 @@ def large_chain_ratio(repeat: int, length: int = 10) -> tuple[float, float]:
         for step in range(length - 1):
             x = x * c_np if step % 2 == 0 else x - a_np
 
-    return _median_time(mx_chain, repeat), _median_time(np_chain, repeat)
+    return {"numpy": np_chain, "mxnb": mx_chain}
+
+
+def _ratio(mine: list[float], peer: list[float]) -> tuple[float, float, float]:
+    """Median, lowest and highest of the per-round ratios mine / peer."""
+    ratios = sorted(m / p for m, p in zip(mine, peer))
+    return statistics.median(ratios), ratios[0], ratios[-1]
 
 
 def _table(rows: list[tuple[str, ...]]) -> str:
@@ -143,11 +158,12 @@ def _table(rows: list[tuple[str, ...]]) -> str:
 def main() -> None:
     """Print the figures per engine."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7, help="rounds per engine")
     parser.add_argument("--count", type=int, default=5000, help="small ops per timed run")
     parser.add_argument("--engines", default="naive,threaded_per_device")
     args = parser.parse_args()
-    print("x executor: mxnb µs / ThreadPoolExecutor(2) per-task µs, the peer measured just before")
+    count = args.count
+    print("x executor: mxnb µs / ThreadPoolExecutor(2) per-task µs, measured in the same rounds")
     rows = [
         (
             "engine",
@@ -157,6 +173,7 @@ def main() -> None:
             "executor µs",
             "numpy µs",
             "x executor",
+            "spread",
             f"target <= {SMALL_TARGET}x",
         )
     ]
@@ -167,6 +184,7 @@ def main() -> None:
             "mxnb ms",
             "numpy ms",
             "x numpy",
+            "spread",
             f"target <= {LARGE_TARGET}x",
         )
     ]
@@ -174,35 +192,45 @@ def main() -> None:
     try:
         for name in args.engines.split(","):
             mx.engine.set_engine(name)
-            executor = executor_task_us(args.count, args.repeat)
-            small = small_ops_us(args.count, args.repeat)
-            bare = engine_push_us(args.count, args.repeat)
+            executor, close = executor_task_run(count)
+            try:
+                runs = {
+                    "executor": executor,
+                    **small_op_runs(count),
+                    "engine": engine_push_run(count),
+                }
+                times = _round_times(runs, args.repeat)
+            finally:
+                close()
+            us = {key: statistics.median(values) / count * 1e6 for key, values in times.items()}
             for op, peer in (
                 ("a += 1 (1 elem)", "numpy a += 1"),
                 ("c = a + b (100)", "numpy c = a + b"),
             ):
-                ratio = small[op] / executor
+                ratio, low, high = _ratio(times[op], times["executor"])
                 rows.append(
                     (
                         name,
                         op,
-                        f"{small[op]:.1f}",
-                        f"{bare:.1f}",
-                        f"{executor:.1f}",
-                        f"{small[peer]:.2f}",
+                        f"{us[op]:.1f}",
+                        f"{us['engine']:.1f}",
+                        f"{us['executor']:.1f}",
+                        f"{us[peer]:.2f}",
                         f"{ratio:.2f}",
+                        f"{low:.2f}-{high:.2f}",
                         "ok" if ratio <= SMALL_TARGET else "MISSED",
                     )
                 )
-            mine, peer = large_chain_ratio(args.repeat)
-            ratio = mine / peer
+            chain = _round_times(large_chain_runs(), args.repeat)
+            ratio, low, high = _ratio(chain["mxnb"], chain["numpy"])
             large_rows.append(
                 (
                     name,
                     "x=(a+b)*c-a...",
-                    f"{mine * 1e3:.1f}",
-                    f"{peer * 1e3:.1f}",
+                    f"{statistics.median(chain['mxnb']) * 1e3:.1f}",
+                    f"{statistics.median(chain['numpy']) * 1e3:.1f}",
                     f"{ratio:.2f}",
+                    f"{low:.2f}-{high:.2f}",
                     "ok" if ratio <= LARGE_TARGET else "MISSED",
                 )
             )
