@@ -244,6 +244,9 @@ def flush_delete_batches() -> None:
 #: A busy dead block waits here, at most this many per (context, size), for the next
 #: op output of its size (see _park); beyond that it is batched or deleted on its own.
 PARK_MAX = 2
+#: Blocks above this many bytes are never parked: what waits for a taker is bounded
+#: (a pool's free blocks can be released under memory pressure, parked ones cannot).
+PARK_MAX_BYTES = 64 << 20
 #: (id(ctx), nbytes) -> [(ctx, var, handle)] of dead chunks whose var had ops pending.
 _parked: dict[tuple[int, int], list[tuple[Context, Any, Any]]] = {}
 
@@ -272,7 +275,7 @@ def _park(engine: Any, var: Any, ctx: Context, handle: Any) -> bool:
     (:func:`flush_delete_batches`).  No lock: items are appended and popped
     with single list operations.
     """
-    if _trace.enabled or engine.kind not in _BATCH_KINDS:
+    if _trace.enabled or engine.kind not in _BATCH_KINDS or handle.capacity > PARK_MAX_BYTES:
         return False
     key = (id(ctx), handle.nbytes)
     parked = _parked.get(key)

@@ -518,3 +518,17 @@ def test_a_loop_of_small_temporaries_hands_blocks_on_without_delete_ops(threaded
     monkeypatch.undo()
     mx.nd.waitall()
     assert storage.stats(ctx).bytes_in_use == before.bytes_in_use
+
+
+@pytest.mark.timeout(30)
+def test_blocks_above_park_max_bytes_are_deleted_on_their_own(threaded, monkeypatch):
+    ctx = mx.cpu(15)
+    monkeypatch.setattr(nd_module, "PARK_MAX_BYTES", 1024)
+    x = mx.nd.zeros((512,), ctx=ctx)  # 2048 bytes
+    release = _gate(x._var)
+    var = x._var
+    del x
+    assert not any(item[1] is var for parked in nd_module._parked.values() for item in parked)
+    release.set()
+    mx.nd.waitall()
+    assert var.deleted
