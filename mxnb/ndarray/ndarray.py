@@ -292,9 +292,11 @@ def _take_parked(ctx: Context, nbytes: int) -> tuple[Any, Any] | None:
 
     The caller pushes an op that writes the new array AND the old var
     before anyone else sees the array (so the write waits for the old ops).
+    None while a trace records: what was parked before is deleted by
+    ``waitall``, so the trace shows it.
     """
     parked = _parked.get((id(ctx), nbytes))
-    if not parked:
+    if not parked or _trace.enabled:
         return None
     try:
         owner, var, handle = parked.pop()

@@ -532,3 +532,18 @@ def test_blocks_above_park_max_bytes_are_deleted_on_their_own(threaded, monkeypa
     release.set()
     mx.nd.waitall()
     assert var.deleted
+
+
+@pytest.mark.timeout(30)
+def test_a_trace_shows_the_delete_of_a_block_parked_before_it(threaded):
+    ctx = mx.cpu(16)
+    x = mx.nd.zeros((64,), ctx=ctx)
+    release = _gate(x._var)
+    name = x._var.name
+    del x  # parked
+    with mx.engine.trace() as tr:
+        y = mx.nd.zeros((64,), ctx=ctx) + 1  # same size: not handed the parked block
+        release.set()
+        mx.nd.waitall()
+    assert f"delete:{name}" in [event.name for event in tr.events_of(OpPush)]
+    assert y.asnumpy().tolist() == [1.0] * 64
