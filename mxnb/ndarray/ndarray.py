@@ -287,16 +287,33 @@ def _park(engine: Any, var: Any, ctx: Context, handle: Any) -> bool:
     return True
 
 
+#: The engine's thread-local op stack (``stack``: the ops this thread is running).
+_engine_local = getattr(importlib.import_module("mxnb.engine.base"), "_local", None)
+
+
+def _inside_an_op() -> bool:
+    """True on a thread that is running an engine op (an op invoked inside a custom op).
+
+    Such an invoke never takes a parked block: the block's old var may have
+    the running op itself pending on it, and the running op may then wait
+    for the new one (a deadlock).  Unknown engine internals: assume inside.
+    """
+    if _engine_local is None:
+        return True
+    return bool(getattr(_engine_local, "stack", None))
+
+
 def _take_parked(ctx: Context, nbytes: int) -> tuple[Any, Any] | None:
     """A parked block of ``nbytes`` on ``ctx`` as (new handle, old var), or None.
 
     The caller pushes an op that writes the new array AND the old var
     before anyone else sees the array (so the write waits for the old ops).
-    None while a trace records: what was parked before is deleted by
-    ``waitall``, so the trace shows it.
+    None while a trace records (what was parked before is deleted by
+    ``waitall``, so the trace shows it) and inside a running op
+    (:func:`_inside_an_op`).
     """
     parked = _parked.get((id(ctx), nbytes))
-    if not parked or _trace.enabled:
+    if not parked or _trace.enabled or _inside_an_op():
         return None
     try:
         owner, var, handle = parked.pop()

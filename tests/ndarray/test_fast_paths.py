@@ -547,3 +547,43 @@ def test_a_trace_shows_the_delete_of_a_block_parked_before_it(threaded):
         mx.nd.waitall()
     assert f"delete:{name}" in [event.name for event in tr.events_of(OpPush)]
     assert y.asnumpy().tolist() == [1.0] * 64
+
+
+@mx.operator.register("_test_nested_double")
+class _NestedDoubleProp(mx.operator.CustomOpProp):
+    """A custom op whose forward runs an mx.nd op of its input's size and waits for it."""
+
+    def create_operator(self, ctx, shapes, dtypes):
+        class NestedDouble(mx.operator.CustomOp):
+            def forward(self, is_train, req, in_data, out_data, aux):
+                doubled = in_data[0] * 2  # same size as the parked block of the dead input
+                self.assign(out_data[0], req[0], mx.nd.array(doubled.asnumpy()))
+
+            def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+                self.assign(in_grad[0], req[0], out_grad[0] * 2)
+
+        return NestedDouble()
+
+
+@pytest.mark.timeout(30)
+def test_an_op_invoked_inside_a_running_op_never_takes_a_parked_block(threaded):
+    r"""No deadlock: the parked block's var has the running custom op pending on it.
+
+    gate (writes x) -> Custom(x) reads x ; del x (parked) ; release ->
+    Custom runs ``x' * 2`` inside and waits for it: that op must not wait for Custom
+    """
+    x = mx.nd.ones((64,))
+    release = _gate(x._var)
+    y = mx.nd.Custom(x, op_type="_test_nested_double")
+    del x
+    assert nd_module._parked
+    release.set()
+    assert y.asnumpy().tolist() == [2.0] * 64
+
+
+def test_the_pushing_thread_is_not_inside_an_op():
+    assert not nd_module._inside_an_op()
+    seen = []
+    mx.engine.get().push_sync(lambda rctx: seen.append(nd_module._inside_an_op()), mx.cpu(), [], [])
+    mx.nd.waitall()
+    assert seen == [True]
