@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..base import DTypeError, ShapeError, np_dtype
-from . import ndarray as _ndarray_module
+from . import chunk as _chunk_module
 from .ndarray import (
     NDArray,
     _alloc,
@@ -175,9 +175,9 @@ def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = Tr
 
 def waitall() -> None:
     """Block until every pushed op has run (re-raises the first stored error)."""
-    if _ndarray_module._delete_batches or _ndarray_module._parked:
-        _ndarray_module.flush_delete_batches()
-    if _ndarray_module._deferred_deletes:
+    if _chunk_module._delete_batches or _chunk_module._parked:
+        _chunk_module.flush_delete_batches()
+    if _chunk_module._deferred_deletes:
         _flush_deferred_deletes()
     _engine().wait_for_all()
 

@@ -66,8 +66,9 @@ from ..context import Context
 from ..operator import registry
 from ..operator.base import OpContext, OperatorProperty, OpReqType
 from . import _extra_ops
+from .chunk import _parked, _take_parked
 from .debug import readonly_view
-from .ndarray import NDArray, _alloc, _ctx_of, _parked, _take_parked
+from .ndarray import NDArray, _alloc, _ctx_of
 
 __all__ = ["clear_cache", "invoke", "invoke_visible"]
 
@@ -503,7 +504,7 @@ def _new_output(
 
     The block's old var goes to ``fences``: the op that writes the output
     writes it too, so it runs after every op still using the block
-    (:func:`mxnb.ndarray.ndarray._park`).  The op must be pushed before the
+    (:func:`mxnb.ndarray.chunk._park`).  The op must be pushed before the
     output is handed to anyone.
     """
     if _parked:

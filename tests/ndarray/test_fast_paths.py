@@ -28,6 +28,7 @@ from mxnb.operator.ops import elemwise
 from mxnb.operator.ops._common import ufunc_into
 
 nd_module = importlib.import_module("mxnb.ndarray.ndarray")
+chunk_module = importlib.import_module("mxnb.ndarray.chunk")
 
 
 def _count_push_delete(monkeypatch: pytest.MonkeyPatch) -> list:
@@ -116,7 +117,7 @@ def test_small_busy_temporaries_are_deleted_in_batches(threaded, monkeypatch):
     ctx = mx.cpu(9)
     mx.nd.waitall()
     before = storage.stats(ctx).bytes_in_use
-    size = nd_module.BATCH_SIZE + nd_module.PARK_MAX
+    size = chunk_module.BATCH_SIZE + chunk_module.PARK_MAX
     temps = [mx.nd.zeros((8,), ctx=ctx) for _ in range(size)]
     mx.nd.waitall()
     with_temps = storage.stats(ctx).bytes_in_use
@@ -131,7 +132,7 @@ def test_small_busy_temporaries_are_deleted_in_batches(threaded, monkeypatch):
     assert not any(var.deleted for var in vars_)
     release.set()
     eng.wait_for_all()  # the batch op was pushed when the batch filled up
-    assert sum(var.deleted for var in vars_) == nd_module.BATCH_SIZE
+    assert sum(var.deleted for var in vars_) == chunk_module.BATCH_SIZE
     mx.nd.waitall()  # and the parked ones are deleted now
     assert all(var.deleted for var in vars_)
     assert storage.stats(ctx).bytes_in_use == before
@@ -158,7 +159,7 @@ def test_a_large_busy_temporary_is_deleted_on_its_own(threaded, monkeypatch):
     """Blocks above BATCH_MAX_BYTES go back to the pool as soon as their last op ran."""
     ctx = mx.cpu(11)
     mx.nd.waitall()
-    big = mx.nd.zeros((nd_module.BATCH_MAX_BYTES // 4 + 1,), ctx=ctx)
+    big = mx.nd.zeros((chunk_module.BATCH_MAX_BYTES // 4 + 1,), ctx=ctx)
     release = threading.Event()
     mx.engine.get().push_sync(lambda rctx: release.wait(10), ctx, [], [big._var], 0, "blocker")
     calls = _count_push_delete(monkeypatch)
@@ -436,7 +437,7 @@ def test_a_chain_of_large_temporaries_reuses_a_few_blocks(threaded, debug):
 
 def _chain_of_large_temporaries() -> None:
     ctx = mx.cpu()
-    n = nd_module.BATCH_MAX_BYTES // 4 * 2  # large: not batched
+    n = chunk_module.BATCH_MAX_BYTES // 4 * 2  # large: not batched
     a = mx.nd.ones((n,), ctx=ctx)
     mx.nd.waitall()
     block = storage.size_class(4 * n)
@@ -446,7 +447,7 @@ def _chain_of_large_temporaries() -> None:
     for _ in range(11):
         x = x * 2
     held = storage.stats(ctx).bytes_in_use - before
-    assert held <= (nd_module.PARK_MAX + 2) * block  # not twelve blocks
+    assert held <= (chunk_module.PARK_MAX + 2) * block  # not twelve blocks
     release.set()
     assert x.asnumpy()[:3].tolist() == [2.0**12] * 3
     del x
@@ -461,7 +462,7 @@ def test_a_parked_block_is_written_only_after_the_ops_that_read_it(threaded):
     gate (writes x) -> reader (reads x) ; del x ; y = z + 1 takes x's block: runs after reader
     """
     ctx = mx.cpu()
-    n = nd_module.BATCH_MAX_BYTES // 4 * 2
+    n = chunk_module.BATCH_MAX_BYTES // 4 * 2
     x = mx.nd.full((n,), 3.0, ctx=ctx)
     z = mx.nd.zeros((n,), ctx=ctx)
     mx.nd.waitall()
@@ -484,17 +485,17 @@ def test_a_parked_block_is_written_only_after_the_ops_that_read_it(threaded):
 @pytest.mark.timeout(30)
 def test_waitall_deletes_parked_blocks(threaded):
     ctx = mx.cpu(13)
-    n = nd_module.BATCH_MAX_BYTES // 4 * 2
+    n = chunk_module.BATCH_MAX_BYTES // 4 * 2
     mx.nd.waitall()
     before = storage.stats(ctx).bytes_in_use
     x = mx.nd.zeros((n,), ctx=ctx)
     release = _gate(x._var)
     var = x._var
     del x
-    assert nd_module._parked  # kept for the next output of its size
+    assert chunk_module._parked  # kept for the next output of its size
     release.set()
     mx.nd.waitall()
-    assert var.deleted and not any(nd_module._parked.values())
+    assert var.deleted and not any(chunk_module._parked.values())
     assert storage.stats(ctx).bytes_in_use == before
 
 
@@ -506,14 +507,14 @@ def test_a_loop_of_small_temporaries_hands_blocks_on_without_delete_ops(threaded
     mx.nd.waitall()
     before = storage.stats(ctx)
     batches: list = []
-    monkeypatch.setattr(nd_module, "_push_batch", lambda *args: batches.append(args))
+    monkeypatch.setattr(chunk_module, "_push_batch", lambda *args: batches.append(args))
     calls = _count_push_delete(monkeypatch)
     for _ in range(500):
         c = a + b
     assert c.asnumpy().tolist() == [2.0] * 100
     after = storage.stats(ctx)
     assert calls == [] and batches == []
-    assert after.pool_misses - before.pool_misses <= nd_module.PARK_MAX + 1
+    assert after.pool_misses - before.pool_misses <= chunk_module.PARK_MAX + 1
     del c
     monkeypatch.undo()
     mx.nd.waitall()
@@ -523,12 +524,12 @@ def test_a_loop_of_small_temporaries_hands_blocks_on_without_delete_ops(threaded
 @pytest.mark.timeout(30)
 def test_blocks_above_park_max_bytes_are_deleted_on_their_own(threaded, monkeypatch):
     ctx = mx.cpu(15)
-    monkeypatch.setattr(nd_module, "PARK_MAX_BYTES", 1024)
+    monkeypatch.setattr(chunk_module, "PARK_MAX_BYTES", 1024)
     x = mx.nd.zeros((512,), ctx=ctx)  # 2048 bytes
     release = _gate(x._var)
     var = x._var
     del x
-    assert not any(item[1] is var for parked in nd_module._parked.values() for item in parked)
+    assert not any(item[1] is var for parked in chunk_module._parked.values() for item in parked)
     release.set()
     mx.nd.waitall()
     assert var.deleted
@@ -576,14 +577,16 @@ def test_an_op_invoked_inside_a_running_op_never_takes_a_parked_block(threaded):
     release = _gate(x._var)
     y = mx.nd.Custom(x, op_type="_test_nested_double")
     del x
-    assert nd_module._parked
+    assert chunk_module._parked
     release.set()
     assert y.asnumpy().tolist() == [2.0] * 64
 
 
 def test_the_pushing_thread_is_not_inside_an_op():
-    assert not nd_module._inside_an_op()
+    assert not chunk_module._inside_an_op()
     seen = []
-    mx.engine.get().push_sync(lambda rctx: seen.append(nd_module._inside_an_op()), mx.cpu(), [], [])
+    mx.engine.get().push_sync(
+        lambda rctx: seen.append(chunk_module._inside_an_op()), mx.cpu(), [], []
+    )
     mx.nd.waitall()
     assert seen == [True]

@@ -334,7 +334,7 @@ def test_scalar_conversions_and_len():
 def test_chunks_dying_without_an_engine_are_freed_later(monkeypatch):
     """A chunk may die inside set_engine (engine lock held) or in the cycle collector:
     its delete is deferred, never blocking, and pushed at the next allocation or waitall."""
-    ndarray_module = importlib.import_module("mxnb.ndarray.ndarray")
+    chunk_module = importlib.import_module("mxnb.ndarray.chunk")
     ctx = mx.cpu(6)
     mx.nd.waitall()
     before = storage.stats(ctx).bytes_in_use
@@ -342,7 +342,7 @@ def test_chunks_dying_without_an_engine_are_freed_later(monkeypatch):
     with monkeypatch.context() as patch:
         patch.setattr(mx.engine, "_engine", None)
         del a
-        assert len(ndarray_module._deferred_deletes) == 1
+        assert len(chunk_module._deferred_deletes) == 1
     assert storage.stats(ctx).bytes_in_use == before + 1024
     mx.nd.waitall()
     assert storage.stats(ctx).bytes_in_use == before
