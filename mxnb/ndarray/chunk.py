@@ -300,6 +300,22 @@ def _take_parked(ctx: Context, nbytes: int) -> tuple[Any, Any] | None:
     return manager.reissue(handle), var
 
 
+def _give_back_unpushed(array: Any, fence: Any) -> None:
+    """Undo a hand-over whose op may not have been pushed (Ctrl-C, a shut-down engine).
+
+    The output ``array`` took a parked block, but maybe no op writes its var
+    AND the old var ``fence``: freeing the block when the array dies could
+    hand it out while the old ops still use it.  So the array's chunk lets go
+    of the block, which is deleted with the old var, after every op on it
+    (including the new op, if it was pushed: it writes the old var too).
+    """
+    chunk = array._chunk
+    handle = chunk.handle
+    chunk.handle = None  # the chunk now frees only its var
+    if handle is not None:
+        _deferred_deletes.append((fence, chunk.ctx, handle.release))
+
+
 #: Chunk deletes that could not be pushed when their chunk died: (var, ctx, free fn).
 _deferred_deletes: list[tuple[Any, Context, Any]] = []
 _collecting = False  # True while the cycle collector runs (see _note_gc)

@@ -66,7 +66,7 @@ from ..context import Context
 from ..operator import registry
 from ..operator.base import OpContext, OperatorProperty, OpReqType
 from . import _extra_ops
-from .chunk import _parked, _take_parked
+from .chunk import _give_back_unpushed, _parked, _take_parked
 from .debug import readonly_view
 from .ndarray import NDArray, _alloc, _ctx_of
 
@@ -478,8 +478,8 @@ def _invoke_prop(
 def _outputs(plan: _Plan, out: Any, ctx: Context, fences: list[Any]) -> list[NDArray]:
     """Fresh output arrays, or the ``out=`` arrays after checking them against the plan.
 
-    A fresh output may take a parked block (see :func:`_new_output`): the var
-    its op must also write is appended to ``fences``.
+    A fresh output may take a parked block (see :func:`_new_output`): the
+    (old var its op must also write, output) pair is appended to ``fences``.
     """
     if out is None:
         return [
@@ -502,17 +502,18 @@ def _new_output(
 ) -> NDArray:
     """A fresh output; it takes a parked block of its size when there is one.
 
-    The block's old var goes to ``fences``: the op that writes the output
-    writes it too, so it runs after every op still using the block
-    (:func:`mxnb.ndarray.chunk._park`).  The op must be pushed before the
-    output is handed to anyone.
+    The block's old var goes to ``fences`` (paired with the output): the op
+    that writes the output writes it too, so it runs after every op still
+    using the block (:func:`mxnb.ndarray.chunk._park`).  The op must be pushed
+    before the output is handed to anyone.
     """
     if _parked:
         parked = _take_parked(ctx, nbytes)
         if parked:
             handle, fence = parked
-            fences.append(fence)
-            return _alloc(shape, ctx, dtype, nbytes, handle)
+            output = _alloc(shape, ctx, dtype, nbytes, handle)
+            fences.append((fence, output))
+            return output
     return _alloc(shape, ctx, dtype, nbytes)
 
 
@@ -546,13 +547,39 @@ def _push(
 ) -> list[NDArray]:
     """Push ONE engine op: const = inputs; mutate = outputs + aux + resource vars + fences.
 
-    ``fences`` are the old vars of parked blocks the outputs took (see :func:`_new_output`).
+    ``fences`` pairs the old vars of parked blocks the outputs took with those
+    outputs (see :func:`_new_output`).
     """
     direct = plan.direct
     if direct is not None and not aux and not _is_debug():
-        fence = fences[0] if fences else None
-        _push_direct(plan, direct, inputs, outputs[0], name or plan.label, fence)
+        if not fences:
+            _push_direct(plan, direct, inputs, outputs[0], name or plan.label)
+            return outputs
+        try:
+            _push_direct(plan, direct, inputs, outputs[0], name or plan.label, fences[0][0])
+        except BaseException:  # Ctrl-C, a shut-down engine: the block may still be in use
+            _give_back_unpushed(outputs[0], fences[0][0])
+            raise
         return outputs
+    if not fences:
+        return _push_general(plan, inputs, outputs, aux, name, ())
+    try:
+        return _push_general(plan, inputs, outputs, aux, name, [fence for fence, _ in fences])
+    except BaseException:  # the op may not be pushed: its outputs' blocks may still be in use
+        for fence, output in fences:
+            _give_back_unpushed(output, fence)
+        raise
+
+
+def _push_general(
+    plan: _Plan,
+    inputs: Sequence[NDArray],
+    outputs: list[NDArray],
+    aux: Sequence[NDArray],
+    name: str | None,
+    fences: Sequence[Any],
+) -> list[NDArray]:
+    """:func:`_push` through the operator's forward (any op; debug mode's read-only inputs)."""
     operator = plan.operator
     if operator is None:
         operator = plan.prop.create_operator_ex(plan.ctx, plan.in_shapes, plan.in_types)
@@ -740,7 +767,11 @@ def invoke_visible(op: str, inputs: list[NDArray], params: dict[str, Any], out: 
                 if parked:  # a dead block of this size, maybe in use: write after its ops
                     handle, fence = parked
                     target = _alloc(plan.out_shapes[0], ctx, plan.out_types[0], nbytes, handle)
-                    _push_direct(plan, direct, inputs, target, plan.label, fence)
+                    try:
+                        _push_direct(plan, direct, inputs, target, plan.label, fence)
+                    except BaseException:  # Ctrl-C, a shut-down engine: see _give_back_unpushed
+                        _give_back_unpushed(target, fence)
+                        raise
                     return target
                 target = _alloc(plan.out_shapes[0], ctx, plan.out_types[0], nbytes)
                 _push_direct(plan, direct, inputs, target, plan.label)

@@ -590,3 +590,42 @@ def test_the_pushing_thread_is_not_inside_an_op():
     )
     mx.nd.waitall()
     assert seen == [True]
+
+
+@pytest.mark.timeout(30)
+def test_a_push_interrupted_after_taking_a_parked_block_gives_the_block_back(threaded, monkeypatch):
+    """Ctrl-C in the push: the block goes back only after the ops still reading it."""
+    ctx = mx.cpu(17)
+    mx.nd.waitall()
+    before = storage.stats(ctx).bytes_in_use
+    x = mx.nd.full((64,), 3.0, ctx=ctx)
+    z = mx.nd.zeros((64,), ctx=ctx)
+    mx.nd.waitall()
+    release = _gate(x._var)
+    seen: list = []
+    raw = x._array
+    eng = mx.engine.get()
+    eng.push_sync(
+        lambda rctx, raw=raw: seen.append(float(raw.sum())), ctx, [x._var], [], 0, "reader"
+    )
+    del x, raw  # parked
+    real_push = eng.push_sync
+
+    def interrupted(fn, ctx_, const, mutate, *args, **kwargs):
+        if len(mutate) == 2:  # the op that took the parked block
+            raise KeyboardInterrupt
+        return real_push(fn, ctx_, const, mutate, *args, **kwargs)
+
+    monkeypatch.setattr(eng, "push_sync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        z + 1
+    monkeypatch.undo()
+    assert chunk_module._deferred_deletes  # the block is deleted with the old var
+    w = mx.nd.zeros((64,), ctx=ctx) + 5  # must not get the block while the reader waits
+    release.set()
+    assert w.asnumpy().tolist() == [5.0] * 64
+    mx.nd.waitall()
+    assert seen == [3.0 * 64]
+    del w, z
+    mx.nd.waitall()
+    assert storage.stats(ctx).bytes_in_use == before
