@@ -136,7 +136,14 @@ def tiny_ops(n: int) -> float:
     rows.insert(0, ["plain loop", *(f"{loop:.2f}",) * 3, f"{tpe_all:.2f}", ratio(loop, tpe_all)])
     print(
         table(
-            ["engine", "independent us/op", "chain us/op", "fan us/op", "TPE(2) us/task", "worst vs TPE"],
+            [
+                "engine",
+                "independent us/op",
+                "chain us/op",
+                "fan us/op",
+                "TPE(2) us/task",
+                "worst vs TPE",
+            ],
             rows,
             title=(
                 f"Tiny ops (N={n}, best of {ROUNDS} rounds, the ThreadPoolExecutor(2) peer timed in "
@@ -147,7 +154,9 @@ def tiny_ops(n: int) -> float:
     return tpe_all
 
 
-REFERENCE_TPE_US = 12.0  # ThreadPoolExecutor(2) per task on the machine the targets were set on
+REFERENCE_TPE_US = (
+    12.0  # ThreadPoolExecutor(2) per task on the machine the targets were set on
+)
 TRACING_TARGET_US = 0.6  # tracing's added cost per op there
 
 
@@ -194,7 +203,15 @@ def tracing_cost(n: int, tpe_us: float) -> None:
         )
     print(
         table(
-            ["engine (chain)", "CPU us/op", "traced", "tracing adds", "adds / TPE", "building events", "events"],
+            [
+                "engine (chain)",
+                "CPU us/op",
+                "traced",
+                "tracing adds",
+                "adds / TPE",
+                "building events",
+                "events",
+            ],
             rows,
             title=(
                 f"Tracing cost, CPU us per op (target: adds <= {TRACING_TARGET_US} us/op where "

@@ -43,7 +43,18 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..base import EngineError
-from .base import DONE, PENDING, READY, RUNNING, Engine, OperatorHandle, Opr, SlowWait, Var
+from .base import (
+    DONE,
+    PENDING,
+    READY,
+    RUNNING,
+    Engine,
+    OperatorHandle,
+    Opr,
+    SlowWait,
+    Var,
+    inside_op,
+)
 from .naive import NaiveEngine
 from .trace import Trace
 
@@ -64,6 +75,7 @@ __all__ = [
     "debug",
     "engine_type",
     "get",
+    "inside_op",
     "is_debug",
     "set_debug",
     "set_engine",

@@ -63,7 +63,6 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
 from _thread import get_ident
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -71,7 +70,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-from ..base import EngineError, OpError, VarDeletedError
+from ..base import EngineError, OpError, VarDeletedError, acquire_lock
 from ..context import Context, RunContext
 from . import trace
 from .trace import (
@@ -101,6 +100,7 @@ __all__ = [
     "RunContextCache",
     "SlowWait",
     "Var",
+    "inside_op",
 ]
 
 logger = logging.getLogger("mxnb.engine")
@@ -115,10 +115,19 @@ READY = 1  # all vars granted; handed to the dispatcher
 RUNNING = 2  # its function is running (or an async op awaits its callback)
 DONE = 3  # complete (succeeded, failed or skipped)
 
-_CONTENDED_NAP = 1e-6  # seconds: the shortest sleep, to let the lock's owner run (see Engine._acquire_contended)
 _READERS_PRUNE = 32  # drop finished readers from Var.readers beyond this many
 
 _local = threading.local()  # .stack: ops running on this thread (innermost last)
+
+
+def inside_op() -> bool:
+    """True when the calling thread is running an engine op (or waiting inside one).
+
+    For layers above the engine that must not create a dependency back onto
+    the op that is running them (an NDArray op invoked from a custom op's
+    ``forward``).
+    """
+    return bool(_local.__dict__.get("stack"))
 
 
 def _running_stack() -> list[Opr]:
@@ -554,7 +563,9 @@ class Engine:
             name = f"delete:{var.name}"
         elif type(var) in _SEQUENCES and var and all(type(item) is Var for item in var):
             deleted = tuple(dict.fromkeys(var))
-            name = f"delete:{deleted[0].name}" if len(deleted) == 1 else f"delete:{len(deleted)} vars"
+            name = (
+                f"delete:{deleted[0].name}" if len(deleted) == 1 else f"delete:{len(deleted)} vars"
+            )
         else:
             raise EngineError(
                 f"push_delete: expected an engine var or a non-empty list of them, got {var!r}"
@@ -722,13 +733,11 @@ class Engine:
         A blocking ``acquire`` would hand the lock to this thread while it
         waits for the GIL; the other thread then blocks on its next push or
         completion, and the two pass lock and GIL back and forth once per op
-        (a context switch each time: 20 us per op instead of 3).  Napping
-        with the GIL released lets the owner, which needs only the GIL to
-        finish its few lines, release the lock with nobody queued on it.
+        (a context switch each time: 20 us per op instead of 3).  So this
+        naps with the GIL released until the owner has released it
+        (:func:`mxnb.base.acquire_lock`, shared with the storage managers).
         """
-        acquire = self._lock.acquire
-        while not acquire(False):
-            time.sleep(_CONTENDED_NAP)
+        acquire_lock(self._lock)
 
     @classmethod
     def _record_push(cls, opr: Opr, ready: bool, worker: str | None = None) -> None:

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-
 from typing import Any
 
 from . import trace
@@ -110,9 +109,7 @@ class NaiveEngine(Engine):
             finally:
                 lock.release()
         if opr is None:
-            return super()._push_opr(
-                fn, is_async, ctx, const, mutate, priority, name, copy, delete
-            )
+            return super()._push_opr(fn, is_async, ctx, const, mutate, priority, name, copy, delete)
         try:
             stack = _local.stack
         except AttributeError:
@@ -120,7 +117,7 @@ class NaiveEngine(Engine):
         stack.append(opr)
         try:
             fn(rctx)
-        except BaseException as exc:  # booked, so the error lands on its vars
+        except BaseException as exc:  # noqa: BLE001 - booked, so the error lands on its vars
             stack.pop()
             self._finish_inline(opr, exc)
             return opr.id

@@ -262,19 +262,14 @@ def _park(engine: Any, var: Any, ctx: Context, handle: Any) -> bool:
 
 
 #: The engine's thread-local op stack (``stack``: the ops this thread is running).
-_engine_local = getattr(importlib.import_module("mxnb.engine.base"), "_local", None)
-
-
 def _inside_an_op() -> bool:
     """True on a thread that is running an engine op (an op invoked inside a custom op).
 
     Such an invoke never takes a parked block: the block's old var may have
     the running op itself pending on it, and the running op may then wait
-    for the new one (a deadlock).  Unknown engine internals: assume inside.
+    for the new one (a deadlock).
     """
-    if _engine_local is None:
-        return True
-    return bool(getattr(_engine_local, "stack", None))
+    return _engine_mod.inside_op()
 
 
 def _take_parked(ctx: Context, nbytes: int) -> tuple[Any, Any] | None:

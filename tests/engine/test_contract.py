@@ -528,3 +528,12 @@ def test_finalizers_of_objects_released_by_the_engine_may_push(engine, completer
         engine.wait_for_all()
     engine.wait_for_all()
     assert log.count("freed") == 2
+
+
+@pytest.mark.timeout(30)
+def test_inside_op_is_true_only_on_a_thread_running_an_op(engine):
+    seen = []
+    engine.push_sync(lambda rctx: seen.append(mx.engine.inside_op()), CPU, name="asks")
+    engine.wait_for_all()
+    assert seen == [True]
+    assert mx.engine.inside_op() is False
