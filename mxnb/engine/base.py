@@ -84,6 +84,7 @@ from .trace import (
     seen_vars,
 )
 from .trace import now as _now
+from .waiting import Waiting, _local
 
 # Bound once: the shared log's append never changes (trace empties the list in place).
 _record = trace.append_raw
@@ -107,7 +108,6 @@ logger = logging.getLogger("mxnb.engine")
 
 _var_ids = itertools.count(1)
 _op_ids = itertools.count(1)
-_wait_ids = itertools.count(1)
 
 # op states
 PENDING = 0  # waiting for vars
@@ -116,8 +116,6 @@ RUNNING = 2  # its function is running (or an async op awaits its callback)
 DONE = 3  # complete (succeeded, failed or skipped)
 
 _READERS_PRUNE = 32  # drop finished readers from Var.readers beyond this many
-
-_local = threading.local()  # .stack: ops running on this thread (innermost last)
 
 
 def inside_op() -> bool:
@@ -397,7 +395,7 @@ def _normalise(
     return const, mutate
 
 
-class Engine:
+class Engine(Waiting):
     """The engine interface and the shared bookkeeping (MXNet: ``Engine`` / ``ThreadedEngine``).
 
     Subclasses implement :meth:`_dispatch` (what to do with a ready op) and
@@ -405,6 +403,7 @@ class Engine:
     """
 
     kind = "base"
+    _var_type = Var
     #: Ops pushed and not complete, by id, on engines that list them (the step engine).
     _live: dict[int, Opr] | None = None
     #: The naive engine's op running unbooked (see :meth:`_book_inline`).
@@ -984,15 +983,6 @@ class Engine:
             del replaced
         return ready
 
-    def _waits_on(self, mutate_vars: tuple[Var, ...]) -> bool:
-        """True when a wait for writes on one of ``mutate_vars`` is now met (call under the lock)."""
-        waiting = self._waiters_var
-        for var in mutate_vars:
-            targets = waiting.get(var)
-            if targets and var.writes_done >= min(targets):
-                return True
-        return False
-
     def _note_slow_wait(self, opr: Opr) -> None:
         threshold = self.slow_wait_threshold
         if threshold is None or not getattr(opr, "push_time", 0.0):
@@ -1008,152 +998,6 @@ class Engine:
                 waited,
                 "; ".join(opr.waited_on) or "(no recorded dependency: workers were busy)",
             )
-
-    # -- waiting -------------------------------------------------------------
-    def _wait_until(
-        self,
-        satisfied: Callable[[], bool],
-        var: Var | None,
-        timeout: float | None = None,
-        wake: str = "any",
-        target: int = 0,
-    ) -> bool:
-        """Block until ``satisfied()`` (checked under the lock); help run ops meanwhile.
-
-        ``wake`` says which completions may satisfy the wait, so that only
-        those wake this thread: ``'var'`` (``var`` has ``target`` writes done),
-        ``'all'`` (nothing is left pending) or ``'any'`` (every completion).
-        Waking a waiting thread on every completion would make it and the
-        workers pass the GIL back and forth once per op.
-
-        Returns False when ``timeout`` seconds passed first.  Waits in short
-        slices, so Ctrl-C in the waiting thread interrupts it and leaves the
-        engine consistent (nothing is booked while waiting).
-        """
-        deadline = None if timeout is None else trace.now() + timeout
-        if getattr(_local, "engine", None) is self:
-            wake = "any"  # a worker waiting inside an op also looks for ops to help with
-        tracing = trace.enabled
-        wait_id = next(_wait_ids)
-        if tracing:
-            trace.emit(
-                trace.WaitBegin(
-                    trace.now(),
-                    wait_id,
-                    None if var is None else var.id,
-                    threading.current_thread().name,
-                )
-            )
-        try:
-            while True:
-                with self._lock:
-                    if satisfied():
-                        return True
-                if self._help_once():
-                    continue
-                with self._cond:
-                    if satisfied():
-                        return True
-                    if deadline is not None and trace.now() >= deadline:
-                        return False
-                    self._add_waiter(wake, var, target, 1)
-                    try:
-                        self._cond.wait(self._poll_interval())
-                    finally:
-                        self._add_waiter(wake, var, target, -1)
-                self._stuck_check()
-        finally:
-            if tracing:
-                trace.emit(trace.WaitEnd(trace.now(), wait_id))
-
-    def _add_waiter(self, wake: str, var: Var | None, target: int, step: int) -> None:
-        """Count a thread in (``step`` 1) or out of (-1) the waiters (call under the lock)."""
-        self._num_waiters += step
-        if wake == "var" and var is not None:
-            targets = self._waiters_var.setdefault(var, [])
-            if step > 0:
-                targets.append(target)
-            else:
-                targets.remove(target)
-                if not targets:
-                    del self._waiters_var[var]
-        elif wake == "all":
-            self._waiters_all += step
-        else:
-            self._waiters_any += step
-
-    def _poll_interval(self) -> float:
-        return self._wait_poll
-
-    def _stuck_check(self) -> None:
-        """Hook: raise when a wait can never be satisfied (the step engine knows)."""
-
-    def wait_for_var(self, var: Var) -> None:
-        """Block until every write pushed on ``var`` so far is done (MXNet: ``WaitForVar``).
-
-        Raises :class:`~mxnb.base.OpError` (once) when an op writing ``var`` failed.
-        """
-        if type(var) is not Var:
-            raise EngineError(f"wait_for_var: expected an engine var, got {var!r}")
-        stack = _local.__dict__.get("stack")
-        with self._lock:
-            if self._inline is not None:
-                self._book_inline()
-            target = var.writes_pushed
-            if stack:
-                writer = var.last_write
-                if writer is not None and writer in stack:
-                    raise EngineError(
-                        f"wait_for_var({var.name!r}) inside op '{writer.name}', which writes "
-                        f"{var.name!r} itself: this would wait forever; read the var before "
-                        "pushing the op, or push a separate op"
-                    )
-        if var.writes_done < target:
-            self._wait_until(lambda: var.writes_done >= target, var, wake="var", target=target)
-        ref = var.error
-        if ref is not None:
-            with self._lock:
-                exc = ref.exc
-                ref.exc = None  # raised once: cleared on every var it reached
-                var.error = None
-            if exc is not None:
-                raise ref.to_error(exc) from exc
-
-    def wait_for_all(self) -> None:
-        """Block until every pushed op is done (MXNet: ``WaitForAll``).
-
-        Inside a running op, waits for everything except the ops on the calling
-        stack.  Raises the first failure not yet raised (then forgets them all).
-        """
-        stack = _local.__dict__.get("stack")
-        depth = len(stack) if stack else 0
-        if depth:
-            with self._lock:
-                self._suspended += depth
-        try:
-            self._wait_until(lambda: self._num_pending <= self._suspended, None, wake="all")
-        finally:
-            if depth:
-                with self._lock:
-                    self._suspended -= depth
-                    if self._num_waiters:
-                        self._cond.notify_all()
-        self._raise_errors()
-
-    def _raise_errors(self) -> None:
-        with self._lock:
-            errors = self._errors
-            self._errors = []
-            first: _ErrorRef | None = None
-            exc: BaseException | None = None
-            dropped = [ref.exc for ref in errors]  # released after the lock (see _complete)
-            for ref in errors:
-                if ref.exc is not None and first is None:
-                    first, exc = ref, ref.exc
-                ref.exc = None
-        del dropped
-        if first is not None and exc is not None:
-            raise first.to_error(exc) from exc
 
     # -- lifetime ------------------------------------------------------------
     def num_pending(self) -> int:

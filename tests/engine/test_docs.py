@@ -14,6 +14,7 @@ MODULES = [
     "mxnb.engine.threaded",
     "mxnb.engine.stepper",
     "mxnb.engine.trace",
+    "mxnb.engine.waiting",
 ]
 
 
