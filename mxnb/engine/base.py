@@ -760,7 +760,7 @@ class Engine(Waiting):
         ctx = opr.ctx
         _record(
             (
-                RAW_PUSH,
+                RAW_PUSH if worker is None else RAW_PUSH_START,
                 _now(),
                 opr.id,
                 opr.name,
@@ -770,21 +770,7 @@ class Engine(Waiting):
                 ids,
                 opr.priority,
                 get_ident(),
-                ready,
-            )
-            if worker is None
-            else (
-                RAW_PUSH_START,
-                _now(),
-                opr.id,
-                opr.name,
-                ctx.device_type,
-                ctx.device_id,
-                len(const),
-                ids,
-                opr.priority,
-                get_ident(),
-                worker,
+                ready if worker is None else worker,
             )
         )
 
