@@ -14,8 +14,40 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 
-__all__ = ["best_of", "ratio", "table"]
+__all__ = ["ExecutorPeer", "best_of", "ratio", "table"]
+
+
+def _task() -> None:
+    """The peer's no-op task."""
+
+
+class ExecutorPeer:
+    """The peer engine and NDArray figures are compared with: ``ThreadPoolExecutor(2)``.
+
+    Kept open across rounds (its threads are started and warm); one round
+    submits ``n`` no-op tasks and waits for all of them, the same shape as a
+    benchmark pushing ``n`` ops and waiting for all.
+    """
+
+    def __init__(self, workers: int = 2) -> None:
+        self.pool = ThreadPoolExecutor(workers)
+        self.pool.submit(_task).result()
+
+    def run(self, n: int) -> None:
+        """Submit ``n`` no-op tasks, then wait for all of them."""
+        wait([self.pool.submit(_task) for _ in range(n)])
+
+    def seconds(self, n: int) -> float:
+        """Seconds for one :meth:`run` of ``n`` tasks."""
+        start = time.perf_counter()
+        self.run(n)
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        """Shut the pool down."""
+        self.pool.shutdown()
 
 
 def best_of(fn: Callable[[], object], repeat: int = 3) -> float:

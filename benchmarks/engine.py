@@ -26,11 +26,10 @@ import os
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor, wait
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _util import best_of, ratio, table
+from _util import ExecutorPeer, best_of, ratio, table
 
 import mxnb as mx
 
@@ -67,27 +66,6 @@ def engine_workload(eng: mx.engine.Engine, kind: str, n: int) -> float:
     return time.perf_counter() - start
 
 
-class TpePeer:
-    """ThreadPoolExecutor(2), kept open, timed one round at a time (submit n no-ops, wait for all)."""
-
-    def __init__(self) -> None:
-        self.pool = ThreadPoolExecutor(2)
-        self.pool.submit(self.task).result()
-
-    @staticmethod
-    def task() -> None:
-        pass
-
-    def seconds(self, n: int) -> float:
-        """Seconds for one round of n tasks."""
-        start = time.perf_counter()
-        wait([self.pool.submit(self.task) for _ in range(n)])
-        return time.perf_counter() - start
-
-    def close(self) -> None:
-        self.pool.shutdown()
-
-
 def loop_cost(n: int) -> float:
     """Seconds for calling the no-op n times in a plain loop."""
 
@@ -109,7 +87,7 @@ def tiny_ops(n: int) -> float:
     so each engine's figures are compared with the peer timed in the same
     rounds, interleaved, not with one figure taken at the start.
     """
-    peer = TpePeer()
+    peer = ExecutorPeer()
     loop = loop_cost(n) / n * 1e6
     rows = []
     all_peers = []

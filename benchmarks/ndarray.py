@@ -27,12 +27,18 @@ Run: ``python benchmarks/ndarray.py [--repeat 7] [--engines naive,threaded_per_d
 from __future__ import annotations
 
 import argparse
+import functools
+import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _util import ExecutorPeer
 
 import mxnb as mx
 
@@ -51,24 +57,6 @@ def _round_times(runs: dict[str, Callable[[], None]], repeat: int) -> dict[str, 
             run()
             times[name].append(time.perf_counter() - start)
     return times
-
-
-def executor_task_run(count: int) -> tuple[Callable[[], None], Callable[[], None]]:
-    """Per-task cost of ThreadPoolExecutor(2): ``count`` no-ops submitted, then awaited.
-
-    Returns (run, close).
-    """
-    pool = ThreadPoolExecutor(2)
-
-    def noop() -> None:
-        return None
-
-    def run() -> None:
-        futures = [pool.submit(noop) for _ in range(count)]
-        for future in futures:
-            future.result()
-
-    return run, pool.shutdown
 
 
 def engine_push_run(count: int) -> Callable[[], None]:
@@ -192,16 +180,16 @@ def main() -> None:
     try:
         for name in args.engines.split(","):
             mx.engine.set_engine(name)
-            executor, close = executor_task_run(count)
+            peer = ExecutorPeer()
             try:
                 runs = {
-                    "executor": executor,
+                    "executor": functools.partial(peer.run, count),
                     **small_op_runs(count),
                     "engine": engine_push_run(count),
                 }
                 times = _round_times(runs, args.repeat)
             finally:
-                close()
+                peer.close()
             us = {key: statistics.median(values) / count * 1e6 for key, values in times.items()}
             for op, peer in (
                 ("a += 1 (1 elem)", "numpy a += 1"),
