@@ -43,7 +43,17 @@ from collections import deque
 from typing import Any
 
 from . import trace
-from .base import DONE, RUNNING, Engine, Opr, RunContextCache, Var, _Completion, _local, _new_opr
+from .base import (
+    DONE,
+    RUNNING,
+    Engine,
+    Opr,
+    RunContextCache,
+    Var,
+    _Completion,
+    _new_opr,
+    _running_stack,
+)
 from .trace import RAW_END
 from .trace import now as _now
 
@@ -110,10 +120,7 @@ class NaiveEngine(Engine):
                 lock.release()
         if opr is None:
             return super()._push_opr(fn, is_async, ctx, const, mutate, priority, name, copy, delete)
-        try:
-            stack = _local.stack
-        except AttributeError:
-            stack = _local.stack = []
+        stack = _running_stack()
         stack.append(opr)
         try:
             fn(rctx)
@@ -162,14 +169,8 @@ class NaiveEngine(Engine):
     def _dispatch(self, opr: Opr) -> None:
         # Successors made ready by a completion run here too, in push order,
         # iteratively (a long chain must not grow the Python stack).
-        ctx = opr.ctx
-        rctx = self._run_contexts._entries.get(id(ctx))  # RunContextCache.get, inlined
-        if rctx is None or rctx.ctx is not ctx:
-            rctx = self._run_contexts.get(ctx)
-        ready = self._run(opr, rctx)
-        if not ready:
-            return
-        todo = deque(ready)
+        # (Ops pushed while nothing is pending never come here: see _push_opr.)
+        todo = deque((opr,))
         while todo:
             successor = todo.popleft()
             more = self._run(successor, self._run_contexts.get(successor.ctx))
