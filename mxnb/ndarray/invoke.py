@@ -551,22 +551,14 @@ def _push(
     outputs (see :func:`_new_output`).
     """
     direct = plan.direct
-    if direct is not None and not aux and not _is_debug():
-        if not fences:
-            _push_direct(plan, direct, inputs, outputs[0], name or plan.label)
-            return outputs
-        try:
-            _push_direct(plan, direct, inputs, outputs[0], name or plan.label, fences[0][0])
-        except BaseException:  # Ctrl-C, a shut-down engine: the block may still be in use
-            _give_back_unpushed(outputs[0], fences[0][0])
-            raise
-        return outputs
-    if not fences:
-        return _push_general(plan, inputs, outputs, aux, name, ())
     try:
+        if direct is not None and not aux and not _is_debug():
+            fence = fences[0][0] if fences else None  # a direct kernel has one output
+            _push_direct(plan, direct, inputs, outputs[0], name or plan.label, fence)
+            return outputs
         return _push_general(plan, inputs, outputs, aux, name, [fence for fence, _ in fences])
-    except BaseException:  # the op may not be pushed: its outputs' blocks may still be in use
-        for fence, output in fences:
+    except BaseException:  # Ctrl-C, a shut-down engine: the op may not be pushed,
+        for fence, output in fences:  # and the blocks its outputs took may still be in use
             _give_back_unpushed(output, fence)
         raise
 
