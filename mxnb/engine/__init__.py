@@ -203,10 +203,10 @@ def set_debug(flag: bool, slow_wait: float | None = None) -> None:
     executor layers hand ops read-only views of their const inputs.
     """
     global _debug, _slow_wait
+    if slow_wait is not None and slow_wait < 0:  # checked first: a refused call changes nothing
+        raise EngineError(f"set_debug: slow_wait must be >= 0 seconds, got {slow_wait}")
     _debug = bool(flag)
     if slow_wait is not None:
-        if slow_wait < 0:
-            raise EngineError(f"set_debug: slow_wait must be >= 0 seconds, got {slow_wait}")
         _slow_wait = float(slow_wait)
     engine = _engine
     if engine is not None:

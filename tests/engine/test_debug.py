@@ -26,6 +26,7 @@ def test_set_debug_and_the_debug_block_restore_the_flag():
         mx.engine.set_debug(False)
     with pytest.raises(mx.base.EngineError, match="slow_wait"):
         mx.engine.set_debug(True, slow_wait=-1)
+    assert mx.engine.is_debug() is False  # a refused call changes nothing
 
 
 @pytest.mark.timeout(30)
