@@ -30,7 +30,9 @@ State kept per var:
     pending_write   oldest write not yet complete (granted once pending_reads is 0)
     queue           (op, is_write) pushed after ``pending_write``, in push order
     last_write      newest write not yet complete (for the trace's dependency edges)
-    readers         reads pushed since ``last_write`` (for write-after-read edges)
+    readers         reads pushed since ``last_write``, in debug mode only (the
+                    write-after-read links of its slow-wait chains; kept always,
+                    finished reads would age into the cycle collector's old generations)
     error           shared error reference when an op that writes it failed
 
 Threads and the GIL: the pushing thread and the workers all take the one
@@ -62,7 +64,9 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import threading
+import time
 from _thread import get_ident
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
@@ -210,6 +214,7 @@ class Opr:
 
 
 _new_object = object.__new__
+_sleep = time.sleep
 _next_op_id = _op_ids.__next__
 
 
@@ -409,6 +414,12 @@ class Engine(Waiting):
     #: The naive engine's op running unbooked (see :meth:`_book_inline`).
     _inline: Opr | None = None
     _wait_poll = 0.1  # seconds between checks while waiting (keeps Ctrl-C responsive)
+    #: Pending ops beyond which a push hands the GIL to the workers once (threaded engines).
+    #: A pushing thread holds the GIL for a whole switch interval (5 ms): it runs
+    #: hundreds of small ops ahead of the workers, and their objects live long
+    #: enough to go through the cycle collector's young generations (a third of
+    #: the cost of a small NDArray op).  Never on engines without workers.
+    run_ahead: int | float = math.inf
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -669,11 +680,12 @@ class Engine(Waiting):
                 else:
                     var.queue.append((opr, False))
                     wait += 1
-                readers = var.readers
-                readers.append(opr)
-                if len(readers) > var.prune_at:  # amortised O(1): the bound doubles
-                    readers = var.readers = [r for r in readers if r.state != DONE]
-                    var.prune_at = max(_READERS_PRUNE, 2 * len(readers))
+                if debug:  # only debug mode's chains read them (see the module notes)
+                    readers = var.readers
+                    readers.append(opr)
+                    if len(readers) > var.prune_at:  # amortised O(1): the bound doubles
+                        readers = var.readers = [r for r in readers if r.state != DONE]
+                        var.prune_at = max(_READERS_PRUNE, 2 * len(readers))
             for var in mutate:
                 var.writes_pushed += 1
                 var.last_write = opr
@@ -703,6 +715,8 @@ class Engine(Waiting):
             lock.release()
         if wait == 0:
             self._dispatch(opr)
+        if self._num_pending > self.run_ahead:
+            _sleep(0)  # releases the GIL: the workers catch up (see run_ahead)
         return op_id
 
     def _book_inline(self) -> None:
@@ -717,9 +731,11 @@ class Engine(Waiting):
         opr = self._inline
         assert opr is not None
         self._inline = None
+        debug = self.slow_wait_threshold is not None
         for var in opr.const_vars:
             var.pending_reads += 1
-            var.readers.append(opr)
+            if debug:
+                var.readers.append(opr)
         for var in opr.mutate_vars:
             var.last_write = opr
             if var.readers:

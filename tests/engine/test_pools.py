@@ -117,3 +117,46 @@ def test_shutdown_stops_the_workers_and_refuses_pushes():
     with pytest.raises(mx.base.EngineError, match="shut down"):
         engine.push_sync(lambda r: None, mx.cpu())
     engine.shutdown()  # idempotent
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("kind", ["threaded", "threaded_per_device"])
+def test_a_push_beyond_run_ahead_hands_the_gil_over_and_never_blocks(kind, monkeypatch):
+    """With more than ``run_ahead`` ops pending a push releases the GIL once; it never waits."""
+    from mxnb.engine import base
+
+    yields = []
+    monkeypatch.setattr(base, "_sleep", lambda seconds: yields.append(seconds))
+    engine = mx.engine.create(kind)
+    engine.run_ahead = 4
+    gate = threading.Event()
+    try:
+        v = engine.new_var(name="v")
+        engine.push_sync(lambda rctx: gate.wait(10), mx.cpu(), mutate_vars=[v], name="gate")
+        for _ in range(9):  # all queued behind the gate: pushing must not wait for it
+            engine.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[v])
+        assert engine.num_pending() == 10 and not gate.is_set()
+        assert yields == [0] * 6  # the pushes that left 5..10 ops pending
+        gate.set()
+        engine.wait_for_all()
+    finally:
+        gate.set()
+        engine.shutdown()
+
+
+def test_run_ahead_comes_from_the_environment():
+    """``MXNB_ENGINE_RUN_AHEAD`` is read when the threaded engines are imported; naive never yields."""
+    import math
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import mxnb as mx; from mxnb.engine.threaded import ThreadedEngine; "
+        "print(ThreadedEngine.run_ahead, mx.engine.create('naive').run_ahead)"
+    )
+    env = {**os.environ, "MXNB_ENGINE_RUN_AHEAD": "7"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
+    assert out.stdout.split() == ["7", str(math.inf)], out.stderr
