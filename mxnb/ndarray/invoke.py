@@ -655,10 +655,21 @@ def _push_direct(
     """
     ufunc, scalar, scalar_first = direct
     out_var = target._var
+    const: tuple[Any, ...]
     if len(inputs) == 2:
         lhs, rhs = inputs
         run = _partial(_call_binary, ufunc, lhs._array, rhs._array, target._array)
-        const: Any = [lhs._var, rhs._var]
+        lhs_var = lhs._var
+        rhs_var = rhs._var
+        # The vars as push_sync would normalise them (a view shares its base's var).
+        if lhs_var is rhs_var:
+            const = () if lhs_var is out_var else (lhs_var,)
+        elif lhs_var is out_var:
+            const = (rhs_var,)
+        elif rhs_var is out_var:
+            const = (lhs_var,)
+        else:
+            const = (lhs_var, rhs_var)
     else:
         only = inputs[0]
         if scalar is None:
@@ -668,11 +679,12 @@ def _push_direct(
         else:
             run = _partial(_call_binary, ufunc, only._array, scalar, target._array)
         var = only._var
-        const = () if var is out_var else [var]
+        const = () if var is out_var else (var,)
     autograd = _autograd or _find_autograd()
     recording = autograd is not None and autograd.is_recording()
-    mutate = [out_var] if fence is None else [out_var, fence]
-    _get_engine().push_sync(run, plan.ctx, const, mutate, 0, label)
+    # The fence is a dead array's var: never one of the live arrays' vars.
+    mutate = (out_var,) if fence is None else (out_var, fence)
+    _get_engine().push_prepared(run, plan.ctx, const, mutate, label)
     if recording:
         is_train = autograd.is_training()
         autograd._record_op(plan.prop, plan.operator, list(inputs), [target], [], is_train)

@@ -208,6 +208,31 @@ def test_new_operator_is_reusable_and_delete_forbids_more_pushes(engine):
 
 
 @pytest.mark.timeout(30)
+def test_push_prepared_follows_the_dependency_rule_and_refuses_deleted_vars(engine):
+    r"""
+    w1 (slow, writes a) -> r (reads a, writes b) -> w2 (writes a)   pushed with push_prepared
+    """
+    a, b = engine.new_var(name="a"), engine.new_var(name="b")
+    log: list[str] = []
+
+    def slow_write(rctx):
+        time.sleep(0.01)
+        log.append("w1")
+
+    first = engine.push_prepared(slow_write, CPU, (), (a,), "w1")
+    second = engine.push_prepared(record(log, "r"), CPU, (a,), (b,), "r")
+    engine.push_prepared(record(log, "w2"), CPU, (), (a,), "w2")
+    assert second > first
+    engine.wait_for_all()
+    assert log == ["w1", "r", "w2"]
+    engine.push_delete(b)
+    with pytest.raises(VarDeletedError, match="'b'"):
+        engine.push_prepared(lambda rctx: None, CPU, (a,), (b,), "late")
+    engine.wait_for_all()
+    assert engine.num_pending() == 0
+
+
+@pytest.mark.timeout(30)
 def test_push_delete_runs_after_pending_ops_then_forbids_the_var(engine):
     r"""
     w (slow) -> delete(fn frees)     the free runs after w; then the var is gone

@@ -609,14 +609,14 @@ def test_a_push_interrupted_after_taking_a_parked_block_gives_the_block_back(thr
         lambda rctx, raw=raw: seen.append(float(raw.sum())), ctx, [x._var], [], 0, "reader"
     )
     del x, raw  # parked
-    real_push = eng.push_sync
+    real_push = eng.push_prepared  # the direct kernels' push
 
     def interrupted(fn, ctx_, const, mutate, *args, **kwargs):
         if len(mutate) == 2:  # the op that took the parked block
             raise KeyboardInterrupt
         return real_push(fn, ctx_, const, mutate, *args, **kwargs)
 
-    monkeypatch.setattr(eng, "push_sync", interrupted)
+    monkeypatch.setattr(eng, "push_prepared", interrupted)
     with pytest.raises(KeyboardInterrupt):
         z + 1
     monkeypatch.undo()
@@ -629,3 +629,23 @@ def test_a_push_interrupted_after_taking_a_parked_block_gives_the_block_back(thr
     del w, z
     mx.nd.waitall()
     assert storage.stats(ctx).bytes_in_use == before
+
+
+@pytest.mark.timeout(30)
+def test_direct_kernels_push_each_var_once_whatever_the_aliasing(engine):
+    """The direct path normalises its own vars: an array read twice, a view, ``out=`` an input.
+
+    A var pushed both read and written would make the op wait on itself (the
+    timeout would catch the hang); the values show each op ran in order.
+    """
+    a = mx.nd.array(np.arange(4, dtype=np.float32))
+    b = mx.nd.ones((4,))
+    doubled = a + a  # the same var twice
+    halves = a[0:2] * a[2:4]  # two views of one chunk: one var
+    a += a  # the output is both inputs
+    mx.nd.elemwise_add(b, a, out=b)  # the output is the first input
+    mx.nd.elemwise_sub(a, b, out=b)  # the output is the second input
+    assert doubled.asnumpy().tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert halves.asnumpy().tolist() == [0.0, 3.0]
+    assert a.asnumpy().tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert b.asnumpy().tolist() == [-1.0, -1.0, -1.0, -1.0]
