@@ -163,22 +163,47 @@ class Var:
         "writes_pushed",
     )
 
-    def __init__(self, name: str = "") -> None:
-        self.id: int = next(_var_ids)
-        self.name: str = name or f"var{self.id}"
-        self.queue: deque[tuple[Opr, bool]] = deque()  # waiting behind pending_write
-        self.pending_reads = 0  # granted reads not yet complete
-        self.pending_write: Opr | None = None  # oldest incomplete write
-        self.last_write: Opr | None = None  # newest incomplete write
-        self.readers: list[Opr] = []  # reads pushed since last_write
-        self.prune_at = _READERS_PRUNE  # drop finished readers when the list grows past this
-        self.error: _ErrorRef | None = None  # set when an op writing this var failed
-        self.deleted = False  # push_delete was pushed
-        self.writes_pushed = 0  # writes pushed so far
-        self.writes_done = 0  # writes complete so far (complete in push order)
+    id: int
+    name: str
+    queue: deque[tuple[Opr, bool]] | None
+    pending_reads: int
+    pending_write: Opr | None
+    last_write: Opr | None
+    readers: list[Opr] | tuple[()]
+    prune_at: int
+    error: _ErrorRef | None
+    deleted: bool
+    writes_pushed: int
+    writes_done: int
+
+    def __new__(cls, name: str = "") -> Var:  # noqa: PYI034 - only ever a Var
+        return _new_var(name)
 
     def __repr__(self) -> str:
         return f"Var({self.id}, {self.name!r}{', deleted' if self.deleted else ''})"
+
+
+def _new_var(name: str = "") -> Var:
+    """Return a new :class:`Var` (every NDArray makes one).
+
+    The slots are filled here, as :func:`_new_opr` does for ops, without a
+    class call; the wait queue and the readers list are made when first
+    needed (most vars never queue an op).
+    """
+    var = _new_object(Var)
+    var.id = var_id = _next_var_id()
+    var.name = name or f"var{var_id}"
+    var.queue = None  # deque of (op, is_write) waiting behind pending_write, made on demand
+    var.pending_reads = 0  # granted reads not yet complete
+    var.pending_write = None  # oldest incomplete write
+    var.last_write = None  # newest incomplete write
+    var.readers = ()  # debug mode: reads pushed since last_write (a list once there are any)
+    var.prune_at = _READERS_PRUNE  # drop finished readers when the list grows past this
+    var.error = None  # an _ErrorRef, set when an op writing this var failed
+    var.deleted = False  # push_delete was pushed
+    var.writes_pushed = 0  # writes pushed so far
+    var.writes_done = 0  # writes complete so far (complete in push order)
+    return var
 
 
 class Opr:
@@ -216,6 +241,7 @@ class Opr:
 _new_object = object.__new__
 _sleep = time.sleep
 _next_op_id = _op_ids.__next__
+_next_var_id = _var_ids.__next__
 
 
 def _new_opr(
@@ -438,7 +464,7 @@ class Engine(Waiting):
     # -- vars --------------------------------------------------------------
     def new_var(self, name: str = "") -> Var:
         """Return a new var (MXNet: ``NewVariable``); ``name`` shows in traces and errors."""
-        var = Var(name)
+        var = _new_var(name)
         if trace.enabled:
             seen_vars.add(var.id)
             _record((RAW_VAR_NEW, _now(), var.id, var.name))
@@ -698,25 +724,27 @@ class Engine(Waiting):
                 if var.pending_write is None:
                     var.pending_reads += 1
                 else:
-                    var.queue.append((opr, False))
+                    queue = var.queue
+                    if queue is None:
+                        queue = var.queue = deque()
+                    queue.append((opr, False))
                     wait += 1
                 if debug:  # only debug mode's chains read them (see the module notes)
-                    readers = var.readers
-                    readers.append(opr)
-                    if len(readers) > var.prune_at:  # amortised O(1): the bound doubles
-                        readers = var.readers = [r for r in readers if r.state != DONE]
-                        var.prune_at = max(_READERS_PRUNE, 2 * len(readers))
+                    self._note_reader(var, opr)
             for var in mutate:
                 var.writes_pushed += 1
                 var.last_write = opr
                 if var.readers:
-                    var.readers = []
+                    var.readers = ()
                 if var.pending_write is None:
                     var.pending_write = opr
                     if var.pending_reads:
                         wait += 1
                 else:
-                    var.queue.append((opr, True))
+                    queue = var.queue
+                    if queue is None:
+                        queue = var.queue = deque()
+                    queue.append((opr, True))
                     wait += 1
             if delete is not None:
                 for var in delete:
@@ -755,12 +783,24 @@ class Engine(Waiting):
         for var in opr.const_vars:
             var.pending_reads += 1
             if debug:
-                var.readers.append(opr)
+                self._note_reader(var, opr)
         for var in opr.mutate_vars:
             var.last_write = opr
             if var.readers:
-                var.readers = []
+                var.readers = ()
             var.pending_write = opr
+
+    @staticmethod
+    def _note_reader(var: Var, opr: Opr) -> None:
+        """Debug mode: add ``opr`` to ``var``'s readers, dropping finished ones now and then."""
+        readers = var.readers
+        if not readers:
+            var.readers = [opr]
+            return
+        readers.append(opr)  # type: ignore[union-attr]
+        if len(readers) > var.prune_at:  # amortised O(1): the bound doubles
+            readers = var.readers = [r for r in readers if r.state != DONE]
+            var.prune_at = max(_READERS_PRUNE, 2 * len(readers))
 
     def _acquire_contended(self) -> None:
         """Take the bookkeeping lock that another thread holds, without a lock convoy.

@@ -162,7 +162,7 @@ class StepEngine(Engine):
             return f"run_op({op_id}): op '{opr.name}' is already running"
         reasons = []
         for var in opr.const_vars:
-            if any(waiting is opr for waiting, _ in var.queue):
+            if any(waiting is opr for waiting, _ in var.queue or ()):
                 holder = var.pending_write
                 reasons.append(
                     f"it reads var {var.name!r}, which op '{holder.name}' (id {holder.id}) "
