@@ -15,9 +15,10 @@ that made the temporary:
 1. idle: no op is pending on the var (most temporaries on the naive engine):
    :meth:`Engine.try_delete_idle` deletes the var now and the block is freed
    here, with no engine op;
-2. busy, on a threaded engine: the block is *parked* for the next op output
-   of its size, whose op also writes the old var (:func:`_park`): no delete
-   op, no free, and chains of large ops reuse two or three blocks;
+2. busy, on a threaded engine: the block is *parked* with its var for the
+   next op output of its size, which adopts both (:func:`_park`): its op
+   writes the var, so it runs after every op on the block; no delete op, no
+   free, no new var, and chains of large ops reuse two or three blocks;
 3. busy and not parked: small blocks are deleted in batches, one engine op
    per :data:`BATCH_SIZE` (:func:`_batch_delete`); large ones by ``push_delete``.
 
@@ -81,8 +82,8 @@ class _Chunk:
            and the block goes back to the pool here: no engine op, which
            would cost about as much as the op that made the temporary.
            Never on the step engine, never while a trace records.
-        2. Busy, on a threaded engine: the block is parked for the next op
-           output of its size (:func:`_park`); when enough of its size are
+        2. Busy, on a threaded engine: the block and its var are parked for
+           the next op output of its size (:func:`_park`); when enough of its size are
            parked, a small block is deleted in a batch (:func:`_batch_delete`).
         3. Otherwise ``push_delete(var, ctx, fn=free)``.
 
@@ -235,21 +236,29 @@ def _park(engine: Any, var: Any, ctx: Context, handle: Any) -> bool:
     and the block returns to the pool only after the pushing thread has
     allocated the next outputs from other blocks: a chain of ten 4 MB ops
     writes ten blocks where the naive engine reuses two, on memory no op
-    touched recently.  A parked block is instead handed to the next output of
-    its size by :func:`_take_parked`; the op that writes that output also
-    writes the old var, so it runs after every op still using the block.
-    No delete op, no free and no allocation: the block changes owner in the
-    pool's counters (:meth:`~mxnb.storage.StorageManager.reissue`).  That is
-    MXNet's co-share of the executor's memory plan, made as ops are pushed;
-    with two parked per size an op waits at most for the op two temporaries
-    back, so two workers still overlap.
+    touched recently.  A parked block is instead handed, with its var, to
+    the next output of its size by :func:`_take_parked`: the new array
+    adopts the var that orders every op on the block, so the op that writes
+    it runs after every op still using the block (the var guards the
+    memory, whichever array owns it).  No delete op, no free, no allocation
+    and no new var: the block changes owner in the pool's counters
+    (:meth:`~mxnb.storage.StorageManager.reissue`).  That is MXNet's co-share
+    of the executor's memory plan, made as ops are pushed; with two parked
+    per size an op waits at most for the op two temporaries back, so two
+    workers still overlap.  A var holding an unraised error is not parked
+    (the next owner's ops would be skipped for it).
 
     Not used while tracing (a trace shows every delete) or on the naive and
     step engines; ``mx.nd.waitall()`` deletes what is still parked
     (:func:`flush_delete_batches`).  No lock: items are appended and popped
     with single list operations.
     """
-    if _trace.enabled or engine.kind not in _BATCH_KINDS or handle.capacity > PARK_MAX_BYTES:
+    if (
+        _trace.enabled
+        or engine.kind not in _BATCH_KINDS
+        or handle.capacity > PARK_MAX_BYTES
+        or var.error is not None
+    ):
         return False
     key = (id(ctx), handle.nbytes)
     parked = _parked.get(key)
@@ -273,12 +282,14 @@ def _inside_an_op() -> bool:
 
 
 def _take_parked(ctx: Context, nbytes: int) -> tuple[Any, Any] | None:
-    """A parked block of ``nbytes`` on ``ctx`` as (new handle, old var), or None.
+    """A parked block of ``nbytes`` on ``ctx`` as (new handle, its var), or None.
 
-    The caller pushes an op that writes the new array AND the old var
+    The caller makes an array on both and pushes an op that writes it
     before anyone else sees the array (so the write waits for the old ops).
-    None while a trace records (what was parked before is deleted by
-    ``waitall``, so the trace shows it) and inside a running op
+    If that push never happens (Ctrl-C, a shut-down engine), nothing is lost:
+    the array dies with the var, and its chunk's delete is ordered by the var
+    like any other.  None while a trace records (what was parked before is
+    deleted by ``waitall``, so the trace shows it) and inside a running op
     (:func:`_inside_an_op`).
     """
     parked = _parked.get((id(ctx), nbytes))
@@ -293,22 +304,6 @@ def _take_parked(ctx: Context, nbytes: int) -> tuple[Any, Any] | None:
         return None
     manager = handle.manager or storage.get_manager(ctx)
     return manager.reissue(handle), var
-
-
-def _give_back_unpushed(array: Any, fence: Any) -> None:
-    """Undo a hand-over whose op may not have been pushed (Ctrl-C, a shut-down engine).
-
-    The output ``array`` took a parked block, but maybe no op writes its var
-    AND the old var ``fence``: freeing the block when the array dies could
-    hand it out while the old ops still use it.  So the array's chunk lets go
-    of the block, which is deleted with the old var, after every op on it
-    (including the new op, if it was pushed: it writes the old var too).
-    """
-    chunk = array._chunk
-    handle = chunk.handle
-    chunk.handle = None  # the chunk now frees only its var
-    if handle is not None:
-        _deferred_deletes.append((fence, chunk.ctx, handle.release))
 
 
 #: Chunk deletes that could not be pushed when their chunk died: (var, ctx, free fn).

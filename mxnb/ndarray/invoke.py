@@ -66,7 +66,7 @@ from ..context import Context
 from ..operator import registry
 from ..operator.base import OpContext, OperatorProperty, OpReqType
 from . import _extra_ops
-from .chunk import _give_back_unpushed, _parked, _take_parked
+from .chunk import _parked, _take_parked
 from .debug import readonly_view
 from .ndarray import NDArray, _alloc, _ctx_of
 
@@ -470,20 +470,18 @@ def _invoke_prop(
                 raise ShapeError(
                     f"{prop.op_name}: auxiliary state has shape {item.shape}, expected {shape}"
                 )
-    fences: list[Any] = []
-    outputs = _outputs(plan, out, ctx, fences)
-    return plan, _push(plan, inputs, outputs, aux or (), name, fences)
+    outputs = _outputs(plan, out, ctx)
+    return plan, _push(plan, inputs, outputs, aux or (), name)
 
 
-def _outputs(plan: _Plan, out: Any, ctx: Context, fences: list[Any]) -> list[NDArray]:
+def _outputs(plan: _Plan, out: Any, ctx: Context) -> list[NDArray]:
     """Fresh output arrays, or the ``out=`` arrays after checking them against the plan.
 
-    A fresh output may take a parked block (see :func:`_new_output`): the
-    (old var its op must also write, output) pair is appended to ``fences``.
+    A fresh output may adopt a parked block and its var (see :func:`_new_output`).
     """
     if out is None:
         return [
-            _new_output(shape, ctx, dtype, nbytes, fences)
+            _new_output(shape, ctx, dtype, nbytes)
             for shape, dtype, nbytes in zip(plan.out_shapes, plan.out_types, plan.out_nbytes)
         ]
     if plan.single_output and type(out) is NDArray:
@@ -494,30 +492,23 @@ def _outputs(plan: _Plan, out: Any, ctx: Context, fences: list[Any]) -> list[NDA
         ):
             _check_out(plan.prop.op_name, 0, out, plan.out_shapes[0], plan.out_types[0], ctx)
         return [out]
-    return _given_outputs(plan, out, fences)
+    return _given_outputs(plan, out)
 
 
-def _new_output(
-    shape: tuple, ctx: Context, dtype: np.dtype, nbytes: int, fences: list[Any]
-) -> NDArray:
-    """A fresh output; it takes a parked block of its size when there is one.
+def _new_output(shape: tuple, ctx: Context, dtype: np.dtype, nbytes: int) -> NDArray:
+    """A fresh output; it adopts a parked block of its size and that block's var if there is one.
 
-    The block's old var goes to ``fences`` (paired with the output): the op
-    that writes the output writes it too, so it runs after every op still
-    using the block (:func:`mxnb.ndarray.chunk._park`).  The op must be pushed
-    before the output is handed to anyone.
+    The op that writes the output writes the adopted var, so it runs after
+    every op still using the block (:func:`mxnb.ndarray.chunk._park`).
     """
     if _parked:
         parked = _take_parked(ctx, nbytes)
         if parked:
-            handle, fence = parked
-            output = _alloc(shape, ctx, dtype, nbytes, handle)
-            fences.append((fence, output))
-            return output
+            return _alloc(shape, ctx, dtype, nbytes, *parked)
     return _alloc(shape, ctx, dtype, nbytes)
 
 
-def _given_outputs(plan: _Plan, out: Any, fences: list[Any]) -> list[NDArray]:
+def _given_outputs(plan: _Plan, out: Any) -> list[NDArray]:
     ctx = plan.ctx
     given = [out] if isinstance(out, NDArray) else list(out)
     op = plan.prop.op_name
@@ -533,7 +524,7 @@ def _given_outputs(plan: _Plan, out: Any, fences: list[Any]) -> list[NDArray]:
         _check_out(op, index, target, plan.out_shapes[index], plan.out_types[index], ctx)
     for index in range(len(given), len(plan.out_shapes)):
         shape, dtype = plan.out_shapes[index], plan.out_types[index]
-        given.append(_new_output(shape, ctx, dtype, plan.out_nbytes[index], fences))
+        given.append(_new_output(shape, ctx, dtype, plan.out_nbytes[index]))
     return given
 
 
@@ -543,24 +534,13 @@ def _push(
     outputs: list[NDArray],
     aux: Sequence[NDArray],
     name: str | None,
-    fences: Sequence[Any] = (),
 ) -> list[NDArray]:
-    """Push ONE engine op: const = inputs; mutate = outputs + aux + resource vars + fences.
-
-    ``fences`` pairs the old vars of parked blocks the outputs took with those
-    outputs (see :func:`_new_output`).
-    """
+    """Push ONE engine op: const = inputs; mutate = outputs + aux + resource vars."""
     direct = plan.direct
-    try:
-        if direct is not None and not aux and not _is_debug():
-            fence = fences[0][0] if fences else None  # a direct kernel has one output
-            _push_direct(plan, direct, inputs, outputs[0], name or plan.label, fence)
-            return outputs
-        return _push_general(plan, inputs, outputs, aux, name, [fence for fence, _ in fences])
-    except BaseException:  # Ctrl-C, a shut-down engine: the op may not be pushed,
-        for fence, output in fences:  # and the blocks its outputs took may still be in use
-            _give_back_unpushed(output, fence)
-        raise
+    if direct is not None and not aux and not _is_debug():
+        _push_direct(plan, direct, inputs, outputs[0], name or plan.label)
+        return outputs
+    return _push_general(plan, inputs, outputs, aux, name)
 
 
 def _push_general(
@@ -569,7 +549,6 @@ def _push_general(
     outputs: list[NDArray],
     aux: Sequence[NDArray],
     name: str | None,
-    fences: Sequence[Any],
 ) -> list[NDArray]:
     """:func:`_push` through the operator's forward (any op; debug mode's read-only inputs)."""
     operator = plan.operator
@@ -596,8 +575,6 @@ def _push_general(
         aux_raw = []
     if plan.resource_vars:
         mutate += plan.resource_vars
-    if fences:
-        mutate += fences
     count = len(inputs)
     if count == 1:
         only = inputs[0]
@@ -640,7 +617,6 @@ def _push_direct(
     inputs: Sequence[NDArray],
     target: NDArray,
     label: str,
-    fence: Any = None,
 ) -> None:
     """The hot path of :func:`_push` for a direct kernel (one ufunc, one output, no aux).
 
@@ -649,9 +625,7 @@ def _push_direct(
     closure makes five; on the threaded engines the objects of queued ops
     are what the cycle collector walks).  An op whose only input is its
     output (``a += 1``) is pushed as a write of that var alone: what the
-    engine would normalise it to anyway.  ``fence`` is the var of a dead
-    array whose block the output took over: the op writes it too, so it runs
-    after every op on that block.
+    engine would normalise it to anyway.
     """
     ufunc, scalar, scalar_first = direct
     out_var = target._var
@@ -682,9 +656,7 @@ def _push_direct(
         const = () if var is out_var else (var,)
     autograd = _autograd or _find_autograd()
     recording = autograd is not None and autograd.is_recording()
-    # The fence is a dead array's var: never one of the live arrays' vars.
-    mutate = (out_var,) if fence is None else (out_var, fence)
-    _get_engine().push_prepared(run, plan.ctx, const, mutate, label)
+    _get_engine().push_prepared(run, plan.ctx, const, (out_var,), label)
     if recording:
         is_train = autograd.is_training()
         autograd._record_op(plan.prop, plan.operator, list(inputs), [target], [], is_train)
@@ -768,16 +740,10 @@ def invoke_visible(op: str, inputs: list[NDArray], params: dict[str, Any], out: 
             if out is None:
                 nbytes = plan.out_nbytes[0]
                 parked = _parked and _take_parked(ctx, nbytes)
-                if parked:  # a dead block of this size, maybe in use: write after its ops
-                    handle, fence = parked
-                    target = _alloc(plan.out_shapes[0], ctx, plan.out_types[0], nbytes, handle)
-                    try:
-                        _push_direct(plan, direct, inputs, target, plan.label, fence)
-                    except BaseException:  # Ctrl-C, a shut-down engine: see _give_back_unpushed
-                        _give_back_unpushed(target, fence)
-                        raise
-                    return target
-                target = _alloc(plan.out_shapes[0], ctx, plan.out_types[0], nbytes)
+                if parked:  # a dead block of this size and its var: the op writes after its ops
+                    target = _alloc(plan.out_shapes[0], ctx, plan.out_types[0], nbytes, *parked)
+                else:
+                    target = _alloc(plan.out_shapes[0], ctx, plan.out_types[0], nbytes)
                 _push_direct(plan, direct, inputs, target, plan.label)
                 return target
             if (
@@ -788,8 +754,7 @@ def invoke_visible(op: str, inputs: list[NDArray], params: dict[str, Any], out: 
             ):
                 _push_direct(plan, direct, inputs, out, plan.label)
                 return out
-        fences: list[Any] = []
-        outputs = _push(plan, inputs, _outputs(plan, out, ctx, fences), (), None, fences)
+        outputs = _push(plan, inputs, _outputs(plan, out, ctx), (), None)
     if out is not None:
         return out
     if plan.num_visible == 1:

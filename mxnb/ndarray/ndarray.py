@@ -82,14 +82,21 @@ def _new_var(name: str = "") -> Any:
 
 
 def _alloc(
-    shape: tuple[int, ...], ctx: Context, dtype: np.dtype, nbytes: int = -1, handle: Any = None
+    shape: tuple[int, ...],
+    ctx: Context,
+    dtype: np.dtype,
+    nbytes: int = -1,
+    handle: Any = None,
+    var: Any = None,
 ) -> NDArray:
     """A fresh, uninitialised NDArray on a new chunk (no engine op pushed).
 
     ``shape`` is trusted (checked by :func:`empty` or produced by shape
     inference); ``nbytes``, when given, is its size in bytes (an invoke plan
-    knows it); ``handle``, when given, is the storage to use (from
-    :func:`_take_parked`).  The allocation of every op output: written out.
+    knows it); ``handle`` and ``var``, when given, are a dead array's block
+    and the var that still orders the ops on it (from :func:`_take_parked`:
+    the caller's first op on the array writes it).  The allocation of every
+    op output: written out.
     """
     if _deferred_deletes:
         _flush_deferred_deletes()
@@ -97,7 +104,8 @@ def _alloc(
         if nbytes < 0:
             nbytes = math.prod(shape) * dtype.itemsize
         handle = _get_manager(ctx).alloc(nbytes)
-    var = _engine_mod.get().new_var(f"nd{handle.handle_id}")
+    if var is None:
+        var = _engine_mod.get().new_var(f"nd{handle.handle_id}")
     buffer = handle.buffer
     if type(buffer) is np.ndarray:
         raw = np.ndarray(shape, dtype, buffer)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import gc
 import importlib
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -475,7 +476,7 @@ def test_a_parked_block_is_written_only_after_the_ops_that_read_it(threaded):
     var = x._var
     del x, raw
     y = z + 1  # takes x's parked block
-    assert not var.deleted
+    assert y._var is var and not var.deleted  # adopted with the block: it orders y after reader
     release.set()
     assert y.asnumpy().sum() == n
     assert seen == [3.0 * n]  # the reader saw x, not y's values
@@ -519,6 +520,28 @@ def test_a_loop_of_small_temporaries_hands_blocks_on_without_delete_ops(threaded
     monkeypatch.undo()
     mx.nd.waitall()
     assert storage.stats(ctx).bytes_in_use == before.bytes_in_use
+
+
+@pytest.mark.timeout(30)
+def test_a_block_whose_var_holds_an_error_is_not_parked(threaded):
+    """Its next owner's first op would be skipped for an error it has nothing to do with."""
+    ctx = mx.cpu(18)
+    x = mx.nd.zeros((64,), ctx=ctx)
+    eng = mx.engine.get()
+    eng.push_sync(lambda rctx: 1 / 0, ctx, [], [x._var], 0, "fails")
+    release = _gate(x._var)  # keeps the var busy after the failure
+    var = x._var
+    deadline = time.monotonic() + 10
+    while var.error is None and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert var.error is not None
+    del x
+    assert not any(item[1] is var for parked in chunk_module._parked.values() for item in parked)
+    release.set()
+    with pytest.raises(mx.base.OpError, match="fails"):
+        mx.nd.waitall()
+    y = mx.nd.zeros((64,), ctx=ctx) + 1
+    assert y.asnumpy().tolist() == [1.0] * 64
 
 
 @pytest.mark.timeout(30)
@@ -593,8 +616,8 @@ def test_the_pushing_thread_is_not_inside_an_op():
 
 
 @pytest.mark.timeout(30)
-def test_a_push_interrupted_after_taking_a_parked_block_gives_the_block_back(threaded, monkeypatch):
-    """Ctrl-C in the push: the block goes back only after the ops still reading it."""
+def test_a_push_interrupted_after_adopting_a_parked_block_loses_nothing(threaded, monkeypatch):
+    """Ctrl-C in the push: the block, still guarded by its var, is reused only after its reader."""
     ctx = mx.cpu(17)
     mx.nd.waitall()
     before = storage.stats(ctx).bytes_in_use
@@ -608,11 +631,12 @@ def test_a_push_interrupted_after_taking_a_parked_block_gives_the_block_back(thr
     eng.push_sync(
         lambda rctx, raw=raw: seen.append(float(raw.sum())), ctx, [x._var], [], 0, "reader"
     )
-    del x, raw  # parked
+    var = x._var
+    del x, raw  # parked with its var
     real_push = eng.push_prepared  # the direct kernels' push
 
     def interrupted(fn, ctx_, const, mutate, *args, **kwargs):
-        if len(mutate) == 2:  # the op that took the parked block
+        if mutate == (var,):  # the op of the array that adopted the parked block
             raise KeyboardInterrupt
         return real_push(fn, ctx_, const, mutate, *args, **kwargs)
 
@@ -620,7 +644,10 @@ def test_a_push_interrupted_after_taking_a_parked_block_gives_the_block_back(thr
     with pytest.raises(KeyboardInterrupt):
         z + 1
     monkeypatch.undo()
-    assert chunk_module._deferred_deletes  # the block is deleted with the old var
+    gc.collect()
+    # The unpushed array died; the block is parked again under the same var, the reader pending.
+    assert any(item[1] is var for parked in chunk_module._parked.values() for item in parked)
+    assert not var.deleted
     w = mx.nd.zeros((64,), ctx=ctx) + 5  # must not get the block while the reader waits
     release.set()
     assert w.asnumpy().tolist() == [5.0] * 64
