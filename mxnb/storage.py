@@ -136,6 +136,30 @@ class Handle:
         (self.manager or get_manager(self.ctx)).free(self)
 
 
+_new_object = object.__new__
+_next_handle_id = _handle_ids.__next__
+
+
+def _new_handle(
+    ctx: Context, nbytes: int, capacity: int, buffer: Any, hit: bool, manager: StorageManager
+) -> Handle:
+    """A new :class:`Handle` with the next id (every op output makes one).
+
+    The slots are filled here rather than by the dataclass ``__init__``: on
+    CPython 3.11 calling a class takes the slow generic call path.
+    """
+    handle = _new_object(Handle)
+    handle.handle_id = _next_handle_id()
+    handle.ctx = ctx
+    handle.nbytes = nbytes
+    handle.capacity = capacity
+    handle.buffer = buffer
+    handle.pool_hit = hit
+    handle.freed = False
+    handle.manager = manager
+    return handle
+
+
 @dataclass(frozen=True)
 class StorageStats:
     """Counters of one context's storage manager (``mx.storage.stats(ctx)``).
@@ -219,7 +243,7 @@ class StorageManager:
         hit = buffer is not None
         if not hit:
             buffer = self._fresh_buffer(nbytes, capacity)  # outside the lock: it may be slow
-        handle = Handle(next(_handle_ids), self.ctx, nbytes, capacity, buffer, hit, False, self)
+        handle = _new_handle(self.ctx, nbytes, capacity, buffer, hit, self)
         if trace.enabled:
             trace.emit(
                 trace.StorageAlloc(trace.now(), self._ctx_label, handle.handle_id, capacity, hit)
@@ -279,9 +303,7 @@ class StorageManager:
             lock.release()
         buffer = handle.buffer
         handle.buffer = None
-        new = Handle(
-            next(_handle_ids), self.ctx, handle.nbytes, capacity, buffer, True, False, self
-        )
+        new = _new_handle(self.ctx, handle.nbytes, capacity, buffer, True, self)
         if trace.enabled:
             trace.emit(
                 trace.StorageFree(trace.now(), self._ctx_label, handle.handle_id, capacity, True)

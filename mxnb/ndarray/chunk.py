@@ -270,15 +270,10 @@ def _park(engine: Any, var: Any, ctx: Context, handle: Any) -> bool:
     return True
 
 
-#: The engine's thread-local op stack (``stack``: the ops this thread is running).
-def _inside_an_op() -> bool:
-    """True on a thread that is running an engine op (an op invoked inside a custom op).
-
-    Such an invoke never takes a parked block: the block's old var may have
-    the running op itself pending on it, and the running op may then wait
-    for the new one (a deadlock).
-    """
-    return _engine_mod.inside_op()
+#: True on a thread that is running an engine op (an op invoked inside a custom op).
+#: Such an invoke never takes a parked block: the block's var may have the running
+#: op itself pending on it, and the running op may then wait for the new one (a deadlock).
+_inside_an_op = _engine_mod.inside_op
 
 
 def _take_parked(ctx: Context, nbytes: int) -> tuple[Any, Any] | None:
