@@ -195,12 +195,15 @@ class RunContext:
 
     MXNet: ``RunContext`` in include/mxnet/base.h.  ``stream`` is a cupy
     stream on a real GPU worker and ``None`` on CPU and virtual GPU workers.
-    ``worker`` names the worker thread that runs the op (as the trace shows it).
+    ``worker`` names the worker thread that runs the op (as the trace shows it);
+    ``thread`` is that thread's ident when the worker is one thread (``None``
+    on the naive and step engines, which run ops in whichever thread asks).
     """
 
     ctx: Context
     stream: Any = None
     worker: str = ""
+    thread: int | None = None
 
     def get_stream(self) -> Any:
         """Return the worker's stream (``None`` on the CPU)."""

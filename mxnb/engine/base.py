@@ -80,7 +80,6 @@ from . import trace
 from .trace import (
     RAW_END,
     RAW_PUSH,
-    RAW_PUSH_START,
     RAW_START,
     RAW_VAR_NAME,
     RAW_VAR_NEW,
@@ -90,8 +89,8 @@ from .trace import (
 from .trace import now as _now
 from .waiting import Waiting, _local
 
-# Bound once: the shared log's append never changes (trace empties the list in place).
-_record = trace.append_raw
+# Bound once: the shared log never changes (trace empties the list in place).
+_extend = trace.extend_raw
 _var_id = attrgetter("id")  # a Var's id (an Opr's too)
 
 __all__ = [
@@ -354,12 +353,13 @@ class RunContextCache:
     id cannot be reused while cached.  Hashing a Context costs more than an op.
     """
 
-    __slots__ = ("_entries", "stream", "worker")
+    __slots__ = ("_entries", "stream", "thread", "worker")
 
-    def __init__(self, stream: Any, worker: str) -> None:
+    def __init__(self, stream: Any, worker: str, thread: int | None = None) -> None:
         self._entries: dict[int, RunContext] = {}
         self.stream = stream
         self.worker = worker
+        self.thread = thread  # the worker's thread ident, when one thread uses the cache
 
     def get(self, ctx: Context) -> RunContext:
         """Return the RunContext for ``ctx`` on this worker."""
@@ -367,7 +367,7 @@ class RunContextCache:
         if rctx is None or rctx.ctx is not ctx:
             if len(self._entries) > 256:
                 self._entries.clear()
-            rctx = self._entries[id(ctx)] = RunContext(ctx, self.stream, self.worker)
+            rctx = self._entries[id(ctx)] = RunContext(ctx, self.stream, self.worker, self.thread)
         return rctx
 
 
@@ -426,6 +426,46 @@ def _normalise(
     return const, mutate
 
 
+def _record_push(opr: Opr, last: Any, code: int) -> None:
+    """Tracing: log ``opr``'s push (call under the engine lock: the log is in push order).
+
+    ``code`` is ``RAW_PUSH`` (``last``: the op is ready) or ``RAW_PUSH_START``
+    (``last``: the worker that runs it at once in this thread).  A var the log
+    has not named since a recorder attached is named first (``RAW_VAR_NAME``).
+    """
+    const = opr.const_vars
+    mutate = opr.mutate_vars
+    if not const and len(mutate) == 1:  # a write of one var: its id stands alone
+        ids: Any = mutate[0].id
+        if ids not in seen_vars:
+            _name_vars(mutate)
+    else:
+        touched = const + mutate
+        ids = tuple(map(_var_id, touched))
+        if not seen_vars.issuperset(ids):
+            _name_vars(touched)
+    _extend(
+        (code, _now(), opr.id, opr.name, opr.ctx, len(const), ids, opr.priority, get_ident(), last)
+    )
+
+
+def _error_text(exc: BaseException | None, inherited: _ErrorRef | None) -> str:
+    """Tracing: the error an ``OpEnd`` shows (the failure, or why the op was skipped)."""
+    if exc is not None:
+        return repr(exc)
+    assert inherited is not None
+    return f"skipped: input failed in op '{inherited.op_name}'"
+
+
+def _name_vars(touched: tuple[Var, ...]) -> None:
+    """Tracing: record the names of vars the log has not named since a recorder attached."""
+    t = _now()
+    for var in touched:
+        if var.id not in seen_vars:
+            seen_vars.add(var.id)
+            _extend((RAW_VAR_NAME, t, var.id, var.name))
+
+
 class Engine(Waiting):
     """The engine interface and the shared bookkeeping (MXNet: ``Engine`` / ``ThreadedEngine``).
 
@@ -467,7 +507,7 @@ class Engine(Waiting):
         var = _new_var(name)
         if trace.enabled:
             seen_vars.add(var.id)
-            _record((RAW_VAR_NEW, _now(), var.id, var.name))
+            _extend((RAW_VAR_NEW, _now(), var.id, var.name))
         return var
 
     # -- pushing -------------------------------------------------------------
@@ -754,7 +794,7 @@ class Engine(Waiting):
             if self._live is not None:
                 self._live[op_id] = opr
             if tracing:  # under the lock: the log is in the engine's order
-                self._record_push(opr, wait == 0)
+                _record_push(opr, wait == 0, RAW_PUSH)
             if debug:
                 opr.push_time = trace.now()
             if wait == 0:
@@ -814,51 +854,6 @@ class Engine(Waiting):
         """
         acquire_lock(self._lock)
 
-    @classmethod
-    def _record_push(cls, opr: Opr, ready: bool, worker: str | None = None) -> None:
-        """Tracing: log ``opr``'s push (call under the lock, so the log is in push order).
-
-        With ``worker``, the op is ready and starts at once in this thread on
-        that worker: one record stands for the push and the start.
-        """
-        const = opr.const_vars
-        touched = const + opr.mutate_vars
-        count = len(touched)
-        ids = (
-            (touched[0].id,)
-            if count == 1
-            else (touched[0].id, touched[1].id)
-            if count == 2
-            else tuple(map(_var_id, touched))
-        )
-        if not seen_vars.issuperset(ids):  # name vars made before recording
-            cls._name_vars(touched)
-        ctx = opr.ctx
-        _record(
-            (
-                RAW_PUSH if worker is None else RAW_PUSH_START,
-                _now(),
-                opr.id,
-                opr.name,
-                ctx.device_type,
-                ctx.device_id,
-                len(const),
-                ids,
-                opr.priority,
-                get_ident(),
-                ready if worker is None else worker,
-            )
-        )
-
-    @staticmethod
-    def _name_vars(touched: tuple[Var, ...]) -> None:
-        """Tracing: record the names of vars the log has not named since a recorder attached."""
-        t = _now()
-        for var in touched:
-            if var.id not in seen_vars:
-                seen_vars.add(var.id)
-                _record((RAW_VAR_NAME, t, var.id, var.name))
-
     def _chain(self, opr: Opr) -> tuple[str, ...]:
         """Debug mode: the ops ``opr`` waits on, each followed by what it waited on itself."""
         chain: list[str] = []
@@ -902,7 +897,7 @@ class Engine(Waiting):
             if inherited is not None:
                 return self._complete(opr, None, inherited=inherited)
         if trace.enabled:
-            _record((RAW_START, _now(), opr.id, rctx.worker, get_ident()))
+            _extend((RAW_START, _now(), opr.id, rctx.worker, rctx.thread or get_ident()))
         opr.state = RUNNING
         fn = opr.fn
         try:
@@ -1017,23 +1012,17 @@ class Engine(Waiting):
             for successor in ready:
                 successor.state = READY
             if tracing:
-                if exc is not None:
-                    error = repr(exc)
-                elif inherited is not None:
-                    error = f"skipped: input failed in op '{inherited.op_name}'"
-                else:
-                    error = None
-                _record(
+                _extend(
                     (
                         RAW_END,
                         _now(),
                         opr.id,
-                        error,
-                        inherited is not None and exc is None,
+                        None if replaced is None else _error_text(exc, inherited),
+                        exc is None and inherited is not None,
                         None if opr.deletes is None else tuple(map(_var_id, opr.deletes)),
                         ()
                         if not ready
-                        else (ready[0].id,)
+                        else ready[0].id
                         if len(ready) == 1
                         else tuple(map(_var_id, ready)),  # op ids, by the same attribute
                     )

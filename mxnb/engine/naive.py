@@ -52,12 +52,13 @@ from .base import (
     Var,
     _Completion,
     _new_opr,
+    _record_push,
     _running_stack,
 )
-from .trace import RAW_END
+from .trace import RAW_END, RAW_PUSH_START
 from .trace import now as _now
 
-_record = trace.append_raw
+_extend = trace.extend_raw
 
 __all__ = ["NaiveEngine"]
 
@@ -115,7 +116,7 @@ class NaiveEngine(Engine):
                     for var in mutate:
                         var.writes_pushed += 1
                     if trace.enabled:
-                        self._record_push(opr, True, rctx.worker)
+                        _record_push(opr, rctx.worker, RAW_PUSH_START)
             finally:
                 lock.release()
         if opr is None:
@@ -149,7 +150,7 @@ class NaiveEngine(Engine):
                     if self._num_waiters:
                         self._cond.notify_all()
                     if trace.enabled:
-                        _record((RAW_END, _now(), opr.id, None, False, None, ()))
+                        _extend((RAW_END, _now(), opr.id, None, False, None, ()))
                 else:
                     self._book_inline()
                     booked = True

@@ -176,7 +176,7 @@ class ThreadedEngine(Engine):
         _local.stack = []
         _local.pool = pool
         _local.engine = self
-        contexts = RunContextCache(stream, f"{pool.label}/{index}")
+        contexts = RunContextCache(stream, f"{pool.label}/{index}", threading.get_ident())
         take = pool.take
         while True:
             try:
@@ -223,7 +223,7 @@ class ThreadedEngine(Engine):
             if opr is None:  # a stop request: put it back for the worker loop
                 pool.queue.put(_STOP)
                 return False
-            contexts = RunContextCache(None, f"{own.label}/help")
+            contexts = RunContextCache(None, f"{own.label}/help", threading.get_ident())
             self._run_chain(opr, pool, contexts)
             return True
         return False

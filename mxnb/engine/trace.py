@@ -7,9 +7,9 @@ events only, never engine internals.  With no recorder attached the cost to
 the engine is one flag check: ``if trace.enabled: ...``.
 
 Rule: recording must stay cheaper than the ops it records.  The engine
-appends one compact tuple per record (``append_raw``, bound once) to one
-shared log; a :class:`Trace` builds the events from them the first time
-``tr.events`` is read.  Vars made before recording began are named by a
+extends one shared log with the fields of each record (``extend_raw``, bound
+once: a record is a run of plain values, not an object); a :class:`Trace`
+builds the events from them the first time ``tr.events`` is read.  Vars made before recording began are named by a
 ``VarName`` event the first time a recorded push uses them.
 
 Events (times are ``time.perf_counter()`` seconds):
@@ -79,6 +79,7 @@ __all__ = [
     "WaitEnd",
     "append_raw",
     "emit",
+    "extend_raw",
     "now",
     "record",
 ]
@@ -202,7 +203,8 @@ _attach_lock = threading.Lock()
 # order.  Each attached Trace keeps a cursor into it and builds its events
 # from there; the log is emptied when the last recorder detaches.
 _raw: list[Any] = []
-append_raw = _raw.append  # the engine's hot path: one call per record
+append_raw = _raw.append  # one item: an event, or a (builder, *args) record
+extend_raw = _raw.extend  # the engine's hot path: the fields of one coded record
 
 
 def emit(event: Event) -> None:
@@ -216,8 +218,8 @@ def record(*raw: Any) -> None:
     Building frozen dataclasses costs more than the op they describe, so
     events are built lazily, off the hot path, the first time
     :attr:`Trace.events` is read.  A builder returns one event or a tuple of
-    them.  The engine itself appends compact coded tuples (``RAW_PUSH`` ...,
-    see below) with ``append_raw``.
+    them.  The engine itself extends the log with coded records (``RAW_PUSH``
+    ..., see below) with ``extend_raw``.
     """
     append_raw(raw)
 
@@ -263,22 +265,27 @@ def _thread_name(ident: int) -> str:
     return name
 
 
-# The engine's raw records: a tuple whose first item is one of these codes.
-# They hold numbers and strings only, never the engine's objects, so the
-# garbage collector stops tracking them at its next young collection and the
-# engine's op objects die as soon as they ran: a long trace leaves nothing
-# for later collections to walk (holding the op objects cost more than all
-# the rest of tracing together).
+# The engine's raw records.  A record is a run of items in the log: a code
+# (a small int), then a fixed number of fields for that code.  The engine
+# adds one with ``extend_raw((code, field, ...))``: the tuple is freed at
+# once and the log only grows by the field references (list.extend of a
+# tuple runs without releasing the GIL, so records of different threads
+# never interleave).  Fields are numbers, strings and long-lived objects
+# (contexts), never the engine's ops or vars: nothing a record holds is
+# allocated for it except its time, and nothing in the log is left for the
+# garbage collector to walk (holding the op objects once cost more than all
+# the rest of tracing together; a tuple per record, half of it).
 #
-#   (RAW_VAR_NEW, t, var_id, name)
-#   (RAW_VAR_NAME, t, var_id, name)      a var first pushed on since attach
-#   (RAW_PUSH, t, op_id, name, device_type, device_id, n_const, var_ids, priority, ident, ready)
-#       var_ids: the const var ids, then the mutate var ids
-#   (RAW_START, t, op_id, worker, ident)
-#   (RAW_PUSH_START, t, op_id, name, ..., priority, ident, worker)
+#   RAW_VAR_NEW, t, var_id, name
+#   RAW_VAR_NAME, t, var_id, name      a var first pushed on since attach
+#   RAW_PUSH, t, op_id, name, ctx, n_const, var_ids, priority, ident, ready
+#       var_ids: the const var ids, then the mutate var ids (one var: its id alone)
+#   RAW_PUSH_START, t, op_id, name, ctx, n_const, var_ids, priority, ident, worker
 #       as RAW_PUSH with ready=True, and the op started at once in the pushing
 #       thread (the naive engine's quiet path): one record and clock read for two
-#   (RAW_END, t, op_id, error, skipped, ids of the vars deleted or None, ids of ops made ready)
+#   RAW_START, t, op_id, worker, ident
+#   RAW_END, t, op_id, error, skipped, ids of the vars deleted or None, ops made ready
+#       ops made ready: () or one op id or a tuple of them
 #
 # Dependency edges are not computed at push: the engine appends push and end
 # records under its lock, so the log is in the engine's own order, and each
@@ -286,18 +293,19 @@ def _thread_name(ident: int) -> str:
 # since the last write) while it builds.  Edges to ops pushed before the
 # recorder attached are therefore not known.
 RAW_VAR_NEW, RAW_PUSH, RAW_START, RAW_END, RAW_VAR_NAME, RAW_PUSH_START = 0, 1, 2, 3, 4, 5
+#: Items per record, code included, by code.
+_RECORD_SIZE = (4, 10, 5, 7, 4, 10)
+_LONGEST_RECORD = max(_RECORD_SIZE)
 
 # ids of the vars the engine has named in the log since the first recorder
 # attached (it appends a RAW_VAR_NAME record the first time it sees one)
 seen_vars: set[int] = set()
 
-_device_names: dict[tuple[str, int], str] = {}  # (type, id) -> repr, for one build
+_device_names: dict[int, str] = {}  # id(Context) -> repr, for one build (the log holds them)
 
 
-def _device_name(device_type: str, device_id: int) -> str:
-    from ..context import Context
-
-    name = _device_names[device_type, device_id] = repr(Context(device_type, device_id))
+def _device_name(ctx: Any) -> str:
+    name = _device_names[id(ctx)] = repr(ctx)
     return name
 
 
@@ -329,16 +337,17 @@ class Trace:
                 return 0
             _device_names.clear()  # virtual GPUs may have been switched since the last build
             _thread_names.clear()  # idents are reused by new threads
-            end = total = len(_raw)
-            if limit is not None:
-                end = min(end, self._cursor + max(1, limit))
-            items = _raw[self._cursor : end]
-            self._cursor = end
-            self._build(items)
-            return total - end
+            if limit is None:
+                items = _raw[self._cursor :]  # ends on a record boundary: records come whole
+                self._cursor += self._build(items, len(items))
+            else:  # limit records fit in limit * _LONGEST_RECORD items
+                limit = max(1, limit)
+                items = _raw[self._cursor : self._cursor + limit * _LONGEST_RECORD]
+                self._cursor += self._build(items, limit)
+            return max(0, len(_raw) - self._cursor)
 
     def build(self, limit: int | None = None) -> int:
-        """Build at most ``limit`` of the records not yet built; return how many still wait.
+        """Build at most ``limit`` records; return how many log items still wait to be built.
 
         For readers that must not hold the interpreter for long (the live
         monitor builds in bounded chunks and yields between them);
@@ -348,7 +357,7 @@ class Trace:
 
     @property
     def pending(self) -> int:
-        """How many engine records are logged but not yet built into events."""
+        """How many log items (record fields, events) are logged but not yet built."""
         return max(0, len(_raw) - self._cursor) if self.attached else 0
 
     @property
@@ -356,8 +365,11 @@ class Trace:
         """The events built so far, without building more (see :meth:`build`)."""
         return self._events
 
-    def _build(self, items: list[Any]) -> None:
-        """Turn raw records (and ready events) into events, appended in order."""
+    def _build(self, items: list[Any], limit: int) -> int:
+        """Turn at most ``limit`` records of ``items`` into events; return the items used.
+
+        ``items`` holds whole records (or at least ``limit`` of them).
+        """
         events = self._events
         add = events.append
         named = self._named
@@ -365,15 +377,27 @@ class Trace:
         make_dependency = _make_dependency
         RAW, WAR, WAW = DepKind.RAW, DepKind.WAR, DepKind.WAW
         last_write, readers, unfinished = self._last_write, self._readers, self._unfinished
-        for item in items:
-            if type(item) is not tuple:
-                if type(item) is VarNew:
-                    named.add(item.var_id)
-                add(item)
+        i = 0
+        size = len(items)
+        while i < size and limit:
+            limit -= 1
+            code = items[i]
+            if type(code) is not int:
+                i += 1
+                if type(code) is tuple:  # (builder, *args) from record(): one event or a tuple
+                    built = code[0](*code[1:])
+                    for event in built if type(built) is tuple else (built,):
+                        if type(event) is VarNew:
+                            named.add(event.var_id)
+                        add(event)
+                    continue
+                if type(code) is VarNew:
+                    named.add(code.var_id)
+                add(code)
                 continue
-            code = item[0]
             if code == RAW_END:
-                _, t, op_id, error, skipped, deleted, ready = item
+                _, t, op_id, error, skipped, deleted, ready = items[i : i + 7]
+                i += 7
                 for var_id in unfinished.pop(op_id, ()):
                     if last_write.get(var_id) == op_id:
                         del last_write[var_id]
@@ -381,15 +405,20 @@ class Trace:
                 if deleted is not None:
                     for var_id in deleted:
                         add(_make_var_delete(t, var_id))
-                for successor in ready:
-                    add(make_ready(t, successor))
+                if type(ready) is int:
+                    add(make_ready(t, ready))
+                else:
+                    for successor in ready:
+                        add(make_ready(t, successor))
             elif code == RAW_START:
-                _, t, op_id, worker, ident = item
+                _, t, op_id, worker, ident = items[i : i + 5]
+                i += 5
                 add(_make_start(t, op_id, worker, _thread_names.get(ident) or _thread_name(ident)))
             elif code == RAW_PUSH or code == RAW_PUSH_START:
-                _, t, op_id, name, device_type, device_id, n_const, ids, priority, ident, last = (
-                    item
-                )
+                _, t, op_id, name, ctx, n_const, ids, priority, ident, last = items[i : i + 10]
+                i += 10
+                if type(ids) is int:
+                    ids = (ids,)
                 ready = last if code == RAW_PUSH else True
                 const = ids[:n_const]
                 mutate = ids[n_const:]
@@ -422,8 +451,7 @@ class Trace:
                         t,
                         op_id,
                         name,
-                        _device_names.get((device_type, device_id))
-                        or _device_name(device_type, device_id),
+                        _device_names.get(id(ctx)) or _device_name(ctx),
                         const,
                         mutate,
                         priority,
@@ -435,19 +463,16 @@ class Trace:
                     add(make_ready(t, op_id))
                 if code == RAW_PUSH_START:
                     add(_make_start(t, op_id, last, _thread_names[ident]))
-            elif code == RAW_VAR_NAME:
-                if item[2] not in named:
-                    named.add(item[2])
-                    add(_make_var_name(item[1], item[2], item[3]))
-            elif code == RAW_VAR_NEW:
-                named.add(item[2])
-                add(_make_var_new(item[1], item[2], item[3]))
-            else:  # (builder, *args) from record(): one event or a tuple of them
-                built = code(*item[1:])
-                for event in built if type(built) is tuple else (built,):
-                    if type(event) is VarNew:
-                        named.add(event.var_id)
-                    add(event)
+            else:  # RAW_VAR_NAME or RAW_VAR_NEW
+                _, t, var_id, name = items[i : i + 4]
+                i += 4
+                if code == RAW_VAR_NEW:
+                    named.add(var_id)
+                    add(_make_var_new(t, var_id, name))
+                elif var_id not in named:
+                    named.add(var_id)
+                    add(_make_var_name(t, var_id, name))
+        return i
 
     @property
     def events(self) -> list[Event]:
