@@ -434,14 +434,21 @@ def _record_push(opr: Opr, last: Any, code: int) -> None:
     has not named since a recorder attached is named first (``RAW_VAR_NAME``).
     """
     const = opr.const_vars
-    mutate = opr.mutate_vars
-    if not const and len(mutate) == 1:  # a write of one var: its id stands alone
-        ids: Any = mutate[0].id
+    touched = const + opr.mutate_vars if const else opr.mutate_vars
+    count = len(touched)
+    if count == 1:  # one var: its id stands alone
+        ids: Any = touched[0].id
         if ids not in seen_vars:
-            _name_vars(mutate)
-    else:
-        touched = const + mutate
-        ids = tuple(map(_var_id, touched))
+            _name_vars(touched)
+    else:  # small counts written out: map() and tuple() cost more than the rest of the record
+        if count == 2:
+            first, second = touched
+            ids = (first.id, second.id)
+        elif count == 3:
+            first, second, third = touched
+            ids = (first.id, second.id, third.id)
+        else:
+            ids = tuple(map(_var_id, touched))
         if not seen_vars.issuperset(ids):
             _name_vars(touched)
     _extend(
@@ -449,12 +456,30 @@ def _record_push(opr: Opr, last: Any, code: int) -> None:
     )
 
 
-def _error_text(exc: BaseException | None, inherited: _ErrorRef | None) -> str:
-    """Tracing: the error an ``OpEnd`` shows (the failure, or why the op was skipped)."""
+def _record_end(
+    opr: Opr, exc: BaseException | None, inherited: _ErrorRef | None, ready: list[Opr]
+) -> None:
+    """Tracing: log ``opr``'s end (under the engine lock), with the ops it made ready.
+
+    The general case; the engine writes out a success that deletes nothing.
+    """
     if exc is not None:
-        return repr(exc)
-    assert inherited is not None
-    return f"skipped: input failed in op '{inherited.op_name}'"
+        error: str | None = repr(exc)
+    elif inherited is not None:
+        error = f"skipped: input failed in op '{inherited.op_name}'"
+    else:
+        error = None
+    _extend(
+        (
+            RAW_END,
+            _now(),
+            opr.id,
+            error,
+            exc is None and inherited is not None,
+            None if opr.deletes is None else tuple(map(_var_id, opr.deletes)),
+            () if not ready else ready[0].id if len(ready) == 1 else tuple(map(_var_id, ready)),
+        )
+    )
 
 
 def _name_vars(touched: tuple[Var, ...]) -> None:
@@ -794,7 +819,26 @@ class Engine(Waiting):
             if self._live is not None:
                 self._live[op_id] = opr
             if tracing:  # under the lock: the log is in the engine's order
-                _record_push(opr, wait == 0, RAW_PUSH)
+                if len(const) + len(mutate) == 1:  # _record_push's commonest case, written out
+                    var = const[0] if const else mutate[0]
+                    if var.id not in seen_vars:
+                        _name_vars((var,))
+                    _extend(
+                        (
+                            RAW_PUSH,
+                            _now(),
+                            op_id,
+                            name,
+                            ctx,
+                            len(const),
+                            var.id,
+                            priority,
+                            get_ident(),
+                            wait == 0,
+                        )
+                    )
+                else:
+                    _record_push(opr, wait == 0, RAW_PUSH)
             if debug:
                 opr.push_time = trace.now()
             if wait == 0:
@@ -1012,21 +1056,22 @@ class Engine(Waiting):
             for successor in ready:
                 successor.state = READY
             if tracing:
-                _extend(
-                    (
-                        RAW_END,
-                        _now(),
-                        opr.id,
-                        None if replaced is None else _error_text(exc, inherited),
-                        exc is None and inherited is not None,
-                        None if opr.deletes is None else tuple(map(_var_id, opr.deletes)),
-                        ()
-                        if not ready
-                        else ready[0].id
-                        if len(ready) == 1
-                        else tuple(map(_var_id, ready)),  # op ids, by the same attribute
+                if replaced is None and opr.deletes is None:  # succeeded, deleted nothing
+                    _extend(
+                        (
+                            RAW_END,
+                            _now(),
+                            opr.id,
+                            None,
+                            False,
+                            None,
+                            ready[0].id
+                            if len(ready) == 1
+                            else (() if not ready else tuple(map(_var_id, ready))),
+                        )
                     )
-                )
+                else:
+                    _record_end(opr, exc, inherited, ready)
         finally:
             lock.release()
         opr.fn = None  # drops the user's closure (and what it holds) outside the lock
