@@ -139,7 +139,7 @@ TRACING_TARGET_US = 0.6  # tracing's added cost per op there
 
 
 def tracing_cost(n: int, tpe_us: float) -> None:
-    """CPU seconds (all threads) of traced and untraced chains, alternating, best of 5 each.
+    """CPU seconds (all threads) of traced and untraced chains, alternating, best of 9 each.
 
     CPU time, not wall time: on a shared machine it is the steadier measure of
     the work tracing adds.  Building the events (lazily, when the trace is
@@ -152,7 +152,7 @@ def tracing_cost(n: int, tpe_us: float) -> None:
         plain, traced, build = [], [], []
         try:
             engine_workload(engine, "chain", 2000)
-            for _ in range(5):
+            for _ in range(9):
                 start = time.process_time()
                 engine_workload(engine, "chain", n)
                 plain.append(time.process_time() - start)

@@ -78,6 +78,7 @@ from ..base import EngineError, OpError, VarDeletedError, acquire_lock
 from ..context import Context, RunContext
 from . import trace
 from .trace import (
+    RAW_DONE,
     RAW_END,
     RAW_PUSH,
     RAW_START,
@@ -1059,12 +1060,9 @@ class Engine(Waiting):
                 if replaced is None and opr.deletes is None:  # succeeded, deleted nothing
                     _extend(
                         (
-                            RAW_END,
+                            RAW_DONE,
                             _now(),
                             opr.id,
-                            None,
-                            False,
-                            None,
                             ready[0].id
                             if len(ready) == 1
                             else (() if not ready else tuple(map(_var_id, ready))),

@@ -55,7 +55,7 @@ from .base import (
     _record_push,
     _running_stack,
 )
-from .trace import RAW_END, RAW_PUSH_START
+from .trace import RAW_DONE, RAW_PUSH_START
 from .trace import now as _now
 
 _extend = trace.extend_raw
@@ -150,7 +150,7 @@ class NaiveEngine(Engine):
                     if self._num_waiters:
                         self._cond.notify_all()
                     if trace.enabled:
-                        _extend((RAW_END, _now(), opr.id, None, False, None, ()))
+                        _extend((RAW_DONE, _now(), opr.id, ()))
                 else:
                     self._book_inline()
                     booked = True

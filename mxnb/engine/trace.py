@@ -286,15 +286,17 @@ def _thread_name(ident: int) -> str:
 #   RAW_START, t, op_id, worker, ident
 #   RAW_END, t, op_id, error, skipped, ids of the vars deleted or None, ops made ready
 #       ops made ready: () or one op id or a tuple of them
+#   RAW_DONE, t, op_id, ops made ready
+#       RAW_END of an op that succeeded and deleted no var (most ends: three items fewer)
 #
 # Dependency edges are not computed at push: the engine appends push and end
 # records under its lock, so the log is in the engine's own order, and each
 # Trace replays the engine's var bookkeeping (last unfinished writer, readers
 # since the last write) while it builds.  Edges to ops pushed before the
 # recorder attached are therefore not known.
-RAW_VAR_NEW, RAW_PUSH, RAW_START, RAW_END, RAW_VAR_NAME, RAW_PUSH_START = 0, 1, 2, 3, 4, 5
+RAW_VAR_NEW, RAW_PUSH, RAW_START, RAW_END, RAW_VAR_NAME, RAW_PUSH_START, RAW_DONE = range(7)
 #: Items per record, code included, by code.
-_RECORD_SIZE = (4, 10, 5, 7, 4, 10)
+_RECORD_SIZE = (4, 10, 5, 7, 4, 10, 4)
 _LONGEST_RECORD = max(_RECORD_SIZE)
 
 # ids of the vars the engine has named in the log since the first recorder
@@ -395,9 +397,14 @@ class Trace:
                     named.add(code.var_id)
                 add(code)
                 continue
-            if code == RAW_END:
-                _, t, op_id, error, skipped, deleted, ready = items[i : i + 7]
-                i += 7
+            if code == RAW_DONE or code == RAW_END:
+                if code == RAW_DONE:
+                    _, t, op_id, ready = items[i : i + 4]
+                    error, skipped, deleted = None, False, None
+                    i += 4
+                else:
+                    _, t, op_id, error, skipped, deleted, ready = items[i : i + 7]
+                    i += 7
                 for var_id in unfinished.pop(op_id, ()):
                     if last_write.get(var_id) == op_id:
                         del last_write[var_id]
