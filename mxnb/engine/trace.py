@@ -9,8 +9,9 @@ the engine is one flag check: ``if trace.enabled: ...``.
 Rule: recording must stay cheaper than the ops it records.  The engine
 extends one shared log with the fields of each record (``extend_raw``, bound
 once: a record is a run of plain values, not an object); a :class:`Trace`
-builds the events from them the first time ``tr.events`` is read.  Vars made before recording began are named by a
-``VarName`` event the first time a recorded push uses them.
+builds the events from them the first time ``tr.events`` is read.  Vars made
+before recording began are named by a ``VarName`` event the first time a
+recorded push uses them.
 
 Events (times are ``time.perf_counter()`` seconds):
     VarNew / VarDelete       a var is created / its delete op ran
@@ -397,14 +398,15 @@ class Trace:
                     named.add(code.var_id)
                 add(code)
                 continue
+            end = i + _RECORD_SIZE[code]  # sizes come from the table only
+            fields = items[i + 1 : end]
+            i = end
             if code == RAW_DONE or code == RAW_END:
                 if code == RAW_DONE:
-                    _, t, op_id, ready = items[i : i + 4]
+                    t, op_id, ready = fields
                     error, skipped, deleted = None, False, None
-                    i += 4
                 else:
-                    _, t, op_id, error, skipped, deleted, ready = items[i : i + 7]
-                    i += 7
+                    t, op_id, error, skipped, deleted, ready = fields
                 for var_id in unfinished.pop(op_id, ()):
                     if last_write.get(var_id) == op_id:
                         del last_write[var_id]
@@ -418,12 +420,10 @@ class Trace:
                     for successor in ready:
                         add(make_ready(t, successor))
             elif code == RAW_START:
-                _, t, op_id, worker, ident = items[i : i + 5]
-                i += 5
+                t, op_id, worker, ident = fields
                 add(_make_start(t, op_id, worker, _thread_names.get(ident) or _thread_name(ident)))
             elif code == RAW_PUSH or code == RAW_PUSH_START:
-                _, t, op_id, name, ctx, n_const, ids, priority, ident, last = items[i : i + 10]
-                i += 10
+                t, op_id, name, ctx, n_const, ids, priority, ident, last = fields
                 if type(ids) is int:
                     ids = (ids,)
                 ready = last if code == RAW_PUSH else True
@@ -471,8 +471,7 @@ class Trace:
                 if code == RAW_PUSH_START:
                     add(_make_start(t, op_id, last, _thread_names[ident]))
             else:  # RAW_VAR_NAME or RAW_VAR_NEW
-                _, t, var_id, name = items[i : i + 4]
-                i += 4
+                t, var_id, name = fields
                 if code == RAW_VAR_NEW:
                     named.add(var_id)
                     add(_make_var_new(t, var_id, name))
