@@ -43,11 +43,12 @@ _step = st.one_of(
 )
 
 
-def _run(steps: list[tuple]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Run ``steps`` on mxnb (current engine); return the final slots and what slow reads saw."""
-    slots = [mx.nd.full((SIZE,), float(i), ctx=CPU) for i in range(SLOTS)]
-    seen: dict[int, np.ndarray] = {}
-    engine = mx.engine.get()
+def _play(steps: list[tuple], full, read) -> list:
+    """Play ``steps`` on slots made by ``full(value)``; ``read(index, slot)`` takes a slow read.
+
+    mxnb arrays and numpy arrays take the same steps, written once.
+    """
+    slots = [full(float(i)) for i in range(SLOTS)]
     for index, step in enumerate(steps):
         kind = step[0]
         if kind == "add":
@@ -67,50 +68,41 @@ def _run(steps: list[tuple]) -> tuple[list[np.ndarray], list[np.ndarray]]:
             slots[i][lo:hi] = slots[j][lo:hi]
         elif kind == "fresh":
             _, i, value = step
-            slots[i] = mx.nd.full((SIZE,), value, ctx=CPU)
-        else:  # an engine op reading the slot's memory; it holds the memory, not the array
+            slots[i] = full(value)
+        else:
             _, i, slow = step
-            raw = slots[i]._array
+            read(index, slots[i], slow)
+    return slots
 
-            def read(rctx, raw=raw, index=index, slow=slow):
-                if slow:
-                    time.sleep(0.002)
-                seen[index] = raw.copy()
 
-            engine.push_sync(read, CPU, [slots[i]._var], [], 0, "slow_read")
-            del raw
+def _run(steps: list[tuple]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Run ``steps`` on mxnb (current engine); return the final slots and what slow reads saw."""
+    seen: dict[int, np.ndarray] = {}
+    engine = mx.engine.get()
+
+    def read(index: int, slot: mx.nd.NDArray, slow: bool) -> None:
+        """An engine op reading the slot's memory; it holds the memory, not the array."""
+
+        def run(rctx, raw=slot._array):
+            if slow:
+                time.sleep(0.002)
+            seen[index] = raw.copy()
+
+        engine.push_sync(run, CPU, [slot._var], [], 0, "slow_read")
+
+    slots = _play(steps, lambda value: mx.nd.full((SIZE,), value, ctx=CPU), read)
     mx.nd.waitall()
     return [slot.asnumpy() for slot in slots], [seen[i] for i in sorted(seen)]
 
 
 def _reference(steps: list[tuple]) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """The same steps in numpy, one by one."""
-    slots = [np.full((SIZE,), float(i), np.float32) for i in range(SLOTS)]
-    seen = []
-    for step in steps:
-        kind = step[0]
-        if kind == "add":
-            _, i, j, k = step
-            slots[k] = slots[i] + slots[j]
-        elif kind == "scale":
-            _, i, value, k = step
-            slots[k] = (slots[i] * np.float32(value)).astype(np.float32)
-        elif kind == "iadd":
-            _, i, j = step
-            slots[i] = slots[i] + slots[j]
-        elif kind == "fill":
-            _, i, (lo, hi), value = step
-            slots[i] = slots[i].copy()
-            slots[i][lo:hi] = value
-        elif kind == "copy_span":
-            _, i, (lo, hi), j = step
-            slots[i] = slots[i].copy()
-            slots[i][lo:hi] = slots[j][lo:hi]
-        elif kind == "fresh":
-            _, i, value = step
-            slots[i] = np.full((SIZE,), value, np.float32)
-        else:
-            seen.append(slots[step[1]].copy())
+    """The same steps in numpy, one by one (a slot never shares memory with another)."""
+    seen: list[np.ndarray] = []
+    slots = _play(
+        steps,
+        lambda value: np.full((SIZE,), value, np.float32),
+        lambda index, slot, slow: seen.append(slot.copy()),
+    )
     return slots, seen
 
 
