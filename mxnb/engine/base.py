@@ -80,6 +80,7 @@ from ..context import Context, RunContext
 from . import trace
 from .trace import (
     RAW_DONE,
+    RAW_DONE_START,
     RAW_END,
     RAW_PUSH,
     RAW_START,
@@ -943,7 +944,7 @@ class Engine(Waiting):
             inherited = self._failed_input(opr)
             if inherited is not None:
                 return self._complete(opr, None, inherited=inherited)
-        if trace.enabled:
+        if trace.enabled and opr.state is not RUNNING:  # RUNNING: recorded by _complete
             _extend((RAW_START, _now(), opr.id, rctx.worker, rctx.thread or get_ident()))
         opr.state = RUNNING
         fn = opr.fn
@@ -980,7 +981,7 @@ class Engine(Waiting):
                 raise
             return ready
         stack.pop()
-        return self._complete(opr, None)
+        return self._complete(opr, None, None, rctx)
 
     @staticmethod
     def _failed_input(opr: Opr) -> _ErrorRef | None:
@@ -999,13 +1000,24 @@ class Engine(Waiting):
         return None
 
     def _complete(
-        self, opr: Opr, exc: BaseException | None, inherited: _ErrorRef | None = None
+        self,
+        opr: Opr,
+        exc: BaseException | None,
+        inherited: _ErrorRef | None = None,
+        worker: RunContext | None = None,
     ) -> list[Opr]:
         """Release ``opr``'s vars (MXNet: ``CompleteReadDependency`` / ``CompleteWriteDependency``).
 
         No user object may lose its last reference while the lock is held: its
         finalizer (an NDArray's ``__del__``) would push a delete and deadlock on
         the lock.  So the op's function and replaced errors are dropped after it.
+
+        ``worker``: the RunContext the op ran with, when its thread goes on to
+        run a successor in the op's own context itself (a pool worker's chain,
+        see ``ThreadedEngine._run_chain``).  While tracing, the end record of
+        an op that makes exactly one such successor ready also records that
+        successor's start (``RAW_DONE_START``): one record and one clock read
+        instead of two, on every link of a chain.
         """
         ready: list[Opr] = []
         replaced: list[_ErrorRef | None] | None = None
@@ -1060,16 +1072,37 @@ class Engine(Waiting):
                 successor.state = READY
             if tracing:
                 if replaced is None and opr.deletes is None:  # succeeded, deleted nothing
-                    _extend(
-                        (
-                            RAW_DONE,
-                            _now(),
-                            opr.id,
-                            ready[0].id
-                            if len(ready) == 1
-                            else (() if not ready else tuple(map(_var_id, ready))),
+                    if (
+                        len(ready) == 1
+                        and worker is not None
+                        and worker.thread is not None  # a pool worker: it chains
+                        and ready[0].ctx is opr.ctx  # so the same pool runs it
+                        and ready[0].copy is opr.copy
+                        and not self._errors  # nothing can make _run skip it
+                    ):
+                        successor = ready[0]
+                        successor.state = RUNNING  # _run: its start is recorded
+                        _extend(
+                            (
+                                RAW_DONE_START,
+                                _now(),
+                                opr.id,
+                                successor.id,
+                                worker.worker,
+                                worker.thread,
+                            )
                         )
-                    )
+                    else:
+                        _extend(
+                            (
+                                RAW_DONE,
+                                _now(),
+                                opr.id,
+                                ready[0].id
+                                if len(ready) == 1
+                                else (() if not ready else tuple(map(_var_id, ready))),
+                            )
+                        )
                 else:
                     _record_end(opr, exc, inherited, ready)
         finally:

@@ -34,6 +34,7 @@ import heapq
 from dataclasses import dataclass
 
 from ..base import EngineError
+from ..context import RunContext
 from . import base as _base
 from .base import DONE, PENDING, READY, RUNNING, Engine, Opr, RunContextCache
 
@@ -71,9 +72,13 @@ class StepEngine(Engine):
 
     # -- bookkeeping hooks -----------------------------------------------------
     def _complete(
-        self, opr: Opr, exc: BaseException | None, inherited: _base._ErrorRef | None = None
+        self,
+        opr: Opr,
+        exc: BaseException | None,
+        inherited: _base._ErrorRef | None = None,
+        worker: RunContext | None = None,
     ) -> list[Opr]:
-        ready = super()._complete(opr, exc, inherited)
+        ready = super()._complete(opr, exc, inherited, worker)
         with self._lock:
             self._live.pop(opr.id, None)
         return ready

@@ -289,15 +289,27 @@ def _thread_name(ident: int) -> str:
 #       ops made ready: () or one op id or a tuple of them
 #   RAW_DONE, t, op_id, ops made ready
 #       RAW_END of an op that succeeded and deleted no var (most ends: three items fewer)
+#   RAW_DONE_START, t, op_id, successor_id, worker, ident
+#       RAW_DONE of an op that made one op ready, which the same worker thread
+#       starts at once (a link of a chain): one record and clock read for two
 #
 # Dependency edges are not computed at push: the engine appends push and end
 # records under its lock, so the log is in the engine's own order, and each
 # Trace replays the engine's var bookkeeping (last unfinished writer, readers
 # since the last write) while it builds.  Edges to ops pushed before the
 # recorder attached are therefore not known.
-RAW_VAR_NEW, RAW_PUSH, RAW_START, RAW_END, RAW_VAR_NAME, RAW_PUSH_START, RAW_DONE = range(7)
+(
+    RAW_VAR_NEW,
+    RAW_PUSH,
+    RAW_START,
+    RAW_END,
+    RAW_VAR_NAME,
+    RAW_PUSH_START,
+    RAW_DONE,
+    RAW_DONE_START,
+) = range(8)
 #: Items per record, code included, by code.
-_RECORD_SIZE = (4, 10, 5, 7, 4, 10, 4)
+_RECORD_SIZE = (4, 10, 5, 7, 4, 10, 4, 6)
 _LONGEST_RECORD = max(_RECORD_SIZE)
 
 # ids of the vars the engine has named in the log since the first recorder
@@ -401,9 +413,12 @@ class Trace:
             end = i + _RECORD_SIZE[code]  # sizes come from the table only
             fields = items[i + 1 : end]
             i = end
-            if code == RAW_DONE or code == RAW_END:
+            if code == RAW_DONE or code == RAW_END or code == RAW_DONE_START:
                 if code == RAW_DONE:
                     t, op_id, ready = fields
+                    error, skipped, deleted = None, False, None
+                elif code == RAW_DONE_START:
+                    t, op_id, ready, worker, ident = fields
                     error, skipped, deleted = None, False, None
                 else:
                     t, op_id, error, skipped, deleted, ready = fields
@@ -416,6 +431,9 @@ class Trace:
                         add(_make_var_delete(t, var_id))
                 if type(ready) is int:
                     add(make_ready(t, ready))
+                    if code == RAW_DONE_START:  # the same worker started it at once
+                        name = _thread_names.get(ident) or _thread_name(ident)
+                        add(_make_start(t, ready, worker, name))
                 else:
                     for successor in ready:
                         add(make_ready(t, successor))

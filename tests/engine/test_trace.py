@@ -113,6 +113,51 @@ def test_no_recorder_means_no_events_and_one_flag():
 
 
 @pytest.mark.timeout(30)
+def test_a_chain_records_each_start_on_the_worker_that_ran_it(threaded_engine):
+    """A worker that runs a successor itself records its start with the predecessor's end.
+
+    The chain switches between the CPU pool and (on the per-device engine)
+    the copy pool, whose ops a CPU worker must not claim to have started.
+    """
+    import threading
+
+    ran = {}
+
+    def op(i):
+        def fn(rctx):
+            if i == 0:
+                time.sleep(0.02)  # the rest of the chain is pushed meanwhile
+            ran[i] = (rctx.worker, threading.current_thread().name)
+
+        return fn
+
+    a = threaded_engine.new_var(name="a")
+    with mx.engine.trace() as tr:
+        ids = [
+            threaded_engine.push_sync(op(i), CPU, mutate_vars=[a], name=f"op{i}", copy=i % 7 == 6)
+            for i in range(40)
+        ]
+        threaded_engine.wait_for_all()
+    events = tr.events
+    starts = {e.op_id: e for e in tr.events_of(OpStart)}
+    ends = {e.op_id: e for e in tr.events_of(OpEnd)}
+    assert len(tr.events_of(OpStart)) == len(ids)  # one start each
+    for i, op_id in enumerate(ids):
+        assert (starts[op_id].worker, starts[op_id].thread) == ran[i]
+        assert index_of(events, OpPush, op_id) < index_of(events, OpStart, op_id)
+        assert index_of(events, OpReady, op_id) <= index_of(events, OpStart, op_id)
+        assert starts[op_id].time <= ends[op_id].time
+        if i:
+            assert ends[ids[i - 1]].time <= starts[op_id].time
+            assert index_of(events, OpEnd, ids[i - 1]) < index_of(events, OpStart, op_id)
+    merged = [
+        op_id for i, op_id in enumerate(ids[1:], 1) if starts[op_id].time == ends[ids[i - 1]].time
+    ]
+    assert merged  # the links one worker ran back to back share one record and clock read
+    assert all(starts[op_id].worker.startswith(("cpu/", "cpu(0)/")) for op_id in merged)
+
+
+@pytest.mark.timeout(30)
 def test_chrome_trace_is_valid_and_loads_back(threaded_engine, tmp_path):
     eng = threaded_engine
     with mx.engine.trace() as tr:
