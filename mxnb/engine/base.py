@@ -432,7 +432,7 @@ def _normalise(
 def _record_push(opr: Opr, last: Any, code: int) -> None:
     """Tracing: log ``opr``'s push (call under the engine lock: the log is in push order).
 
-    ``code`` is ``RAW_PUSH`` (``last``: the op is ready) or ``RAW_PUSH_START``
+    ``code`` is ``RAW_PUSH`` (``last``: the vars the op waits for, 0 if ready) or ``RAW_PUSH_START``
     (``last``: the worker that runs it at once in this thread).  A var the log
     has not named since a recorder attached is named first (``RAW_VAR_NAME``).
     """
@@ -822,9 +822,10 @@ class Engine(Waiting):
             if self._live is not None:
                 self._live[op_id] = opr
             if tracing:  # under the lock: the log is in the engine's order
-                if len(const) + len(mutate) == 1:  # _record_push's commonest case, written
+                n_const = len(const)
+                if n_const + len(mutate) == 1:  # _record_push's commonest case, written
                     # out: the call was a tenth of tracing's cost per op on the threaded engines
-                    var = const[0] if const else mutate[0]
+                    var = const[0] if n_const else mutate[0]
                     if var.id not in seen_vars:
                         _name_vars((var,))
                     _extend(
@@ -834,15 +835,15 @@ class Engine(Waiting):
                             op_id,
                             name,
                             ctx,
-                            len(const),
+                            n_const,
                             var.id,
                             priority,
                             get_ident(),
-                            wait == 0,
+                            wait,
                         )
                     )
                 else:
-                    _record_push(opr, wait == 0, RAW_PUSH)
+                    _record_push(opr, wait, RAW_PUSH)
             if debug:
                 opr.push_time = trace.now()
             if wait == 0:
@@ -932,11 +933,13 @@ class Engine(Waiting):
         for opr in ready:
             self._dispatch(opr)
 
-    def _run(self, opr: Opr, rctx: RunContext) -> list[Opr] | None:
+    def _run(self, opr: Opr, rctx: RunContext, chain: RunContext | None = None) -> list[Opr] | None:
         """Run ``opr`` in this thread; return the ops its completion made ready.
 
         Async ops return ``None``: their callback completes them (and dispatches
-        the successors through :meth:`_async_done`).
+        the successors through :meth:`_async_done`).  ``chain``: ``rctx``, when
+        this thread goes on to run a successor in the op's own pool itself
+        (see :meth:`_complete`).
         """
         if self.slow_wait_threshold is not None:
             self._note_slow_wait(opr)
@@ -981,7 +984,7 @@ class Engine(Waiting):
                 raise
             return ready
         stack.pop()
-        return self._complete(opr, None, None, rctx)
+        return self._complete(opr, None, None, chain)
 
     @staticmethod
     def _failed_input(opr: Opr) -> _ErrorRef | None:
@@ -1013,11 +1016,11 @@ class Engine(Waiting):
         the lock.  So the op's function and replaced errors are dropped after it.
 
         ``worker``: the RunContext the op ran with, when its thread goes on to
-        run a successor in the op's own context itself (a pool worker's chain,
+        run a successor in the op's own pool itself (a pool worker's chain,
         see ``ThreadedEngine._run_chain``).  While tracing, the end record of
-        an op that makes exactly one such successor ready also records that
-        successor's start (``RAW_DONE_START``): one record and one clock read
-        instead of two, on every link of a chain.
+        an op that makes exactly one successor ready, in its own context (so
+        its own pool), also records that successor's start (``RAW_DONE_START``):
+        one record and one clock read instead of two, on every link of a chain.
         """
         ready: list[Opr] = []
         replaced: list[_ErrorRef | None] | None = None
@@ -1072,36 +1075,21 @@ class Engine(Waiting):
                 successor.state = READY
             if tracing:
                 if replaced is None and opr.deletes is None:  # succeeded, deleted nothing
-                    if (
-                        len(ready) == 1
-                        and worker is not None
-                        and worker.thread is not None  # a pool worker: it chains
-                        and ready[0].ctx is opr.ctx  # so the same pool runs it
-                        and ready[0].copy is opr.copy
-                        and not self._errors  # nothing can make _run skip it
-                    ):
+                    if len(ready) == 1:
                         successor = ready[0]
-                        successor.state = RUNNING  # _run: its start is recorded
-                        _extend(
-                            (
-                                RAW_DONE_START,
-                                _now(),
-                                opr.id,
-                                successor.id,
-                                worker.worker,
-                                worker.thread,
-                            )
-                        )
+                        if (
+                            worker is not None
+                            and successor.ctx is opr.ctx  # so the same pool runs it
+                            and successor.copy is opr.copy
+                            and not self._errors  # nothing can make _run skip it
+                        ):
+                            successor.state = RUNNING  # _run: its start is recorded
+                            _extend((RAW_DONE_START, _now(), opr.id, successor.id, worker))
+                        else:
+                            _extend((RAW_DONE, _now(), opr.id, successor.id))
                     else:
                         _extend(
-                            (
-                                RAW_DONE,
-                                _now(),
-                                opr.id,
-                                ready[0].id
-                                if len(ready) == 1
-                                else (() if not ready else tuple(map(_var_id, ready))),
-                            )
+                            (RAW_DONE, _now(), opr.id, tuple(map(_var_id, ready)) if ready else ())
                         )
                 else:
                     _record_end(opr, exc, inherited, ready)

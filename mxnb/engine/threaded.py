@@ -196,7 +196,7 @@ class ThreadedEngine(Engine):
                 last_ctx = opr.ctx
                 rctx = contexts.get(last_ctx)
             try:
-                ready = self._run(opr, rctx)  # type: ignore[arg-type]
+                ready = self._run(opr, rctx, rctx)  # type: ignore[arg-type]
                 if contexts.stream is not None:
                     contexts.stream.synchronize()  # real GPU: the op's kernels are done
             except BaseException:

@@ -272,26 +272,28 @@ def _thread_name(ident: int) -> str:
 # once and the log only grows by the field references (list.extend of a
 # tuple runs without releasing the GIL, so records of different threads
 # never interleave).  Fields are numbers, strings and long-lived objects
-# (contexts), never the engine's ops or vars: nothing a record holds is
+# (contexts, workers' RunContexts), never the engine's ops or vars: nothing a record holds is
 # allocated for it except its time, and nothing in the log is left for the
 # garbage collector to walk (holding the op objects once cost more than all
 # the rest of tracing together; a tuple per record, half of it).
 #
 #   RAW_VAR_NEW, t, var_id, name
 #   RAW_VAR_NAME, t, var_id, name      a var first pushed on since attach
-#   RAW_PUSH, t, op_id, name, ctx, n_const, var_ids, priority, ident, ready
+#   RAW_PUSH, t, op_id, name, ctx, n_const, var_ids, priority, ident, waits
+#       waits: how many of its vars the op waits for (0: it is ready)
 #       var_ids: the const var ids, then the mutate var ids (one var: its id alone)
 #   RAW_PUSH_START, t, op_id, name, ctx, n_const, var_ids, priority, ident, worker
-#       as RAW_PUSH with ready=True, and the op started at once in the pushing
+#       as RAW_PUSH with waits=0, and the op started at once in the pushing
 #       thread (the naive engine's quiet path): one record and clock read for two
 #   RAW_START, t, op_id, worker, ident
 #   RAW_END, t, op_id, error, skipped, ids of the vars deleted or None, ops made ready
 #       ops made ready: () or one op id or a tuple of them
 #   RAW_DONE, t, op_id, ops made ready
 #       RAW_END of an op that succeeded and deleted no var (most ends: three items fewer)
-#   RAW_DONE_START, t, op_id, successor_id, worker, ident
+#   RAW_DONE_START, t, op_id, successor_id, run_ctx
 #       RAW_DONE of an op that made one op ready, which the same worker thread
-#       starts at once (a link of a chain): one record and clock read for two
+#       starts at once (a link of a chain): one record and clock read for two;
+#       run_ctx: that worker's RunContext (long-lived: one per worker and context)
 #
 # Dependency edges are not computed at push: the engine appends push and end
 # records under its lock, so the log is in the engine's own order, and each
@@ -309,7 +311,7 @@ def _thread_name(ident: int) -> str:
     RAW_DONE_START,
 ) = range(8)
 #: Items per record, code included, by code.
-_RECORD_SIZE = (4, 10, 5, 7, 4, 10, 4, 6)
+_RECORD_SIZE = (4, 10, 5, 7, 4, 10, 4, 5)
 _LONGEST_RECORD = max(_RECORD_SIZE)
 
 # ids of the vars the engine has named in the log since the first recorder
@@ -418,7 +420,7 @@ class Trace:
                     t, op_id, ready = fields
                     error, skipped, deleted = None, False, None
                 elif code == RAW_DONE_START:
-                    t, op_id, ready, worker, ident = fields
+                    t, op_id, ready, rctx = fields
                     error, skipped, deleted = None, False, None
                 else:
                     t, op_id, error, skipped, deleted, ready = fields
@@ -432,8 +434,9 @@ class Trace:
                 if type(ready) is int:
                     add(make_ready(t, ready))
                     if code == RAW_DONE_START:  # the same worker started it at once
+                        ident = rctx.thread
                         name = _thread_names.get(ident) or _thread_name(ident)
-                        add(_make_start(t, ready, worker, name))
+                        add(_make_start(t, ready, rctx.worker, name))
                 else:
                     for successor in ready:
                         add(make_ready(t, successor))
@@ -444,7 +447,7 @@ class Trace:
                 t, op_id, name, ctx, n_const, ids, priority, ident, last = fields
                 if type(ids) is int:
                     ids = (ids,)
-                ready = last if code == RAW_PUSH else True
+                ready = last == 0 if code == RAW_PUSH else True
                 const = ids[:n_const]
                 mutate = ids[n_const:]
                 deps = []  # the engine's rule, replayed: see the note on raw records
