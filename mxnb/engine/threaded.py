@@ -23,8 +23,8 @@ Pools:
 
 Run-ahead bound: a pushing thread keeps the GIL for a whole switch interval
 and may run hundreds of ops ahead of the workers.  A push that leaves more
-than ``run_ahead`` ops pending (``MXNB_ENGINE_RUN_AHEAD``, read at import,
-default 128) releases the GIL once so the workers catch up; it never waits
+than ``run_ahead`` ops pending (``MXNB_ENGINE_RUN_AHEAD``, read when the
+engine is created, like the worker counts; default 128) releases the GIL once so the workers catch up; it never waits
 for them.  Ops that die young stay out of the cycle collector's older
 generations, which was a quarter of the cost of a small NDArray op.
 
@@ -143,10 +143,11 @@ class ThreadedEngine(Engine):
 
     kind = "threaded"
     _helper_poll = 0.002  # a waiting worker re-checks its queue this often
-    run_ahead = _env_int("MXNB_ENGINE_RUN_AHEAD", 128)
+    run_ahead = 128  # the default; each engine reads MXNB_ENGINE_RUN_AHEAD when created
 
     def __init__(self, nthreads: int | None = None) -> None:
         super().__init__()
+        self.run_ahead = _env_int("MXNB_ENGINE_RUN_AHEAD", type(self).run_ahead)
         self._pools_lock = threading.Lock()
         self._pools: dict[str, _WorkerPool] = {}
         self._nthreads = nthreads or default_cpu_workers()
@@ -245,6 +246,7 @@ class ThreadedEnginePerDevice(ThreadedEngine):
 
     def __init__(self, nthreads: int | None = None) -> None:
         Engine.__init__(self)
+        self.run_ahead = _env_int("MXNB_ENGINE_RUN_AHEAD", type(self).run_ahead)
         self._pools_lock = threading.Lock()
         self._pools = {}
         self._nthreads = nthreads or default_cpu_workers()

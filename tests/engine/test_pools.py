@@ -144,19 +144,18 @@ def test_a_push_beyond_run_ahead_hands_the_gil_over_and_never_blocks(kind, monke
         engine.shutdown()
 
 
-def test_run_ahead_comes_from_the_environment():
-    """``MXNB_ENGINE_RUN_AHEAD`` is read when the threaded engines are imported; naive never yields."""
+@pytest.mark.parametrize("kind", ["threaded", "threaded_per_device"])
+def test_run_ahead_comes_from_the_environment_when_the_engine_is_made(kind, monkeypatch):
+    """``MXNB_ENGINE_RUN_AHEAD`` is read by each new threaded engine; naive never yields."""
     import math
-    import os
-    import subprocess
-    import sys
 
-    code = (
-        "import mxnb as mx; from mxnb.engine.threaded import ThreadedEngine; "
-        "print(ThreadedEngine.run_ahead, mx.engine.create('naive').run_ahead)"
-    )
-    env = {**os.environ, "MXNB_ENGINE_RUN_AHEAD": "7"}
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
-    )
-    assert out.stdout.split() == ["7", str(math.inf)], out.stderr
+    monkeypatch.setenv("MXNB_ENGINE_RUN_AHEAD", "7")
+    engine, naive = mx.engine.create(kind), mx.engine.create("naive")
+    monkeypatch.setenv("MXNB_ENGINE_RUN_AHEAD", "not a number")
+    fallback = mx.engine.create(kind)
+    try:
+        assert engine.run_ahead == 7 and naive.run_ahead == math.inf
+        assert fallback.run_ahead == 128  # a bad value is logged, the default kept
+    finally:
+        for eng in (engine, naive, fallback):
+            eng.shutdown()
