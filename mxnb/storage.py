@@ -27,7 +27,9 @@ State kept (per manager):
 
 Every allocation and free emits :class:`~mxnb.engine.trace.StorageAlloc` /
 :class:`~mxnb.engine.trace.StorageFree` when a trace is recording (one flag
-check otherwise), so the memory view can draw bytes in use over time.
+check otherwise), so the memory view can draw bytes in use over time: coded
+records in the trace's log, like the engine's, built into events when the
+trace is read.
 
 Example::
 
@@ -56,6 +58,8 @@ from .engine import trace as _trace_api  # noqa: F401 - loads the package
 
 # ``mxnb.engine.trace`` is also a function of the engine package; take the module itself.
 trace = importlib.import_module("mxnb.engine.trace")
+# Storage events are coded records in the trace's log, like the engine's (built lazily).
+RAW_ALLOC, RAW_FREE, _extend, _now = trace.RAW_ALLOC, trace.RAW_FREE, trace.extend_raw, trace.now
 
 __all__ = [
     "Handle",
@@ -245,9 +249,7 @@ class StorageManager:
             buffer = self._fresh_buffer(nbytes, capacity)  # outside the lock: it may be slow
         handle = _new_handle(self.ctx, nbytes, capacity, buffer, hit, self)
         if trace.enabled:
-            trace.emit(
-                trace.StorageAlloc(trace.now(), self._ctx_label, handle.handle_id, capacity, hit)
-            )
+            _extend((RAW_ALLOC, _now(), self._ctx_label, handle.handle_id, capacity, hit))
         return handle
 
     def free(self, handle: Handle) -> None:
@@ -275,9 +277,7 @@ class StorageManager:
             lock.release()
         handle.buffer = None
         if trace.enabled:
-            trace.emit(
-                trace.StorageFree(trace.now(), self._ctx_label, handle.handle_id, capacity, pooled)
-            )
+            _extend((RAW_FREE, _now(), self._ctx_label, handle.handle_id, capacity, pooled))
 
     def reissue(self, handle: Handle) -> Handle:
         """Lend ``handle``'s block again at once: its free and a pool hit, in one step.
@@ -305,12 +305,9 @@ class StorageManager:
         handle.buffer = None
         new = _new_handle(self.ctx, handle.nbytes, capacity, buffer, True, self)
         if trace.enabled:
-            trace.emit(
-                trace.StorageFree(trace.now(), self._ctx_label, handle.handle_id, capacity, True)
-            )
-            trace.emit(
-                trace.StorageAlloc(trace.now(), self._ctx_label, new.handle_id, capacity, True)
-            )
+            t = _now()
+            _extend((RAW_FREE, t, self._ctx_label, handle.handle_id, capacity, True))
+            _extend((RAW_ALLOC, t, self._ctx_label, new.handle_id, capacity, True))
         return new
 
     def release_all(self) -> int:

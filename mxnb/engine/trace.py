@@ -254,6 +254,8 @@ _make_var_new = _fast_constructor(VarNew)
 _make_var_delete = _fast_constructor(VarDelete)
 _make_var_name = _fast_constructor(VarName)
 _make_dependency = _fast_constructor(Dependency)
+_make_alloc = _fast_constructor(StorageAlloc)
+_make_free = _fast_constructor(StorageFree)
 
 _thread_names: dict[int, str] = {}  # thread ident -> name, for one build
 
@@ -294,6 +296,11 @@ def _thread_name(ident: int) -> str:
 #       RAW_DONE of an op that made one op ready, which the same worker thread
 #       starts at once (a link of a chain): one record and clock read for two;
 #       run_ctx: that worker's RunContext (long-lived: one per worker and context)
+#   RAW_ALLOC, t, ctx_label, handle_id, nbytes, pool_hit     a StorageAlloc
+#   RAW_FREE, t, ctx_label, handle_id, nbytes, to_pool       a StorageFree
+#       written by the storage managers (mxnb/storage.py), one per block an
+#       array takes or gives back: a frozen dataclass built there cost more
+#       than the engine's records of the op that used the block
 #
 # Dependency edges are not computed at push: the engine appends push and end
 # records under its lock, so the log is in the engine's own order, and each
@@ -309,9 +316,11 @@ def _thread_name(ident: int) -> str:
     RAW_PUSH_START,
     RAW_DONE,
     RAW_DONE_START,
-) = range(8)
+    RAW_ALLOC,
+    RAW_FREE,
+) = range(10)
 #: Items per record, code included, by code.
-_RECORD_SIZE = (4, 10, 5, 7, 4, 10, 4, 5)
+_RECORD_SIZE = (4, 10, 5, 7, 4, 10, 4, 5, 6, 6)
 _LONGEST_RECORD = max(_RECORD_SIZE)
 
 # ids of the vars the engine has named in the log since the first recorder
@@ -491,6 +500,10 @@ class Trace:
                     add(make_ready(t, op_id))
                 if code == RAW_PUSH_START:
                     add(_make_start(t, op_id, last, _thread_names[ident]))
+            elif code == RAW_ALLOC:
+                add(_make_alloc(*fields))
+            elif code == RAW_FREE:
+                add(_make_free(*fields))
             else:  # RAW_VAR_NAME or RAW_VAR_NEW
                 t, var_id, name = fields
                 if code == RAW_VAR_NEW:
