@@ -432,9 +432,10 @@ def _normalise(
 def _record_push(opr: Opr, last: Any, code: int) -> None:
     """Tracing: log ``opr``'s push (call under the engine lock: the log is in push order).
 
-    ``code`` is ``RAW_PUSH`` (``last``: the vars the op waits for, 0 if ready) or ``RAW_PUSH_START``
-    (``last``: the worker that runs it at once in this thread).  A var the log
-    has not named since a recorder attached is named first (``RAW_VAR_NAME``).
+    ``code`` is ``RAW_PUSH`` (``last``: how many vars the op waits for, 0 if
+    ready) or ``RAW_PUSH_START`` (``last``: the worker that runs it at once in
+    this thread).  A var the log has not named since a recorder attached is
+    named first (``RAW_VAR_NAME``).
     """
     const = opr.const_vars
     touched = const + opr.mutate_vars if const else opr.mutate_vars
@@ -1007,7 +1008,7 @@ class Engine(Waiting):
         opr: Opr,
         exc: BaseException | None,
         inherited: _ErrorRef | None = None,
-        worker: RunContext | None = None,
+        chain: RunContext | None = None,
     ) -> list[Opr]:
         """Release ``opr``'s vars (MXNet: ``CompleteReadDependency`` / ``CompleteWriteDependency``).
 
@@ -1015,7 +1016,7 @@ class Engine(Waiting):
         finalizer (an NDArray's ``__del__``) would push a delete and deadlock on
         the lock.  So the op's function and replaced errors are dropped after it.
 
-        ``worker``: the RunContext the op ran with, when its thread goes on to
+        ``chain``: the RunContext the op ran with, when its thread goes on to
         run a successor in the op's own pool itself (a pool worker's chain,
         see ``ThreadedEngine._run_chain``).  While tracing, the end record of
         an op that makes exactly one successor ready, in its own context (so
@@ -1078,13 +1079,13 @@ class Engine(Waiting):
                     if len(ready) == 1:
                         successor = ready[0]
                         if (
-                            worker is not None
+                            chain is not None
                             and successor.ctx is opr.ctx  # so the same pool runs it
                             and successor.copy is opr.copy
                             and not self._errors  # nothing can make _run skip it
                         ):
                             successor.state = RUNNING  # _run: its start is recorded
-                            _extend((RAW_DONE_START, _now(), opr.id, successor.id, worker))
+                            _extend((RAW_DONE_START, _now(), opr.id, successor.id, chain))
                         else:
                             _extend((RAW_DONE, _now(), opr.id, successor.id))
                     else:

@@ -76,9 +76,9 @@ class StepEngine(Engine):
         opr: Opr,
         exc: BaseException | None,
         inherited: _base._ErrorRef | None = None,
-        worker: RunContext | None = None,
+        chain: RunContext | None = None,
     ) -> list[Opr]:
-        ready = super()._complete(opr, exc, inherited, worker)
+        ready = super()._complete(opr, exc, inherited, chain)
         with self._lock:
             self._live.pop(opr.id, None)
         return ready

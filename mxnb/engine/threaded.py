@@ -24,8 +24,8 @@ Pools:
 Run-ahead bound: a pushing thread keeps the GIL for a whole switch interval
 and may run hundreds of ops ahead of the workers.  A push that leaves more
 than ``run_ahead`` ops pending (``MXNB_ENGINE_RUN_AHEAD``, read when the
-engine is created, like the worker counts; default 128) releases the GIL once so the workers catch up; it never waits
-for them.  Ops that die young stay out of the cycle collector's older
+engine is created, like the worker counts; default 128) releases the GIL
+once so the workers catch up; it never waits for them.  Ops that die young stay out of the cycle collector's older
 generations, which was a quarter of the cost of a small NDArray op.
 
 Waiting inside an op: a worker that calls ``wait_for_var`` / ``wait_for_all``
@@ -151,6 +151,10 @@ class ThreadedEngine(Engine):
         self._pools_lock = threading.Lock()
         self._pools: dict[str, _WorkerPool] = {}
         self._nthreads = nthreads or default_cpu_workers()
+        self._make_pools()
+
+    def _make_pools(self) -> None:
+        """Start the pools that exist from the beginning: here, the one shared pool."""
         self._shared = self._make_pool("cpu", self._nthreads)
 
     def _make_pool(self, label: str, nthreads: int, streams: Any = None) -> _WorkerPool:
@@ -244,15 +248,11 @@ class ThreadedEnginePerDevice(ThreadedEngine):
 
     kind = "threaded_per_device"
 
-    def __init__(self, nthreads: int | None = None) -> None:
-        Engine.__init__(self)
-        self.run_ahead = _env_int("MXNB_ENGINE_RUN_AHEAD", type(self).run_ahead)
-        self._pools_lock = threading.Lock()
-        self._pools = {}
-        self._nthreads = nthreads or default_cpu_workers()
-        self._cpu = self._make_pool("cpu(0)", self._nthreads)
+    def _make_pools(self) -> None:
+        """Start the CPU pool; the copy pool and GPU pools start when first used."""
         self._copy: _WorkerPool | None = None
         self._gpus: dict[int, _WorkerPool] = {}
+        self._cpu = self._make_pool("cpu(0)", self._nthreads)
 
     def _pool_for(self, opr: Opr) -> _WorkerPool:
         if opr.copy:

@@ -274,9 +274,9 @@ def _thread_name(ident: int) -> str:
 # once and the log only grows by the field references (list.extend of a
 # tuple runs without releasing the GIL, so records of different threads
 # never interleave).  Fields are numbers, strings and long-lived objects
-# (contexts, workers' RunContexts), never the engine's ops or vars: nothing a record holds is
-# allocated for it except its time, and nothing in the log is left for the
-# garbage collector to walk (holding the op objects once cost more than all
+# (contexts, workers' RunContexts), never the engine's ops or vars: nothing
+# a record holds is allocated for it except its time, and nothing in the log
+# is left for the garbage collector to walk (holding the op objects once cost more than all
 # the rest of tracing together; a tuple per record, half of it).
 #
 #   RAW_VAR_NEW, t, var_id, name
@@ -425,14 +425,14 @@ class Trace:
             fields = items[i + 1 : end]
             i = end
             if code == RAW_DONE or code == RAW_END or code == RAW_DONE_START:
-                if code == RAW_DONE:
-                    t, op_id, ready = fields
-                    error, skipped, deleted = None, False, None
-                elif code == RAW_DONE_START:
-                    t, op_id, ready, rctx = fields
-                    error, skipped, deleted = None, False, None
-                else:
+                if code == RAW_END:
                     t, op_id, error, skipped, deleted, ready = fields
+                else:  # succeeded, deleted nothing
+                    error, skipped, deleted = None, False, None
+                    if code == RAW_DONE:
+                        t, op_id, ready = fields
+                    else:
+                        t, op_id, ready, rctx = fields
                 for var_id in unfinished.pop(op_id, ()):
                     if last_write.get(var_id) == op_id:
                         del last_write[var_id]

@@ -83,8 +83,9 @@ class _Chunk:
            would cost about as much as the op that made the temporary.
            Never on the step engine, never while a trace records.
         2. Busy, on a threaded engine: the block and its var are parked for
-           the next op output of its size (:func:`_park`); when enough of its size are
-           parked, a small block is deleted in a batch (:func:`_batch_delete`).
+           the next op output of its size (:func:`_park`); when enough of its
+           size are parked, a small block is deleted in a batch
+           (:func:`_batch_delete`).
         3. Otherwise ``push_delete(var, ctx, fn=free)``.
 
         ``__del__`` runs wherever the last reference dies: on a worker thread,
