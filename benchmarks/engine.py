@@ -25,10 +25,12 @@ import contextlib
 import gc
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -178,24 +180,36 @@ def peer_seconds(peer: ExecutorPeer, n: int) -> float:
 ALL_CORES = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
 
 
-def tracing_rounds(
-    name: str, n: int, peer: ExecutorPeer, rounds: int = 9
-) -> tuple[float, float, float, int, float]:
-    """CPU seconds per op (all threads) of a chain, untraced and traced, alternating: best of each.
+class TracingRounds(NamedTuple):
+    """One engine's tracing figures, per op: medians over paired rounds (see tracing_rounds)."""
 
-    Returns (plain, traced, building the events, events, the peer's seconds
-    per task).  Building (lazily, when the trace is first read) is timed
-    apart, with the garbage collection its events cost: it happens off the
-    hot path.  The peer is timed in every round too, so the ratio compares
-    figures taken in the same minutes (this machine's speed drifts by half
-    within a run).
+    plain: float  # CPU seconds per op, untraced
+    traced: float  # CPU seconds per op, traced
+    adds: float  # median of the rounds' (traced - plain)
+    adds_vs_tpe: float  # median of the rounds' (traced - plain) / peer
+    tpe: float  # the peer's wall seconds per task
+    build: float  # CPU seconds per op to build the events afterwards
+    events: int
+
+
+def tracing_rounds(name: str, n: int, peer: ExecutorPeer, rounds: int = 9) -> TracingRounds:
+    """Time a chain untraced, then traced, then the peer, ``rounds`` times; medians of the pairs.
+
+    Each round's three figures are taken within a second, so they share the
+    machine's speed of the moment; the next round's may be half again slower
+    (a shared VM).  Tracing's cost is therefore taken round by round, as the
+    difference of a round's pair (and as that difference over the round's
+    peer), and the median of the rounds is reported.  The best of each
+    series, taken apart, can pair a fast moment of one with a slow moment of
+    the other.  Building the events (lazily, when the trace is first read)
+    is timed apart, with the garbage collection its events cost: it happens
+    off the hot path.
     """
     engine = mx.engine.create(name)
     plain, traced, build, tpe = [], [], [], []
     try:
         engine_workload(engine, "chain", 2000)
         for _ in range(rounds):
-            tpe.append(peer_seconds(peer, n))
             start = time.process_time()
             engine_workload(engine, "chain", n)
             plain.append(time.process_time() - start)
@@ -203,6 +217,7 @@ def tracing_rounds(
             start = time.process_time()
             engine_workload(engine, "chain", n)
             traced.append(time.process_time() - start)
+            tpe.append(peer_seconds(peer, n))
             start = time.process_time()
             recorder.detach()  # builds the events
             events = len(recorder)
@@ -211,7 +226,15 @@ def tracing_rounds(
             build.append(time.process_time() - start)
     finally:
         engine.shutdown()
-    return min(plain) / n, min(traced) / n, min(build) / n, events, min(tpe) / n
+    return TracingRounds(
+        plain=statistics.median(plain) / n,
+        traced=statistics.median(traced) / n,
+        adds=statistics.median(t - p for p, t in zip(plain, traced)) / n,
+        adds_vs_tpe=statistics.median((t - p) / q for p, t, q in zip(plain, traced, tpe)),
+        tpe=statistics.median(tpe) / n,
+        build=statistics.median(build) / n,
+        events=events,
+    )
 
 
 def tracing_cost(n: int) -> None:
@@ -232,19 +255,18 @@ def tracing_cost(n: int) -> None:
         for name in ("naive", "threaded_per_device"):
             for pinned in (True, False):
                 with one_core() if pinned else contextlib.nullcontext("all cores") as where:
-                    plain, traced, build, events, tpe = tracing_rounds(name, n, peer)
-                adds = (traced - plain) * 1e6
+                    got = tracing_rounds(name, n, peer)
                 rows.append(
                     [
                         name,
                         where,
-                        f"{plain * 1e6:.2f}",
-                        f"{traced * 1e6:.2f}",
-                        f"{adds:.2f}",
-                        f"{tpe * 1e6:.2f}",
-                        f"{adds / (tpe * 1e6):.3f}x",
-                        f"{build * 1e6:.2f}",
-                        str(events),
+                        f"{got.plain * 1e6:.2f}",
+                        f"{got.traced * 1e6:.2f}",
+                        f"{got.adds * 1e6:.2f}",
+                        f"{got.tpe * 1e6:.2f}",
+                        f"{got.adds_vs_tpe:.3f}x",
+                        f"{got.build * 1e6:.2f}",
+                        str(got.events),
                     ]
                 )
     finally:
@@ -264,7 +286,7 @@ def tracing_cost(n: int) -> None:
             ],
             rows,
             title=(
-                f"Tracing cost, CPU us per op, best of 9 rounds, the peer timed in the same rounds "
+                f"Tracing cost, CPU us per op, medians of 9 rounds (each: untraced, traced, the peer) "
                 f"(target: adds <= {TRACING_TARGET_US} us/op where ThreadPoolExecutor(2) costs "
                 f"{REFERENCE_TPE_US:.0f} us/task, i.e. <= {TRACING_TARGET_US / REFERENCE_TPE_US:.3f}x "
                 "TPE; the one-core rows measure tracing's work)"
