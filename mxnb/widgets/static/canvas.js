@@ -16,11 +16,16 @@ function clickableTarget(node, root) {
 }
 
 function render({ model, el }) {
+  // The tooltip is placed in root's coordinates: root is positioned (canvas.css), so it is
+  // the tooltip's containing block whatever the page around el looks like.
+  const root = document.createElement("div");
+  root.className = "mxnb-canvas-root";
   const frame = document.createElement("div");
   frame.className = "mxnb-canvas";
   const tip = document.createElement("div");
   tip.className = "mxnb-tooltip";
-  el.append(frame, tip);
+  root.append(frame, tip);
+  el.append(root);
 
   let baseBox = null;
   let box = null;
@@ -88,8 +93,12 @@ function render({ model, el }) {
     if (text) {
       tip.textContent = text;
       tip.style.display = "block";
-      tip.style.left = `${event.offsetX + 14}px`;
-      tip.style.top = `${event.offsetY + 14}px`;
+      // From clientX/Y against root: offsetX/Y count from the <svg> (Chromium), but the
+      // tooltip was positioned against el's nearest positioned ancestor, so it showed up
+      // away from the pointer by the svg's offset in that ancestor.
+      const origin = root.getBoundingClientRect();
+      tip.style.left = `${event.clientX - origin.left + 14}px`;
+      tip.style.top = `${event.clientY - origin.top + 14}px`;
     } else {
       tip.style.display = "none";
     }
@@ -104,7 +113,8 @@ function render({ model, el }) {
     "wheel",
     (event) => {
       const svg = svgElement();
-      if (!svg || !box) return;
+      // deltaY 0 is a sideways scroll (trackpad swipe): not a zoom, and it used to zoom in.
+      if (!svg || !box || event.deltaY === 0) return;
       event.preventDefault();
       const rect = svg.getBoundingClientRect();
       const fx = (event.clientX - rect.left) / rect.width;
