@@ -3,10 +3,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
+JS_TEST := tests/widgets/js
+JS_STAMP := $(JS_TEST)/node_modules/.installed
 
-.PHONY: lab test test-fast bench setup dot clean
+.PHONY: lab test test-fast bench setup dot node chromium clean
 
-setup: $(STAMP) dot
+setup: $(STAMP) dot node chromium $(JS_STAMP)
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -20,6 +22,29 @@ dot:
 	  echo "installing graphviz (dot) with apt-get"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz; }
+
+# The canvas widget's ES module is tested in headless Chromium (tests/widgets/js/): node and
+# npm run that test, Debian's chromium is the browser; apt installs them when missing.
+node:
+	@{ command -v node && command -v npm; } >/dev/null 2>&1 || { \
+	  echo "installing node and npm with apt-get"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing chromium with apt-get"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+
+# playwright-core, as pinned in package-lock.json; installed again when the lock file changes.
+$(JS_STAMP): $(JS_TEST)/package-lock.json | node
+	@echo "installing playwright-core with npm ci in $(JS_TEST)"
+	@cd $(JS_TEST) && npm ci --no-audit --no-fund --loglevel=error >/dev/null
+	@touch $@
 
 lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
@@ -40,4 +65,4 @@ bench: setup
 	for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info $(JS_TEST)/node_modules

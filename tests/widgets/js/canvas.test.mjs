@@ -1,0 +1,521 @@
+// canvas.js (the SvgCanvas front end) in real headless Chromium, driven by real mouse events.
+//
+//   node --test-reporter=tap canvas.test.mjs FIXTURES.json
+//
+// FIXTURES.json is written by tests/widgets/test_canvas_js.py: SVG the Python views really
+// emit (graphviz DAG, the op/var DAG, the matplotlib timeline) and the ids drawn in them.
+// A small HTTP server on 127.0.0.1 serves harness.html and mxnb/widgets/static/; the page
+// mounts the widget on a fake anywidget model and the tests assert on the DOM and the model.
+// Needs Debian's chromium (/usr/bin/chromium, or CHROMIUM) and `npm ci` here: `make setup`.
+// playwright-core is pinned at 1.61.1, the last release that still runs on node 18, which is
+// what `make setup` installs from Debian 12 when node is missing. playwright.launch() starts
+// Chromium with a fresh temporary profile (user-data-dir) each run.
+
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import http from "node:http";
+import path from "node:path";
+import { after, before, beforeEach, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const STATIC = path.resolve(HERE, "../../../mxnb/widgets/static");
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const ZOOM = 1.15; // canvas.js: one wheel step scales the viewBox by this
+const TIP_OFFSET = 14; // canvas.js: the tooltip sits this many px right of and below the pointer
+
+if (!process.argv[2]) throw new Error("usage: node canvas.test.mjs FIXTURES.json");
+const fixtures = JSON.parse(await readFile(process.argv[2], "utf8"));
+
+let chromium;
+try {
+  ({ chromium } = await import("playwright-core"));
+} catch (error) {
+  throw new Error(`playwright-core is not installed in ${HERE}: run \`make setup\` (${error.message})`);
+}
+
+const TYPES = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css" };
+
+function serve() {
+  const server = http.createServer(async (request, response) => {
+    const url = new URL(request.url, "http://127.0.0.1");
+    const file = url.pathname.startsWith("/static/")
+      ? path.join(STATIC, path.basename(url.pathname))
+      : path.join(HERE, "harness.html");
+    try {
+      const body = await readFile(file);
+      response.writeHead(200, { "content-type": TYPES[path.extname(file)] || "text/plain" });
+      response.end(body);
+    } catch {
+      response.writeHead(404);
+      response.end();
+    }
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
+let server;
+let browser;
+let page;
+
+async function mount(traits) {
+  assert.equal(await page.evaluate((t) => window.mount(t), traits), "function");
+}
+
+const model = {
+  state: () => page.evaluate(() => ({ ...window.canvas.model.state })),
+  calls: () => page.evaluate(() => window.canvas.model.calls),
+  remote: (name, value) => page.evaluate(([n, v]) => window.canvas.model.remote(n, v), [name, value]),
+  listenerCount: (event) =>
+    page.evaluate((e) => (window.canvas.model.listeners.get(e) || []).length, event),
+};
+
+/** The widget's viewBox as numbers [x, y, width, height] (null when it has none). */
+async function viewBox() {
+  return page.evaluate(() => {
+    const box = document.querySelector(".mxnb-canvas svg").getAttribute("viewBox");
+    return box === null ? null : box.split(/[\s,]+/).map(Number);
+  });
+}
+
+/** The drawn SVG's box on the page. */
+async function svgRect() {
+  return page.evaluate(() => {
+    const r = document.querySelector(".mxnb-canvas svg").getBoundingClientRect();
+    return { left: r.left, top: r.top, width: r.width, height: r.height };
+  });
+}
+
+/**
+ * A whole-pixel point where the first element matching `selector` inside the canvas is what
+ * the pointer hits (the topmost element there), nearest its centre. A shape's box on the page
+ * is larger than its fill (Chromium adds room for the stroke), so its centre may miss it.
+ */
+async function pointOn(selector) {
+  const point = await page.evaluate((sel) => {
+    const element = document.querySelector(`.mxnb-canvas ${sel}`);
+    if (!element) return null;
+    const r = element.getBoundingClientRect();
+    const points = [];
+    for (let x = Math.ceil(r.left); x <= r.right; x += 1) {
+      for (let y = Math.ceil(r.top); y <= r.bottom; y += 1) points.push([x, y]);
+    }
+    const cx = r.left + r.width / 2;
+    const cy = r.top + r.height / 2;
+    points.sort((a, b) => Math.hypot(a[0] - cx, a[1] - cy) - Math.hypot(b[0] - cx, b[1] - cy));
+    const hit = points.find(([x, y]) => element.contains(document.elementFromPoint(x, y)));
+    return hit ? { x: hit[0], y: hit[1] } : null;
+  }, selector);
+  assert.ok(point, `${selector} is drawn and can be pointed at`);
+  return point;
+}
+
+/** A point on the SVG's background: just inside its top-left corner. */
+async function background() {
+  const rect = await svgRect();
+  return { x: Math.ceil(rect.left) + 3, y: Math.ceil(rect.top) + 3 };
+}
+
+async function lastTarget(type) {
+  const targets = await page.evaluate(() => window.targets);
+  return targets.filter((t) => t.type === type).at(-1);
+}
+
+async function tooltip() {
+  return page.evaluate(() => {
+    const tip = document.querySelector(".mxnb-tooltip");
+    const r = tip.getBoundingClientRect();
+    return { display: getComputedStyle(tip).display, text: tip.textContent, left: r.left, top: r.top };
+  });
+}
+
+async function selectedIds() {
+  return page.evaluate(() =>
+    [...document.querySelectorAll(".mxnb-canvas .mxnb-selected")].map((n) => n.id),
+  );
+}
+
+/** |actual - expected| <= tolerance (absolute; viewBox numbers are a few hundred units). */
+function assertClose(actual, expected, message, tolerance = 1e-6) {
+  assert.ok(Math.abs(actual - expected) <= tolerance, `${message}: ${actual} != ${expected}`);
+}
+
+function assertBoxClose(actual, expected, message, tolerance = 1e-6) {
+  assert.equal(actual.length, 4, message);
+  actual.forEach((value, i) => assertClose(value, expected[i], `${message} [${i}]`, tolerance));
+}
+
+/** The viewBox the SVG text carries, parsed by the browser (not by the widget). */
+async function viewBoxOf(svgText) {
+  return page.evaluate((text) => {
+    const svg = new DOMParser().parseFromString(text, "image/svg+xml").documentElement;
+    return svg.getAttribute("viewBox").split(/[\s,]+/).map(Number);
+  }, svgText);
+}
+
+before(async () => {
+  server = await serve();
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    timeout: 60_000,
+  });
+  page = await browser.newPage({ viewport: { width: 800, height: 700 } });
+  page.setDefaultTimeout(10_000);
+  page.on("pageerror", (error) => console.error(`page error: ${error.message}`));
+  await page.goto(`http://127.0.0.1:${server.address().port}/`);
+  await page.waitForFunction(() => window.harnessReady === true);
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+describe("drawing", () => {
+  it("inserts the SVG, drops its width/height and keeps its viewBox", async () => {
+    await mount({ svg: fixtures.dag });
+    const drawn = await page.evaluate(() => {
+      const svgs = document.querySelectorAll("#host .mxnb-canvas svg");
+      const svg = svgs[0];
+      return {
+        count: svgs.length,
+        width: svg.getAttribute("width"),
+        height: svg.getAttribute("height"),
+        renderedWidth: svg.getBoundingClientRect().width,
+        frameWidth: document.querySelector(".mxnb-canvas").clientWidth,
+        tooltips: document.querySelectorAll("#host .mxnb-tooltip").length,
+      };
+    });
+    assert.equal(drawn.count, 1);
+    assert.equal(drawn.width, null);
+    assert.equal(drawn.height, null);
+    assert.equal(drawn.tooltips, 1);
+    assertClose(drawn.renderedWidth, drawn.frameWidth, "the SVG fills the frame's width", 0.5);
+    assert.deepEqual(await viewBox(), await viewBoxOf(fixtures.dag));
+    for (const id of fixtures.op_ids) {
+      assert.equal(await page.locator(`.mxnb-canvas [id="${id}"]`).count(), 1, `${id} drawn once`);
+    }
+  });
+
+  it("sets the viewBox from width/height in px when the SVG has none", async () => {
+    await mount({
+      svg: '<svg xmlns="http://www.w3.org/2000/svg" width="300" height="150"><rect id="op7" width="50" height="20"/></svg>',
+    });
+    assert.deepEqual(await viewBox(), [0, 0, 300, 150]);
+    const attributes = await page.evaluate(() => {
+      const svg = document.querySelector(".mxnb-canvas svg");
+      return [svg.getAttribute("width"), svg.getAttribute("height")];
+    });
+    assert.deepEqual(attributes, [null, null]);
+  });
+
+  it("sets the viewBox from width/height in pt (graphviz's unit) converted to px", async () => {
+    const noViewBox = fixtures.dag.replace(/\s+viewBox="[^"]*"/, "");
+    assert.notEqual(noViewBox, fixtures.dag);
+    const points = (name) => Number(new RegExp(`<svg[^>]*\\s${name}="([\\d.]+)pt"`).exec(fixtures.dag)[1]);
+    await mount({ svg: noViewBox });
+    // SVG lengths are single precision in the browser: equal to about 1e-5
+    const expected = [0, 0, (points("width") * 96) / 72, (points("height") * 96) / 72];
+    assertBoxClose(await viewBox(), expected, "viewBox", 1e-3);
+  });
+
+  it("draws nothing and fails nowhere when svg is empty", async () => {
+    await mount({ svg: "" });
+    const frame = await page.evaluate(() => document.querySelector(".mxnb-canvas").innerHTML);
+    assert.equal(frame, "");
+  });
+});
+
+describe("clicks", () => {
+  beforeEach(async () => {
+    await mount({ svg: fixtures.dag, clicks: 3 });
+  });
+
+  it("a click on an op node's label text selects the op, counts the click, saves once", async () => {
+    const op = fixtures.op_ids[1];
+    const point = await pointOn(`[id="${op}"] text`);
+    await page.mouse.click(point.x, point.y);
+    const target = await lastTarget("click");
+    assert.equal(target.tag, "text", "the click landed on the <text> inside the node");
+    const state = await model.state();
+    assert.equal(state.selected, op);
+    assert.equal(state.clicks, 4);
+    const calls = (await model.calls()).filter((c) => c[0] !== "on");
+    assert.deepEqual(calls, [["set", "selected", op], ["set", "clicks", 4], ["save_changes"]]);
+  });
+
+  it("a click on an op node's box (the path inside <a> inside the node) selects it", async () => {
+    const op = fixtures.op_ids[0];
+    const point = await pointOn(`[id="${op}"] path`);
+    await page.mouse.click(point.x, point.y);
+    assert.equal((await lastTarget("click")).tag, "path");
+    const state = await model.state();
+    assert.equal(state.selected, op);
+    assert.equal(state.clicks, 4);
+  });
+
+  it("every click counts, also a second one on the same node", async () => {
+    const op = fixtures.op_ids[1];
+    const point = await pointOn(`[id="${op}"] text`);
+    await page.mouse.click(point.x, point.y);
+    const corner = await background();
+    await page.mouse.click(corner.x, corner.y); // the background, between the two clicks
+    await page.mouse.click(point.x, point.y);
+    const state = await model.state();
+    assert.equal(state.selected, op);
+    assert.equal(state.clicks, 5);
+    assert.equal((await model.calls()).filter((c) => c[0] === "save_changes").length, 2);
+  });
+
+  it("a click on an edge label or the background changes nothing", async () => {
+    const label = await pointOn(".edge text");
+    await page.mouse.click(label.x, label.y);
+    const target = await lastTarget("click");
+    assert.equal(target.tag, "text");
+    assert.match(target.parentId, /^edge\d+$/);
+    const corner = await background();
+    await page.mouse.click(corner.x, corner.y);
+    assert.equal((await lastTarget("click")).tag, "polygon");
+    const state = await model.state();
+    assert.equal(state.selected, "");
+    assert.equal(state.clicks, 3);
+    assert.deepEqual((await model.calls()).filter((c) => c[0] !== "on"), []);
+  });
+
+  it("a click on a var node's ellipse selects the var node", async () => {
+    await mount({ svg: fixtures.vars });
+    const id = fixtures.var_ids[0];
+    const point = await pointOn(`[id="${id}"] ellipse`);
+    await page.mouse.click(point.x, point.y);
+    assert.equal((await lastTarget("click")).tag, "ellipse");
+    assert.equal((await model.state()).selected, id);
+  });
+
+  it("a click on a timeline bar (matplotlib gid) selects its op", async () => {
+    await mount({ svg: fixtures.timeline });
+    const op = fixtures.op_ids[1];
+    const point = await pointOn(`[id="${op}"] path`);
+    await page.mouse.click(point.x, point.y);
+    assert.equal((await model.state()).selected, op);
+  });
+
+  it("only ids op<N>, entry-<name> and var<N>_<k> are clickable", async () => {
+    const ids = ["op7", "entry-fc1_output", "var3_1", "op", "opx1", "op7a", "var3", "entry-", "graph0"];
+    const clickable = new Set(["op7", "entry-fc1_output", "var3_1"]);
+    const rects = ids.map((id, i) => `<rect id="${id}" x="${i * 40}" y="0" width="30" height="30"/>`);
+    await mount({
+      svg: `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 360 30">${rects.join("")}</svg>`,
+    });
+    let clicks = 0;
+    for (const id of ids) {
+      const point = await pointOn(`[id="${id}"]`);
+      await page.mouse.click(point.x, point.y);
+      const state = await model.state();
+      if (clickable.has(id)) clicks += 1;
+      assert.equal(state.clicks, clicks, `clicks after ${id}`);
+      assert.equal(state.selected === id, clickable.has(id), `selected after ${id}`);
+    }
+  });
+});
+
+describe("selection mark", () => {
+  it("marks the selected element when drawn, and moves the mark when selected changes", async () => {
+    const [first, second] = fixtures.op_ids;
+    await mount({ svg: fixtures.dag, selected: first });
+    assert.deepEqual(await selectedIds(), [first]);
+    await model.remote("selected", second);
+    assert.deepEqual(await selectedIds(), [second]);
+    // canvas.css draws the mark: the node's outline turns red and thick
+    const stroke = await page.evaluate((id) => {
+      const style = getComputedStyle(document.querySelector(`.mxnb-canvas [id="${id}"] path`));
+      return [style.stroke, style.strokeWidth];
+    }, second);
+    assert.deepEqual(stroke, ["rgb(214, 39, 40)", "3px"]);
+    await model.remote("selected", "");
+    assert.deepEqual(await selectedIds(), []);
+    await model.remote("selected", "op999999");
+    assert.deepEqual(await selectedIds(), [], "an id not drawn marks nothing");
+  });
+
+  it("a click marks the clicked node (the model's change:selected)", async () => {
+    await mount({ svg: fixtures.dag, selected: fixtures.op_ids[0] });
+    const op = fixtures.op_ids[2];
+    const point = await pointOn(`[id="${op}"] text`);
+    await page.mouse.click(point.x, point.y);
+    assert.deepEqual(await selectedIds(), [op]);
+  });
+});
+
+describe("tooltips", () => {
+  it("shows the tooltips text next to the pointer, else the node's <title>, else nothing", async () => {
+    const [withTip, withoutTip] = fixtures.op_ids;
+    const tips = { [withTip]: "#12 fc1\nworker cpu(0)/1" };
+    await mount({ svg: fixtures.dag, tooltips: tips });
+    assert.equal((await tooltip()).display, "none");
+
+    const point = await pointOn(`[id="${withTip}"] text`);
+    await page.mouse.move(point.x, point.y);
+    let tip = await tooltip();
+    assert.equal(tip.display, "block");
+    assert.equal(tip.text, tips[withTip]);
+    assertClose(tip.left, point.x + TIP_OFFSET, "tooltip left (page px)", 1.5);
+    assertClose(tip.top, point.y + TIP_OFFSET, "tooltip top (page px)", 1.5);
+
+    const other = await pointOn(`[id="${withoutTip}"] text`);
+    await page.mouse.move(other.x, other.y);
+    tip = await tooltip();
+    assert.equal(tip.display, "block");
+    const title = await page.evaluate(
+      (id) => document.querySelector(`.mxnb-canvas [id="${id}"] > title`).textContent,
+      withoutTip,
+    );
+    assert.equal(tip.text, title);
+
+    const corner = await background();
+    await page.mouse.move(corner.x, corner.y);
+    assert.equal((await tooltip()).display, "none");
+
+    await page.mouse.move(point.x, point.y);
+    assert.equal((await tooltip()).display, "block");
+    await page.mouse.move(790, 690); // off the widget: mouseleave
+    assert.equal((await tooltip()).display, "none");
+  });
+});
+
+describe("zoom and pan", () => {
+  beforeEach(async () => {
+    await mount({ svg: fixtures.dag });
+    await page.mouse.move(1, 1);
+  });
+
+  /** One wheel notch at `point`; resolves when the widget has handled it. */
+  async function wheel(point, deltaX, deltaY) {
+    await page.evaluate(() => {
+      window.lastWheelCancelled = undefined;
+    });
+    await page.mouse.move(point.x, point.y);
+    await page.mouse.wheel(deltaX, deltaY);
+    await page.waitForFunction(() => window.lastWheelCancelled !== undefined);
+  }
+
+  /** The SVG user-space point under page point `p`, for a viewBox `box`. */
+  function userPoint(p, box, rect) {
+    return [box[0] + ((p.x - rect.left) / rect.width) * box[2], box[1] + ((p.y - rect.top) / rect.height) * box[3]];
+  }
+
+  it("wheel up zooms in around the pointer, wheel down zooms back out, without scrolling", async () => {
+    const base = await viewBox();
+    const rect = await svgRect();
+    const point = await pointOn(`[id="${fixtures.op_ids[1]}"] text`);
+
+    await wheel(point, 0, -100);
+    assert.equal(await page.evaluate(() => window.lastWheelCancelled), true, "the page does not scroll");
+    const zoomed = await viewBox();
+    assertClose(zoomed[2], base[2] / ZOOM, "width");
+    assertClose(zoomed[3], base[3] / ZOOM, "height");
+    const before = userPoint(point, base, rect);
+    const after = userPoint(point, zoomed, await svgRect());
+    assertClose(after[0], before[0], "the point under the pointer stays (x)", 1e-4);
+    assertClose(after[1], before[1], "the point under the pointer stays (y)", 1e-4);
+
+    await wheel(point, 0, 100);
+    assertBoxClose(await viewBox(), base, "zoomed back out");
+    assert.equal(await page.evaluate(() => window.scrollY), 0);
+  });
+
+  it("a horizontal wheel (deltaY 0) does not zoom", async () => {
+    const base = await viewBox();
+    await wheel(await pointOn(`[id="${fixtures.op_ids[1]}"] text`), 80, 0);
+    assert.deepEqual(await viewBox(), base);
+  });
+
+  it("double-click restores the original viewBox", async () => {
+    const base = await viewBox();
+    const point = await pointOn(`[id="${fixtures.op_ids[0]}"] text`);
+    await wheel(point, 0, -100);
+    await wheel(point, 0, -100);
+    assert.notDeepEqual(await viewBox(), base);
+    const corner = await background();
+    await page.mouse.dblclick(corner.x, corner.y);
+    assert.deepEqual(await viewBox(), base);
+  });
+
+  it("dragging the background pans the view by the pointer's travel", async () => {
+    const point = await pointOn(`[id="${fixtures.op_ids[1]}"] text`);
+    await wheel(point, 0, -100); // zoomed in, so there is somewhere to pan to
+    const start = await viewBox();
+    const rect = await svgRect();
+    const scale = start[2] / rect.width; // user units per page pixel
+    const from = await background();
+    await page.mouse.move(from.x, from.y);
+    await page.mouse.down();
+    await page.mouse.move(from.x + 40, from.y + 30, { steps: 4 });
+    await page.mouse.up();
+    const panned = await viewBox();
+    assertBoxClose(panned, [start[0] - 40 * scale, start[1] - 30 * scale, start[2], start[3]], "panned");
+    // the drag is over: moving on does not pan further
+    await page.mouse.move(from.x + 80, from.y + 60);
+    assert.deepEqual(await viewBox(), panned);
+    const state = await model.state();
+    assert.equal(state.clicks, 0, "a drag is not a click on a node");
+  });
+
+  it("dragging from a node does not pan", async () => {
+    const base = await viewBox();
+    const point = await pointOn(`[id="${fixtures.op_ids[1]}"] text`);
+    await page.mouse.move(point.x, point.y);
+    await page.mouse.down();
+    await page.mouse.move(point.x + 200, point.y + 150, { steps: 4 });
+    await page.mouse.up();
+    assert.deepEqual(await viewBox(), base);
+  });
+});
+
+describe("model changes", () => {
+  it("change:svg redraws: the new SVG, its own viewBox (zoom reset), the selection re-marked", async () => {
+    const op = fixtures.op_ids[1];
+    await mount({ svg: fixtures.dag, selected: op });
+    await page.mouse.move(300, 200);
+    await page.mouse.wheel(0, -100);
+    await page.waitForFunction(() => window.lastWheelCancelled !== undefined);
+
+    await model.remote("svg", fixtures.timeline);
+    const drawn = await page.evaluate(() => {
+      const svgs = document.querySelectorAll(".mxnb-canvas svg");
+      return { count: svgs.length, width: svgs[0].getAttribute("width"), graph: !!document.querySelector(".mxnb-canvas #graph0") };
+    });
+    assert.deepEqual(drawn, { count: 1, width: null, graph: false });
+    assert.deepEqual(await viewBox(), await viewBoxOf(fixtures.timeline));
+    assert.deepEqual(await selectedIds(), [op]);
+  });
+
+  it("registers change:svg and change:selected; the cleanup it returns unregisters them", async () => {
+    await mount({ svg: fixtures.dag });
+    assert.equal(await model.listenerCount("change:svg"), 1);
+    assert.equal(await model.listenerCount("change:selected"), 1);
+    await page.evaluate(() => window.canvas.cleanup());
+    assert.equal(await model.listenerCount("change:svg"), 0);
+    assert.equal(await model.listenerCount("change:selected"), 0);
+    const registered = (await model.calls()).filter((c) => c[0] === "on" || c[0] === "off");
+    assert.deepEqual(registered.filter((c) => c[0] === "on").map((c) => c[1]).sort(), ["change:selected", "change:svg"]);
+    assert.deepEqual(registered.filter((c) => c[0] === "off").map((c) => c[1]).sort(), ["change:selected", "change:svg"]);
+
+    // after cleanup the model's changes no longer reach the view
+    await model.remote("svg", fixtures.timeline);
+    await model.remote("selected", fixtures.op_ids[0]);
+    assert.deepEqual(await viewBox(), await viewBoxOf(fixtures.dag));
+    assert.deepEqual(await selectedIds(), []);
+  });
+});
