@@ -6,9 +6,12 @@ STAMP := $(VENV)/.installed
 JS_TEST := tests/widgets/js
 JS_STAMP := $(JS_TEST)/node_modules/.installed
 
-.PHONY: lab test test-fast bench setup dot node chromium clean
+.PHONY: lab test test-fast bench setup test-setup dot node chromium clean
 
-setup: $(STAMP) dot node chromium $(JS_STAMP)
+setup: $(STAMP) dot
+
+# What only the tests need on top (make lab does not install a browser).
+test-setup: setup node chromium $(JS_STAMP)
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -50,11 +53,11 @@ lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
 
 # The whole suite, notebooks and the tests marked `slow` included.
-test: setup
+test: test-setup
 	$(PY) -m pytest -q tests
 
 # Everything but the tests marked slow, for a quick loop while editing.
-test-fast: setup
+test-fast: test-setup
 	$(PY) -m pytest -q -m "not slow" tests
 
 # mxnet_reference.py is not here: it runs under real MXNet, by hand (see its docstring).
