@@ -12,7 +12,7 @@ Rule: the ES module and CSS live in ``mxnb/widgets/static/`` (package data);
 
 State kept (synced traits):
     svg        the SVG document to show
-    tooltips   element id -> hover text (falls back to the SVG ``<title>``)
+    tooltips   element id -> hover text (else a graphviz node's tooltip, else its ``<title>``)
     selected   id of the last clicked element ('' when none)
     clicks     how many clicks were reported (so re-clicking an element is seen)
 

@@ -132,7 +132,7 @@ class DependencyGraph(GraphvizView):
         state = op.state.value
         attrs = {
             "fillcolor": state_colours[state],
-            "tooltip": self._tooltip(op),
+            "tooltip": op.summary(),
             "id": f"op{op.op_id}",
         }
         if op.op_id == self.selected:
@@ -142,16 +142,6 @@ class DependencyGraph(GraphvizView):
                 "rounded,filled,dashed" if state == "skipped" else "rounded,filled,bold"
             )
         dot.node(f"op{op.op_id}", f"{op.label}\n{op.ctx} · {state}", **attrs)
-
-    def _tooltip(self, op: OpRecord) -> str:
-        parts = [f"{op.label} [{op.state.value}]"]
-        if op.worker:
-            parts.append(f"worker {op.worker}")
-        if op.duration is not None:
-            parts.append(f"{1e3 * op.duration:.3f} ms")
-        if op.error:
-            parts.append(op.error[:200])
-        return " | ".join(parts)
 
     def _op_graph(self, dot: Any, ops: list[OpRecord]) -> None:
         shown = {op.op_id for op in ops}

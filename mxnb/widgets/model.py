@@ -139,6 +139,17 @@ class OpRecord:
         """Short display name: ``'#3 add'``."""
         return f"#{self.op_id} {self.name}"
 
+    def summary(self) -> str:
+        """One line for a hover text: ``'#3 add [done] | worker cpu(0)/1 | 0.012 ms'``."""
+        parts = [f"{self.label} [{self.state.value}]"]
+        if self.worker:
+            parts.append(f"worker {self.worker}")
+        if self.duration is not None:
+            parts.append(f"{1e3 * self.duration:.3f} ms")
+        if self.error:
+            parts.append(self.error[:200])
+        return " | ".join(parts)
+
 
 @dataclass
 class VarRecord:

@@ -368,7 +368,9 @@ class EngineMonitor(ipywidgets.VBox):
             )
             self.dag_canvas.svg = graph.to_svg()
         elif tab == 1:
-            self.timeline_canvas.svg = Timeline(self._folded(build)).to_svg()
+            timeline = Timeline(self._folded(build))
+            self.timeline_canvas.tooltips = timeline.tooltips()
+            self.timeline_canvas.svg = timeline.to_svg()
         elif tab == 2:
             chart = MemoryChart(self._folded(build))
             self.memory_text.value = f"<pre>{html.escape(chart.to_text())}</pre>"

@@ -74,6 +74,19 @@ class Timeline(FigureView):
         """The worker lanes, top to bottom (see :meth:`EngineModel.lanes`)."""
         return self.model.lanes()
 
+    def tooltips(self) -> dict[str, str]:
+        """Hover text per bar id (``'op12'``), for an :class:`SvgCanvas` showing :meth:`to_svg`.
+
+        Matplotlib's SVG carries no ``<title>`` on a bar, so without these a
+        hovered bar shows nothing.
+        """
+        return {
+            f"op{iv.op_id}": self.model.ops[iv.op_id].summary()
+            for lane in self.lanes()
+            for iv in lane.intervals
+            if iv.op_id in self.model.ops
+        }
+
     def wait_lanes(self) -> dict[str, list[tuple[float, float | None, str]]]:
         """Per waiting thread: (begin, end, what) of each wait; ``what`` is a var name or 'all'."""
         lanes: dict[str, list[tuple[float, float | None, str]]] = {}

@@ -59,10 +59,13 @@ def canvas_fixtures(events) -> dict:
     """The SVG documents the JS test draws, and the clickable ids the views put in them."""
     graph = DependencyGraph(events)
     var_graph = DependencyGraph(events, show_vars=True)
+    timeline = Timeline(events)
     return {
         "dag": graph.to_svg(),
+        "dag_tips": {f"op{op.op_id}": op.summary() for op in graph.visible_ops()},
         "vars": var_graph.to_svg(),
-        "timeline": Timeline(events).to_svg(),
+        "timeline": timeline.to_svg(),
+        "timeline_tips": timeline.tooltips(),
         "op_ids": [f"op{op.op_id}" for op in graph.visible_ops()],
         "var_ids": sorted(set(re.findall(r"\bvar\d+_\d+\b", var_graph.to_dot().source))),
     }
@@ -75,6 +78,7 @@ def test_canvas_js_draws_selects_shows_tooltips_zooms_and_pans_in_chromium(train
     assert fixtures["var_ids"]
     for name in ("dag", "vars", "timeline"):
         assert 'id="op12"' in fixtures[name]
+    assert set(fixtures["timeline_tips"]) == set(fixtures["op_ids"])
     path = tmp_path / "canvas_fixtures.json"
     path.write_text(json.dumps(fixtures), encoding="utf-8")
 

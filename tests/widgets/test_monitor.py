@@ -71,6 +71,9 @@ def test_tabs_render_and_click_inspects(step_engine):
         for index in range(5):
             monitor.tabs.selected_index = index
         assert f'id="op{ids["w2"]}"' in monitor.timeline_canvas.svg
+        assert monitor.timeline_canvas.tooltips[f"op{ids['w2']}"].startswith(
+            f"#{ids['w2']} w2 [done]"
+        )
         assert "<table" in monitor.stats_html.value
         monitor.dag_canvas.selected = f"op{ids['r1']}"  # what the browser reports on a click
         assert monitor.tabs.selected_index == 4

@@ -26,6 +26,13 @@ def test_svg_bars_carry_op_ids_for_the_extension(diamond):
         assert f'id="op{op_id}"' in svg
 
 
+def test_tooltips_give_each_bar_its_op_summary(diamond):
+    tips = Timeline(diamond).tooltips()
+    assert set(tips) == {"op1", "op2", "op3"}  # the ops that started: the bars drawn
+    assert tips["op1"] == "#1 w [done] | worker cpu(0)/0 | 1.000 ms"
+    assert tips["op3"] == "#3 r2 [failed] | worker cpu(0)/1 | 2.500 ms | ValueError('boom')"
+
+
 def test_zoom_sets_the_axis(diamond, tmp_path):
     timeline = Timeline(diamond, time_range=(3.0, 5.0))
     axes = timeline.figure().axes[0]

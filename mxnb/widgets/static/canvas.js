@@ -6,6 +6,7 @@
 // (mouse wheel zooms around the pointer, drag pans, double-click resets).
 
 const CLICKABLE = /^(op\d+|entry-.+|var\d+_\d+)$/;
+const XLINK = "http://www.w3.org/1999/xlink";
 
 function clickableTarget(node, root) {
   while (node && node !== root) {
@@ -30,6 +31,22 @@ function render({ model, el }) {
   let baseBox = null;
   let box = null;
   let drag = null;
+  let anchorTips = {};
+
+  // graphviz puts a node's tooltip= text on an <a xlink:title> inside the node, which the
+  // browser shows as a second, native tooltip after a delay: take it over as the node's
+  // hover text (after the model's tooltips, before the node's <title>, which is its id).
+  function takeAnchorTitles() {
+    anchorTips = {};
+    frame.querySelectorAll("a").forEach((anchor) => {
+      const text = anchor.getAttributeNS(XLINK, "title") || anchor.getAttribute("xlink:title");
+      const owner = text ? clickableTarget(anchor, frame) : null;
+      if (!owner) return;
+      if (!(owner.id in anchorTips)) anchorTips[owner.id] = text;
+      anchor.removeAttributeNS(XLINK, "title");
+      anchor.removeAttribute("xlink:title");
+    });
+  }
 
   function svgElement() {
     return frame.querySelector("svg");
@@ -55,6 +72,7 @@ function render({ model, el }) {
       box = baseBox ? baseBox.slice() : null;
       applyBox();
     }
+    takeAnchorTitles();
     markSelected();
   }
 
@@ -85,7 +103,7 @@ function render({ model, el }) {
     }
     const node = clickableTarget(event.target, frame);
     const tips = model.get("tooltips") || {};
-    let text = node ? tips[node.id] : null;
+    let text = node ? tips[node.id] || anchorTips[node.id] : null;
     if (node && !text) {
       const title = node.querySelector("title");
       text = title ? title.textContent : null;

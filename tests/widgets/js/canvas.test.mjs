@@ -359,7 +359,7 @@ describe("selection mark", () => {
 });
 
 describe("tooltips", () => {
-  it("shows the tooltips text next to the pointer, else the node's <title>, else nothing", async () => {
+  it("shows the tooltips text next to the pointer, else the node's graphviz tooltip, else nothing", async () => {
     const [withTip, withoutTip] = fixtures.op_ids;
     const tips = { [withTip]: "#12 fc1\nworker cpu(0)/1" };
     await mount({ svg: fixtures.dag, tooltips: tips });
@@ -377,11 +377,7 @@ describe("tooltips", () => {
     await page.mouse.move(other.x, other.y);
     tip = await tooltip();
     assert.equal(tip.display, "block");
-    const title = await page.evaluate(
-      (id) => document.querySelector(`.mxnb-canvas [id="${id}"] > title`).textContent,
-      withoutTip,
-    );
-    assert.equal(tip.text, title);
+    assert.equal(tip.text, fixtures.dag_tips[withoutTip]); // the DAG's tooltip= text, not the id
 
     const corner = await background();
     await page.mouse.move(corner.x, corner.y);
@@ -391,6 +387,47 @@ describe("tooltips", () => {
     assert.equal((await tooltip()).display, "block");
     await page.mouse.move(790, 690); // off the widget: mouseleave
     assert.equal((await tooltip()).display, "none");
+  });
+});
+
+describe("tooltips taken from the views", () => {
+  it("takes a graphviz node's <a xlink:title> over, so the browser shows no second tooltip", async () => {
+    assert.match(fixtures.dag, /xlink:title=/);
+    await mount({ svg: fixtures.dag });
+    const left = await page.evaluate((xlink) => {
+      const anchors = [...document.querySelectorAll(".mxnb-canvas a")];
+      return anchors.filter((a) => a.getAttributeNS(xlink, "title") || a.getAttribute("xlink:title")).length;
+    }, "http://www.w3.org/1999/xlink");
+    assert.equal(left, 0);
+    for (const op of fixtures.op_ids) {
+      const point = await pointOn(`[id="${op}"] text`);
+      await page.mouse.move(point.x, point.y);
+      assert.equal((await tooltip()).text, fixtures.dag_tips[op]);
+    }
+  });
+
+  it("falls back to the node's <title> where a node has no tooltip (var nodes)", async () => {
+    await mount({ svg: fixtures.vars });
+    const id = fixtures.var_ids[0];
+    const point = await pointOn(`[id="${id}"] ellipse`);
+    await page.mouse.move(point.x, point.y);
+    const title = await page.evaluate(
+      (v) => document.querySelector(`.mxnb-canvas [id="${v}"] > title`).textContent,
+      id,
+    );
+    const tip = await tooltip();
+    assert.equal(tip.display, "block");
+    assert.equal(tip.text, title);
+  });
+
+  it("shows the timeline's tooltips on its bars (matplotlib SVG has no titles)", async () => {
+    await mount({ svg: fixtures.timeline, tooltips: fixtures.timeline_tips });
+    const op = fixtures.op_ids[1];
+    const point = await pointOn(`[id="${op}"] path`);
+    await page.mouse.move(point.x, point.y);
+    const tip = await tooltip();
+    assert.equal(tip.display, "block");
+    assert.equal(tip.text, fixtures.timeline_tips[op]);
   });
 });
 
