@@ -142,42 +142,46 @@ REFERENCE_TPE_US = (
 TRACING_TARGET_US = 0.6  # tracing's added cost per op there
 
 
+CAN_PIN = hasattr(os, "sched_setaffinity")
+ALL_CORES = os.sched_getaffinity(0) if CAN_PIN else set()  # the cores the run started with
+
+
+@contextlib.contextmanager
+def on_cores(cores: set[int]) -> Iterator[None]:
+    """Run the block with this thread on ``cores`` (a no-op where the platform cannot pin).
+
+    ``sched_setaffinity(0, ...)`` sets the calling thread's cores only, and
+    threads inherit the affinity of the thread that starts them.
+    """
+    if not CAN_PIN:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cores)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 @contextlib.contextmanager
 def one_core() -> Iterator[str]:
     """Run the block (and the threads it starts) on one core; yields a label for the table.
 
-    Threads inherit the affinity of the thread that starts them, so an engine
-    created inside the block has its workers on the same core.  Where the
-    platform cannot pin, the block runs unpinned and says so.
+    An engine created inside the block has its workers on the same core.
+    Where the platform cannot pin, the block runs unpinned and says so.
     """
-    if not hasattr(os, "sched_setaffinity"):
-        yield "all cores (cannot pin here)"
-        return
-    cores = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(cores)})
-    try:
-        yield "one core"
-    finally:
-        os.sched_setaffinity(0, cores)
+    with on_cores({min(ALL_CORES)} if CAN_PIN else set()):
+        yield "one core" if CAN_PIN else "all cores (cannot pin here)"
 
 
 def peer_seconds(peer: ExecutorPeer, n: int) -> float:
     """Time the peer with this thread free to run on every core (as its threads are).
 
-    ``sched_setaffinity(0, ...)`` sets the calling thread's cores only: an
-    engine's workers pinned by :func:`one_core` stay where they are.
+    An engine's workers pinned by :func:`one_core` stay where they are.
     """
-    if not hasattr(os, "sched_setaffinity"):
+    with on_cores(ALL_CORES):
         return peer.seconds(n)
-    cores = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, ALL_CORES)
-    try:
-        return peer.seconds(n)
-    finally:
-        os.sched_setaffinity(0, cores)
-
-
-ALL_CORES = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
 
 
 class TracingRounds(NamedTuple):
