@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from threading import get_ident
 from typing import Any
 
 from . import trace
@@ -52,12 +51,11 @@ from .base import (
     RunContextCache,
     Var,
     _Completion,
-    _name_vars,
     _new_opr,
     _record_push,
     _running_stack,
 )
-from .trace import RAW_DONE, RAW_PUSH_START, seen_vars
+from .trace import RAW_DONE, RAW_PUSH_START
 from .trace import now as _now
 
 _extend = trace.extend_raw
@@ -118,26 +116,7 @@ class NaiveEngine(Engine):
                     for var in mutate:
                         var.writes_pushed += 1
                     if trace.enabled:
-                        if len(const) + len(mutate) == 1:  # _record_push, written out (see base)
-                            var = const[0] if const else mutate[0]
-                            if var.id not in seen_vars:
-                                _name_vars((var,))
-                            _extend(
-                                (
-                                    RAW_PUSH_START,
-                                    _now(),
-                                    opr.id,
-                                    name,
-                                    ctx,
-                                    len(const),
-                                    var.id,
-                                    priority,
-                                    get_ident(),
-                                    rctx.worker,
-                                )
-                            )
-                        else:
-                            _record_push(opr, rctx.worker, RAW_PUSH_START)
+                        _record_push(opr, rctx.worker, RAW_PUSH_START)
             finally:
                 lock.release()
         if opr is None:
