@@ -19,29 +19,28 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet -e '.[dev,lab]'
 	touch $(STAMP)
 
-# graphviz's `dot` renders the DAG views; install it with apt when it is missing.
-dot:
-	@command -v dot >/dev/null 2>&1 || { \
-	  echo "installing graphviz (dot) with apt-get"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz; }
-
-# The canvas widget's ES module is tested in headless Chromium (tests/widgets/js/): node and
-# npm run that test, Debian's chromium is the browser; apt installs them when missing.
-node:
-	@{ command -v node && command -v npm; } >/dev/null 2>&1 || { \
-	  echo "installing node and npm with apt-get"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && \
-	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
-
-chromium:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "installing chromium with apt-get"; \
+# Install Debian packages $(2) with apt-get (options $(3)) when any command of $(1) is missing.
+define apt_ensure
+	@for cmd in $(1); do command -v $$cmd >/dev/null 2>&1 || missing=1; done; \
+	[ -z "$$missing" ] || { \
+	  echo "installing $(2) with apt-get"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
+	    apt-get install -y -qq $(3) $(2) >/dev/null; }
+endef
+
+# graphviz's `dot` renders the DAG views.
+dot:
+	$(call apt_ensure,dot,graphviz)
+
+# The canvas widget's ES module is tested in headless Chromium (tests/widgets/js/): node and
+# npm run that test, Debian's chromium is the browser.
+node:
+	$(call apt_ensure,node npm,nodejs npm)
+
+chromium:
+	$(call apt_ensure,chromium,chromium,--no-install-recommends)
 
 # playwright-core, as pinned in package-lock.json; installed again when the lock file changes.
 $(JS_STAMP): $(JS_TEST)/package-lock.json | node
