@@ -84,7 +84,6 @@ class Timeline(FigureView):
             f"op{iv.op_id}": self.model.ops[iv.op_id].summary()
             for lane in self.lanes()
             for iv in lane.intervals
-            if iv.op_id in self.model.ops
         }
 
     def wait_lanes(self) -> dict[str, list[tuple[float, float | None, str]]]:

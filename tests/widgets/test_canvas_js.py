@@ -11,7 +11,7 @@ mouse events: clicks, hover, wheel, drag, double-click, model changes.
        /       \
     #13 relu   #14 sgd_update     out WAW / weight WAR
 
-``make setup`` installs what it needs: node, Debian's chromium, ``npm ci`` in js/.
+``make test`` installs what it needs: node, Debian's chromium, ``npm ci`` in js/.
 """
 
 from __future__ import annotations
