@@ -20,8 +20,12 @@ Rule: loading checks the magic, the header's size, JSON and fields, every
 dtype against mxnb's supported dtypes, every shape against ``nbytes``, every
 range against the file size and every CRC-32, and raises
 :class:`~mxnb.base.FormatError` naming the file and what is wrong.  Saving
-writes to a temporary file in the same directory, flushes and fsyncs it,
-then renames it over the final name (atomic on POSIX and Windows).
+writes to a temporary file in the same directory
+(``.<name>.mxnb-save-<pid>-<random>.partial``, removed by the next save
+once its writer is dead), flushes and fsyncs it, then renames it over the
+final name (atomic on POSIX and Windows), with the mode ``open()`` would
+give (0644 under umask 022).  The header's ranges must be disjoint and
+inside the file, so what a file loads as never outweighs the file.
 
 State kept: none.
 
@@ -37,6 +41,7 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 import tempfile
@@ -126,9 +131,13 @@ def save(fname: str | os.PathLike, data: Any) -> None:
         separators=(",", ":"),
     ).encode("utf-8")
     path = os.fspath(fname)
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temp_path = tempfile.mkstemp(prefix=".mxnb-save-", dir=directory)
+    _remove_stale_partials(path)
+    directory, base = os.path.split(os.path.abspath(path))
+    handle, temp_path = tempfile.mkstemp(
+        prefix=f".{base}.mxnb-save-{os.getpid()}-", suffix=_PARTIAL_SUFFIX, dir=directory
+    )
     try:
+        os.fchmod(handle, 0o666 & ~_current_umask())  # as open() would: 0644 under umask 022
         with os.fdopen(handle, "wb") as stream:
             stream.write(MAGIC)
             stream.write(struct.pack("<Q", len(header)))
@@ -144,6 +153,52 @@ def save(fname: str | os.PathLike, data: Any) -> None:
         except OSError:
             pass
         raise
+
+
+_PARTIAL_SUFFIX = ".partial"
+
+
+def _current_umask() -> int:
+    """The process's umask (reading it means setting it; it is put back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _remove_stale_partials(path: str) -> None:
+    """Delete temporary files that an earlier, killed save of ``path`` left behind.
+
+    A save writes ``.<name>.mxnb-save-<pid>-<random>.partial`` beside the
+    target and renames it at the end.  If the writing process died, the file
+    stays; it is removed here once no process with that pid is alive.  Files of
+    a live process (a save still running, maybe in another process) are kept.
+    """
+    directory, base = os.path.split(os.path.abspath(path))
+    prefix = f".{base}.mxnb-save-"
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(_PARTIAL_SUFFIX)):
+            continue
+        pid_text = name[len(prefix) :].split("-", 1)[0]
+        if not pid_text.isdigit() or _process_alive(int(pid_text)):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists but belongs to someone else
+    return True
 
 
 def _bad(path: str, message: str) -> FormatError:
@@ -173,10 +228,28 @@ def load(
         raise _bad(
             path, f"header length {header_len} runs past the end of the file ({len(content)} bytes)"
         )
+    header = _parse_header(path, content[16 : 16 + header_len])
+    entries, names = header["arrays"], header["names"]
+    data = memoryview(content)[16 + header_len :]
+    ranges = [_check_entry(path, index, entry, len(data)) for index, entry in enumerate(entries)]
+    _check_disjoint(path, ranges)
+    arrays = [
+        _read_entry(path, index, entry, data, ctx) for index, entry in enumerate(entries)
+    ]
+    if names is None:
+        return arrays
+    return dict(zip(names, arrays))
+
+
+def _parse_header(path: str, raw: bytes) -> dict[str, Any]:
+    """Decode the JSON header and check its top-level fields; every failure is a FormatError."""
     try:
-        header = json.loads(content[16 : 16 + header_len].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _bad(path, f"the header is not valid JSON ({exc})") from None
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        # ValueError covers JSONDecodeError and ints too long to convert;
+        # RecursionError a header nested thousands of levels deep.
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise _bad(path, f"the header is not valid JSON ({reason})") from None
     if not isinstance(header, dict) or header.get("format") != "mxnb.ndarray":
         raise _bad(path, "the header does not describe mxnb arrays")
     if header.get("version") != VERSION:
@@ -187,48 +260,83 @@ def load(
     entries = header.get("arrays")
     names = header.get("names")
     if not isinstance(entries, list):
-        raise _bad(path, "'arrays' is missing from the header")
+        raise _bad(path, "field 'arrays' is missing from the header or is not a list")
     if names is not None and (
         not isinstance(names, list)
         or len(names) != len(entries)
         or not all(isinstance(n, str) for n in names)
     ):
-        raise _bad(path, "'names' does not match 'arrays'")
-    data = memoryview(content)[16 + header_len :]
-    arrays = [_read_entry(path, index, entry, data, ctx) for index, entry in enumerate(entries)]
-    if names is None:
-        return arrays
-    return dict(zip(names, arrays))
+        raise _bad(path, "field 'names' is not a list of strings as long as 'arrays'")
+    if names is not None and len(set(names)) != len(names):
+        raise _bad(path, "field 'names' holds the same name twice")
+    return header
 
 
-def _read_entry(
-    path: str, index: int, entry: Any, data: memoryview, ctx: Context | None
-) -> NDArray:
+def _is_count(value: Any) -> bool:
+    """A non-negative JSON integer (``True`` is an int to Python, not to us)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_entry(path: str, index: int, entry: Any, data_size: int) -> tuple[int, int]:
+    """Check one header entry's fields; return its byte range ``(offset, end)`` in the data.
+
+    Sizes are computed with Python ints, so a shape like ``[2**62, 4]`` cannot
+    wrap around to a small ``nbytes``.
+    """
     if not isinstance(entry, dict):
         raise _bad(path, f"array {index}: entry is not an object")
     dtype_name = entry.get("dtype")
-    if dtype_name not in _SUPPORTED_NAMES:
-        raise _bad(
-            path, f"array {index}: dtype {dtype_name!r} is not one of {sorted(_SUPPORTED_NAMES)}"
-        )
-    shape = entry.get("shape")
-    if not isinstance(shape, list) or not all(isinstance(dim, int) and dim >= 0 for dim in shape):
-        raise _bad(path, f"array {index}: shape {shape!r} is not a list of non-negative ints")
-    offset, nbytes, crc = entry.get("offset"), entry.get("nbytes"), entry.get("crc32")
-    if not all(isinstance(value, int) and value >= 0 for value in (offset, nbytes, crc)):
-        raise _bad(path, f"array {index}: offset / nbytes / crc32 must be non-negative ints")
-    dtype = np.dtype(dtype_name).newbyteorder("<")
-    if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != nbytes:
+    if not isinstance(dtype_name, str) or dtype_name not in _SUPPORTED_NAMES:
         raise _bad(
             path,
-            f"array {index}: shape {tuple(shape)} of {dtype_name} does not take {nbytes} bytes",
+            f"array {index}: dtype {dtype_name!r} (field 'dtype') is not one of "
+            f"{sorted(_SUPPORTED_NAMES)}",
         )
-    if offset + nbytes > len(data):
+    shape = entry.get("shape")
+    if not isinstance(shape, list) or not all(_is_count(dim) for dim in shape):
+        raise _bad(path, f"array {index}: field 'shape' {shape!r} is not a list of non-negative ints")
+    for field in ("offset", "nbytes", "crc32"):
+        if not _is_count(entry.get(field)):
+            raise _bad(path, f"array {index}: field {field!r} must be a non-negative int")
+    offset, nbytes = entry["offset"], entry["nbytes"]
+    needed = math.prod(shape) * np.dtype(dtype_name).itemsize
+    if needed != nbytes:
         raise _bad(
-            path, f"array {index}: bytes {offset}..{offset + nbytes} run past the end of the data"
+            path,
+            f"array {index}: shape {tuple(shape)} of {dtype_name} does not take the {nbytes} "
+            f"bytes of field 'nbytes' (it takes {needed})",
         )
+    if offset + nbytes > data_size:
+        raise _bad(
+            path,
+            f"array {index}: field 'offset' puts bytes {offset}..{offset + nbytes} past the end "
+            f"of the data ({data_size} bytes)",
+        )
+    return offset, offset + nbytes
+
+
+def _check_disjoint(path: str, ranges: list[tuple[int, int]]) -> None:
+    """No two arrays may share bytes: so the arrays loaded never outweigh the file.
+
+    Without this a small file whose entries all point at the same bytes would
+    load as many times its size (a memory bomb).
+    """
+    order = sorted(
+        (start, end, index) for index, (start, end) in enumerate(ranges) if end > start
+    )
+    for (_, end, first), (start, _, second) in zip(order, order[1:]):
+        if start < end:
+            raise _bad(path, f"arrays {first} and {second} claim the same bytes of the data")
+
+
+def _read_entry(
+    path: str, index: int, entry: dict[str, Any], data: memoryview, ctx: Context | None
+) -> NDArray:
+    """Read one checked entry's bytes, verifying its CRC-32."""
+    offset, nbytes, shape = entry["offset"], entry["nbytes"], entry["shape"]
+    dtype = np.dtype(entry["dtype"]).newbyteorder("<")
     raw = data[offset : offset + nbytes]
-    if zlib.crc32(raw) != crc:
+    if zlib.crc32(raw) != entry["crc32"]:
         raise _bad(path, f"array {index}: CRC-32 mismatch (the data was altered or truncated)")
     values = np.frombuffer(raw, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="))
     return array(values, ctx=ctx, dtype=values.dtype)

@@ -30,9 +30,11 @@ Example::
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..base import FormatError
 from ..operator import registry
 from . import graph, random
 from .creation import Group, Variable, create, var
@@ -60,7 +62,7 @@ __all__ = [
 ]
 
 
-def load_json(json_str: str) -> Symbol:
+def load_json(json_str: str | bytes) -> Symbol:
     """Load a symbol from MXNet symbol JSON text (``sym.tojson()``, ``*-symbol.json`` files).
 
     Raises :class:`~mxnb.base.GraphError` listing every operator the file uses
@@ -71,9 +73,17 @@ def load_json(json_str: str) -> Symbol:
 
 
 def load(fname: str) -> Symbol:
-    """Load a symbol from a ``*-symbol.json`` file written by ``sym.save`` or MXNet/Gluon."""
-    with open(fname, encoding="utf-8") as handle:
-        return load_json(handle.read())
+    """Load a symbol from a ``*-symbol.json`` file written by ``sym.save`` or MXNet/Gluon.
+
+    A file that is not a symbol file (binary, malformed, a field of the wrong
+    type) raises :class:`~mxnb.base.FormatError` naming the file and the field.
+    """
+    with open(fname, "rb") as handle:
+        content = handle.read()
+    try:
+        return load_json(content)
+    except FormatError as exc:
+        raise type(exc)(f"load {os.fspath(fname)!r}: {exc}") from None
 
 
 def _dtype_name(dtype: Any) -> str:

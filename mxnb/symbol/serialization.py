@@ -37,10 +37,10 @@ from typing import Any
 from ..base import FormatError, GraphError, ParamError
 from ..operator import registry
 from .creation import set_input_var_attrs
-from .graph import Node, NodeEntry, topo_sort
+from .graph import Node, NodeEntry, parse_dtype_attr, parse_shape_attr, topo_sort
 from .scope import HIDDEN_KEYS
 
-__all__ = ["MXNET_VERSION", "from_json", "to_json"]
+__all__ = ["MXNET_VERSION", "SymbolFileError", "SymbolFileParamError", "from_json", "to_json"]
 
 #: The MXNet version our files claim (1.9.1), as MXNET_VERSION encodes it.
 MXNET_VERSION = 10901
@@ -203,29 +203,85 @@ def to_json(outputs: Sequence[NodeEntry]) -> str:
 # ---------------------------------------------------------------------------
 
 
+class SymbolFileError(FormatError, GraphError):
+    """A symbol file's graph is malformed: bad field, bad entry, unknown operator, wrong inputs.
+
+    A :class:`~mxnb.base.FormatError` (the file is bad) and a
+    :class:`~mxnb.base.GraphError` (the graph it describes is bad), so either catches it.
+    """
+
+
+class SymbolFileParamError(FormatError, ParamError):
+    """An operator parameter written in a symbol file does not parse or is out of range."""
+
+
+def _count(value: Any) -> bool:
+    """A non-negative JSON integer (``True`` is an int to Python, not to a file)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _check_document(data: Any) -> None:
+    """Check the file's structure, field by field, before anything is built from it.
+
+    Every failure names the field: ``nodes[3].inputs[1]: ...``.  After this
+    the reader may index freely: nodes are objects with a string ``op`` and
+    ``name``, entries are lists of non-negative ints, attributes are objects.
+    """
+    if not isinstance(data, dict) or "nodes" not in data or "heads" not in data:
+        raise SymbolFileError(
+            "not an MXNet symbol JSON: expected an object with 'nodes' and 'heads' "
+            "(was this a params file? load those with mx.nd.load)"
+        )
+    nodes, heads = data["nodes"], data["heads"]
+    if not isinstance(nodes, list) or not nodes:
+        raise SymbolFileError("field 'nodes' must be a non-empty list of node objects")
+    if not isinstance(heads, list) or not heads:
+        raise SymbolFileError("field 'heads' must be a non-empty list of [node, index] entries")
+    for position, raw in enumerate(nodes):
+        where = f"nodes[{position}]"
+        if not isinstance(raw, dict):
+            raise SymbolFileError(f"{where}: a node must be an object, got {type(raw).__name__}")
+        for field in ("op", "name"):
+            if not isinstance(raw.get(field, "null" if field == "op" else ""), str):
+                raise SymbolFileError(f"{where}.{field}: must be a string, got {raw[field]!r}")
+        for field in ("param", "attr", "attrs"):
+            if raw.get(field) is not None and not isinstance(raw[field], dict):
+                raise SymbolFileError(
+                    f"{where}.{field}: attributes must be an object, got {type(raw[field]).__name__}"
+                )
+        inputs = raw.get("inputs", [])
+        if not isinstance(inputs, list):
+            raise SymbolFileError(f"{where}.inputs: must be a list of entries, got {inputs!r}")
+        for slot, item in enumerate(inputs):
+            # an input refers to an earlier node: MXNet writes nodes in topological order
+            _check_entry(item, position, f"{where}.inputs[{slot}]")
+    for slot, item in enumerate(heads):
+        _check_entry(item, len(nodes), f"heads[{slot}]")
+    attrs = data.get("attrs")
+    if attrs is not None and not isinstance(attrs, dict):
+        raise SymbolFileError(f"field 'attrs' must be an object, got {type(attrs).__name__}")
+
+
+def _check_entry(raw: Any, limit: int, where: str) -> None:
+    """An entry is ``[node, index]`` or ``[node, index, version]`` with ``node < limit``."""
+    if not isinstance(raw, list) or len(raw) not in (2, 3) or not all(map(_count, raw)):
+        raise SymbolFileError(
+            f"{where}: an entry must be [node, index] or [node, index, version] of "
+            f"non-negative ints, got {raw!r}"
+        )
+    if raw[0] >= limit:
+        raise SymbolFileError(
+            f"{where}: entry {raw!r} refers to node {raw[0]}, but only nodes 0..{limit - 1} "
+            f"come before it (nodes are listed inputs first)"
+        )
+
+
 def _string_dict(value: Any, where: str) -> dict[str, str]:
     if value is None:
         return {}
-    if not isinstance(value, dict):
-        raise FormatError(
-            f"{where}: attributes must be an object of strings, got {type(value).__name__}"
-        )
     return {
         str(key): item if isinstance(item, str) else json.dumps(item) for key, item in value.items()
     }
-
-
-def _entry(raw: Any, count: int, where: str) -> tuple[int, int]:
-    if not isinstance(raw, list) or len(raw) not in (2, 3):
-        raise FormatError(
-            f"{where}: an entry must be [node, index] or [node, index, version], got {raw!r}"
-        )
-    node_id, output = int(raw[0]), int(raw[1])
-    if not 0 <= node_id < count:
-        raise FormatError(
-            f"{where}: entry {raw!r} refers to node {node_id}, but there are {count} nodes"
-        )
-    return node_id, output
 
 
 def _check_unknown_ops(raw_nodes: list[dict[str, Any]]) -> None:
@@ -240,7 +296,7 @@ def _check_unknown_ops(raw_nodes: list[dict[str, Any]]) -> None:
             f"{', ...' if len(names) > 3 else ''})"
             for op, names in sorted(unknown.items())
         )
-        raise GraphError(
+        raise SymbolFileError(
             f"the symbol file uses {len(unknown)} operator{'s' if len(unknown) > 1 else ''} "
             f"mxnb does not have: {listed}; register them (@mx.operator.register) "
             f"or check the file"
@@ -277,9 +333,13 @@ def _file_version(data: dict[str, Any]) -> int:
     """The ``mxnet_version`` a file was written by (0.8.0 when absent, as MXNet assumes)."""
     attrs = data.get("attrs") or {}
     value = attrs.get("mxnet_version")
-    if isinstance(value, list) and len(value) == 2:
-        return int(value[1])
-    return 800
+    if value is None:
+        return 800
+    if not (isinstance(value, list) and len(value) == 2 and _count(value[1])):
+        raise SymbolFileError(
+            f"attrs.mxnet_version: expected [\"int\", version], got {value!r}"
+        )
+    return value[1]
 
 
 def _restore_hidden_keys(node: Node, hidden: dict[str, str]) -> None:
@@ -300,30 +360,36 @@ def _restore_hidden_keys(node: Node, hidden: dict[str, str]) -> None:
                 if node.op is not None:
                     slots = [*node.op.list_arguments(), *node.op.list_auxiliary_states()]
                     argument = key[: position - 1]
-                    if argument in slots and node.inputs[slots.index(argument)].node.op is None:
-                        node.inputs[slots.index(argument)].node.attrs[f"__{hidden_key}__"] = value
+                    slot = slots.index(argument) if argument in slots else len(node.inputs)
+                    if slot < len(node.inputs) and node.inputs[slot].node.op is None:
+                        node.inputs[slot].node.attrs[f"__{hidden_key}__"] = value
                         placed = True
                 break
         if not placed:
             node.attrs[key] = value
 
 
-def from_json(text: str) -> list[NodeEntry]:
+def from_json(text: str | bytes) -> list[NodeEntry]:
     """Read MXNet symbol JSON; return the head entries of the graph.
 
     Files older than MXNet 1.9.1 are upgraded as MXNet's LoadLegacyJSON pass
     does: hidden keys restored, aux-state variables added (before 0.9), and
     ``argmax``/``argmin``'s ``axis=-1`` dropped (before 0.9.5).
     """
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SymbolFileError(
+                f"not a symbol JSON file: byte {exc.start} is not UTF-8 text "
+                f"(a binary file? params load with mx.nd.load)"
+            ) from None
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"not a symbol JSON file: {exc}") from exc
-    if not isinstance(data, dict) or "nodes" not in data or "heads" not in data:
-        raise FormatError(
-            "not an MXNet symbol JSON: expected an object with 'nodes' and 'heads' "
-            "(was this a params file? load those with mx.nd.load)"
-        )
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, overlong ints, deep nesting
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise SymbolFileError(f"not a symbol JSON file: {reason}") from None
+    _check_document(data)
     version = _file_version(data)
     upgrading = version < MXNET_VERSION
     raw_nodes = data["nodes"]
@@ -332,7 +398,7 @@ def from_json(text: str) -> list[NodeEntry]:
     hidden_by_node: list[dict[str, str]] = []
     for position, raw in enumerate(raw_nodes):
         name = str(raw.get("name", ""))
-        where = f"node {position} ({name!r})"
+        where = f"nodes[{position}] ({name!r})"
         merged = {
             **_string_dict(raw.get("param"), where),
             **_string_dict(raw.get("attr"), where),
@@ -356,21 +422,16 @@ def from_json(text: str) -> list[NodeEntry]:
         params, attrs = _split_op_attrs(op_name, merged)
         try:
             prop = registry.get(op_name).create_property(**params)
-        except ParamError as exc:
-            raise ParamError(f"{op_name} '{name}' in the symbol file: {exc}") from exc
+        except (ParamError, ValueError, TypeError) as exc:
+            raise SymbolFileParamError(f"{where}: {op_name} '{name}': {exc}") from exc
         nodes.append(Node(prop, name, [], attrs, params))
     for position, (raw, node) in enumerate(zip(raw_nodes, nodes)):
-        where = f"node {position} ({node.name!r})"
-        node.inputs = [
-            NodeEntry(nodes[node_id], output)
-            for node_id, output in (
-                _entry(item, len(nodes), where) for item in raw.get("inputs", [])
-            )
-        ]
+        where = f"nodes[{position}] ({node.name!r})"
+        node.inputs = [NodeEntry(nodes[item[0]], item[1]) for item in raw.get("inputs", [])]
         if node.op is None:
             if node.inputs:
-                raise FormatError(f"{where}: a variable cannot have inputs")
-            continue
+                raise SymbolFileError(f"{where}: a variable cannot have inputs")
+            _check_variable_attrs(node, where)
     if upgrading:
         for node, hidden in zip(nodes, hidden_by_node):
             _restore_hidden_keys(node, hidden)
@@ -389,21 +450,40 @@ def from_json(text: str) -> list[NodeEntry]:
             ]
         expected = len(arguments) + len(aux_names)
         if len(node.inputs) != expected:
-            raise GraphError(
+            raise SymbolFileError(
                 f"{node.op.op_name} '{node.name}' in the symbol file has {len(node.inputs)} inputs "
                 f"but takes {expected} ({', '.join([*arguments, *aux_names])})"
             )
         for entry in node.inputs:
             if entry.index >= entry.node.num_outputs():
-                raise FormatError(
+                raise SymbolFileError(
                     f"{node.op.op_name} '{node.name}': input {entry.node.name!r} has no output "
                     f"{entry.index} (it has {entry.node.num_outputs()})"
                 )
         if version < 904:
             set_input_var_attrs(node)  # MXNet 0.9.4 moved initialisers into variable attrs
-    heads = [
-        NodeEntry(nodes[node_id], output)
-        for node_id, output in (_entry(item, len(nodes), "heads") for item in data["heads"])
-    ]
-    topo_sort(heads)  # raises on a cycle, printing its path
+    heads = [NodeEntry(nodes[item[0]], item[1]) for item in data["heads"]]
+    for slot, head in enumerate(heads):
+        if head.index >= head.node.num_outputs():
+            raise SymbolFileError(
+                f"heads[{slot}]: node {head.node.name!r} has no output {head.index} "
+                f"(it has {head.node.num_outputs()})"
+            )
     return heads
+
+
+def _check_variable_attrs(node: Node, where: str) -> None:
+    """A variable's ``__shape__`` / ``__dtype__`` must parse now, not fail later in infer_shape."""
+    try:
+        parse_shape_attr(node.attrs.get("__shape__"), partial=True)
+    except ValueError:
+        raise SymbolFileError(
+            f"{where}: attribute __shape__ {node.attrs['__shape__']!r} is not a shape like '(32, 784)'"
+        ) from None
+    try:
+        parse_dtype_attr(node.attrs.get("__dtype__"))
+    except (ValueError, TypeError):
+        raise SymbolFileError(
+            f"{where}: attribute __dtype__ {node.attrs['__dtype__']!r} is not an MXNet type flag "
+            f"or dtype name"
+        ) from None
