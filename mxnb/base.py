@@ -47,6 +47,7 @@ __all__ = [
     "VarDeletedError",
     "acquire_lock",
     "array_module",
+    "as_shape",
     "dtype_name",
     "np_dtype",
 ]
@@ -142,6 +143,36 @@ def np_dtype(dtype: Any) -> np.dtype:
     if result not in SUPPORTED_DTYPES:
         raise DTypeError(f"dtype {result.name} is not supported; use one of {_dtype_names()}")
     return result
+
+
+def as_shape(value: Any, what: str) -> tuple[int, ...]:
+    """Return ``value`` as a shape: a tuple of non-negative ints (an int ``n`` means ``(n,)``).
+
+    ``what`` names the argument for the error (``"zeros: shape"``).  Floats,
+    bools, strings and negative numbers are errors, never truncated or wrapped:
+    ``(2.5, 3)`` must not quietly become ``(2, 3)``.
+    """
+
+    def is_int(dim: Any) -> bool:
+        return isinstance(dim, (int, np.integer)) and not isinstance(dim, (bool, np.bool_))
+
+    if is_int(value):
+        value = (value,)
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise ShapeError(
+            f"{what} {value!r} is not a shape; pass an int or a tuple of non-negative ints "
+            f"such as (32, 784)"
+        )
+    dims = tuple(value)
+    bad = [dim for dim in dims if not is_int(dim)]
+    if bad:
+        raise ShapeError(
+            f"{what} {dims!r} is not a shape: {bad[0]!r} is not an int; pass a tuple of "
+            f"non-negative ints such as (32, 784)"
+        )
+    if any(dim < 0 for dim in dims):
+        raise ShapeError(f"{what} {tuple(int(d) for d in dims)} has a negative dimension")
+    return tuple(int(dim) for dim in dims)
 
 
 def dtype_name(dtype: Any) -> str:

@@ -184,6 +184,14 @@ class Var:
     def __repr__(self) -> str:
         return f"Var({self.id}, {self.name!r}{', deleted' if self.deleted else ''})"
 
+    @property
+    def version(self) -> int:
+        """How many writes have been pushed to this var (MXNet: ``ThreadedVar::version()``).
+
+        A caller that remembers it can tell later whether anything wrote the var since.
+        """
+        return self.writes_pushed
+
 
 def _new_var(name: str = "") -> Var:
     """Return a new :class:`Var` (every NDArray makes one).

@@ -108,6 +108,7 @@ def array(source_array: Any, ctx: Any = None, dtype: Any = None) -> NDArray:
         source_array.copyto(result)
         return result
     dtype = np_dtype(dtype)
+    _check_source(source_array)
     try:
         data = np.asarray(source_array, dtype=dtype)
     except (TypeError, ValueError) as exc:
@@ -122,6 +123,30 @@ def array(source_array: Any, ctx: Any = None, dtype: Any = None) -> NDArray:
     else:
         raw.set(data)  # not run on real hardware
     return result
+
+
+def _check_source(source_array: Any) -> None:
+    """Refuse what numpy would convert into something the user did not mean.
+
+    ``None`` would become ``nan``, complex numbers would lose their imaginary
+    part, strings would be parsed as numbers and ragged lists become objects.
+    """
+    if source_array is None:
+        raise DTypeError("array: source_array is None; pass a numpy array, a list or an NDArray")
+    try:
+        kind = np.asarray(source_array).dtype.kind
+    except ValueError as exc:  # ragged nested lists
+        raise DTypeError(f"array: source_array is not rectangular: {exc}") from None
+    if kind == "c":
+        raise DTypeError(
+            "array: source_array is complex, which mxnb does not store; pass its .real, "
+            ".imag or abs() explicitly"
+        )
+    if kind in "OUSV":
+        raise DTypeError(
+            f"array: source_array holds {np.asarray(source_array).dtype} values, not numbers; "
+            f"convert them first"
+        )
 
 
 def arange(

@@ -40,6 +40,7 @@ Example::
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -233,9 +234,7 @@ def load(
     data = memoryview(content)[16 + header_len :]
     ranges = [_check_entry(path, index, entry, len(data)) for index, entry in enumerate(entries)]
     _check_disjoint(path, ranges)
-    arrays = [
-        _read_entry(path, index, entry, data, ctx) for index, entry in enumerate(entries)
-    ]
+    arrays = [_read_entry(path, index, entry, data, ctx) for index, entry in enumerate(entries)]
     if names is None:
         return arrays
     return dict(zip(names, arrays))
@@ -294,7 +293,9 @@ def _check_entry(path: str, index: int, entry: Any, data_size: int) -> tuple[int
         )
     shape = entry.get("shape")
     if not isinstance(shape, list) or not all(_is_count(dim) for dim in shape):
-        raise _bad(path, f"array {index}: field 'shape' {shape!r} is not a list of non-negative ints")
+        raise _bad(
+            path, f"array {index}: field 'shape' {shape!r} is not a list of non-negative ints"
+        )
     for field in ("offset", "nbytes", "crc32"):
         if not _is_count(entry.get(field)):
             raise _bad(path, f"array {index}: field {field!r} must be a non-negative int")
@@ -321,10 +322,8 @@ def _check_disjoint(path: str, ranges: list[tuple[int, int]]) -> None:
     Without this a small file whose entries all point at the same bytes would
     load as many times its size (a memory bomb).
     """
-    order = sorted(
-        (start, end, index) for index, (start, end) in enumerate(ranges) if end > start
-    )
-    for (_, end, first), (start, _, second) in zip(order, order[1:]):
+    order = sorted((start, end, index) for index, (start, end) in enumerate(ranges) if end > start)
+    for (_, end, first), (start, _, second) in itertools.pairwise(order):
         if start < end:
             raise _bad(path, f"arrays {first} and {second} claim the same bytes of the data")
 

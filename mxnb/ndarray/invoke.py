@@ -206,15 +206,11 @@ def _make_plan(
     op = prop.op_name
     arg_names = prop.list_arguments()
     aux_names = prop.list_auxiliary_states()
-    if len(in_shapes) != len(arg_names):
+    if len(in_shapes) != len(arg_names) or num_aux != len(aux_names):
+        takes = [*arg_names, *aux_names]
         raise MXNBError(
-            f"{op}: expects {len(arg_names)} input array(s) ({', '.join(arg_names) or 'none'}), "
-            f"got {len(in_shapes)}"
-        )
-    if num_aux != len(aux_names):
-        raise MXNBError(
-            f"{op}: expects {len(aux_names)} auxiliary state array(s) "
-            f"({', '.join(aux_names) or 'none'}), got {num_aux}"
+            f"{op}: takes {len(takes)} input array(s) ({', '.join(takes) or 'none'}), "
+            f"got {len(in_shapes) + num_aux}"
         )
     shapes = prop.infer_shape([tuple(shape) for shape in in_shapes])
     if shapes is None:

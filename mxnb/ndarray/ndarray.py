@@ -50,7 +50,7 @@ import numpy as np
 
 from .. import engine as _engine_mod
 from .. import storage
-from ..base import ContextError, MXNBError, ShapeError, np_dtype
+from ..base import ContextError, MXNBError, ShapeError, as_shape, np_dtype
 from ..context import Context, current_context
 from .chunk import _Chunk, _deferred_deletes, _flush_deferred_deletes
 
@@ -65,16 +65,8 @@ def _engine() -> Any:
     return _engine_mod.get()
 
 
-def _to_shape(shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
-    try:
-        result = tuple(int(dim) for dim in shape)
-    except TypeError:
-        raise ShapeError(f"shape must be an int or a tuple of ints, got {shape!r}") from None
-    if any(dim < 0 for dim in result):
-        raise ShapeError(f"shape {result} has a negative dimension")
-    return result
+def _to_shape(shape: Any, what: str = "shape") -> tuple[int, ...]:
+    return as_shape(shape, what)
 
 
 def _new_var(name: str = "") -> Any:

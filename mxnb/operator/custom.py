@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import OpError, ShapeError
+from ..base import OpError, ShapeError, as_shape
 from .base import OpContext, Operator, OperatorProperty, OpReqType
 from .param import Param, format_value
 from .registry import get_custom, register
@@ -285,14 +285,20 @@ class CustomProp(OperatorProperty):
                 f"{', '.join(str(tuple(s)) for s in given)}"
             ) from exc
         in_shapes, out_shapes, aux_shapes = _three(result, self.op_name, "infer_shape")
-        in_shapes = [tuple(int(d) for d in shape) for shape in in_shapes]
-        out_shapes = [tuple(int(d) for d in shape) for shape in out_shapes]
-        aux_shapes = [tuple(int(d) for d in shape) for shape in aux_shapes]
-        if len(out_shapes) != len(self.list_outputs()):
-            raise ShapeError(
-                f"{self.op_name}: infer_shape returned {len(out_shapes)} output shapes for outputs "
-                f"{self.list_outputs()}"
-            )
+        for kind, shapes, names in (
+            ("input", in_shapes, self.list_arguments()),
+            ("output", out_shapes, self.list_outputs()),
+            ("aux", aux_shapes, self.list_auxiliary_states()),
+        ):
+            if len(shapes) != len(names):
+                raise ShapeError(
+                    f"{self.op_name}: infer_shape returned {len(shapes)} {kind} shapes for "
+                    f"{len(names)} {kind}s {names}; return one shape per {kind}"
+                )
+        name = f"{self.op_name}: infer_shape result"
+        in_shapes = [as_shape(shape, name) for shape in in_shapes]
+        out_shapes = [as_shape(shape, name) for shape in out_shapes]
+        aux_shapes = [as_shape(shape, name) for shape in aux_shapes]
         if unknown and any(len(shape) == 0 for shape in in_shapes):
             return None
         return in_shapes, out_shapes, aux_shapes
@@ -345,7 +351,12 @@ class CustomProp(OperatorProperty):
 
 def _three(result: Any, op_name: str, method: str) -> tuple[list, list, list]:
     """Unpack a user's ``(in, out, aux)`` answer; the aux part may be missing."""
-    parts = list(result)
+    try:
+        parts = list(result)
+    except TypeError:
+        raise CustomOpError(
+            f"{op_name}: {method} must return (inputs, outputs, aux) lists; got {result!r}"
+        ) from None
     if len(parts) == 2:
         parts.append([])
     if len(parts) != 3:
@@ -376,11 +387,14 @@ class _CustomOperator(Operator):
         outputs = _wrap_all(out_data, context)
         auxes = _wrap_all(aux, context)
         requests = [_REQ_STRINGS[OpReqType(r)] for r in req]
+        given = list(outputs)
+        versions = [None if array is None else array._var.version for array in given]
         self._call(
             "forward",
             lambda: self.user_op.forward(bool(ctx.is_train), requests, inputs, outputs, auxes),
             [*outputs, *auxes],
         )
+        self._check_written("forward", "out_data", given, outputs, versions, requests)
 
     def backward(
         self,
@@ -400,11 +414,57 @@ class _CustomOperator(Operator):
         grads_in = _wrap_all(in_grad, context)
         auxes = _wrap_all(aux, context)
         requests = [_REQ_STRINGS[OpReqType(r)] for r in req]
+        given = list(grads_in)
+        versions = [None if array is None else array._var.version for array in given]
         self._call(
             "backward",
             lambda: self.user_op.backward(requests, grads_out, inputs, outputs, grads_in, auxes),
             [*grads_in, *auxes],
         )
+        self._check_written("backward", "in_grad", given, grads_in, versions, requests)
+
+    def _check_written(
+        self,
+        method: str,
+        slot: str,
+        given: list[Any],
+        after: list[Any],
+        versions: list[int | None],
+        requests: list[str],
+    ) -> None:
+        """Every array the op was asked to write (req not 'null') must have been written.
+
+        Two easy mistakes leave the system's buffer as it was (stale pool
+        memory): never writing an output, and rebinding the list element
+        (``out_data[0] = x``) instead of writing into the array.  Each write to
+        the wrapped array is a pushed op on its var, so the var's version tells.
+        Both are errors in forward.  In backward a rebinding is an error; an
+        input gradient left unwritten (a label's, in MXNet's own softmax
+        example) is set to zeros.
+        """
+        for index, (array, version, request) in enumerate(zip(given, versions, requests)):
+            if array is None or request == "null":
+                continue
+            where = f"Custom op_type={self.op_type!r}: {type(self.user_op).__name__}.{method}"
+            if index < len(after) and after[index] is not array:
+                raise CustomOpError(
+                    f"{where} replaced {slot}[{index}] with a new object instead of writing into "
+                    f"it; write with self.assign({slot}[{index}], req[{index}], value)",
+                    op_name=f"Custom({self.op_type})",
+                )
+            if array._var.version == version and method == "backward":
+                # MXNet's own examples leave a label's gradient unwritten: it gets zeros here,
+                # never the stale memory MXNet hands back.
+                if request != "add":
+                    array[:] = 0
+                    array.wait_to_read()
+                continue
+            if array._var.version == version:
+                raise CustomOpError(
+                    f"{where} never wrote {slot}[{index}] (req {request!r}); write it with "
+                    f"self.assign({slot}[{index}], req[{index}], value)",
+                    op_name=f"Custom({self.op_type})",
+                )
 
     def _call(self, method: str, run: Any, written: list[Any]) -> None:
         try:

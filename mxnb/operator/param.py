@@ -20,8 +20,11 @@ Example::
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass
 from typing import Any, Sequence
+
+import numpy as np
 
 from ..base import ParamError, np_dtype
 
@@ -132,15 +135,14 @@ class Param:
         if kind is int:
             if isinstance(value, str):
                 value = ast.literal_eval(value.strip())
-            if isinstance(value, float) and not value.is_integer():
-                raise ValueError(value)
             if isinstance(value, bool):
                 return int(value)
-            return int(value)
+            return _whole(value)
         if kind is float:
-            if isinstance(value, str):
-                return float(value.strip())
-            return float(value)
+            number = float(value.strip()) if isinstance(value, str) else float(value)
+            if math.isnan(number) and (self.low is not None or self.high is not None):
+                raise ValueError("nan is outside every range")
+            return number
         if kind is str:
             return str(value)
         if kind is DType:
@@ -149,9 +151,9 @@ class Param:
             if isinstance(value, str):
                 text = value.strip()
                 value = ast.literal_eval(text) if text else ()
-            if isinstance(value, (int,)) and not isinstance(value, bool):
-                return Shape((value,))
-            return Shape(int(item) if item is not None else None for item in value)
+            if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+                return Shape((int(value),))
+            return Shape(_whole(item) if item is not None else None for item in value)
         raise TypeError(f"unsupported parameter type {kind!r}")
 
     def _check(self, value: Any, where: str) -> None:
@@ -187,6 +189,19 @@ class Param:
     def format(self, value: Any) -> str:
         """Format a value as MXNet writes it into symbol JSON."""
         return format_value(value)
+
+
+def _whole(value: Any) -> int:
+    """``value`` as an int when it is a whole number (``3``, ``3.0``, ``np.int64(3)``), else raise.
+
+    ``2.5`` must not silently become ``2``: a truncated kernel or shape
+    computes something the user did not ask for.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{value!r} is not a whole number")
+    if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+        raise ValueError(f"{value!r} is not a whole number")
+    return int(value)
 
 
 def format_value(value: Any) -> str:

@@ -336,9 +336,7 @@ def _file_version(data: dict[str, Any]) -> int:
     if value is None:
         return 800
     if not (isinstance(value, list) and len(value) == 2 and _count(value[1])):
-        raise SymbolFileError(
-            f"attrs.mxnet_version: expected [\"int\", version], got {value!r}"
-        )
+        raise SymbolFileError(f'attrs.mxnet_version: expected ["int", version], got {value!r}')
     return value[1]
 
 

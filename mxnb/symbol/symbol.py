@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import DTypeError, GraphError, NotSupportedError, ShapeError
+from ..base import DTypeError, GraphError, NotSupportedError, as_shape
 from ..operator import registry
 from ..operator.param import format_value
 from .graph import (
@@ -352,14 +352,7 @@ class Symbol:
         known = {}
         nodes = self._nodes()
         for key, shape in self._known("shape", args, kwargs, nodes).items():
-            if isinstance(shape, (int, np.integer)):
-                shape = (int(shape),)
-            try:
-                shape = tuple(int(dim) for dim in shape)
-            except (TypeError, ValueError) as exc:
-                raise ShapeError(
-                    f"infer_shape: {key}={shape!r} is not a shape; pass a tuple of ints such as (32, 784)"
-                ) from exc
+            shape = as_shape(shape, f"infer_shape: {key}")  # a 0 dim is unknown, inferred
             if shape:
                 known[key] = shape
         values = infer_shapes(self._outputs, known, partial=True)

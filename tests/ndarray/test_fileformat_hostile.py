@@ -35,8 +35,13 @@ def _file(header: dict, data: bytes) -> bytes:
 
 
 def _entry(shape, nbytes, offset=0, data=b"", dtype="float32"):
-    return {"dtype": dtype, "shape": shape, "offset": offset, "nbytes": nbytes,
-            "crc32": zlib.crc32(data)}
+    return {
+        "dtype": dtype,
+        "shape": shape,
+        "offset": offset,
+        "nbytes": nbytes,
+        "crc32": zlib.crc32(data),
+    }
 
 
 def _header(entries, names=None):

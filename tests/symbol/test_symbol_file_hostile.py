@@ -50,8 +50,16 @@ def _set(path, value):
         ("name not a string", _set(["nodes", 0, "name"], None), r"nodes\[0\]\.name"),
         ("attrs a list", _set(["nodes", 3, "attrs"], ["num_hidden"]), r"nodes\[3\]\.attrs"),
         ("inputs not a list", _set(["nodes", 3, "inputs"], 0), r"nodes\[3\]\.inputs"),
-        ("negative input node", _set(["nodes", 3, "inputs", 0], [-1, 0, 0]), r"nodes\[3\]\.inputs\[0\]"),
-        ("negative output index", _set(["nodes", 3, "inputs", 0], [0, -1, 0]), r"nodes\[3\]\.inputs\[0\]"),
+        (
+            "negative input node",
+            _set(["nodes", 3, "inputs", 0], [-1, 0, 0]),
+            r"nodes\[3\]\.inputs\[0\]",
+        ),
+        (
+            "negative output index",
+            _set(["nodes", 3, "inputs", 0], [0, -1, 0]),
+            r"nodes\[3\]\.inputs\[0\]",
+        ),
         ("float index", _set(["nodes", 3, "inputs", 0], [0, 0.5, 0]), r"nodes\[3\]\.inputs\[0\]"),
         ("forward reference", _set(["nodes", 3, "inputs", 0], [4, 0, 0]), "come before it"),
         ("input past outputs", _set(["nodes", 4, "inputs", 0], [3, 5, 0]), "has no output 5"),

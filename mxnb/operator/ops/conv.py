@@ -195,13 +195,13 @@ def _weight_channel_last(xp: Any, weight: Any) -> Any:
 
 
 class _ConvBase(KernelProp):
-    kernel = Param(Shape, doc="Kernel size, e.g. (3, 3).")
-    stride = Param(Shape, default=(), doc="Stride; default 1 per axis.")
-    dilate = Param(Shape, default=(), doc="Dilation; default 1 per axis.")
-    pad = Param(Shape, default=(), doc="Zero padding per side; default 0.")
+    kernel = Param(Shape, low=1, doc="Kernel size, e.g. (3, 3).")
+    stride = Param(Shape, default=(), low=1, doc="Stride; default 1 per axis.")
+    dilate = Param(Shape, default=(), low=1, doc="Dilation; default 1 per axis.")
+    pad = Param(Shape, default=(), low=0, doc="Zero padding per side; default 0.")
     num_filter = Param(int, low=1, doc="Number of output channels.")
     num_group = Param(int, default=1, low=1, doc="Number of groups (channels split evenly).")
-    workspace = Param(int, default=1024, doc="Ignored (MXNet: temp space limit in MB).")
+    workspace = Param(int, default=1024, low=0, doc="Ignored (MXNet: temp space limit in MB).")
     cudnn_tune = Param(str, default=None, optional=True, doc="Ignored (cuDNN tuning).")
     cudnn_off = Param(bool, default=False, doc="Ignored (cuDNN switch).")
     layout = Param(
@@ -386,9 +386,9 @@ class ConvolutionProp(_ConvBase):
 class DeconvolutionProp(_ConvBase):
     """Transposed convolution: the gradient of Convolution with respect to its data."""
 
-    adj = Param(Shape, default=(), doc="Extra size added to one side of the output.")
+    adj = Param(Shape, default=(), low=0, doc="Extra size added to one side of the output.")
     target_shape = Param(
-        Shape, default=(), doc="Output spatial shape; pad and adj are then inferred."
+        Shape, default=(), low=0, doc="Output spatial shape; pad and adj are then inferred."
     )
     no_bias = Param(bool, default=True, doc="Whether to leave out the bias (MXNet default: True).")
 

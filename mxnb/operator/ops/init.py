@@ -132,8 +132,8 @@ class EyeProp(_CreateProp):
     """A 2-D array with ones on the ``k``-th diagonal."""
 
     shape = Param(Shape, default=(), doc="Unused.")
-    N = Param(int, doc="Rows.")
-    M = Param(int, default=0, doc="Columns (0: N).")
+    N = Param(int, low=0, doc="Rows.")
+    M = Param(int, default=0, low=0, doc="Columns (0: N).")
     k = Param(int, default=0, doc="Diagonal index.")
 
     def out_shape(self) -> tuple:

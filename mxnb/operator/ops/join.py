@@ -285,7 +285,7 @@ class SliceAxisProp(SliceProp):
 class TileProp(_MoveProp):
     """Repeat the whole array ``reps`` times per axis."""
 
-    reps = Param(Shape, doc="Repetitions per axis (aligned on the right).")
+    reps = Param(Shape, low=0, doc="Repetitions per axis (aligned on the right).")
 
     def _reps(self, ndim: int) -> tuple:
         reps = tuple(self.reps)
@@ -358,7 +358,7 @@ class PadProp(_MoveProp):
     """Pad a 4-D or 5-D array with a constant, the edge values, or a reflection."""
 
     mode = Param(str, choices=("constant", "edge", "reflect"), doc="Padding type.")
-    pad_width = Param(Shape, doc="Before/after widths per axis (first two axes must be 0).")
+    pad_width = Param(Shape, low=0, doc="Before/after widths per axis (first two axes must be 0).")
     constant_value = Param(float, default=0.0, doc="Value of constant padding.")
 
     def _widths(self, ndim: int) -> list[tuple[int, int]]:

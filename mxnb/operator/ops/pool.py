@@ -51,7 +51,7 @@ __all__ = ["LRNProp", "PoolingProp", "UpSamplingProp"]
 class PoolingProp(KernelProp):
     """Max / average / sum pooling over 1, 2 or 3 spatial axes (global or windowed)."""
 
-    kernel = Param(Shape, default=(), doc="Window size (ignored with global_pool).")
+    kernel = Param(Shape, default=(), low=1, doc="Window size (ignored with global_pool).")
     pool_type = Param(str, default="max", choices=("max", "avg", "sum", "lp"), doc="Pooling type.")
     global_pool = Param(bool, default=False, doc="Pool over the whole spatial extent.")
     cudnn_off = Param(bool, default=False, doc="Ignored (cuDNN switch).")
@@ -61,9 +61,9 @@ class PoolingProp(KernelProp):
         choices=("valid", "full", "same"),
         doc="Output size rounding: valid floors, full ceils.",
     )
-    stride = Param(Shape, default=(), doc="Stride; default 1 per axis.")
-    pad = Param(Shape, default=(), doc="Padding per side; default 0.")
-    p_value = Param(int, default=None, optional=True, doc="p of lp pooling (not supported).")
+    stride = Param(Shape, default=(), low=1, doc="Stride; default 1 per axis.")
+    pad = Param(Shape, default=(), low=0, doc="Padding per side; default 0.")
+    p_value = Param(int, default=None, optional=True, low=1, doc="p of lp pooling (not supported).")
     count_include_pad = Param(
         bool, default=None, optional=True, doc="Average pooling counts padded cells (default True)."
     )
@@ -252,13 +252,15 @@ class UpSamplingProp(KernelProp):
 
     key_var_num_args = "num_args"
     scale = Param(int, low=1, doc="Upsampling factor.")
-    num_filter = Param(int, default=0, doc="Filters of bilinear upsampling (unused for nearest).")
+    num_filter = Param(
+        int, default=0, low=0, doc="Filters of bilinear upsampling (unused for nearest)."
+    )
     sample_type = Param(str, choices=("nearest", "bilinear"), doc="Only 'nearest' is supported.")
     multi_input_mode = Param(
         str, default="concat", choices=("concat", "sum"), doc="How several inputs are combined."
     )
     num_args = Param(int, default=1, low=1, doc="Number of inputs.")
-    workspace = Param(int, default=512, doc="Ignored.")
+    workspace = Param(int, default=512, low=0, doc="Ignored.")
 
     def list_arguments(self):
         """``arg0 … arg{num_args-1}``."""
