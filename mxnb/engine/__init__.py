@@ -55,6 +55,7 @@ from .base import (
     Var,
     inside_op,
 )
+from . import interrupts
 from .naive import NaiveEngine
 from .trace import Trace
 
@@ -149,21 +150,23 @@ def _get_slow() -> Engine:
 def set_engine(name: str) -> Engine:
     """Switch the process-wide engine to ``name``; the old one drains and shuts down first.
 
-    Vars made under the old engine keep working under the new one.  Until the
-    switch, :func:`get` keeps returning the old engine (finalizers that push
-    deletes while the new engine is built still find a working engine).
+    Vars made under the old engine keep working under the new one.  Safe while
+    other threads push: from the start of the switch their pushes wait until
+    the old engine has drained, then run on the new one (nothing is lost, and
+    the switch never waits for threads that keep pushing).  A thread that kept
+    a reference to the old engine pushes through it to the new one.
     """
     global _engine
     if name not in ENGINE_TYPES:
         raise EngineError(f"unknown engine type {name!r}; use one of {', '.join(ENGINE_TYPES)}")
     with _engine_lock:
         old = _engine
-        if old is not None:
-            old.drain()
         new = create(name)
+        if old is not None:
+            # Pushes from other threads now wait, then go to the new engine: the old one
+            # drains without racing them (see Engine.hand_over).
+            old.hand_over(new)
         _engine = new
-    if old is not None and old is not new:
-        old.shutdown()  # drains what was pushed during the switch, then stops its workers
     return new
 
 
@@ -243,3 +246,4 @@ def _shutdown_at_exit() -> None:
 
 
 atexit.register(_shutdown_at_exit)
+interrupts.install()  # Ctrl-C never lands inside the engine's bookkeeping

@@ -535,6 +535,10 @@ class Engine(Waiting):
         self._suspended = 0  # ops on the stacks of threads inside a nested wait_for_all
         self._errors: list[_ErrorRef] = []  # failures not yet raised by a wait
         self._shut = False
+        # set_engine's hand-over (see hand_over): while it runs, pushes from outside this
+        # engine's ops wait on _handover, then go to _successor, as do pushes after it.
+        self._handover: threading.Event | None = None
+        self._successor: Engine | None = None
         self.slow_wait_threshold: float | None = None  # debug mode (set by engine.debug)
         self.slow_waits: list[SlowWait] = []
 
@@ -779,6 +783,14 @@ class Engine(Waiting):
         try:
             if self._inline is not None:
                 self._book_inline()
+            if self._handover is not None and not _running_stack():
+                lock.release()
+                try:
+                    return self._forward(
+                        fn, is_async, ctx, const, mutate, priority, name, copy, delete
+                    )
+                finally:
+                    lock.acquire()
             if self._shut:
                 raise EngineError(f"push of op '{name}': the {self.kind} engine is shut down")
             for var in const:
@@ -1126,6 +1138,56 @@ class Engine(Waiting):
             )
 
     # -- lifetime ------------------------------------------------------------
+    def hand_over(self, successor: Engine) -> None:
+        """Drain, shut down and pass every later push to ``successor`` (``set_engine``'s switch).
+
+        Rule: vars carry their dependency state, so a var may move to another
+        engine only once no op on it is pending here.  From the moment this is
+        called, a push from a thread that is not running one of this engine's
+        ops waits until this engine has drained and then goes to
+        ``successor``; pushes from inside running ops (nested pushes) are still
+        taken here, because the drain waits for those ops.  A delete pushed
+        meanwhile (a finalizer, which must never block) is refused with
+        :class:`EngineError`; the NDArray layer defers it.  Nothing pushed is
+        lost, and the switch never waits on threads that keep pushing.
+        """
+        with self._lock:
+            if self._shut:
+                self._successor = successor
+                return
+            self._successor = successor
+            self._handover = threading.Event()
+        try:
+            self.drain()
+        finally:
+            with self._lock:
+                self._shut = True
+            self._handover.set()
+            self._stop_workers()
+
+    def _forward(
+        self,
+        fn: Any,
+        is_async: bool,
+        ctx: Context,
+        const: tuple[Var, ...],
+        mutate: tuple[Var, ...],
+        priority: int,
+        name: str,
+        copy: bool,
+        delete: tuple[Var, ...] | None,
+    ) -> int:
+        """Push to the successor once the hand-over has drained this engine (see hand_over)."""
+        if delete is not None and not self._handover.is_set():  # type: ignore[union-attr]
+            raise EngineError(
+                f"push of op '{name}': the {self.kind} engine is handing over to another "
+                f"(set_engine); push the delete after the switch"
+            )
+        self._handover.wait()  # type: ignore[union-attr]
+        successor = self._successor
+        assert successor is not None
+        return successor._push_opr(fn, is_async, ctx, const, mutate, priority, name, copy, delete)
+
     def num_pending(self) -> int:
         """Return how many pushed ops are not complete yet."""
         return self._num_pending

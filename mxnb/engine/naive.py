@@ -98,6 +98,7 @@ class NaiveEngine(Engine):
                     self._num_pending
                     or self._errors
                     or self._shut
+                    or self._handover is not None
                     or self.slow_wait_threshold is not None
                 )
                 if quiet:

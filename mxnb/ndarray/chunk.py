@@ -315,13 +315,26 @@ def _note_gc(phase: str, info: dict) -> None:
 gc.callbacks.append(_note_gc)
 
 
+#: Put among the deferred deletes when Ctrl-C is postponed (mxnb.engine.interrupts): every
+#: allocation checks that list, so the next one raises the interrupt, at a safe point.
+_INTERRUPTED: tuple[Any, Any, Any] = (None, None, None)
+_engine_mod.interrupts.postpone_hooks.append(lambda: _deferred_deletes.append(_INTERRUPTED))
+
+
 def _flush_deferred_deletes() -> None:
-    """Push the deletes deferred by :meth:`_Chunk.__del__` (called from normal code paths)."""
+    """Push the deletes deferred by :meth:`_Chunk.__del__` (called from normal code paths).
+
+    Raises a postponed KeyboardInterrupt (in the main thread) when it finds one.
+    """
     engine = _engine_mod.get()
     while _deferred_deletes:
         try:
             var, ctx, fn = _deferred_deletes.pop(0)
         except IndexError:  # another thread flushed the last one
             break
+        if var is None:  # _INTERRUPTED
+            if _engine_mod.interrupts.take_pending():
+                raise KeyboardInterrupt
+            continue
         with contextlib.suppress(Exception):  # a var already deleted: nothing left to do
             engine.push_delete(var, ctx, fn=fn)
