@@ -15,9 +15,13 @@ readers between two writes may run concurrently.
 
 Errors (MXNet 1.6+): an exception in an op is stored, as one shared
 reference, on the vars it writes; later ops touching such a var are skipped
-and their outputs inherit the same reference.  ``wait_for_var`` /
-``wait_for_all`` raise it once as :class:`~mxnb.base.OpError` (original
-chained) and clear it everywhere; the engine stays usable.
+and their outputs inherit the same reference.  ``wait_for_var`` raises it
+as :class:`~mxnb.base.OpError` (original chained) every time, as long as the
+var carries it: a failed array never reads as stale memory.  An op that only
+writes such a var (does not read it) runs, and its success clears the
+failure: the var was written again.  ``wait_for_all``
+raises the first failure no wait has raised yet, then forgets the list (at
+most ``MAX_UNRAISED_ERRORS`` are kept).  The engine stays usable.
 
 Waiting inside an op: a wait called from a running op (a custom op calling
 ``asnumpy()``) lets the waiting thread run ready ops itself (``_help_once``)
@@ -66,6 +70,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import numbers
 import threading
 import time
 from _thread import get_ident
@@ -121,6 +126,8 @@ READY = 1  # all vars granted; handed to the dispatcher
 RUNNING = 2  # its function is running (or an async op awaits its callback)
 DONE = 3  # complete (succeeded, failed or skipped)
 
+#: Failures kept for wait_for_all to raise; older ones are counted, not kept.
+MAX_UNRAISED_ERRORS = 64
 _READERS_PRUNE = 32  # drop finished readers from Var.readers beyond this many
 
 
@@ -405,6 +412,24 @@ def _check_vars(vars_: Iterable[Var] | None, what: str, op_name: str) -> tuple[V
     return result
 
 
+def _check_options(priority: Any, name: Any, copy: Any) -> int:
+    """Check a push's priority, name and copy flag before anything is booked; return the priority.
+
+    A wrongly typed option must fail here, in the caller's thread: found later,
+    inside the engine, it would leave a booked op that never runs.
+    """
+    label = name if isinstance(name, str) and name else "op"
+    if not isinstance(name, str):
+        raise EngineError(f"push of op {name!r}: name must be a str, got {type(name).__name__}")
+    if isinstance(priority, bool) or not isinstance(priority, numbers.Integral):
+        raise EngineError(
+            f"push of op '{label}': priority must be an int (larger runs first), got {priority!r}"
+        )
+    if not isinstance(copy, bool):
+        raise EngineError(f"push of op '{label}': copy must be True or False, got {copy!r}")
+    return int(priority)
+
+
 def _vars_of(vars_: Any, what: str, op_name: str) -> tuple[Var, ...]:
     """``vars_`` as a tuple of distinct vars; one or two vars in a list or tuple take no loop."""
     kind = type(vars_)
@@ -533,7 +558,9 @@ class Engine(Waiting):
         self._waiters_all = 0  # ... waiting for everything (woken when nothing is left)
         self._waiters_var: dict[Var, list[int]] = {}  # ... waiting for writes on a var: targets
         self._suspended = 0  # ops on the stacks of threads inside a nested wait_for_all
-        self._errors: list[_ErrorRef] = []  # failures not yet raised by a wait
+        self._errors: list[_ErrorRef] = []  # failures not yet raised by a wait (bounded)
+        self._errors_dropped = 0  # failures dropped from _errors to keep it bounded
+        self._failures = 0  # vars ever marked failed: 0 means no op can be skipped
         self._shut = False
         # set_engine's hand-over (see hand_over): while it runs, pushes from outside this
         # engine's ops wait on _handover, then go to _successor, as do pushes after it.
@@ -583,6 +610,8 @@ class Engine(Waiting):
         # The hot path, written out: validate, normalise, build the op, book it.
         if type(ctx) is not Context or not callable(fn):
             self._check_fn_ctx(fn, ctx, name)
+        if type(priority) is not int or type(name) is not str or type(copy) is not bool:
+            priority = _check_options(priority, name, copy)
         if not name:
             name = getattr(fn, "__name__", "op")
         if const_vars:
@@ -630,6 +659,8 @@ class Engine(Waiting):
         """
         if type(ctx) is not Context or not callable(fn):
             self._check_fn_ctx(fn, ctx, name)
+        if type(priority) is not int or type(name) is not str or type(copy) is not bool:
+            priority = _check_options(priority, name, copy)
         if not name:
             name = getattr(fn, "__name__", "op")
         const, mutate = _normalise(const_vars, mutate_vars, name)
@@ -661,6 +692,8 @@ class Engine(Waiting):
                 "make a new one with new_operator"
             )
         self._check_ctx(ctx, handle.name)
+        if type(priority) is not int:
+            priority = _check_options(priority, handle.name, False)
         return self._push_opr(
             handle.fn,
             True,
@@ -964,7 +997,7 @@ class Engine(Waiting):
         """
         if self.slow_wait_threshold is not None:
             self._note_slow_wait(opr)
-        if self._errors:  # a failure not yet raised: skip the op if it reached its vars
+        if self._failures and opr.deletes is None:  # skip an op whose vars carry a failure
             inherited = self._failed_input(opr)
             if inherited is not None:
                 return self._complete(opr, None, inherited=inherited)
@@ -1009,10 +1042,14 @@ class Engine(Waiting):
 
     @staticmethod
     def _failed_input(opr: Opr) -> _ErrorRef | None:
-        """The unraised failure on one of ``opr``'s vars, if any (the op is then skipped)."""
-        for var in opr.mutate_vars + opr.const_vars:
+        """The failure carried by one of the vars ``opr`` reads, if any (the op is then skipped).
+
+        A var it only writes does not count: writing it again is how a failed
+        var recovers (see :meth:`_complete`).
+        """
+        for var in opr.const_vars:
             ref = var.error
-            if ref is not None and ref.exc is not None:
+            if ref is not None:
                 return ref
         return None
 
@@ -1053,10 +1090,16 @@ class Engine(Waiting):
             if exc is not None or inherited is not None:
                 if exc is not None:
                     inherited = _ErrorRef(exc, opr.name, opr.id)
-                    self._errors.append(inherited)
+                    self._note_failure(inherited)
                 replaced = [var.error for var in opr.mutate_vars]
                 for var in opr.mutate_vars:
+                    if var.error is None:
+                        self._failures += 1
                     var.error = inherited
+            elif self._failures:  # written again: a var lets go of an earlier failure
+                replaced = [var.error for var in opr.mutate_vars]
+                for var in opr.mutate_vars:
+                    var.error = None
             for var in opr.const_vars:
                 var.pending_reads -= 1
                 if var.pending_reads == 0:
@@ -1102,7 +1145,7 @@ class Engine(Waiting):
                             chain is not None
                             and successor.ctx is opr.ctx  # so the same pool runs it
                             and successor.copy is opr.copy
-                            and not self._errors  # nothing can make _run skip it
+                            and not self._failures  # nothing can make _run skip it
                         ):
                             successor.state = RUNNING  # _run: its start is recorded
                             _extend((RAW_DONE_START, _now(), opr.id, successor.id, chain))
@@ -1120,6 +1163,15 @@ class Engine(Waiting):
         if replaced is not None:
             del replaced
         return ready
+
+    def _note_failure(self, ref: _ErrorRef) -> None:
+        """Remember a failure for ``wait_for_all`` (under the lock), keeping at most
+        :data:`MAX_UNRAISED_ERRORS`: a loop of failing ops nobody waits for must not
+        grow memory.  The vars keep their failure either way."""
+        if len(self._errors) < MAX_UNRAISED_ERRORS:
+            self._errors.append(ref)
+        else:  # the first failures explain the rest: later ones are only counted
+            self._errors_dropped += 1
 
     def _note_slow_wait(self, opr: Opr) -> None:
         threshold = self.slow_wait_threshold

@@ -96,7 +96,7 @@ class NaiveEngine(Engine):
             try:
                 quiet = not (
                     self._num_pending
-                    or self._errors
+                    or self._failures
                     or self._shut
                     or self._handover is not None
                     or self.slow_wait_threshold is not None

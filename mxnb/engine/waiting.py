@@ -152,10 +152,13 @@ class Waiting:
     def _stuck_check(self) -> None:
         """Hook: raise when a wait can never be satisfied (the step engine knows)."""
 
-    def wait_for_var(self, var: Var) -> None:
+    def wait_for_var(self, var: Var, timeout: float | None = None) -> None:
         """Block until every write pushed on ``var`` so far is done (MXNet: ``WaitForVar``).
 
-        Raises :class:`~mxnb.base.OpError` (once) when an op writing ``var`` failed.
+        Raises :class:`~mxnb.base.OpError` when an op writing ``var`` (or one it
+        depended on) failed, on every wait until the var is written again; and
+        :class:`~mxnb.base.EngineError` naming the pending writes when
+        ``timeout`` seconds pass first, or when the wait can never be met.
         """
         if type(var) is not self._var_type:
             raise EngineError(f"wait_for_var: expected an engine var, got {var!r}")
@@ -165,29 +168,31 @@ class Waiting:
                 self._book_inline()
             target = var.writes_pushed
             if stack:
-                writer = var.last_write
-                if writer is not None and writer in stack:
-                    raise EngineError(
-                        f"wait_for_var({var.name!r}) inside op '{writer.name}', which writes "
-                        f"{var.name!r} itself: this would wait forever; read the var before "
-                        "pushing the op, or push a separate op"
-                    )
-        if var.writes_done < target:
-            self._wait_until(lambda: var.writes_done >= target, var, wake="var", target=target)
+                chain = _waits_for_stack(var, stack)
+                if chain is not None:
+                    raise EngineError(_deadlock_message(var, chain))
+        if var.writes_done < target and not self._wait_until(
+            lambda: var.writes_done >= target, var, timeout, wake="var", target=target
+        ):
+            raise EngineError(
+                f"wait_for_var({var.name!r}) timed out after {timeout} s: "
+                f"{target - var.writes_done} write(s) still pending ({self._pending_names(var)})"
+            )
         ref = var.error
-        if ref is not None:
+        if ref is not None:  # raised on every wait while the var carries it
             with self._lock:
-                exc = ref.exc
-                ref.exc = None  # raised once: cleared on every var it reached
-                var.error = None
+                if ref in self._errors:
+                    self._errors.remove(ref)  # raised: wait_for_all need not raise it again
+            exc = ref.exc
             if exc is not None:
                 raise ref.to_error(exc) from exc
 
-    def wait_for_all(self) -> None:
+    def wait_for_all(self, timeout: float | None = None) -> None:
         """Block until every pushed op is done (MXNet: ``WaitForAll``).
 
         Inside a running op, waits for everything except the ops on the calling
-        stack.  Raises the first failure not yet raised (then forgets them all).
+        stack.  Raises the first failure not yet raised (then forgets them all),
+        or :class:`~mxnb.base.EngineError` when ``timeout`` seconds pass first.
         """
         stack = _local.__dict__.get("stack")
         depth = len(stack) if stack else 0
@@ -195,7 +200,13 @@ class Waiting:
             with self._lock:
                 self._suspended += depth
         try:
-            self._wait_until(lambda: self._num_pending <= self._suspended, None, wake="all")
+            if not self._wait_until(
+                lambda: self._num_pending <= self._suspended, None, timeout, wake="all"
+            ):
+                raise EngineError(
+                    f"wait_for_all timed out after {timeout} s with "
+                    f"{self._num_pending - self._suspended} op(s) still pending"
+                )
         finally:
             if depth:
                 with self._lock:
@@ -204,17 +215,105 @@ class Waiting:
                         self._cond.notify_all()
         self._raise_errors()
 
+    def _pending_names(self, var: Var) -> str:
+        """The pending writes of ``var`` by name, for a timeout's message."""
+        with self._lock:
+            names = [f"'{op.name}'" for op in _pending_writes(var)]
+        return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "") or "none booked"
+
     def _raise_errors(self) -> None:
+        """Raise the first failure no wait has raised yet; forget the rest (vars keep theirs)."""
         with self._lock:
             errors = self._errors
             self._errors = []
-            first: _ErrorRef | None = None
-            exc: BaseException | None = None
-            dropped = [ref.exc for ref in errors]  # released after the lock (see _complete)
-            for ref in errors:
-                if ref.exc is not None and first is None:
-                    first, exc = ref, ref.exc
-                ref.exc = None
-        del dropped
-        if first is not None and exc is not None:
-            raise first.to_error(exc) from exc
+            dropped, self._errors_dropped = self._errors_dropped, 0
+        first = next((ref for ref in errors if ref.exc is not None), None)
+        others = len(errors) - 1 + dropped
+        del errors  # the raised error's traceback keeps this frame: it must not keep them
+        if first is None or first.exc is None:
+            return
+        cause = first.exc
+        error = first.to_error(cause)
+        del first
+        if others:
+            error.args = (f"{error.args[0]} (and {others} more failed op(s))",)
+        try:
+            raise error from cause
+        finally:
+            del error  # no cycle error -> traceback -> this frame -> error
+
+
+# -- waits that can never be met ------------------------------------------------------------
+
+
+def _waits_for_stack(var: Var, stack: list[Any]) -> list[tuple[Any, Var]] | None:
+    """The dependency chain from ``var``'s pending writes back to an op running on this thread.
+
+    A thread running op R that waits for ``var`` waits for every write
+    pushed on ``var`` so far.  If one of those writes must wait for R
+    (directly: it was pushed behind R on a var R uses; or through other ops
+    queued in between), the wait can never be met: R cannot finish before
+    the wait does.  Returns ``[(op, var it waits on), ...]`` ending at an op of
+    ``stack``, or None when no such chain exists.  Call under the engine lock.
+
+    The rule is MXNet's: an op not yet runnable waits for the incomplete ops
+    pushed before it on each of its vars (the oldest pending write, and
+    every op queued ahead of it); two reads do not wait for each other.
+    """
+    running = set(map(id, stack))
+    start = [op for op in _pending_writes(var) if id(op) not in running]
+    if any(id(op) in running for op in _pending_writes(var)):
+        writer = next(op for op in _pending_writes(var) if id(op) in running)
+        return [(writer, var)]
+    seen: set[int] = set()
+    todo: list[tuple[Any, list[tuple[Any, Var]]]] = [(op, [(op, var)]) for op in start]
+    while todo:
+        op, path = todo.pop()
+        if id(op) in seen or op.wait_count == 0:  # a runnable op waits for nothing
+            continue
+        seen.add(id(op))
+        for used in (*op.const_vars, *op.mutate_vars):
+            writes = used in op.mutate_vars
+            for runner in stack:
+                if runner.id < op.id and (writes or used in runner.mutate_vars):
+                    if used in runner.const_vars or used in runner.mutate_vars:
+                        return [*path, (runner, used)]
+            for ahead in _ops_ahead(used, op):
+                todo.append((ahead, [*path, (ahead, used)]))
+    return None
+
+
+def _pending_writes(var: Var) -> list[Any]:
+    """The incomplete writes on ``var``: the oldest one and those queued behind it."""
+    writes = [] if var.pending_write is None else [var.pending_write]
+    if var.queue:
+        writes += [op for op, is_write in var.queue if is_write]
+    return writes
+
+
+def _ops_ahead(var: Var, op: Any) -> list[Any]:
+    """Incomplete ops that ``op`` waits for on ``var`` (pushed before it, see the rule)."""
+    ahead = []
+    if var.pending_write is not None and var.pending_write is not op:
+        ahead.append(var.pending_write)
+    for queued, _ in var.queue or ():
+        if queued is op:
+            break
+        ahead.append(queued)
+    return ahead
+
+
+def _deadlock_message(var: Var, chain: list[tuple[Any, Var]]) -> str:
+    runner = chain[-1][0]
+    if len(chain) == 1:
+        return (
+            f"wait_for_var({var.name!r}) inside op '{runner.name}', which writes {var.name!r} "
+            f"itself: this would wait forever; read the var before pushing the op, or push a "
+            f"separate op"
+        )
+    steps = " -> ".join(f"'{op.name}' (on {used.name!r})" for op, used in chain)
+    return (
+        f"wait_for_var({var.name!r}) inside op '{runner.name}' can never finish: it waits for "
+        f"{steps}, and '{runner.name}' cannot finish before its own wait does; wait before "
+        f"pushing those ops, or push the rest of the work as separate ops"
+    )

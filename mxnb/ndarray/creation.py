@@ -198,13 +198,16 @@ def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = Tr
     return _invoke("Concat", list(arrays), {"dim": axis, "num_args": len(arrays)})
 
 
-def waitall() -> None:
-    """Block until every pushed op has run (re-raises the first stored error)."""
+def waitall(timeout: float | None = None) -> None:
+    """Block until every pushed op has run (re-raises the first stored error).
+
+    ``timeout``: seconds to wait at most; :class:`~mxnb.base.EngineError` after that.
+    """
     if _chunk_module._delete_batches or _chunk_module._parked:
         _chunk_module.flush_delete_batches()
     if _chunk_module._deferred_deletes:
         _flush_deferred_deletes()
-    _engine().wait_for_all()
+    _engine().wait_for_all(timeout)
 
 
 _SUPPORTED = frozenset(

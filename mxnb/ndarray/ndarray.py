@@ -326,9 +326,12 @@ class NDArray:
             yield self[index]
 
     # -- synchronisation -----------------------------------------------------------
-    def wait_to_read(self) -> None:
-        """Block until every pending write to this array has run (re-raises its error)."""
-        _engine().wait_for_var(self._var)
+    def wait_to_read(self, timeout: float | None = None) -> None:
+        """Block until every pending write to this array has run (re-raises its error).
+
+        ``timeout``: seconds to wait at most; :class:`~mxnb.base.EngineError` after that.
+        """
+        _engine().wait_for_var(self._var, timeout)
 
     def wait_to_write(self) -> None:
         """Block until every pending read and write of this array has run."""

@@ -5,8 +5,9 @@ from other threads, pushes of reusable operators, failing ops, deletes and
 ``wait_for_all`` barriers.  Each op reads the current value of the vars it
 reads and writes its own index into the vars it writes.  The reference runs
 the same steps sequentially in push order with the engine's error rule (an op
-touching a failed var is skipped and its outputs inherit the failure; a
-barrier raises a pending failure and clears it).  Every var's history of
+reading a failed var is skipped and its outputs inherit the failure, which
+they keep until an op writes them again; a delete still runs, to free memory;
+a barrier raises a failure no wait has raised yet).  Every var's history of
 writes, every value each reader saw and every barrier's outcome must be
 identical.
 """
@@ -83,15 +84,14 @@ def reference(handles, steps) -> Outcome:
     for index, step in enumerate(steps):
         if step.kind == "barrier":
             out.barriers.append(pending_failure)
-            pending_failure = False
-            failed.clear()
+            pending_failure = False  # raised; the vars keep their failure
             continue
         reads, writes = normalise(*(handles_vars(handles, step)))
         if deleted & set(reads + writes):
             continue  # refused at push (the engine raises VarDeletedError)
         if step.kind == "delete":
             deleted.update(writes)
-        if any(failed.get(v) for v in reads + writes):
+        if step.kind != "delete" and any(failed.get(v) for v in reads):
             for v in writes:
                 failed[v] = True
             continue
@@ -102,6 +102,7 @@ def reference(handles, steps) -> Outcome:
             continue
         out.seen[index] = tuple(value[v] for v in reads)
         for v in writes:
+            failed[v] = False  # written again
             value[v] = index
             out.histories[v].append(index)
     return out
