@@ -14,7 +14,9 @@ inference (grad_req='null') and training (grad_req='write'):
                  else its "Total N MB allocated", N floored)
     both/mxnet   below 1.00: mxnb plans less
 
-then the time to plan ResNet-50 (target under 1 s) and the executor's
+then the time to plan ResNet-50 (target under 1 s), planning and binding
+chains of 2,000 and 20,000 small ops (O(n log n): 20k within 10x of 2k,
+planning 20k under 2 s), and the executor's
 forward+backward time for the MLP and LeNet relative to the same network
 run op by op through mx.nd under autograd, interleaved in the same run, best of
 20 each (target: <= 1).
@@ -99,6 +101,61 @@ def planning_time() -> None:
     )
 
 
+def _chain(length: int):
+    """A chain of ``length`` small ops (scalar multiplies and ReLUs alternating)."""
+    x = mx.sym.Variable("x")
+    for index in range(length):
+        if index % 2:
+            x = mx.sym.Activation(x, act_type="relu", name=f"relu{index}")
+        else:
+            x = x * 1.0001
+    return x
+
+
+def long_chains() -> None:
+    """Planning and binding stay O(n log n): a 20,000-op chain against a 2,000-op one."""
+    from mxnb.executor.graph import build_graph
+    from mxnb.executor.memory import plan_graph
+
+    print(
+        "\nlong chains of small ops, training (targets: 20k bind+fwd+bwd <= 10x the 2k one; "
+        "planning 20k < 2 s)"
+    )
+    header = (
+        f"{'ops':>7} {'steps':>7} {'build graph s':>14} {'planner s':>10} {'plan_memory s':>14} "
+        f"{'bind s':>8} {'fwd+bwd s':>10} {'bind+run s':>11}"
+    )
+    print(header)
+    print("-" * len(header))
+    totals = {}
+    for length in (2000, 20000):
+        net = _chain(length)
+        start = time.perf_counter()
+        graph = build_graph(net, {"x": (4, 4)}, grad_req="write")
+        built = time.perf_counter() - start
+        start = time.perf_counter()
+        plan_graph(graph)
+        planner = time.perf_counter() - start
+        start = time.perf_counter()
+        mx.executor.plan_memory(net, {"x": (4, 4)}, grad_req="write")
+        planned = time.perf_counter() - start
+        start = time.perf_counter()
+        exe = net.simple_bind(mx.cpu(), x=(4, 4))
+        bound = time.perf_counter() - start
+        start = time.perf_counter()
+        exe.forward(is_train=True)
+        exe.backward(mx.nd.ones((4, 4)))
+        mx.nd.waitall()
+        ran = time.perf_counter() - start
+        totals[length] = bound + ran
+        print(
+            f"{length:>7} {len(graph.steps):>7} {built:>14.2f} {planner:>10.2f} {planned:>14.2f} "
+            f"{bound:>8.2f} {ran:>10.2f} {bound + ran:>11.2f}",
+            flush=True,
+        )
+    print(f"20k / 2k bind+fwd+bwd: {totals[20000] / totals[2000]:.1f}x (target <= 10x)")
+
+
 def imperative_step(sym, arrays: dict, aux: dict, heads) -> None:
     """Run the symbol's graph node by node through the imperative invoke, under autograd."""
     values: dict[NodeEntry, object] = {}
@@ -164,6 +221,7 @@ def main() -> None:
     batches = (32,) if "--quick" in sys.argv else (1, 32, 64)
     plan_table(batches)
     planning_time()
+    long_chains()
     executor_speed()
 
 

@@ -45,8 +45,10 @@ Example::
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +61,13 @@ __all__ = ["DEFAULT_MATCH_RANGE", "plan_best", "plan_graph", "plan_memory", "pla
 DEFAULT_MATCH_RANGE = 16
 
 _TRIED_MATCH_RANGES = (16, 4, 2, 1)
+#: Blocks the offline best-fit looks at in each direction before opening a new one.
+SCAN_LIMIT = 1024
+#: Above this many steps (an unrolled RNN of thousands of steps, a 5,000-layer chain)
+#: planning tries MXNet's order, MXNet's walk and the in-order offline placement only, in
+#: O(n log n): the 20-odd candidates of smaller graphs would take seconds.  Every network of
+#: the zoo (the 35-step LSTM has 1,964 training steps) stays below it.
+LARGE_GRAPH_STEPS = 5000
 
 
 def plan_memory(
@@ -110,12 +119,44 @@ def plan_best(
     Returns the graph and its plan (the executor runs the steps in that order).
     MXNet's DFS order wins ties.
     """
+    with _without_gc_pauses():
+        return _plan_best(sym, shapes, grad_req, type_dict, inplace, coshare)
+
+
+@contextlib.contextmanager
+def _without_gc_pauses() -> Iterator[None]:
+    """Hold off Python's cyclic garbage collector while a graph is built and planned.
+
+    Building the graph of a 20,000-op chain makes hundreds of thousands of
+    small objects, and each automatic collection walks all of them: half of
+    the time went there.  Nothing made here forms a cycle, so collecting
+    once afterwards (as usual, on the next allocation threshold) loses nothing.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _plan_best(
+    sym: Any,
+    shapes: Mapping[str, tuple],
+    grad_req: str | Mapping[str, str] | Sequence[str],
+    type_dict: Mapping[str, Any] | None,
+    inplace: bool,
+    coshare: bool,
+) -> tuple[ExecGraph, MemoryPlan]:
     best: tuple[ExecGraph, MemoryPlan] | None = None
     for order in ORDERS if coshare or inplace else ORDERS[:1]:
         graph = build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict, order=order)
         plan = plan_graph(graph, inplace=inplace, coshare=coshare)
         if best is None or plan.internal_bytes < best[1].internal_bytes:
             best = (graph, plan)
+        if len(graph.steps) > LARGE_GRAPH_STEPS:
+            break  # a large graph is planned in MXNet's order only (see LARGE_GRAPH_STEPS)
     assert best is not None
     return best
 
@@ -169,11 +210,15 @@ def plan_graph(
     # blocks around it and fit worse, so with both strategies on the co-share-only
     # placements compete too.
     candidates = []
-    for use_inplace in (True, False) if inplace else (False,):
-        candidates.extend(
-            _Planner(graph, use_inplace, coshare, value).run() for value in _TRIED_MATCH_RANGES
-        )
-        candidates.extend(_offline_placements(graph, use_inplace))
+    if len(graph.steps) > LARGE_GRAPH_STEPS:  # MXNet's walk and the O(n log n) placement
+        candidates.append(_Planner(graph, inplace, coshare, DEFAULT_MATCH_RANGE).run())
+        candidates.append(_offline_placements(graph, inplace, by_size=False)[0])
+    else:
+        for use_inplace in (True, False) if inplace else (False,):
+            candidates.extend(
+                _Planner(graph, use_inplace, coshare, value).run() for value in _TRIED_MATCH_RANGES
+            )
+            candidates.extend(_offline_placements(graph, use_inplace))
     best = min(candidates, key=lambda result: sum(result.block_bytes))
     return _make_plan(graph, best, inplace, coshare)
 
@@ -195,7 +240,7 @@ def _last_step(entry: DataEntry, last_step: int) -> int:
     return entry.writer
 
 
-def _offline_placements(graph: ExecGraph, inplace: bool) -> list[_Placement]:
+def _offline_placements(graph: ExecGraph, inplace: bool, by_size: bool = True) -> list[_Placement]:
     """Co-share with every lifetime known in advance (TFLite's shared-object strategies).
 
     The in-place chains are those of the walk (they depend only on pending
@@ -207,6 +252,8 @@ def _offline_placements(graph: ExecGraph, inplace: bool) -> list[_Placement]:
     * largest first ("greedy by size"): blocks never grow;
     * in order of first write: the same as a linear scan, good for chains of
       layers (VGG, AlexNet inference reach their peak live bytes this way).
+
+    ``by_size=False`` skips the first (the in-order one is O(n log n)).
     """
     walk = _Planner(graph, inplace, coshare=False, match_range=DEFAULT_MATCH_RANGE).run()
     entries = graph.entries
@@ -220,12 +267,12 @@ def _offline_placements(graph: ExecGraph, inplace: bool) -> list[_Placement]:
         last = max(_last_step(entries[e], last_step) for e in members)
         size = max(entries[e].nbytes for e in members)
         items.append((size, first, last, members))
-    by_size = sorted(items, key=lambda item: (-item[0], item[1], item[2]))
     by_start = sorted(items, key=lambda item: (item[1], -item[0], item[2]))
-    return [
-        _Placement(*_place_intervals(by_size), walk.inplace_source),
-        _Placement(*_place_in_start_order(by_start), walk.inplace_source),
-    ]
+    placements = [_Placement(*_place_in_start_order(by_start), walk.inplace_source)]
+    if by_size:
+        largest_first = sorted(items, key=lambda item: (-item[0], item[1], item[2]))
+        placements.append(_Placement(*_place_intervals(largest_first), walk.inplace_source))
+    return placements
 
 
 def _place_in_start_order(
@@ -268,7 +315,10 @@ def _place_intervals(
     Best fit: the smallest free block at least as large (no growth, least
     waste), else the largest free smaller one (least growth), else a new block.
     Blocks are kept sorted by size, so the search starts at the right place
-    and stops at the first free block in each direction.
+    and stops at the first free block in each direction, or after
+    :data:`SCAN_LIMIT` blocks: a long chain keeps thousands of same-sized
+    activations alive for backward, and looking at all of them for every
+    interval made planning quadratic.
     """
     block_bytes: list[int] = []
     starts: list[list[int]] = []  # per block: sorted interval starts
@@ -286,12 +336,12 @@ def _place_intervals(
     for size, first, last, members in items:
         chosen = -1
         middle = bisect.bisect_left(by_size, (size, -1))
-        for position in range(middle, len(by_size)):
+        for position in range(middle, min(len(by_size), middle + SCAN_LIMIT)):
             if free(by_size[position][1], first, last):
                 chosen = by_size[position][1]
                 break
         else:
-            for position in range(middle - 1, -1, -1):
+            for position in range(middle - 1, max(-1, middle - 1 - SCAN_LIMIT), -1):
                 if free(by_size[position][1], first, last):
                     chosen = by_size[position][1]
                     break
