@@ -198,6 +198,14 @@ class Waiting:
         depth = len(stack) if stack else 0
         if depth:
             with self._lock:
+                blocked = _blocked_by(stack)
+                if blocked is not None:
+                    op, var, runner = blocked
+                    raise EngineError(
+                        f"wait_for_all inside op '{runner.name}' can never finish: op "
+                        f"'{op.name}' waits for '{runner.name}' on var {var.name!r}; push the "
+                        f"rest of the work as separate ops instead of waiting inside one"
+                    )
                 self._suspended += depth
         try:
             if not self._wait_until(
@@ -280,6 +288,23 @@ def _waits_for_stack(var: Var, stack: list[Any]) -> list[tuple[Any, Var]] | None
                         return [*path, (runner, used)]
             for ahead in _ops_ahead(used, op):
                 todo.append((ahead, [*path, (ahead, used)]))
+    return None
+
+
+def _blocked_by(stack: list[Any]) -> tuple[Any, Var, Any] | None:
+    """A pending op that must wait for an op running on this thread: ``(op, var, runner)``.
+
+    ``wait_for_all`` inside an op waits for every op but those on the stack;
+    an op queued behind one of them (on a var they use) cannot run before
+    they finish, so that wait could never end.  Call under the engine lock.
+    """
+    for runner in stack:
+        for var in (*runner.const_vars, *runner.mutate_vars):
+            if var.queue:
+                return var.queue[0][0], var, runner
+            writer = var.pending_write
+            if writer is not None and writer is not runner and var in runner.const_vars:
+                return writer, var, runner  # a write waiting for this read to finish
     return None
 
 

@@ -116,3 +116,34 @@ def test_waits_that_can_be_met_are_untouched(eng, outer_reads):
     eng.wait_for_all()
     assert not seen
     assert log == ["inner", "after wait"]
+
+
+@pytest.mark.timeout(60)
+def test_wait_for_all_inside_an_op_that_blocks_a_pending_op_raises(eng):
+    x = eng.new_var("x")
+
+    def body(engine):
+        engine.push_sync(
+            _nothing, CPU, const_vars=[x], mutate_vars=[eng.new_var("y")], name="behind"
+        )
+        engine.wait_for_all()
+
+    seen = _run_outer(eng, body, mutate=[x])
+    with pytest.raises(OpError, match="can never finish"):
+        eng.wait_for_all()
+    assert "'behind' waits for 'outer' on var 'x'" in str(seen[0])
+    assert eng.num_pending() == 0
+
+
+@pytest.mark.timeout(60)
+def test_wait_for_all_inside_an_op_with_independent_work_is_fine(eng):
+    log: list[str] = []
+
+    def body(engine):
+        engine.push_sync(lambda rctx: log.append("inner"), CPU, mutate_vars=[eng.new_var("z")])
+        engine.wait_for_all()
+        log.append("after")
+
+    seen = _run_outer(eng, body, mutate=[eng.new_var("x")])
+    eng.wait_for_all()
+    assert not seen and log == ["inner", "after"]
