@@ -49,7 +49,7 @@ from .. import storage as _storage
 from ..base import ContextError, MXNBError, ParamError, ShapeError
 from ..context import Context, current_context
 from ..ndarray import creation as _nd
-from ..ndarray.debug import readonly_view
+from ..ndarray.debug import check_written, poison_outputs, readonly_view
 from ..ndarray.ndarray import NDArray, _Chunk, _ctx_of
 from ..operator.base import OpContext, OpReqType
 from .graph import ExecGraph, Step, StepKind
@@ -349,6 +349,18 @@ class Executor:
                 in_data = [readonly_view(a, step.name, n) for a, n in zip(in_data, names)]
             out_data, aux = raw["out_data"], raw["aux"]
             forward = operator.forward
+            if debug:  # every element of an output it overwrites must be written
+                writes = [r == OpReqType.WRITE_TO for r in req]
+                out_names = step.prop.list_outputs()  # type: ignore[union-attr]
+
+                def run_checked_forward(run_ctx: Any) -> None:
+                    poisoned = poison_outputs(out_data, writes, [*in_data, *aux])
+                    forward(
+                        OpContext(is_train, run_ctx, resources, xp), in_data, req, out_data, aux
+                    )
+                    check_written(step.name, out_data, poisoned, out_names)
+
+                return run_checked_forward
 
             def run_forward(run_ctx: Any) -> None:
                 forward(OpContext(is_train, run_ctx, resources, xp), in_data, req, out_data, aux)

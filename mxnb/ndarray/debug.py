@@ -38,7 +38,14 @@ import numpy as np
 
 from ..base import OpError
 
-__all__ = ["READONLY_HINT", "ReadOnlyArray", "readonly_view", "write_error"]
+__all__ = [
+    "READONLY_HINT",
+    "ReadOnlyArray",
+    "check_written",
+    "poison_outputs",
+    "readonly_view",
+    "write_error",
+]
 
 READONLY_HINT = (
     "; inputs are read-only: compute into out_data (use mxnb.operator.assign), or "
@@ -96,3 +103,62 @@ def readonly_view(array: Any, op_label: str, arg_name: str) -> Any:
     view.arg_name = arg_name
     view.flags.writeable = False
     return view
+
+
+# -- outputs a kernel never wrote --------------------------------------------------------
+#
+# A kernel asked to write an output (req 'write') that leaves it, or part of it, alone
+# returns whatever the storage pool handed over: stale values of another array.  In debug
+# mode every such floating-point output is filled first with a NaN carrying a payload no
+# arithmetic produces (arithmetic on NaNs yields numpy's default NaN, or passes on the
+# payload of an input NaN, and inputs are never poisoned); a poisoned element left
+# afterwards was not written.  Integer outputs have no spare bit pattern and are not checked.
+
+_POISON_BITS = {
+    np.dtype(np.float16): np.uint16(0x7E5D),
+    np.dtype(np.float32): np.uint32(0x7FC0DEAD),
+    np.dtype(np.float64): np.uint64(0x7FF8DEADBEEFDEAD),
+}
+
+
+def _poisonable(array: Any) -> bool:
+    return isinstance(array, np.ndarray) and array.dtype in _POISON_BITS and array.size > 0
+
+
+def poison_outputs(outputs: list[Any], writes: list[bool], inputs: list[Any]) -> list[bool]:
+    """Fill each output the kernel must overwrite with the poison NaN; return which were.
+
+    An output that shares memory with an input (an in-place op) is left alone:
+    poisoning it would poison the input.
+    """
+    poisoned = []
+    for array, write in zip(outputs, writes):
+        chosen = (
+            write
+            and _poisonable(array)
+            and not any(
+                isinstance(source, np.ndarray) and np.may_share_memory(array, source)
+                for source in inputs
+            )
+        )
+        if chosen:
+            bits = _POISON_BITS[array.dtype]
+            array.view(bits.dtype)[...] = bits
+        poisoned.append(chosen)
+    return poisoned
+
+
+def check_written(op_label: str, outputs: list[Any], writes: list[bool], names: list[str]) -> None:
+    """Raise :class:`OpError` naming the first output that still holds poison somewhere."""
+    for array, write, name in zip(outputs, writes, names):
+        if not (write and _poisonable(array)):
+            continue
+        bits = _POISON_BITS[array.dtype]
+        left = int(np.count_nonzero(array.view(bits.dtype) == bits))
+        if left:
+            raise OpError(
+                f"{op_label}: kernel left {left} of {array.size} element(s) of output "
+                f"{name!r} unwritten (req 'write'); write every element of out_data "
+                f"(use mxnb.operator.assign), or the output keeps stale memory",
+                op_name=op_label,
+            )

@@ -67,7 +67,7 @@ from ..operator import registry
 from ..operator.base import OpContext, OperatorProperty, OpReqType
 from . import _extra_ops
 from .chunk import _parked, _take_parked
-from .debug import readonly_view
+from .debug import check_written, poison_outputs, readonly_view
 from .ndarray import NDArray, _alloc, _ctx_of
 
 __all__ = ["clear_cache", "invoke", "invoke_visible"]
@@ -667,10 +667,15 @@ def _debug_runner(
     out_raw: list,
     aux_raw: list,
 ) -> Callable[[Any], None]:
+    writes = [req == _WRITE_TO for req in plan.reqs]
+    out_names = list(plan.prop.list_outputs())
+
     def run(run_ctx: Any) -> None:
         op_ctx = OpContext(is_train, run_ctx, plan.resources, plan.xp)
+        poisoned = poison_outputs(out_raw, writes, [*in_raw, *aux_raw])
         try:
             operator.forward(op_ctx, in_raw, plan.reqs, out_raw, aux_raw)
+            check_written(label, out_raw, poisoned, out_names)
         except ValueError as exc:
             if "read-only" not in str(exc):
                 raise
