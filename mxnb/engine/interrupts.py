@@ -60,6 +60,9 @@ _CRITICAL_FILES = frozenset(
         ("engine", "stepper.py"),
         ("engine", "trace.py"),
         ("engine", "var.py"),
+        ("engine", "failures.py"),
+        ("engine", "debugging.py"),
+        ("engine", "records.py"),
         ("ndarray", "chunk.py"),
         ("storage.py",),
     ]

@@ -42,7 +42,8 @@ from ..base import EngineError
 from . import trace
 
 if TYPE_CHECKING:
-    from .base import Var, _ErrorRef
+    from .failures import ErrorRef as _ErrorRef
+    from .var import Var
 
 __all__ = ["Waiting"]
 
@@ -164,8 +165,6 @@ class Waiting:
             raise EngineError(f"wait_for_var: expected an engine var, got {var!r}")
         stack = _local.__dict__.get("stack")
         with self._lock:
-            if self._inline is not None:
-                self._book_inline()
             target = var.writes_pushed
             if stack:
                 chain = _waits_for_stack(var, stack)
