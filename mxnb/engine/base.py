@@ -434,7 +434,12 @@ class Engine(Waiting, Failures, Debugging):
                         lock.acquire()
                 if self._shut:
                     raise EngineError(f"push of op '{name}': the {self.kind} engine is shut down")
-            refuse_deleted(const, mutate, name)
+            for var in const:
+                if var.deleted:
+                    refuse_deleted(const, mutate, name)
+            for var in mutate:
+                if var.deleted:
+                    refuse_deleted(const, mutate, name)
             if self.slow_wait_threshold is not None:
                 self._note_push(opr)
             for var in const:  # the rule

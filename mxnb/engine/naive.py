@@ -49,13 +49,15 @@ class NaiveEngine(Engine):
         self._run_contexts = RunContextCache(None, "main")
 
     def _dispatch(self, opr: Opr) -> None:
-        todo = deque((opr,))
         contexts = self._run_contexts
-        while todo:
-            current = todo.popleft()
-            ready = self._run(current, contexts.get(current.ctx))
-            if ready:
-                todo.extend(ready)
+        ready = self._run(opr, contexts.get(opr.ctx))
+        if ready:  # the ops its completion made ready, and theirs, in that order
+            todo = deque(ready)
+            while todo:
+                opr = todo.popleft()
+                ready = self._run(opr, contexts.get(opr.ctx))
+                if ready:
+                    todo.extend(ready)
 
     # -- async ops: the push waits for on_complete ---------------------------------
     def _prepare_async(self, completion: _Completion) -> None:

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["DONE", "PENDING", "READY", "RUNNING", "Opr", "Var"]
@@ -59,6 +60,7 @@ RUNNING = 2  # its function is running (or an async op awaits its callback)
 DONE = 3  # complete (succeeded, failed or skipped)
 
 _next_var_id = itertools.count(1).__next__
+_NONE: tuple[()] = ()  # "no op made ready"
 
 
 class Var:
@@ -130,23 +132,25 @@ class Var:
             queue = self.queue = deque()
         queue.append((opr, is_write))
 
-    def complete_read_dependency(self) -> list[Opr]:
+    def complete_read_dependency(self) -> Sequence[Opr]:
         """A granted read is done; the last one grants the pending write.  Returns the ops made ready."""
         self.pending_reads -= 1
         writer = self.pending_write
         if not self.pending_reads and writer is not None and writer.decrement_wait():
             return [writer]
-        return []
+        return _NONE
 
-    def complete_write_dependency(self) -> list[Opr]:
+    def complete_write_dependency(self) -> Sequence[Opr]:
         """The holding write is done: grant the reads behind it, then the next write.
 
         Returns the ops made ready, in push order.
         """
         self.writes_done += 1
         self.pending_write = None
-        ready = []
         queue = self.queue
+        if not queue:
+            return _NONE
+        ready = []
         while queue:
             opr, is_write = queue.popleft()
             if is_write:
