@@ -10,7 +10,8 @@ never reads them.
 
 Rule: an op waits on the newest incomplete write of each var it uses
 (read-after-write, write-after-write) and, when it writes, on the reads pushed
-since that write that are not done (write-after-read).
+since that write that are not done (write-after-read).  :func:`note_push`
+states it once; the trace derives its dependency edges from it too.
 
 State kept (per var and op, in debug mode only):
     Var.last_write   newest incomplete write
@@ -33,12 +34,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from time import perf_counter as _now
 
-from . import trace
-from .trace import DepKind
+from .events import DepKind
 from .var import DONE, Opr, Var
 
-__all__ = ["Debugging", "SlowWait"]
+__all__ = ["Debugging", "SlowWait", "note_done", "note_push"]
 
 logger = logging.getLogger("mxnb.engine")
 
@@ -63,27 +64,20 @@ class Debugging:
 
     def _note_push(self, opr: Opr) -> None:
         """Note ``opr``'s chain and its place among its vars' readers and writers (under the lock)."""
-        opr.waited_on = _chain(opr)
-        opr.push_time = trace.now()
-        for var in opr.const_vars:
-            _note_reader(var, opr)
-        for var in opr.mutate_vars:
-            var.last_write = opr
-            var.readers = ()
+        opr.waited_on = _chain(note_push(opr))
+        opr.push_time = _now()
 
     @staticmethod
     def _note_done(opr: Opr) -> None:
         """``opr`` completed: it is no longer the newest incomplete write of its vars."""
-        for var in opr.mutate_vars:
-            if var.last_write is opr:
-                var.last_write = None
+        note_done(opr)
 
     def _note_slow_wait(self, opr: Opr) -> None:
         """Report ``opr`` if it waited longer than the threshold between push and start."""
         threshold = self.slow_wait_threshold
         if threshold is None or not opr.push_time:
             return
-        waited = trace.now() - opr.push_time
+        waited = _now() - opr.push_time
         if waited > threshold:
             record = SlowWait(opr.id, opr.name, waited, opr.waited_on)
             self.slow_waits.append(record)
@@ -108,16 +102,40 @@ def _note_reader(var: Var, opr: Opr) -> None:
         var.readers = [reader for reader in readers if reader.state != DONE]
 
 
-def _chain(opr: Opr) -> tuple[str, ...]:
-    """The ops ``opr`` waits on, each followed by what it waited on itself."""
-    chain: list[str] = []
-    links = [(var.last_write, var, DepKind.RAW) for var in opr.const_vars]
+def note_push(opr: Opr) -> list[tuple[Opr, Var, DepKind]]:
+    """Return the incomplete ops ``opr`` waits on, then note it among its vars' readers / writers.
+
+    Each link is (earlier op, var, why).  The trace derives its dependency
+    edges from this same function, run over the events it records.
+    """
+    links = []
+    for var in opr.const_vars:
+        if var.last_write is not None:
+            links.append((var.last_write, var, DepKind.RAW))
     for var in opr.mutate_vars:
-        links.append((var.last_write, var, DepKind.WAW))
+        if var.last_write is not None:
+            links.append((var.last_write, var, DepKind.WAW))
         links.extend((reader, var, DepKind.WAR) for reader in var.readers if reader.state != DONE)
+    for var in opr.const_vars:
+        _note_reader(var, opr)
+    for var in opr.mutate_vars:
+        var.last_write = opr
+        var.readers = ()
+    return links
+
+
+def note_done(opr: Opr) -> None:
+    """``opr`` completed: it is no longer the newest incomplete write of its vars."""
+    opr.state = DONE
+    for var in opr.mutate_vars:
+        if var.last_write is opr:
+            var.last_write = None
+
+
+def _chain(links: list[tuple[Opr, Var, DepKind]]) -> tuple[str, ...]:
+    """The ops of ``links``, each followed by what it waited on itself, as text."""
+    chain: list[str] = []
     for other, var, kind in links:
-        if other is None:
-            continue
         chain.append(f"'{other.name}' (id {other.id}) via var {var.name!r} ({kind.value})")
         chain.extend(f"  {link}" for link in other.waited_on[:8])
     return tuple(chain[:16])

@@ -1,22 +1,36 @@
-"""The engine's trace hooks: what it writes to the trace log at push, start and end.
+"""The trace log: coded records the engine writes, and the events a Trace builds from them.
 
 Idea: recording must stay cheaper than the ops it records (tracing's target is
 0.6 us per op), so the engine does not build event objects.  Under its lock
-(the log is then in the engine's own order) it extends the shared log
-(:func:`mxnb.engine.trace.extend_raw`) with a *coded record*: a small int
-code, then that code's fields, all numbers, strings and long-lived objects.
-:class:`~mxnb.engine.trace.Trace` turns records into events later, off the
-hot path, and derives dependency edges by running the same rule
-(:mod:`.var`) over them.  The record layouts are listed in :mod:`.trace`.
+(the log is then in the engine's own order) it extends one shared log with a
+*coded record*: a small int code, then that code's fields, all numbers,
+strings and long-lived objects (never the engine's ops or vars: nothing in
+the log is left for the garbage collector to walk).  A
+:class:`~mxnb.engine.trace.Trace` later turns records into events
+(:class:`RecordReader`), off the hot path.  Dependency edges are not written:
+the reader derives them with the engine's own code, running shadow
+:class:`~mxnb.engine.var.Var` / :class:`~mxnb.engine.var.Opr` objects through
+:func:`~mxnb.engine.debugging.note_push` (debug mode's chains use the same).
 
-Rule: one hook per moment of an op's life: :func:`record_push`,
-:func:`record_start`, :func:`record_end`; each is called only when
-``trace.enabled``.  The end of an op that made exactly one successor ready,
-which the same worker thread runs next (a link of a chain), is written with
-that successor's start as one record (``RAW_DONE_START``): one record and one
-clock read instead of two.
+Records (``extend_raw((code, field, ...))``; list.extend of a tuple does not
+release the GIL, so records of different threads never interleave):
+    RAW_VAR_NEW, t, var_id, name
+    RAW_VAR_NAME, t, var_id, name      a var first pushed on since attach
+    RAW_PUSH, t, op_id, name, ctx, n_const, var_ids, priority, ident, waits
+        var_ids: the const var ids, then the mutate var ids (one var: its id alone);
+        waits: 0 when the op is ready at push
+    RAW_START, t, op_id, worker, ident
+    RAW_END, t, op_id, error, skipped, deleted var ids or None, ops made ready
+        ops made ready: () or one op id or a tuple of them
+    RAW_DONE, t, op_id, ops made ready       an end that succeeded and deleted nothing
+    RAW_DONE_START, t, op_id, successor_id, run_ctx
+        RAW_DONE of an op that made one op ready, which the same worker thread
+        starts at once (a link of a chain): one record and one clock read for two
+    RAW_ALLOC / RAW_FREE, t, ctx_label, handle_id, nbytes, pool_hit / to_pool
+        (written by the storage managers, mxnb/storage.py)
 
-State kept: none (``trace.seen_vars``: the var ids named since recording began).
+State kept: the shared log (``_raw``) while any recorder is attached, and
+``seen_vars``, the var ids named in it since the first recorder attached.
 
 Example::
 
@@ -30,28 +44,67 @@ Example::
 
 from __future__ import annotations
 
+import threading
+import time
 from _thread import get_ident
+from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
-from . import trace
-from .trace import (
-    RAW_DONE,
-    RAW_DONE_START,
-    RAW_END,
-    RAW_PUSH,
-    RAW_START,
-    RAW_VAR_NAME,
-    RAW_VAR_NEW,
-    seen_vars,
+from .debugging import note_done, note_push
+from .events import (
+    Dependency,
+    OpEnd,
+    OpPush,
+    OpReady,
+    OpStart,
+    StorageAlloc,
+    StorageFree,
+    VarDelete,
+    VarName,
+    VarNew,
 )
-from .trace import now as _now
 from .var import READY, RUNNING, Opr, Var
 
-__all__ = ["record_end", "record_push", "record_start", "record_var_new"]
+__all__ = [
+    "RecordReader",
+    "append_raw",
+    "extend_raw",
+    "now",
+    "record_end",
+    "record_push",
+    "record_start",
+    "record_var_new",
+]
 
-_extend = trace.extend_raw  # bound once: the shared log never changes (emptied in place)
-_var_id = attrgetter("id")
+now = time.perf_counter
+_now = now
+
+(
+    RAW_VAR_NEW,
+    RAW_PUSH,
+    RAW_START,
+    RAW_END,
+    RAW_VAR_NAME,
+    RAW_DONE,
+    RAW_DONE_START,
+    RAW_ALLOC,
+    RAW_FREE,
+) = range(9)
+#: Items per record, code included, by code.
+RECORD_SIZE = (4, 10, 5, 7, 4, 4, 5, 6, 6)
+LONGEST_RECORD = max(RECORD_SIZE)
+
+# One shared log while any recorder is attached: events and raw records, in order.
+_raw: list[Any] = []
+append_raw = _raw.append  # one item: an event, or a (builder, *args) record
+extend_raw = _raw.extend  # the engine's hot path: the fields of one coded record
+_extend = extend_raw
+seen_vars: set[int] = set()  # var ids named in the log since the first recorder attached
+_var_id = attrgetter("id")  # a Var's id (an Opr's too)
+
+
+# -- writing (the engine, under its lock, only while trace.enabled) -------------------------
 
 
 def record_var_new(var: Var) -> None:
@@ -143,3 +196,110 @@ def _name_vars(touched: tuple[Var, ...]) -> None:
         if var.id not in seen_vars:
             seen_vars.add(var.id)
             _extend((RAW_VAR_NAME, t, var.id, var.name))
+
+
+# -- reading (a Trace, when its events are read) --------------------------------------------
+
+
+class RecordReader:
+    """Turns one recorder's share of the log into events, in order.
+
+    Keeps the shadow vars and ops the dependency notes run over: ops pushed
+    before the recorder attached are unknown to it, so edges to them are not
+    found.
+    """
+
+    def __init__(self, named: set[int]) -> None:
+        self.named = named  # var ids a VarNew / VarName event has named
+        self._vars: dict[int, Var] = {}  # var id -> shadow var
+        self._ops: dict[int, Opr] = {}  # op id -> shadow op, until its end
+        self._threads: dict[int, str] = {}  # thread ident -> name, for one read
+        self._devices: dict[int, str] = {}  # id(Context) -> its repr, for one read
+
+    def read(self, items: list[Any], limit: int, add: Callable[[Any], None]) -> int:
+        """Build at most ``limit`` records of ``items`` into events passed to ``add``; return the items used."""
+        self._threads.clear()  # idents are reused by new threads
+        self._devices.clear()  # virtual GPUs may have been switched since the last read
+        i = 0
+        size = len(items)
+        while i < size and limit:
+            limit -= 1
+            code = items[i]
+            if type(code) is not int:  # an event, or a (builder, *args) record
+                i += 1
+                built = code[0](*code[1:]) if type(code) is tuple else code
+                for event in built if type(built) is tuple else (built,):
+                    if type(event) is VarNew:
+                        self.named.add(event.var_id)
+                    add(event)
+                continue
+            end = i + RECORD_SIZE[code]
+            fields = items[i + 1 : end]
+            i = end
+            if code == RAW_PUSH:
+                self._push(add, *fields)
+            elif code == RAW_DONE:
+                t, op_id, ready = fields
+                self._end(add, t, op_id, None, False, None, ready)
+            elif code == RAW_DONE_START:
+                t, op_id, successor, rctx = fields
+                self._end(add, t, op_id, None, False, None, successor)
+                add(OpStart(t, successor, rctx.worker, self._thread(rctx.thread)))
+            elif code == RAW_END:
+                self._end(add, *fields)
+            elif code == RAW_START:
+                t, op_id, worker, ident = fields
+                add(OpStart(t, op_id, worker, self._thread(ident)))
+            elif code == RAW_ALLOC:
+                add(StorageAlloc(*fields))
+            elif code == RAW_FREE:
+                add(StorageFree(*fields))
+            else:  # RAW_VAR_NEW or RAW_VAR_NAME
+                t, var_id, name = fields
+                if code == RAW_VAR_NEW:
+                    self.named.add(var_id)
+                    add(VarNew(t, var_id, name))
+                elif var_id not in self.named:
+                    self.named.add(var_id)
+                    add(VarName(t, var_id, name))
+        return i
+
+    def _push(self, add, t, op_id, name, ctx, n_const, ids, priority, ident, waits) -> None:  # noqa: ANN001
+        if type(ids) is int:
+            ids = (ids,)
+        const, mutate = ids[:n_const], ids[n_const:]
+        opr = Opr(op_id, name, tuple(map(self._var, const)), tuple(map(self._var, mutate)))
+        self._ops[op_id] = opr
+        deps = tuple(Dependency(other.id, var.id, kind) for other, var, kind in note_push(opr))
+        device = self._devices.get(id(ctx))
+        if device is None:
+            device = self._devices[id(ctx)] = repr(ctx)
+        add(OpPush(t, op_id, name, device, const, mutate, priority, deps, self._thread(ident)))
+        if waits == 0:
+            add(OpReady(t, op_id))
+
+    def _end(self, add, t, op_id, error, skipped, deleted, ready) -> None:  # noqa: ANN001
+        opr = self._ops.pop(op_id, None)
+        if opr is not None:
+            note_done(opr)
+        add(OpEnd(t, op_id, error, skipped))
+        if deleted is not None:
+            for var_id in deleted:
+                self._vars.pop(var_id, None)
+                add(VarDelete(t, var_id))
+        for successor in (ready,) if type(ready) is int else ready:
+            add(OpReady(t, successor))
+
+    def _var(self, var_id: int) -> Var:
+        var = self._vars.get(var_id)
+        if var is None:
+            var = self._vars[var_id] = Var()
+            var.id = var_id
+        return var
+
+    def _thread(self, ident: int) -> str:
+        name = self._threads.get(ident)
+        if name is None:
+            thread = threading._active.get(ident)  # type: ignore[attr-defined]  # ident -> live Thread
+            name = self._threads[ident] = thread.name if thread is not None else f"thread-{ident}"
+        return name
