@@ -29,7 +29,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from .events import Dependency, DepKind, Event
 
@@ -70,7 +69,6 @@ class OpState(enum.Enum):
     DONE = "done"  # finished without error
     FAILED = "failed"  # raised (or its async callback reported an error)
     SKIPPED = "skipped"  # not run because an input var carried an earlier failure
-
 
 
 @dataclass
@@ -160,7 +158,6 @@ class OpRecord:
         if self.error:
             parts.append(self.error[:200])
         return " | ".join(parts)
-
 
 
 #: The summary of one op, as ``Trace.ops()`` returns it.
@@ -269,8 +266,6 @@ class MemorySeries:
     def misses(self) -> int:
         """Allocations that went to the system."""
         return len(self.miss_times)
-
-
 
 
 @dataclass(frozen=True)

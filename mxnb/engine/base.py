@@ -63,9 +63,11 @@ from .checks import (
 )
 from .debugging import Debugging, SlowWait
 from .failures import MAX_UNRAISED_ERRORS, ErrorRef, Failures
-from .records import record_end, record_push, record_start, record_var_new
+from .lifetime import Lifetime
+from .records import record_end, record_push, record_var_new
+from .running import RunContextCache, Running, _running_stack, inside_op
 from .var import DONE, PENDING, READY, RUNNING, Opr, Var
-from .waiting import Waiting, _local
+from .waiting import Waiting
 
 __all__ = [
     "DONE",
@@ -87,77 +89,7 @@ _sleep = time.sleep
 _ErrorRef = ErrorRef  # the name other engine modules used
 
 
-def inside_op() -> bool:
-    """True when the calling thread is running an engine op (or waiting inside one).
-
-    For layers above the engine that must not create a dependency back onto
-    the op that is running them (an NDArray op invoked from a custom op's
-    ``forward``).
-    """
-    return bool(_local.__dict__.get("stack"))
-
-
-def _running_stack() -> list[Opr]:
-    """The ops running on this thread, innermost last."""
-    stack = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    return stack
-
-
-class _Completion:
-    """The ``on_complete`` callback handed to an async op; call once, optionally with an error."""
-
-    __slots__ = ("done", "engine", "event", "opr", "ready")
-
-    def __init__(self, engine: Engine, opr: Opr) -> None:
-        self.engine = engine
-        self.opr = opr
-        self.done = False
-        self.ready: list[Opr] | None = None
-        self.event: threading.Event | None = None
-
-    def __call__(self, error: BaseException | None = None) -> None:
-        if self.done:
-            raise EngineError(
-                f"on_complete of op '{self.opr.name}' (id {self.opr.id}) was called twice; "
-                "call it exactly once when the async work is finished"
-            )
-        self.done = True
-        if error is not None and not isinstance(error, BaseException):
-            error = EngineError(
-                f"on_complete of op '{self.opr.name}' got {error!r}; pass an exception or nothing"
-            )
-        ready = self.engine._complete(self.opr, error)
-        self.engine._async_done(self, ready)
-
-
-class RunContextCache:
-    """The RunContext a worker hands its ops, one per context object.
-
-    Keyed by ``id(ctx)``: the cached RunContext keeps its context alive, so an
-    id cannot be reused while cached.  Hashing a Context costs more than an op.
-    """
-
-    __slots__ = ("_entries", "stream", "thread", "worker")
-
-    def __init__(self, stream: Any, worker: str, thread: int | None = None) -> None:
-        self._entries: dict[int, RunContext] = {}
-        self.stream = stream
-        self.worker = worker
-        self.thread = thread  # the worker's thread ident, when one thread uses the cache
-
-    def get(self, ctx: Context) -> RunContext:
-        """Return the RunContext for ``ctx`` on this worker."""
-        rctx = self._entries.get(id(ctx))
-        if rctx is None or rctx.ctx is not ctx:
-            if len(self._entries) > 256:
-                self._entries.clear()
-            rctx = self._entries[id(ctx)] = RunContext(ctx, self.stream, self.worker, self.thread)
-        return rctx
-
-
-class Engine(Waiting, Failures, Debugging):
+class Engine(Waiting, Failures, Debugging, Running, Lifetime):
     """The engine interface and the shared bookkeeping (MXNet: ``Engine`` / ``ThreadedEngine``).
 
     Subclasses implement :meth:`_dispatch` (what to do with a ready op) and
@@ -469,82 +401,6 @@ class Engine(Waiting, Failures, Debugging):
         """Take the lock another thread holds, napping rather than queueing on it (see above)."""
         acquire_lock(self._lock)
 
-    # -- running -------------------------------------------------------------
-    def _dispatch(self, opr: Opr) -> None:
-        """Hand a ready op to whatever runs it (each engine's one difference)."""
-        raise NotImplementedError
-
-    def _help_once(self) -> bool:
-        """Run one ready op in the waiting thread if this engine can; True if it did."""
-        return False
-
-    def _async_done(self, completion: _Completion, ready: list[Opr]) -> None:
-        """An async op's callback finished its bookkeeping: dispatch what became ready."""
-        for opr in ready:
-            self._dispatch(opr)
-
-    def _run(self, opr: Opr, rctx: RunContext, chain: RunContext | None = None) -> list[Opr] | None:
-        """Run ``opr`` in this thread; return the ops its completion made ready.
-
-        An op whose inputs failed is skipped (see :mod:`.failures`).  Async ops
-        return ``None``: their callback completes them (and dispatches the
-        successors through :meth:`_async_done`).  ``chain``: ``rctx``, when this
-        thread goes on to run a successor in the op's own pool itself.
-        """
-        if opr.push_time:
-            self._note_slow_wait(opr)
-        if self._failures and opr.deletes is None:
-            inherited = self._failed_input(opr)
-            if inherited is not None:
-                return self._complete(opr, None, inherited)
-        if trace.enabled:
-            record_start(opr, rctx.worker, rctx.thread)
-        opr.state = RUNNING
-        try:
-            stack = _local.stack
-        except AttributeError:
-            stack = _local.stack = []
-        stack.append(opr)
-        if opr.is_async:
-            return self._run_async(opr, rctx, stack)
-        fn = opr.fn
-        try:
-            if fn is not None:  # None: a delete without a function
-                fn(rctx)
-        except BaseException as exc:  # stored on the op's vars, raised by a wait
-            stack.pop()
-            ready = self._complete(opr, exc)
-            if not isinstance(exc, Exception):  # Ctrl-C in an op: book it, then let it fly
-                for successor in ready:
-                    self._dispatch(successor)
-                raise
-            return ready
-        stack.pop()
-        return self._complete(opr, None, None, chain)
-
-    def _run_async(self, opr: Opr, rctx: RunContext, stack: list[Opr]) -> list[Opr] | None:
-        """Call an async op's function with its ``on_complete`` (see :meth:`_run`)."""
-        completion = _Completion(self, opr)
-        self._prepare_async(completion)
-        try:
-            opr.fn(rctx, completion)  # type: ignore[misc]
-        except BaseException as exc:
-            stack.pop()
-            if not completion.done:
-                completion(exc)
-            if not isinstance(exc, Exception):
-                raise
-            return self._finish_async(completion)
-        stack.pop()
-        return self._finish_async(completion)
-
-    def _prepare_async(self, completion: _Completion) -> None:
-        """Hook: the naive engine waits for the callback; others need nothing."""
-
-    def _finish_async(self, completion: _Completion) -> list[Opr] | None:
-        """Hook after an async op's function returned (see :meth:`_run`)."""
-        return None
-
     def _complete(
         self,
         opr: Opr,
@@ -591,80 +447,3 @@ class Engine(Waiting, Failures, Debugging):
         opr.fn = None  # drops the user's closure (and what it holds) outside the lock
         del replaced
         return ready
-
-    # -- lifetime ------------------------------------------------------------
-    def hand_over(self, successor: Engine) -> None:
-        """Drain, shut down and pass every later push to ``successor`` (``set_engine``'s switch).
-
-        Rule: vars carry their dependency state, so a var may move to another
-        engine only once no op on it is pending here.  From the moment this is
-        called, a push from a thread that is not running one of this engine's
-        ops waits until this engine has drained and then goes to
-        ``successor``; pushes from inside running ops (nested pushes) are still
-        taken here, because the drain waits for those ops.  A delete pushed
-        meanwhile (a finalizer, which must never block) is refused with
-        :class:`EngineError`; the NDArray layer defers it.  Nothing pushed is
-        lost, and the switch never waits on threads that keep pushing.
-        """
-        with self._lock:
-            if self._shut:
-                self._successor = successor
-                return
-            self._successor = successor
-            self._handover = threading.Event()
-        try:
-            self.drain()
-        finally:
-            with self._lock:
-                self._shut = True
-            self._handover.set()
-            self._stop_workers()
-
-    def _forward(self, opr: Opr) -> int:
-        """Push to the successor once the hand-over has drained this engine (see hand_over)."""
-        if opr.deletes is not None and not self._handover.is_set():  # type: ignore[union-attr]
-            raise EngineError(
-                f"push of op '{opr.name}': the {self.kind} engine is handing over to another "
-                f"(set_engine); push the delete after the switch"
-            )
-        self._handover.wait()  # type: ignore[union-attr]
-        successor = self._successor
-        assert successor is not None
-        return successor._push_opr(
-            opr.fn,
-            opr.is_async,
-            opr.ctx,
-            opr.const_vars,
-            opr.mutate_vars,
-            opr.priority,
-            opr.name,
-            opr.copy,
-            opr.deletes,
-        )
-
-    def num_pending(self) -> int:
-        """Return how many pushed ops are not complete yet."""
-        return self._num_pending
-
-    def drain(self, timeout: float | None = None) -> bool:
-        """Wait for every pushed op without raising their errors; False if ``timeout`` passed."""
-        return self._wait_until(
-            lambda: self._num_pending <= self._suspended, None, timeout, wake="all"
-        )
-
-    def shutdown(self, timeout: float | None = None) -> None:
-        """Drain (at most ``timeout`` s), then refuse pushes and stop the workers (idempotent)."""
-        if self._shut:
-            return
-        try:
-            self.drain(timeout)
-        finally:
-            with self._lock:
-                self._shut = True
-            self._stop_workers()
-
-    def _stop_workers(self) -> None:
-        """Hook: threaded engines stop their pools here."""
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.kind!r}: {self._num_pending} pending>"

@@ -121,7 +121,6 @@ def normalise(
     return const, mutate
 
 
-
 def check_ctx(ctx: Any, name: str) -> None:
     """Refuse a ``ctx`` that is not a :class:`~mxnb.Context`."""
     if type(ctx) is not Context:

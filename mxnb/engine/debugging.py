@@ -43,7 +43,9 @@ __all__ = ["Debugging", "SlowWait", "note_done", "note_push"]
 
 logger = logging.getLogger("mxnb.engine")
 
-_READERS_PRUNE = 32  # drop finished readers from Var.readers when the list reaches a power of two past this
+_READERS_PRUNE = (
+    32  # drop finished readers from Var.readers when the list reaches a power of two past this
+)
 
 
 @dataclass(frozen=True)

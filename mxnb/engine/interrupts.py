@@ -63,6 +63,8 @@ _CRITICAL_FILES = frozenset(
         ("engine", "failures.py"),
         ("engine", "debugging.py"),
         ("engine", "records.py"),
+        ("engine", "running.py"),
+        ("engine", "lifetime.py"),
         ("ndarray", "chunk.py"),
         ("storage.py",),
     ]

@@ -34,7 +34,8 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from .base import Engine, Opr, RunContextCache, _Completion
+from .base import Engine, Opr
+from .running import RunContextCache, _Completion
 
 __all__ = ["NaiveEngine"]
 

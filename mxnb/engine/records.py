@@ -264,7 +264,7 @@ class RecordReader:
                     add(VarName(t, var_id, name))
         return i
 
-    def _push(self, add, t, op_id, name, ctx, n_const, ids, priority, ident, waits) -> None:  # noqa: ANN001
+    def _push(self, add, t, op_id, name, ctx, n_const, ids, priority, ident, waits) -> None:
         if type(ids) is int:
             ids = (ids,)
         const, mutate = ids[:n_const], ids[n_const:]
@@ -278,7 +278,7 @@ class RecordReader:
         if waits == 0:
             add(OpReady(t, op_id))
 
-    def _end(self, add, t, op_id, error, skipped, deleted, ready) -> None:  # noqa: ANN001
+    def _end(self, add, t, op_id, error, skipped, deleted, ready) -> None:
         opr = self._ops.pop(op_id, None)
         if opr is not None:
             note_done(opr)

@@ -48,7 +48,6 @@ from typing import Any, TypeVar
 
 from . import analysis, chrome
 from .analysis import OpSummary, StatsRow, TraceStats
-from .trace_model import TraceModel
 from .events import (
     Dependency,
     DepKind,
@@ -76,6 +75,7 @@ from .records import (
     now,
     seen_vars,
 )
+from .trace_model import TraceModel
 
 __all__ = [
     "RAW_ALLOC",

@@ -42,7 +42,6 @@ from ..base import EngineError
 from . import trace
 
 if TYPE_CHECKING:
-    from .failures import ErrorRef as _ErrorRef
     from .var import Var
 
 __all__ = ["Waiting"]

@@ -7,6 +7,7 @@ the vars of a finished op; the ops reported ready are the ones it may run.
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from mxnb.engine.var import Opr, Var
@@ -62,7 +63,7 @@ def test_writes_are_granted_one_at_a_time_in_push_order():
     a = Var("a")
     writes = [push(i, writes=[a]) for i in range(1, 5)]
     assert [ready for _, ready in writes] == [True, False, False, False]
-    for (current, _), (following, _) in zip(writes, writes[1:]):
+    for (current, _), (following, _) in itertools.pairwise(writes):
         assert complete(current) == [following]
 
 
