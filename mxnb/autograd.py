@@ -59,7 +59,7 @@ import numpy as np
 
 from . import engine as _engine_module
 from . import resource as _resource
-from .base import MXNBError, NotSupportedError, OpError, ParamError
+from .base import MXNBError, NotSupportedError, ParamError
 from .operator.base import OpContext, OperatorProperty, OpReqType
 
 __all__ = [
@@ -637,13 +637,16 @@ class _Backward:
             try:
                 operator.backward(op_ctx, out_grad, in_data, out_data, reqs, in_grad, aux_data)
             except ValueError as exc:
-                if guard is None or "read-only" not in str(exc):
-                    raise
-                raise OpError(
-                    f"{label}: the backward kernel wrote into an array it only reads (out_grad, "
-                    f"in_data, out_data or aux); write gradients into in_grad only",
-                    op_name=label,
-                ) from exc
+                if guard is not None:  # debug mode: the inputs were read-only views
+                    from .ndarray.debug import raise_read_only_write
+
+                    raise_read_only_write(
+                        exc,
+                        label,
+                        "the backward kernel wrote into an array it only reads (out_grad, "
+                        "in_data, out_data or aux); write gradients into in_grad only",
+                    )
+                raise
 
         eng.push_sync(run, ctx, const_vars, mutate_vars, 0, label)
 
