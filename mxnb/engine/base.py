@@ -106,6 +106,9 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
     #: enough to go through the cycle collector's young generations (a quarter of
     #: the cost of a small NDArray op).  Never on engines without workers.
     run_ahead: int | float = math.inf
+    #: The worker name under which the pushing thread runs an op ready at push at once
+    #: (the naive engine); the trace then records push and start as one record.
+    starts_at_push: str | None = None
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -388,7 +391,7 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
             if ready:
                 opr.state = READY
             if trace.enabled:  # the trace hook
-                record_push(opr)
+                record_push(opr, None if self._failures else self.starts_at_push)
         finally:
             lock.release()
         if ready:  # dispatch

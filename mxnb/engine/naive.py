@@ -44,6 +44,7 @@ class NaiveEngine(Engine):
     """Run every ready op at once in the thread that made it ready."""
 
     kind = "naive"
+    starts_at_push = "main"
 
     def __init__(self) -> None:
         super().__init__()

@@ -19,6 +19,9 @@ release the GIL, so records of different threads never interleave):
     RAW_PUSH, t, op_id, name, ctx, n_const, var_ids, priority, ident, waits
         var_ids: the const var ids, then the mutate var ids (one var: its id alone);
         waits: 0 when the op is ready at push
+    RAW_PUSH_START, (as RAW_PUSH), worker
+        an op ready at push that the pushing thread starts at once (the naive
+        engine): one record and one clock read for push, ready and start
     RAW_START, t, op_id, worker, ident
     RAW_END, t, op_id, error, skipped, deleted var ids or None, ops made ready
         ops made ready: () or one op id or a tuple of them
@@ -90,9 +93,10 @@ _now = now
     RAW_DONE_START,
     RAW_ALLOC,
     RAW_FREE,
-) = range(9)
+    RAW_PUSH_START,
+) = range(10)
 #: Items per record, code included, by code.
-RECORD_SIZE = (4, 10, 5, 7, 4, 4, 5, 6, 6)
+RECORD_SIZE = (4, 10, 5, 7, 4, 4, 5, 6, 6, 10)
 LONGEST_RECORD = max(RECORD_SIZE)
 
 # One shared log while any recorder is attached: events and raw records, in order.
@@ -113,8 +117,14 @@ def record_var_new(var: Var) -> None:
     _extend((RAW_VAR_NEW, _now(), var.id, var.name))
 
 
-def record_push(opr: Opr) -> None:
-    """Log ``opr``'s push, naming vars the log has not named since recording began."""
+def record_push(opr: Opr, starts_as: str | None = None) -> None:
+    """Log ``opr``'s push, naming vars the log has not named since recording began.
+
+    ``starts_as``: the worker name under which the pushing thread runs an op
+    ready at push at once (the naive engine's ``'main'``); such an op's push
+    also records its start, and it is marked RUNNING so :func:`record_start`
+    does not record it again.
+    """
     const = opr.const_vars
     touched = const + opr.mutate_vars if const else opr.mutate_vars
     if len(touched) == 1:  # one var: its id stands alone (the commonest case)
@@ -125,19 +135,13 @@ def record_push(opr: Opr) -> None:
         ids = tuple(map(_var_id, touched))
         if not seen_vars.issuperset(ids):
             _name_vars(touched)
+    if starts_as is not None and opr.wait_count == 0:
+        code, last = RAW_PUSH_START, starts_as
+        opr.state = RUNNING
+    else:
+        code, last = RAW_PUSH, opr.wait_count
     _extend(
-        (
-            RAW_PUSH,
-            _now(),
-            opr.id,
-            opr.name,
-            opr.ctx,
-            len(const),
-            ids,
-            opr.priority,
-            get_ident(),
-            opr.wait_count,
-        )
+        (code, _now(), opr.id, opr.name, opr.ctx, len(const), ids, opr.priority, get_ident(), last)
     )
 
 
@@ -238,6 +242,10 @@ class RecordReader:
             i = end
             if code == RAW_PUSH:
                 self._push(add, *fields)
+            elif code == RAW_PUSH_START:
+                *push, worker = fields
+                self._push(add, *push, 0)
+                add(OpStart(push[0], push[1], worker, self._thread(push[7])))
             elif code == RAW_DONE:
                 t, op_id, ready = fields
                 self._end(add, t, op_id, None, False, None, ready)
