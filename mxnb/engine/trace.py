@@ -46,8 +46,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
-from . import analysis, chrome
-from .analysis import OpSummary, StatsRow, TraceStats
+from . import chrome
+from .analysis import OpSummary
 from .events import (
     Dependency,
     DepKind,
@@ -75,6 +75,8 @@ from .records import (
     now,
     seen_vars,
 )
+from .stats import StatsRow, TraceStats
+from .stats import explain as _explain
 from .trace_model import TraceModel
 
 __all__ = [
@@ -249,7 +251,7 @@ class Trace:
         return [event for event in list(self.events) if isinstance(event, kinds)]  # type: ignore[misc]
 
     # -- reading the record ------------------------------------------------
-    def ops(self) -> dict[int, analysis.OpSummary]:
+    def ops(self) -> dict[int, OpSummary]:
         """Return one :class:`OpSummary` per op seen, keyed by op id, in push order."""
         return TraceModel(self.events).ops
 
@@ -257,13 +259,13 @@ class Trace:
         """Return var id -> name for every var created or pushed on while recording."""
         return {e.var_id: e.name for e in self.events if isinstance(e, (VarNew, VarName))}
 
-    def stats(self) -> analysis.TraceStats:
+    def stats(self) -> TraceStats:
         """Per-op-name count / total / mean / min / max run time (MXNet's aggregate profiler)."""
-        return analysis.TraceStats.from_ops(self.ops().values())
+        return TraceStats.from_ops(self.ops().values())
 
     def explain(self, op: int | str) -> str:
         """Say in plain words why op ``op`` (an id, or the name of the latest such op) ran when it did."""
-        return analysis.explain(self.ops(), self.var_names(), op)
+        return _explain(self.ops(), self.var_names(), op)
 
     def to_chrome_trace(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         """Write (when ``path`` is given) and return the Chrome / Perfetto trace-event JSON.

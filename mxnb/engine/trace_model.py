@@ -43,11 +43,8 @@ from .analysis import (
     MemorySeries,
     OpRecord,
     OpState,
-    StatsRow,
-    TraceStats,
     VarRecord,
     WaitRecord,
-    explain,
 )
 from .events import (
     Event,
@@ -63,6 +60,7 @@ from .events import (
     WaitBegin,
     WaitEnd,
 )
+from .stats import StatsRow, TraceStats, explain
 
 __all__ = ["TraceModel"]
 

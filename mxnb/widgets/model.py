@@ -33,11 +33,11 @@ from ..engine.analysis import (
     MemorySeries,
     OpRecord,
     OpState,
-    OpStats,
     VarRecord,
     WaitRecord,
     name_group,
 )
+from ..engine.stats import OpStats
 from ..engine.trace_model import TraceModel
 
 __all__ = [

@@ -24,6 +24,9 @@ MODULES = [
     "mxnb.engine.analysis",
     "mxnb.engine.trace_model",
     "mxnb.engine.chrome",
+    "mxnb.engine.stats",
+    "mxnb.engine.running",
+    "mxnb.engine.lifetime",
 ]
 
 
