@@ -172,7 +172,9 @@ def record_end(
         deleted = None if opr.deletes is None else tuple(map(_var_id, opr.deletes))
         _extend((RAW_END, _now(), opr.id, error, skipped, deleted, _ids(ready)))
         return
-    if len(ready) == 1:
+    if not ready:  # the commonest ends first: nothing, or one op, made ready
+        _extend((RAW_DONE, _now(), opr.id, ()))
+    elif len(ready) == 1:
         successor = ready[0]
         if (
             chain is not None
@@ -182,8 +184,10 @@ def record_end(
         ):
             successor.state = RUNNING
             _extend((RAW_DONE_START, _now(), opr.id, successor.id, chain))
-            return
-    _extend((RAW_DONE, _now(), opr.id, _ids(ready)))
+        else:
+            _extend((RAW_DONE, _now(), opr.id, successor.id))
+    else:
+        _extend((RAW_DONE, _now(), opr.id, _ids(ready)))
 
 
 def _ids(ready: list[Opr]) -> Any:
