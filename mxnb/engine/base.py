@@ -435,12 +435,8 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
             for successor in ready:
                 successor.state = READY
             self._num_pending -= 1
-            if self._num_waiters and (
-                self._waiters_any
-                or (self._waiters_all and self._num_pending <= self._suspended)
-                or (self._waiters_var and self._waits_on(opr.mutate_vars))
-            ):
-                self._cond.notify_all()  # only a waiter this completion may satisfy
+            if self._num_waiters:
+                self._wake_waiters(opr)
             if opr.push_time:
                 self._note_done(opr)
             if trace.enabled:  # the trace hook
@@ -450,3 +446,12 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
         opr.fn = None  # drops the user's closure (and what it holds) outside the lock
         del replaced
         return ready
+
+    def _wake_waiters(self, opr: Opr) -> None:
+        """Wake the waiters ``opr``'s completion may satisfy, only those (call under the lock)."""
+        if (
+            self._waiters_any
+            or (self._waiters_all and self._num_pending <= self._suspended)
+            or (self._waiters_var and self._waits_on(opr.mutate_vars))
+        ):
+            self._cond.notify_all()
