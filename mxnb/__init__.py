@@ -28,6 +28,7 @@ from . import executor
 from . import autograd
 from . import testing
 from . import widgets
+from . import io
 
 __version__ = "0.1.0"
 
@@ -44,6 +45,7 @@ __all__ = [
     "engine",
     "executor",
     "gpu",
+    "io",
     "nd",
     "ndarray",
     "num_gpus",
