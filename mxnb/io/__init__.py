@@ -3,6 +3,9 @@
 Chapters of this package:
     base.py           DataDesc, DataBatch, the DataIter protocol
     ndarray_iter.py   NDArrayIter: arrays in memory, MXNet's last-batch rules
+    csv_iter.py       CSVIter: CSV files, round_batch as MXNet's C++ iterator
+    resize_iter.py    ResizeIter: a fixed number of batches per epoch
+    prefetch.py       EnginePrefetcher and PrefetchingIter: loading as engine ops
 
 Example::
 
@@ -13,6 +16,18 @@ Example::
 """
 
 from .base import DataBatch, DataDesc, DataIter
+from .csv_iter import CSVIter
 from .ndarray_iter import NDArrayIter
+from .prefetch import EnginePrefetcher, PrefetchingIter
+from .resize_iter import ResizeIter
 
-__all__ = ["DataBatch", "DataDesc", "DataIter", "NDArrayIter"]
+__all__ = [
+    "CSVIter",
+    "DataBatch",
+    "DataDesc",
+    "DataIter",
+    "EnginePrefetcher",
+    "NDArrayIter",
+    "PrefetchingIter",
+    "ResizeIter",
+]
