@@ -43,6 +43,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..base import EngineError
+from . import interrupts
 from .base import (
     DONE,
     PENDING,
@@ -55,7 +56,6 @@ from .base import (
     Var,
     inside_op,
 )
-from . import interrupts
 from .naive import NaiveEngine
 from .trace import Trace
 

@@ -150,3 +150,20 @@ class DataIter:
     def getpad(self) -> int:
         """How many rows at the end of the current batch are filler."""
         raise NotImplementedError(f"{type(self).__name__} does not implement getpad")
+
+
+def round_batch_rows(
+    cursor: int, total: int, batch_size: int, round_batch: bool
+) -> tuple[np.ndarray, int]:
+    """Rows of the batch starting at ``cursor`` and its pad (MXNet's C++ BatchLoader).
+
+    A short last batch is completed with rows 0, 1, ... (cyclically) when
+    ``round_batch``; ``pad`` counts the missing rows either way. The caller
+    starts its next epoch at row ``pad % total`` after a rounded batch.
+    """
+    stop = min(cursor + batch_size, total)
+    pad = batch_size - (stop - cursor)
+    rows = np.arange(cursor, stop)
+    if pad and round_batch:
+        rows = np.concatenate([rows, np.arange(pad) % total])
+    return rows, pad

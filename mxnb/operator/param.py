@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..base import ParamError, np_dtype
 
-__all__ = ["Param", "Shape", "DType", "REQUIRED", "format_value"]
+__all__ = ["REQUIRED", "DType", "Param", "Shape", "format_value"]
 
 
 class _Required:
