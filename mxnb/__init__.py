@@ -11,28 +11,26 @@ Example::
     cpu(0)
 """
 
-from . import (
-    autograd,
-    base,
-    context,
-    engine,
-    executor,
-    image,
-    io,
-    ndarray,
-    operator,
-    random,
-    recordio,
-    resource,
-    storage,
-    symbol,
-    testing,
-    widgets,
-)
-from . import ndarray as nd
-from . import symbol as sym
+from . import base
 from .base import MXNBError
 from .context import Context, RunContext, cpu, cpu_pinned, current_context, gpu, num_gpus
+from . import context
+from . import engine
+from . import storage
+from . import resource
+from . import random
+from . import operator
+from . import ndarray
+from . import ndarray as nd
+from . import symbol
+from . import symbol as sym
+from . import executor
+from . import autograd
+from . import testing
+from . import widgets
+from . import io
+from . import recordio
+from . import image
 
 __version__ = "0.1.0"
 

@@ -39,9 +39,9 @@ __all__ = [
     "Context",
     "RunContext",
     "cpu",
+    "gpu",
     "cpu_pinned",
     "current_context",
-    "gpu",
     "num_gpus",
     "set_virtual_gpus",
     "virtual_gpus",
@@ -103,7 +103,7 @@ class Context:
     device_type: str
     device_id: int = 0
 
-    def __init__(self, device_type: str | Context, device_id: int = 0) -> None:
+    def __init__(self, device_type: "str | Context", device_id: int = 0) -> None:
         if isinstance(device_type, Context):
             device_type, device_id = device_type.device_type, device_type.device_id
         if device_type not in _DEVICE_TYPES:
@@ -145,7 +145,7 @@ class Context:
         return f"{self}{' [virtual]' if self.is_virtual else ''}"
 
     # ``with ctx:`` scoping -------------------------------------------------
-    def __enter__(self) -> Context:
+    def __enter__(self) -> "Context":
         _stack().append(self)
         return self
 
@@ -153,7 +153,7 @@ class Context:
         _stack().pop()
 
     @staticmethod
-    def default_ctx() -> Context:
+    def default_ctx() -> "Context":
         """The context used when none is given (the innermost ``with``, else cpu(0))."""
         return current_context()
 

@@ -43,7 +43,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..base import EngineError
-from . import interrupts
 from .base import (
     DONE,
     PENDING,
@@ -56,6 +55,7 @@ from .base import (
     Var,
     inside_op,
 )
+from . import interrupts
 from .naive import NaiveEngine
 from .trace import Trace
 

@@ -42,7 +42,7 @@ from ..base import EngineError
 from . import trace
 
 if TYPE_CHECKING:
-    from .base import Var
+    from .base import Var, _ErrorRef
 
 __all__ = ["Waiting"]
 

@@ -33,9 +33,8 @@ Example::
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
@@ -43,14 +42,14 @@ from ..base import ParamError, ShapeError
 from .param import REQUIRED, Param, format_value
 
 __all__ = [
-    "REQUIRED",
-    "OpContext",
     "OpReqType",
+    "assign",
+    "ResourceRequest",
+    "OpContext",
     "Operator",
     "OperatorProperty",
-    "ResourceRequest",
     "Shape_",
-    "assign",
+    "REQUIRED",
 ]
 
 Shape_ = tuple  # a concrete shape is a tuple of ints; None marks an unknown shape
@@ -65,7 +64,7 @@ class OpReqType(enum.IntEnum):
     ADD_TO = 3  # accumulate into the output (grad_req='add')
 
     @classmethod
-    def from_grad_req(cls, grad_req: str) -> OpReqType:
+    def from_grad_req(cls, grad_req: str) -> "OpReqType":
         """Map MXNet's grad_req strings ``'null' | 'write' | 'add' | 'inplace'``."""
         table = {
             "null": cls.NULL,
@@ -327,7 +326,7 @@ class OperatorProperty:
         """Like ``create_operator``, knowing the input shapes and dtypes (custom ops need them)."""
         return self.create_operator(ctx)
 
-    def copy(self) -> OperatorProperty:
+    def copy(self) -> "OperatorProperty":
         """Return a new property with the same parameters."""
         clone = type(self).__new__(type(self))
         clone.__dict__.update(self.__dict__)

@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..base import ParamError, np_dtype
 
-__all__ = ["REQUIRED", "DType", "Param", "Shape", "format_value"]
+__all__ = ["Param", "Shape", "DType", "REQUIRED", "format_value"]
 
 
 class _Required:
