@@ -3,6 +3,7 @@
 Chapters of this package:
     codec.py       imdecode / imresize, RGB and OpenCV-style BGR encode / decode
     augment.py     augmenters and CreateAugmenter, MXNet's default pipeline
+    image_iter.py  ImageIter: records or image files through any augmenter list
 
 Example::
 
@@ -33,6 +34,7 @@ from .augment import (
     resize_short,
 )
 from .codec import imdecode, imresize
+from .image_iter import ImageIter, read_list
 
 __all__ = [
     "Augmenter",
@@ -45,6 +47,7 @@ __all__ = [
     "CreateAugmenter",
     "ForceResizeAug",
     "HorizontalFlipAug",
+    "ImageIter",
     "RandomCropAug",
     "ResizeAug",
     "SaturationJitterAug",
@@ -55,5 +58,6 @@ __all__ = [
     "imdecode",
     "imresize",
     "random_crop",
+    "read_list",
     "resize_short",
 ]

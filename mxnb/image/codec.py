@@ -67,7 +67,7 @@ def decode_bgr(buf: bytes, iscolor: int = -1) -> np.ndarray:
 
 
 def encode_rgb(img: np.ndarray, img_fmt: str = ".jpg", quality: int = 95) -> bytes:
-    """Encode an RGB (HxWx3) or grey (HxW / HxWx1) uint8 array; quality: JPEG 1-100, PNG 0-9."""
+    """Encode an RGB (HxWx3) or grey (HxW / HxWx1) uint8 array; quality: JPEG 1-100, PNG 0-9 (clipped)."""
     img = np.asarray(img, dtype=np.uint8)
     if img.ndim == 3 and img.shape[2] == 1:
         img = img[:, :, 0]
@@ -76,7 +76,7 @@ def encode_rgb(img: np.ndarray, img_fmt: str = ".jpg", quality: int = 95) -> byt
     if fmt in ("jpg", "jpeg"):
         Image.fromarray(img).save(out, format="JPEG", quality=int(quality))
     elif fmt == "png":
-        Image.fromarray(img).save(out, format="PNG", compress_level=int(quality))
+        Image.fromarray(img).save(out, format="PNG", compress_level=min(9, max(0, int(quality))))
     else:
         raise FormatError(f"encode: img_fmt must be '.jpg' or '.png', got {img_fmt!r}")
     return out.getvalue()

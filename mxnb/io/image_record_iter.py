@@ -49,7 +49,7 @@ import numpy as np
 from ..base import FormatError, ParamError
 from ..image.codec import decode_rgb, resize_np
 from ..ndarray import array as nd_array
-from ..recordio import MXIndexedRecordIO, MXRecordIO, unpack
+from ..recordio import MXIndexedRecordIO, MXRecordIO, record_offsets, unpack
 from .base import DataBatch, DataDesc, DataIter, round_batch_rows
 from .prefetch import EnginePrefetcher
 
@@ -64,13 +64,7 @@ def _record_offsets(path_imgrec: str, path_imgidx: str | None) -> tuple[list[int
         keys = list(index.keys)
         index.close()
         return offsets, keys
-    offsets = []
-    with MXRecordIO(path_imgrec, "r") as rec:
-        while True:
-            offset = rec.tell()
-            if rec.read() is None:
-                break
-            offsets.append(offset)
+    offsets = record_offsets(path_imgrec)
     return offsets, list(range(len(offsets)))
 
 
