@@ -127,6 +127,8 @@ class ImageRecordIter(DataIter):
         self._mean = np.array([mean_r, mean_g, mean_b][:channels], np.float32)[:, None, None]
         self._std = np.array([std_r, std_g, std_b][:channels], np.float32)[:, None, None]
         self.scale = np.float32(scale)
+        self._factor = self.scale / self._std  # (pixel - mean) / std * scale, as one multiply
+        self._normalise = bool(np.any(self._mean) or np.any(self._factor != 1))
         self.resize, self.inter_method = int(resize), int(inter_method)
         self.rand_crop, self.rand_mirror = rand_crop, rand_mirror
         self.round_batch = round_batch
@@ -162,8 +164,11 @@ class ImageRecordIter(DataIter):
 
     # -- one image ------------------------------------------------------------------------------
 
-    def _load(self, record: bytes, position: int, place: int) -> tuple[np.ndarray, np.ndarray]:
-        """Decode and augment one record (runs on a decode thread)."""
+    def _load(self, record: bytes, position: int, place: int, out: np.ndarray) -> np.ndarray:
+        """Decode and augment one record into ``out`` (C, H, W); return its labels.
+
+        Runs on a decode thread; Pillow and numpy release the GIL for the heavy parts.
+        """
         key, offset = self._keys[position], self._offsets[position]
         header, payload = unpack(record)
         try:
@@ -180,9 +185,14 @@ class ImageRecordIter(DataIter):
                 f"label(s) but label_width={self.label_width}"
             )
         rng = np.random.RandomState((self.seed, self._epoch, place))
-        return self._augment(img, rng), label[: self.label_width]
+        out[...] = self._augment(img, rng).transpose(2, 0, 1)
+        if self._normalise:
+            out -= self._mean
+            out *= self._factor
+        return label[: self.label_width]
 
     def _augment(self, img: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
+        """Resize, crop and mirror an HWC uint8 image (MXNet's default augmenter)."""
         _, height, width = self.data_shape
         if self.resize > 0:
             h, w = img.shape[:2]
@@ -201,8 +211,7 @@ class ImageRecordIter(DataIter):
         img = img[y0 : y0 + height, x0 : x0 + width]
         if self.rand_mirror and rng.random_sample() < 0.5:
             img = img[:, ::-1]
-        chw = img.transpose(2, 0, 1).astype(np.float32)
-        return (chw - self._mean) / self._std * self.scale
+        return img
 
     # -- one batch ------------------------------------------------------------------------------
 
@@ -220,11 +229,10 @@ class ImageRecordIter(DataIter):
         for position in positions:
             self._reader.handle.seek(self._offsets[position])
             records.append(self._reader.read())
-        loaded = list(self._pool.map(self._load, records, positions, places))
         data = np.zeros((self.batch_size, *self.data_shape), np.float32)
         label = np.zeros((self.batch_size, self.label_width), np.float32)
-        for row, (img, lab) in enumerate(loaded):
-            data[row] = img
+        labels = self._pool.map(self._load, records, positions, places, data)
+        for row, lab in enumerate(labels):
             label[row] = lab
         if self.label_width == 1:
             label = label[:, 0]

@@ -22,6 +22,7 @@ Example (shell)::
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import random
 import sys
@@ -182,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ):
             print(f"wrote {path}")
         return 0
-    if os.path.isdir(args.prefix):
+    if os.path.isdir(args.prefix) and not glob.glob(args.prefix + "*.lst"):
         folder, stem = args.prefix, ""
     else:
         folder, stem = os.path.split(args.prefix)
