@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ..base import FormatError, NotSupportedError, ParamError
-from ..io.base import DataBatch, DataDesc, DataIter, round_batch_rows
+from ..io.base import DataBatch, DataDesc, DataIter, image_descs, round_batch_rows
 from ..ndarray import array as nd_array
 from ..recordio import MXIndexedRecordIO, MXRecordIO, record_offsets, unpack
 from .augment import Augmenter, CreateAugmenter
@@ -123,14 +123,13 @@ class ImageIter(DataIter):
 
     @property
     def provide_data(self) -> list[DataDesc]:
-        """(batch_size, C, H, W)."""
-        return [DataDesc(self._names[0], (self.batch_size, *self.data_shape))]
+        """The image batch: (batch_size, C, H, W) float32."""
+        return image_descs(self._names, self.batch_size, self.data_shape, self.label_width)[0]
 
     @property
     def provide_label(self) -> list[DataDesc]:
-        """(batch_size,) or (batch_size, label_width)."""
-        shape = (self.batch_size,) if self.label_width == 1 else (self.batch_size, self.label_width)
-        return [DataDesc(self._names[1], shape)]
+        """The labels: (batch_size,) or (batch_size, label_width)."""
+        return image_descs(self._names, self.batch_size, self.data_shape, self.label_width)[1]
 
     def reset(self) -> None:
         """Next epoch (reshuffled with numpy's global generator when ``shuffle``)."""

@@ -47,10 +47,11 @@ from typing import Any
 import numpy as np
 
 from ..base import FormatError, ParamError
+from ..image.augment import resize_short
 from ..image.codec import decode_rgb, resize_np
 from ..ndarray import array as nd_array
 from ..recordio import MXIndexedRecordIO, MXRecordIO, record_offsets, unpack
-from .base import DataBatch, DataDesc, DataIter, round_batch_rows
+from .base import DataBatch, DataDesc, DataIter, image_descs, round_batch_rows
 from .prefetch import EnginePrefetcher
 
 __all__ = ["ImageRecordIter"]
@@ -144,13 +145,12 @@ class ImageRecordIter(DataIter):
     @property
     def provide_data(self) -> list[DataDesc]:
         """The image batch: (batch_size, C, H, W) float32."""
-        return [DataDesc(self._names[0], (self.batch_size, *self.data_shape))]
+        return image_descs(self._names, self.batch_size, self.data_shape, self.label_width)[0]
 
     @property
     def provide_label(self) -> list[DataDesc]:
         """The labels: (batch_size,) or (batch_size, label_width)."""
-        shape = (self.batch_size,) if self.label_width == 1 else (self.batch_size, self.label_width)
-        return [DataDesc(self._names[1], shape)]
+        return image_descs(self._names, self.batch_size, self.data_shape, self.label_width)[1]
 
     @property
     def num_records(self) -> int:
@@ -195,11 +195,7 @@ class ImageRecordIter(DataIter):
         """Resize, crop and mirror an HWC uint8 image (MXNet's default augmenter)."""
         _, height, width = self.data_shape
         if self.resize > 0:
-            h, w = img.shape[:2]
-            if h > w:
-                img = resize_np(img, self.resize, self.resize * h // w, self.inter_method)
-            else:
-                img = resize_np(img, self.resize * w // h, self.resize, self.inter_method)
+            img = resize_short(img, self.resize, self.inter_method)
         h, w = img.shape[:2]
         if h < height or w < width:  # MXNet resizes a small image up to cover the crop
             img = resize_np(img, max(w, width), max(h, height), self.inter_method)
