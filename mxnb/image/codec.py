@@ -54,8 +54,8 @@ def decode_rgb(buf: bytes, flag: int = 1) -> np.ndarray:
     """Decode to HWC uint8: RGB with flag 1, one grey channel (HxWx1) with flag 0."""
     image = _open(buf)
     if flag == 0:
-        return np.asarray(image.convert("L"))[:, :, None]
-    return np.asarray(image.convert("RGB"))
+        return np.asarray(image if image.mode == "L" else image.convert("L"))[:, :, None]
+    return np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
 
 
 def decode_bgr(buf: bytes, iscolor: int = -1) -> np.ndarray:
