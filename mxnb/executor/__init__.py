@@ -1,7 +1,8 @@
 """The graph executor: gradient graph, memory planning and execution through the engine.
 
 Modules, in the order data flows:
-    graph.py     the forward+backward steps built from a Symbol (gradient graph)
+    graph.py     the forward+backward steps built from a Symbol
+    gradient.py  the gradient pass: backward, sum and zeros steps (MXNet: nnvm Gradient)
     memory.py    memory planning: in-place and co-share (plan_memory, plan_strategies)
     executor.py  the Executor: one engine op per step, one engine var per storage block
     zoo.py       model-zoo networks (MLP, LeNet, AlexNet, VGG-16, ResNet, Inception-BN, LSTM)

@@ -6,10 +6,10 @@ import doctest
 
 import pytest
 
-from mxnb.executor import executor, graph, memory, plan, zoo
+from mxnb.executor import executor, gradient, graph, memory, plan, zoo
 
 
-@pytest.mark.parametrize("module", [plan, graph, memory, executor, zoo], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [plan, graph, gradient, memory, executor, zoo], ids=lambda m: m.__name__)
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
