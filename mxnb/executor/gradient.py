@@ -113,6 +113,10 @@ class GradientPass:
         """The entry a backward step reads for the forward value ``entry``."""
         return entry
 
+    def recomputed_nodes(self) -> list[str]:
+        """Names of the forward steps this pass recomputes, in forward order (none here)."""
+        return []
+
     # -- the walk ------------------------------------------------------------------
     def run(self) -> None:
         """Append a backward step per node that needs one, in reverse order, then variable sums."""

@@ -27,7 +27,7 @@ Example::
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +59,7 @@ class StepKind(enum.Enum):
     BACKWARD = "backward"  # an operator's backward
     SUM = "sum"  # ElementWiseSum of gradient contributions
     ZEROS = "zeros"  # an output gradient nobody produced
+    RECOMPUTE = "recompute"  # a forward op run again in backward (see .recompute)
 
 
 @dataclass(eq=False)
@@ -77,6 +78,7 @@ class DataEntry:
     readers: list[int] = field(default_factory=list)  # step index per read (repeats allowed)
     is_output: bool = False  # a graph output: kept alive to the end
     variable: str | None = None  # the argument / aux / head this entry is bound to
+    recompute_of: int | None = None  # RECOMPUTED entries: the forward entry computed again
 
     nbytes: int = 0  # bytes of the value (set from shape and dtype)
     dtype_name: str = ""  # 'float32'
@@ -91,7 +93,7 @@ class DataEntry:
     @property
     def external(self) -> bool:
         """True for entries bound by the user (not planned)."""
-        return self.kind not in (EntryKind.FORWARD, EntryKind.BACKWARD)
+        return self.kind not in (EntryKind.FORWARD, EntryKind.BACKWARD, EntryKind.RECOMPUTED)
 
 
 @dataclass(eq=False)
@@ -135,6 +137,8 @@ class ExecGraph:
     grad_entries: dict[str, int]  # argument name -> ARG_GRAD entry (req != 'null')
     head_grad_entries: dict[int, int]  # output entry -> HEAD_GRAD entry (when backward needs it)
     num_forward_steps: int
+    recomputed_nodes: list[str] = field(default_factory=list)  # forward steps run again
+    recompute: str = "none"  # how they were chosen ('none', 'mirror', 'sqrt', a budget)
 
 
 def normalize_grad_req(
@@ -237,6 +241,7 @@ def build_graph(
     grad_req: str | Mapping[str, str] | Sequence[str] = "write",
     type_dict: Mapping[str, Any] | None = None,
     order: str = "dfs",
+    recompute: Collection[str] = (),
 ) -> ExecGraph:
     """Infer shapes and dtypes and build the forward (+ backward) steps of ``sym``.
 
@@ -256,6 +261,9 @@ def build_graph(
         ``'dfs'`` (MXNet's: inputs visited first to last) or ``'reverse_dfs'``
         (inputs visited last to first: parallel branches run in the other
         order, which changes how many of their outputs are alive at once).
+    recompute : collection of str
+        Names of forward steps whose outputs backward recomputes instead of
+        keeping (chosen by :func:`mxnb.executor.recompute.choose`).
     """
     if order not in ORDERS:
         raise ParamError(f"order must be one of {', '.join(ORDERS)}; got {order!r}")
@@ -348,11 +356,20 @@ def build_graph(
 
     grad_entries: dict[str, int] = {}
     head_grad_entries: dict[int, int] = {}
+    recomputed_nodes: list[str] = []
     if any(value != "null" for value in req.values()):
-        from .gradient import GradientPass  # the pass builds on this module's Step and _Builder
+        # the passes build on this module's Step and _Builder
+        from .gradient import GradientPass
+        from .recompute import RecomputePass
 
-        gradient_pass = GradientPass(builder, step_nodes, heads, entry_id, arg_entries, req)
+        if recompute:
+            gradient_pass: GradientPass = RecomputePass(
+                builder, step_nodes, heads, entry_id, arg_entries, req, frozenset(recompute)
+            )
+        else:
+            gradient_pass = GradientPass(builder, step_nodes, heads, entry_id, arg_entries, req)
         gradient_pass.run()
+        recomputed_nodes = gradient_pass.recomputed_nodes()
         grad_entries = gradient_pass.grad_entries
         head_grad_entries = gradient_pass.head_grad_entries
     return ExecGraph(
@@ -367,6 +384,7 @@ def build_graph(
         grad_entries=grad_entries,
         head_grad_entries=head_grad_entries,
         num_forward_steps=num_forward,
+        recomputed_nodes=recomputed_nodes,
     )
 
 

@@ -52,8 +52,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .graph import ORDERS, DataEntry, ExecGraph, build_graph
+from .flops import step_flops
+from .graph import ORDERS, DataEntry, ExecGraph, StepKind, build_graph
 from .plan import EXTERNAL_STORAGE_ID, MemoryPlan, PlanEntry, StorageBlock
+from .recompute import choose
 
 __all__ = ["DEFAULT_MATCH_RANGE", "plan_best", "plan_graph", "plan_memory", "plan_strategies"]
 
@@ -77,6 +79,7 @@ def plan_memory(
     inplace: bool = True,
     coshare: bool = True,
     type_dict: Mapping[str, Any] | None = None,
+    recompute: str | int | None = None,
 ) -> MemoryPlan:
     """Plan the memory of ``sym`` bound with ``shapes``; return the :class:`MemoryPlan`.
 
@@ -93,6 +96,11 @@ def plan_memory(
         Switch a strategy off to compare (both off: every entry its own block).
     type_dict : mapping, optional
         Argument dtypes (default float32).
+    recompute : None, 'mirror', 'sqrt' or int
+        Recompute forward values in backward instead of keeping them
+        (:mod:`.recompute`): MXNet's mirror rule, the paper's sqrt(n)
+        segments, or a byte budget — the plan with the least recomputation
+        whose planned bytes fit (:mod:`.tradeoff`; MemoryBudgetError when none does).
 
     Example::
 
@@ -103,7 +111,9 @@ def plan_memory(
         >>> plan.internal_bytes < plan.naive_internal_bytes
         True
     """
-    return plan_best(sym, shapes, grad_req, type_dict, inplace=inplace, coshare=coshare)[1]
+    return plan_best(
+        sym, shapes, grad_req, type_dict, inplace=inplace, coshare=coshare, recompute=recompute
+    )[1]
 
 
 def plan_best(
@@ -113,14 +123,21 @@ def plan_best(
     type_dict: Mapping[str, Any] | None = None,
     inplace: bool = True,
     coshare: bool = True,
+    recompute: str | int | None = None,
+    threshold: float | None = None,
 ) -> tuple[ExecGraph, MemoryPlan]:
     """Build the graph in each topological order of ``ORDERS``, plan each; keep the smallest.
 
     Returns the graph and its plan (the executor runs the steps in that order).
-    MXNet's DFS order wins ties.
+    MXNet's DFS order wins ties.  ``recompute`` as :func:`plan_memory`;
+    ``threshold`` sets the segment size of ``'sqrt'`` (bytes).
     """
+    if isinstance(recompute, (int, float)) and not isinstance(recompute, bool):
+        from .tradeoff import plan_within_budget
+
+        return plan_within_budget(sym, shapes, int(recompute), grad_req, type_dict)
     with _without_gc_pauses():
-        return _plan_best(sym, shapes, grad_req, type_dict, inplace, coshare)
+        return _plan_best(sym, shapes, grad_req, type_dict, inplace, coshare, recompute, threshold)
 
 
 @contextlib.contextmanager
@@ -148,10 +165,18 @@ def _plan_best(
     type_dict: Mapping[str, Any] | None,
     inplace: bool,
     coshare: bool,
+    recompute: str | None = None,
+    threshold: float | None = None,
 ) -> tuple[ExecGraph, MemoryPlan]:
     best: tuple[ExecGraph, MemoryPlan] | None = None
     for order in ORDERS if coshare or inplace else ORDERS[:1]:
         graph = build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict, order=order)
+        chosen = choose(graph, recompute, threshold)
+        if chosen:
+            graph = build_graph(
+                sym, shapes, grad_req=grad_req, type_dict=type_dict, order=order, recompute=chosen
+            )
+            graph.recompute = recompute or "attributes"
         plan = plan_graph(graph, inplace=inplace, coshare=coshare)
         if best is None or plan.internal_bytes < best[1].internal_bytes:
             best = (graph, plan)
@@ -485,6 +510,9 @@ def _make_plan(graph: ExecGraph, placement: _Placement, inplace: bool, coshare: 
                 inplace_source=entries[source].name if source is not None else None,
                 first_step=first,
                 last_step=final,
+                recompute_of=(
+                    entries[entry.recompute_of].name if entry.recompute_of is not None else None
+                ),
             )
         )
     blocks = tuple(
@@ -513,6 +541,13 @@ def _make_plan(graph: ExecGraph, placement: _Placement, inplace: bool, coshare: 
         coshare=coshare,
         grad_req=tuple((name, graph.grad_req[name]) for name in graph.arg_names),
         step_ops=tuple(step.op_type for step in graph.steps),
+        recompute=graph.recompute,
+        recomputed_nodes=tuple(graph.recomputed_nodes),
+        recompute_steps=tuple(s.name for s in graph.steps if s.kind is StepKind.RECOMPUTE),
+        forward_flops=sum(step_flops(s, entries) for s in graph.steps[: graph.num_forward_steps]),
+        recompute_flops=sum(
+            step_flops(s, entries) for s in graph.steps if s.kind is StepKind.RECOMPUTE
+        ),
     )
     live = plan.live_bytes()
     object.__setattr__(plan, "peak_bytes", max(live) if live else 0)

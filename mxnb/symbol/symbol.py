@@ -491,9 +491,14 @@ class Symbol:
         shared_arg_names: list[str] | None = None,
         shared_exec: Any = None,
         shared_buffer: dict[str, Any] | None = None,
+        recompute: str | int | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Infer shapes from ``kwargs``, allocate arrays and return an Executor (``mx.executor``)."""
+        """Infer shapes from ``kwargs``, allocate arrays and return an Executor (``mx.executor``).
+
+        ``recompute`` (None, 'mirror', 'sqrt' or a byte budget) trades memory for
+        compute, as ``mx.executor.plan_memory`` describes.
+        """
         _reject_unsupported(
             "simple_bind",
             stype_dict=stype_dict,
@@ -504,7 +509,9 @@ class Symbol:
         )
         from .. import executor
 
-        return executor.simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict, **kwargs)
+        return executor.simple_bind(
+            self, ctx, grad_req=grad_req, type_dict=type_dict, recompute=recompute, **kwargs
+        )
 
     def bind(
         self,
@@ -515,12 +522,16 @@ class Symbol:
         aux_states: Any = None,
         group2ctx: dict[str, Any] | None = None,
         shared_exec: Any = None,
+        recompute: str | int | None = None,
     ) -> Any:
-        """Bind given argument arrays (list or dict) and return an Executor (``mx.executor``)."""
+        """Bind given argument arrays (list or dict) and return an Executor (``mx.executor``).
+
+        ``recompute`` as in :meth:`simple_bind`.
+        """
         _reject_unsupported("bind", group2ctx=group2ctx, shared_exec=shared_exec)
         from .. import executor
 
-        return executor.bind(self, ctx, args, args_grad, grad_req, aux_states)
+        return executor.bind(self, ctx, args, args_grad, grad_req, aux_states, recompute=recompute)
 
     def eval(self, ctx: Any = None, **kwargs: Any) -> Any:
         """Bind ``kwargs`` (name -> NDArray), run forward and return the list of outputs."""
