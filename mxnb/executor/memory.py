@@ -171,19 +171,37 @@ def _plan_best(
     best: tuple[ExecGraph, MemoryPlan] | None = None
     for order in ORDERS if coshare or inplace else ORDERS[:1]:
         graph = build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict, order=order)
-        chosen = choose(graph, recompute, threshold)
-        if chosen:
-            graph = build_graph(
-                sym, shapes, grad_req=grad_req, type_dict=type_dict, order=order, recompute=chosen
-            )
-            graph.recompute = recompute or "attributes"
         plan = plan_graph(graph, inplace=inplace, coshare=coshare)
         if best is None or plan.internal_bytes < best[1].internal_bytes:
             best = (graph, plan)
         if len(graph.steps) > LARGE_GRAPH_STEPS:
             break  # a large graph is planned in MXNet's order only (see LARGE_GRAPH_STEPS)
     assert best is not None
+    chosen = choose(best[0], recompute, threshold)
+    if chosen:
+        # Recomputation keeps the plain plan's order: the same steps in the same order (plus
+        # the recompute steps), so gradients are summed in the same order, bit for bit.
+        forward = best[0].steps[: best[0].num_forward_steps]
+        order = "dfs" if len(forward) < 2 else _order_of(sym, shapes, grad_req, type_dict, forward)
+        graph = build_graph(
+            sym, shapes, grad_req=grad_req, type_dict=type_dict, order=order, recompute=chosen
+        )
+        graph.recompute = recompute or "attributes"
+        best = (graph, plan_graph(graph, inplace=inplace, coshare=coshare))
     return best
+
+
+def _order_of(
+    sym: Any,
+    shapes: Mapping[str, tuple],
+    grad_req: str | Mapping[str, str] | Sequence[str],
+    type_dict: Mapping[str, Any] | None,
+    forward: Sequence[Any],
+) -> str:
+    """The order of ``ORDERS`` whose forward steps are ``forward``."""
+    names = [step.name for step in forward]
+    dfs = build_graph(sym, shapes, grad_req="null", type_dict=type_dict, order="dfs")
+    return "dfs" if [step.name for step in dfs.steps] == names else "reverse_dfs"
 
 
 def plan_strategies(
