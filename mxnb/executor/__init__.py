@@ -10,6 +10,7 @@ Modules, in the order data flows:
     recompute.py recomputation: which forward values backward computes again (mirror, sqrt)
     tradeoff.py  the memory-compute trade-off curve and the search within a byte budget
     flops.py     FLOPs per operator (what recomputation costs)
+    arena.py     offset placement: many entries in one block at byte offsets
 
 Example::
 

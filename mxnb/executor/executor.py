@@ -112,6 +112,8 @@ class Executor:
             record = graph.entries[entry]
             self._head_grads[output] = _nd.zeros(record.shape, ctx=ctx, dtype=record.dtype)
             self._arrays[entry] = self._head_grads[output]
+        self._entry_vars: dict[int, list[Any]] = {}  # arena entries: the vars of their segments
+        self._arena_reads: dict[int, Any] = {}  # arena entries: the arena chunk's var
         self._blocks = self._allocate_blocks()
         self._forward_steps = {
             id(step.node): step for step in graph.steps[: graph.num_forward_steps]
@@ -171,13 +173,28 @@ class Executor:
                     _Chunk(handle, var, ctx), var, raw, 0, (block.nbytes,), raw.dtype, ctx
                 )
             )
+        arenas = {
+            block.id: _segment_vars(block, self.memory_plan)
+            for block in self.memory_plan.blocks
+            if any(self.memory_plan.entry(name).offset for name in block.entries)
+        }
         for entry, planned in zip(self._graph.entries, self.memory_plan.entries):
             if planned.external:
                 continue
             block = blocks[planned.storage_id]
-            raw = block._array[: entry.nbytes].view(entry.dtype).reshape(entry.shape)
+            start, stop = planned.offset, planned.offset + entry.nbytes
+            raw = block._array[start:stop].view(entry.dtype).reshape(entry.shape)
+            var = block._var
+            if planned.storage_id in arenas:
+                # an arena holds several entries at once: an entry's vars are those of the byte
+                # segments it covers, plus a read of the arena's own var (freed after every use)
+                bounds, segment_vars = arenas[planned.storage_id]
+                covered = segment_vars[bounds.index(start) : bounds.index(stop)]
+                self._entry_vars[entry.id] = covered
+                self._arena_reads[entry.id] = block._var
+                var = covered[0]
             self._arrays[entry.id] = NDArray._make(
-                block._chunk, block._var, raw, 0, entry.shape, entry.dtype, ctx
+                block._chunk, var, raw, 0, entry.shape, entry.dtype, ctx
             )
         return blocks
 
@@ -190,10 +207,13 @@ class Executor:
 
         const: list[Any] = []
         mutate: list[Any] = []
+        for entry in [*step.inputs, *step.outputs]:
+            if entry in self._arena_reads:
+                const.append(self._arena_reads[entry])
         for entry in step.inputs:
-            const.append(arrays[entry]._var)
+            const.extend(self._entry_vars.get(entry) or [arrays[entry]._var])
         for entry in step.outputs:
-            mutate.append(arrays[entry]._var)
+            mutate.extend(self._entry_vars.get(entry) or [arrays[entry]._var])
         if step.kind is StepKind.FORWARD:
             # forward updates aux states in training (BatchNorm's moving stats); backward reads them
             mutate.extend(arrays[entry]._var for entry in step.aux)
@@ -589,6 +609,21 @@ class Executor:
             f"<Executor {len(self._graph.steps)} steps on {self._ctx!r}, "
             f"{plan.internal_bytes:,} B planned in {len(plan.blocks)} blocks>"
         )
+
+
+def _segment_vars(block: Any, plan: MemoryPlan) -> tuple[list[int], list[Any]]:
+    """An arena block cut at every entry's first and last byte: the cut points and a var each.
+
+    Two entries overlapping in bytes share the vars of their common segments,
+    so a write into reused bytes waits for the earlier readers of exactly those.
+    """
+    bounds = sorted(
+        {plan.entry(name).offset for name in block.entries}
+        | {plan.entry(name).offset + plan.entry(name).nbytes for name in block.entries}
+    )
+    engine = _engine_mod.get()
+    segment_vars = [engine.new_var(f"storage{block.id}@{start}") for start in bounds[:-1]]
+    return bounds, segment_vars
 
 
 def _sid(storage_id: int) -> str:

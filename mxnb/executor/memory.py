@@ -23,7 +23,9 @@ result depends on the match range.  :func:`plan_memory` also tries a few
 match ranges and two *offline* placements — every lifetime is known before
 anything runs, so in-place chains can be placed, largest first or in order
 of writing, into the best-fitting block whose other lifetimes they do not
-overlap — and keeps the smallest plan.
+overlap — and keeps the smallest plan.  Plans with recomputation also try an *arena*
+(:mod:`.arena`): every chain at a byte offset of one block, so that values
+freed early make room for the large gradients backward needs late.
 
 State kept while planning (one ``_Planner`` per plan):
     storage_of        entry id -> block id
@@ -49,9 +51,10 @@ import contextlib
 import gc
 import heapq
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from .arena import place_at_offsets
 from .flops import step_flops
 from .graph import ORDERS, DataEntry, ExecGraph, StepKind, build_graph
 from .plan import EXTERNAL_STORAGE_ID, MemoryPlan, PlanEntry, StorageBlock
@@ -262,6 +265,10 @@ def plan_graph(
                 _Planner(graph, use_inplace, coshare, value).run() for value in _TRIED_MATCH_RANGES
             )
             candidates.extend(_offline_placements(graph, use_inplace))
+            if graph.recomputed_nodes:
+                # recomputation frees large values early and needs large gradients late:
+                # offsets in one arena let dead small values make room for them
+                candidates.append(_arena_placement(graph, use_inplace))
     best = min(candidates, key=lambda result: sum(result.block_bytes))
     return _make_plan(graph, best, inplace, coshare)
 
@@ -273,6 +280,7 @@ class _Placement:
     storage_of: dict[int, int]  # entry id -> block
     block_bytes: list[int]  # block -> size
     inplace_source: dict[int, int]  # entry id -> the entry whose block it took in place
+    offsets: dict[int, int] = field(default_factory=dict)  # entry id -> bytes into its block
 
 
 def _last_step(entry: DataEntry, last_step: int) -> int:
@@ -281,6 +289,33 @@ def _last_step(entry: DataEntry, last_step: int) -> int:
     if entry.readers:
         return max(entry.readers)
     return entry.writer
+
+
+def _chains(
+    graph: ExecGraph, inplace: bool
+) -> tuple[_Placement, list[tuple[int, int, int, list[int]]]]:
+    """The walk's in-place chains as ``(size, first step, last step, entries)`` intervals."""
+    walk = _Planner(graph, inplace, coshare=False, match_range=DEFAULT_MATCH_RANGE).run()
+    entries = graph.entries
+    last_step = len(graph.steps) - 1
+    chains: dict[int, list[int]] = {}
+    for entry_id, block in walk.storage_of.items():
+        chains.setdefault(block, []).append(entry_id)
+    items = []
+    for members in chains.values():
+        first = min(entries[e].writer for e in members)
+        last = max(_last_step(entries[e], last_step) for e in members)
+        size = max(entries[e].nbytes for e in members)
+        items.append((size, first, last, members))
+    return walk, items
+
+
+def _arena_placement(graph: ExecGraph, inplace: bool) -> _Placement:
+    """Every chain at a byte offset of one block (:mod:`.arena`); used for recomputation plans."""
+    walk, items = _chains(graph, inplace)
+    offsets, arena = place_at_offsets(items)
+    storage_of = dict.fromkeys(walk.storage_of, 0)
+    return _Placement(storage_of, [arena] if storage_of else [], walk.inplace_source, offsets)
 
 
 def _offline_placements(graph: ExecGraph, inplace: bool, by_size: bool = True) -> list[_Placement]:
@@ -298,18 +333,7 @@ def _offline_placements(graph: ExecGraph, inplace: bool, by_size: bool = True) -
 
     ``by_size=False`` skips the first (the in-order one is O(n log n)).
     """
-    walk = _Planner(graph, inplace, coshare=False, match_range=DEFAULT_MATCH_RANGE).run()
-    entries = graph.entries
-    last_step = len(graph.steps) - 1
-    chains: dict[int, list[int]] = {}
-    for entry_id, block in walk.storage_of.items():
-        chains.setdefault(block, []).append(entry_id)
-    items = []
-    for members in chains.values():
-        first = min(entries[e].writer for e in members)
-        last = max(_last_step(entries[e], last_step) for e in members)
-        size = max(entries[e].nbytes for e in members)
-        items.append((size, first, last, members))
+    walk, items = _chains(graph, inplace)
     by_start = sorted(items, key=lambda item: (item[1], -item[0], item[2]))
     placements = [_Placement(*_place_in_start_order(by_start), walk.inplace_source)]
     if by_size:
@@ -528,6 +552,7 @@ def _make_plan(graph: ExecGraph, placement: _Placement, inplace: bool, coshare: 
                 inplace_source=entries[source].name if source is not None else None,
                 first_step=first,
                 last_step=final,
+                offset=placement.offsets.get(entry.id, 0),
                 recompute_of=(
                     entries[entry.recompute_of].name if entry.recompute_of is not None else None
                 ),

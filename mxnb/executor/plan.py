@@ -11,6 +11,8 @@ Rule the plan must obey (:meth:`MemoryPlan.check`):
       later one took the earlier one's storage *in place* at the earlier one's
       last reading step;
     * a block is at least as large as every entry it holds;
+    * in an *arena* block (entries at non-zero ``offset``), entries alive at
+      the same step occupy disjoint byte ranges;
     * the planned internal bytes never exceed the naive total.
 
 Lifetimes are step indices into :attr:`MemoryPlan.steps` (the op nodes in
@@ -90,6 +92,7 @@ class PlanEntry:
     inplace_source: str | None  # entry whose storage this one took in place
     first_step: int  # (first) step that writes it; -1 for entries bound before the run
     last_step: int  # last step that reads it; == first_step when never read
+    offset: int = 0  # bytes into its block (non-zero only in an arena: several entries at once)
     recompute_of: str | None = None  # RECOMPUTED entries: the forward entry computed again
 
     @property
@@ -229,6 +232,7 @@ class MemoryPlan:
                     "inplace_source": e.inplace_source,
                     "first_step": e.first_step,
                     "last_step": e.last_step,
+                    "offset": e.offset,
                     "recompute_of": e.recompute_of,
                 }
                 for e in self.entries
@@ -314,11 +318,14 @@ class MemoryPlan:
             )
             assert members, f"block {block.id} is empty"
             for member in members:
-                assert member.nbytes <= block.nbytes, (
-                    f"{member.name} ({member.nbytes} B) does not fit block {block.id} "
-                    f"({block.nbytes} B)"
+                assert member.offset + member.nbytes <= block.nbytes, (
+                    f"{member.name} ({member.nbytes} B at offset {member.offset}) does not fit "
+                    f"block {block.id} ({block.nbytes} B)"
                 )
-            _assert_disjoint(members, pairs)
+            if any(member.offset for member in members):
+                _assert_disjoint_in_arena(members, pairs)
+            else:
+                _assert_disjoint(members, pairs)
             total += block.nbytes
         assert total == self.internal_bytes, f"internal_bytes {self.internal_bytes} != {total}"
         naive = sum(entry.nbytes for entry in self.internal_entries())
@@ -415,6 +422,35 @@ def _assert_disjoint(members: list[PlanEntry], pairs: set[tuple[str, str]]) -> N
             latest = entry
         else:
             runner_up = max(runner_up, entry.last_step)
+
+
+def _assert_disjoint_in_arena(members: list[PlanEntry], pairs: set[tuple[str, str]]) -> None:
+    """Entries of an arena block alive at the same step occupy disjoint byte ranges.
+
+    An in-place pair shares its range at exactly the step that hands it over.
+    """
+    active: list[PlanEntry] = []
+    for entry in sorted(members, key=lambda e: (e.first_step, e.last_step)):
+        active = [other for other in active if other.last_step >= entry.first_step]
+        for other in active:
+            apart = (
+                other.offset + other.nbytes <= entry.offset
+                or entry.offset + entry.nbytes <= other.offset
+            )
+            handed_over = (
+                (other.name, entry.name) in pairs
+                and other.last_step == entry.first_step
+                and other.offset == entry.offset
+            )
+            if not apart and not handed_over:
+                raise AssertionError(
+                    f"{other.name} (alive {other.first_step}..{other.last_step}, bytes "
+                    f"{other.offset}..{other.offset + other.nbytes}) and {entry.name} (alive "
+                    f"{entry.first_step}..{entry.last_step}, bytes {entry.offset}.."
+                    f"{entry.offset + entry.nbytes}) share storage block {entry.storage_id} "
+                    f"while both are alive"
+                )
+        active.append(entry)
 
 
 def _mb(nbytes: int) -> str:

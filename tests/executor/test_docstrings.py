@@ -6,12 +6,23 @@ import doctest
 
 import pytest
 
-from mxnb.executor import executor, flops, gradient, graph, memory, plan, recompute, tradeoff, zoo
+from mxnb.executor import (
+    arena,
+    executor,
+    flops,
+    gradient,
+    graph,
+    memory,
+    plan,
+    recompute,
+    tradeoff,
+    zoo,
+)
 
 
 @pytest.mark.parametrize(
     "module",
-    [plan, graph, gradient, flops, recompute, tradeoff, memory, executor, zoo],
+    [plan, graph, gradient, flops, recompute, tradeoff, arena, memory, executor, zoo],
     ids=lambda m: m.__name__,
 )
 def test_docstring_examples_run(module):
