@@ -145,7 +145,7 @@ def recompute_table() -> None:
         if name == "resnet18":
             best = within[0.35]
             print(
-                f"  ResNet-18 target: <= 376 MiB (0.5x MXNet's 753) at ratio <= 0.35: "
+                f"  ResNet-18 target (issue #19: <= 376 MiB, half of MXNet's 753) at ratio <= 0.35: "
                 f"{best.internal_bytes / MB:.1f} MiB at {best.recompute_ratio:.2f} "
                 f"(peak live {best.plan.peak_bytes / MB:.1f} MiB) -> "
                 f"{'met' if best.internal_bytes <= 376 * MB else 'MISSED'}"

@@ -265,7 +265,7 @@ def plan_graph(
                 _Planner(graph, use_inplace, coshare, value).run() for value in _TRIED_MATCH_RANGES
             )
             candidates.extend(_offline_placements(graph, use_inplace))
-            if graph.recomputed_nodes:
+            if graph.recomputed_nodes and len(graph.steps) <= LARGE_GRAPH_STEPS:
                 # recomputation frees large values early and needs large gradients late:
                 # offsets in one arena let dead small values make room for them
                 candidates.append(_arena_placement(graph, use_inplace))

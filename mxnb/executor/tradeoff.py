@@ -3,7 +3,8 @@
 Idea (Chen et al. 2016, section 4: "a greedy search over the budget"):
 the paper's segmentation has one knob, the bytes a segment may hold before a
 checkpoint is kept.  Sweeping it from 0 (every expensive node kept: the
-mirror plan) to infinity (every node recomputed) gives a family of plans,
+mirror plan) to infinity (every node recomputed), with no recomputation and
+the paper's sqrt(n) segments beside, gives a family of plans,
 each planned for real (in-place and co-share included), so each point is a
 pair (planned bytes, ``recompute_flops / forward_flops``).  The points no other
 point beats on both are the trade-off curve; a byte budget picks the point
@@ -89,7 +90,8 @@ def tradeoff_curve(
     from .memory import plan_best
 
     points = []
-    for label, recompute, threshold in [("none", None, None), ("mirror", "mirror", None)] + [
+    fixed = [("none", None, None), ("mirror", "mirror", None), ("sqrt", "sqrt", None)]
+    for label, recompute, threshold in fixed + [
         ("all" if math.isinf(value) else f"segments > {value / 2**20:.1f} MiB", "sqrt", value)
         for value in _thresholds(build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict))
     ]:
