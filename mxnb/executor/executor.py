@@ -9,6 +9,10 @@ const vars are the vars of what it reads and whose mutate vars are the vars
 of what it writes (plus aux states and resources).  Because a reused block
 keeps its var, a step writing into a block waits for the earlier steps that
 still read it: memory reuse becomes real ordering, visible in the DAG view.
+Recompute steps (:mod:`.recompute`) are engine ops like the others: a node's
+forward run again in backward into planned storage.  An *arena* block
+(:mod:`.arena`, entries at byte offsets) gets one var per byte segment, and an
+entry uses the vars of the segments it covers.
 
 Rule: the arrays the user sees (``arg_dict``, ``grad_dict``, ``aux_dict``,
 ``outputs``) are NDArrays; ``outputs`` are views of their blocks and stay
