@@ -54,6 +54,7 @@ import numpy as np
 
 from ..base import FLAG_TO_DTYPE, DTypeError, GraphError, MXNBError, ShapeError
 from ..operator.base import OperatorProperty
+from ..operator.partial import fmt_partial, is_known, known_or_none, merge, takes_partial
 
 __all__ = [
     "Node",
@@ -202,16 +203,18 @@ def parse_shape_attr(text: str | None, partial: bool = False) -> tuple | None:
         return None
     body = text.strip().strip("()[]")
     dims = tuple(int(part) for part in body.replace(" ", "").split(",") if part != "")
+    if not dims:
+        return None  # MXNet 1.x: () is an unknown shape
     if any(dim <= 0 for dim in dims):
         return tuple(max(dim, 0) for dim in dims) if partial else None
     return dims
 
 
 def _compatible(partial_shape: tuple, shape: tuple) -> bool:
-    """Whether ``shape`` fits a partial shape whose 0 dims are unknown."""
+    """Whether ``shape`` (maybe partial too) fits a partial shape whose 0 dims are unknown."""
     if len(partial_shape) != len(shape):
         return False
-    return all(want in (0, got) for want, got in zip(partial_shape, shape))
+    return all(want == 0 or got in (0, want) for want, got in zip(partial_shape, shape))
 
 
 def parse_dtype_attr(text: str | None) -> np.dtype | None:
@@ -318,10 +321,19 @@ class _Inference:
                 break
 
     def complete(self, node: Node) -> bool:
+        known = self.is_complete
         values = self.values
-        if any(values.get(entry) is None for entry in node.inputs):
+        if not all(known(values.get(entry)) for entry in node.inputs):
             return False
-        return all(values[entry] is not None for entry in self.outputs[id(node)])
+        return all(known(values[entry]) for entry in self.outputs[id(node)])
+
+    def is_complete(self, value: Any) -> bool:
+        """Whether a value is fully known (shapes: no unknown dimension)."""
+        return value is not None
+
+    def fits(self, current: Any, value: Any) -> bool:
+        """Whether ``value`` agrees with what is known (shapes: a partial shape)."""
+        return current is None or current == value
 
     def infer_node(self, node: Node) -> bool:
         raise NotImplementedError
@@ -370,14 +382,20 @@ class _Inference:
         and are left alone.
         """
         num_args = node.num_arguments()
+        usable = self.is_complete
         in_values = [self.values.get(entry) for entry in node.inputs[:num_args]]
+        in_values = [value if usable(value) else None for value in in_values]
         out_values = [self.values[entry] for entry in self.outputs[id(node)]]
         if all(value is not None for value in in_values) or not out_values:
             return False
         known = out_values[0]
-        if known is None or any(value != known for value in out_values):
+        if not usable(known) or any(value != known for value in out_values):
             return False
         probe = [known if value is None else value for value in in_values]
+        if not all(
+            self.fits(self.values.get(entry), known) for entry in node.inputs[:num_args]
+        ):
+            return False
         try:
             result = infer(probe)
         except (MXNBError, ValueError, TypeError, IndexError):
@@ -401,8 +419,10 @@ class _ShapeInference(_Inference):
                 continue
             given = known.get(node.name)
             attr_shape = parse_shape_attr(node.attrs.get("__shape__"))
-            if given is not None and any(int(dim) <= 0 for dim in given):
-                given = None  # MXNet: a 0 dim means "unknown"; let inference fill it
+            if given is not None and not is_known(given):
+                # MXNet: a 0 dim means "unknown"; let inference fill it
+                self.values[NodeEntry(node, 0)] = self.normalize(given) if given else None
+                given = None
             if given is not None:
                 given = self.normalize(given)
                 if attr_shape is not None and attr_shape != given:
@@ -415,20 +435,46 @@ class _ShapeInference(_Inference):
                 self.values[NodeEntry(node, 0)] = attr_shape
             else:
                 hint = parse_shape_attr(node.attrs.get("__shape__"), partial=True)
-                if hint is not None:
+                if hint:
                     self.hints[NodeEntry(node, 0)] = hint
+                    entry = NodeEntry(node, 0)
+                    self.values[entry] = merge(self.values[entry], hint, f"'{node.name}':")
 
     def set_value(self, entry: NodeEntry, value: Any, node: Node, slot: Callable[[], str]) -> bool:
-        """As the base class, and check the value against a partial ``__shape__`` hint."""
+        """Merge ``value`` (maybe partial) into what is known of ``entry``; True if it added.
+
+        A value that conflicts with a partial ``__shape__`` declaration says so.
+        """
+        if value is None:
+            return False
         hint = self.hints.get(entry)
-        if hint is not None and value is not None and not _compatible(hint, tuple(value)):
-            pretty = "(" + ", ".join("?" if dim == 0 else str(dim) for dim in hint) + ")"
+        if hint is not None and not _compatible(hint, tuple(value)):
             raise ShapeError(
-                f"{_where(node)}: {slot()} is inferred as {tuple(value)} but variable "
-                f"'{entry.node.name}' was declared with shape {pretty}; fix the declared "
-                f"shape or the shapes you passed"
+                f"{_where(node)}: {slot()} is inferred as {fmt_partial(value)} but variable "
+                f"'{entry.node.name}' was declared with shape {fmt_partial(hint)}; fix the "
+                f"declared shape or the shapes you passed"
             )
-        return super().set_value(entry, value, node, slot)
+        current = self.values.get(entry)
+        if current is None:
+            self.values[entry] = value
+            return True
+        if current == value:
+            return False
+        try:
+            merged = merge(current, value)
+        except ShapeError:
+            self.conflict(entry, current, value, node, slot())
+            raise  # conflict() raises; this keeps type checkers content
+        if merged == current:
+            return False
+        self.values[entry] = merged
+        return True
+
+    def is_complete(self, value: Any) -> bool:
+        return is_known(value)
+
+    def fits(self, current: Any, value: Any) -> bool:
+        return current is None or _compatible(tuple(current), tuple(value))
 
     def normalize(self, value: Any) -> tuple:
         return tuple(int(dim) for dim in value)
@@ -450,6 +496,9 @@ class _ShapeInference(_Inference):
         num_args = node.num_arguments()
         in_shapes = [self.values.get(entry) for entry in node.inputs[:num_args]]
         out_shapes = [self.values[entry] for entry in self.outputs[id(node)]]
+        if not takes_partial(type(prop)):  # the simple contract: complete shapes or None
+            in_shapes = [known_or_none(shape) for shape in in_shapes]
+            out_shapes = [known_or_none(shape) for shape in out_shapes]
         try:
             if _accepts_out_shape(type(prop)):
                 result = prop.infer_shape(list(in_shapes), out_shape=list(out_shapes))  # type: ignore[call-arg]
@@ -458,7 +507,8 @@ class _ShapeInference(_Inference):
         except ShapeError as exc:
             raise _reword_error(node, exc, ShapeError) from exc
         changed = self.apply(node, result)
-        changed |= self.probe_same(node, prop.infer_shape)
+        if not takes_partial(type(prop)):  # partial-aware ops infer backward themselves
+            changed |= self.probe_same(node, prop.infer_shape)
         return changed
 
 
@@ -501,27 +551,43 @@ class _TypeInference(_Inference):
 
 def _unknown_report(inference: _Inference, kind: str) -> str:
     """Explain which arguments (or which nodes) are still unknown and what to pass."""
+    complete = inference.is_complete
+    values = inference.values
+
+    def pretty(value: Any) -> str:
+        return fmt_partial(value) if kind == "shape" else "unknown"
+
     unknown_vars = [
         node.name
         for node in inference.nodes
-        if node.op is None and inference.values[NodeEntry(node, 0)] is None
+        if node.op is None and not complete(values[NodeEntry(node, 0)])
     ]
     if unknown_vars:
         example = ", ".join(f"{name}=..." for name in unknown_vars[:3])
+        found = ""
+        if kind == "shape":
+            found = " (known so far: " + ", ".join(
+                f"{name} {pretty(values[NodeEntry(node, 0)])}"
+                for node in inference.nodes
+                for name in [node.name]
+                if node.op is None and name in unknown_vars[:5]
+            ) + ")"
         return (
-            f"cannot infer the {kind} of {', '.join(map(repr, unknown_vars))}; "
+            f"cannot infer the {kind} of {', '.join(map(repr, unknown_vars))}{found}; "
             f"pass {'them' if len(unknown_vars) > 1 else 'it'} (infer_{kind}({example})) "
             f"or declare it on the variable ({kind}=...)"
         )
     stuck = [
-        f"{node.op.op_name} '{node.name}'"  # type: ignore[union-attr]
+        f"{node.op.op_name} '{node.name}' output {pretty(values[NodeEntry(node, i)])}"  # type: ignore[union-attr]
         for node in inference.nodes
         if node.op is not None
-        and any(inference.values[NodeEntry(node, i)] is None for i in range(node.num_outputs()))
+        for i in range(node.num_outputs())
+        if not complete(values[NodeEntry(node, i)])
     ]
     return (
-        f"every input {kind} is known but {', '.join(stuck[:5])} could not infer "
-        f"its output {kind}; check that operator's parameters"
+        f"every input {kind} is known but the {kind} of {', '.join(stuck[:5])} stays unknown; "
+        f"check that operator's parameters (a 0 in a shape parameter is an unknown dimension "
+        f"that something connected to it must fix)"
     )
 
 
@@ -546,7 +612,7 @@ def infer_shapes(
     """
     inference = _ShapeInference(heads, known)
     inference.run()
-    if not partial and any(value is None for value in inference.values.values()):
+    if not partial and not all(map(inference.is_complete, inference.values.values())):
         raise ShapeError(_unknown_report(inference, "shape"))
     return inference.values
 

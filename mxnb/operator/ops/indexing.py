@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..param import DType, Param
+from ..partial import merge, partial_shape
 from ..registry import register
 from ._common import KernelProp, fmt, normalize_axis, write
 
@@ -55,11 +56,19 @@ class EmbeddingProp(KernelProp):
         """``data, weight``."""
         return ["data", "weight"]
 
-    def infer_shape(self, in_shape):
-        """weight ``(input_dim, output_dim)``; output ``data.shape + (output_dim,)``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """weight ``(input_dim, output_dim)``; output ``data.shape + (output_dim,)`` (both ways)."""
         data = in_shape[0]
         weight = (self.input_dim, self.output_dim)
-        if in_shape[1] is not None and tuple(in_shape[1]) != weight:
+        out = (out_shape or [None])[0]
+        if out is not None:
+            data = merge(data, tuple(out[:-1]), "data and output")
+            out = merge(out, tuple(data) + (self.output_dim,), "output")
+        given = in_shape[1]
+        if given is not None and (
+            len(given) != 2 or any(dim not in (0, want) for dim, want in zip(given, weight))
+        ):
             raise self.shape_error(
                 f"weight has shape {fmt(in_shape[1])} but input_dim={self.input_dim}, "
                 f"output_dim={self.output_dim}; pass weight of shape {fmt(weight)}"
@@ -164,14 +173,20 @@ class PickProp(KernelProp):
         """``data, index``."""
         return ["data", "index"]
 
-    def infer_shape(self, in_shape):
-        """data without ``axis``; index has that shape."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """data without ``axis``; index has that shape (partial: known dims flow both ways)."""
         data = in_shape[0]
         if data is None:
             return None
         data = tuple(data)
         axis = normalize_axis(self.axis, len(data), self.op_name)
-        index = data[:axis] + data[axis + 1 :]
+        index = merge(data[:axis] + data[axis + 1 :], in_shape[1], "data without axis and index")
+        out = (out_shape or [None])[0]
+        if out is not None and index:
+            out = tuple(out)
+            index = merge(index, out[:axis] + out[axis + 1 :] if self.keepdims else out, "output")
+        data = index[:axis] + (data[axis],) + index[axis:]
         out = data[:axis] + (1,) + data[axis + 1 :] if self.keepdims else index
         return [data, index], [out or (1,)], []
 

@@ -33,6 +33,7 @@ from typing import Any
 from ...base import NotSupportedError
 from ..base import OpReqType, ResourceRequest
 from ..param import DType, Param, Shape
+from ..partial import is_known, merge, partial_shape
 from ..registry import register
 from ._common import KernelProp, fmt, normalize_axis, parallel_chunks, write
 
@@ -561,12 +562,21 @@ class SoftmaxOutputProp(KernelProp):
             return tuple(data[:-1])
         return (data[0],)
 
-    def infer_shape(self, in_shape):
-        """label is ``(N,)`` (or data without the class axis); output has data's shape."""
-        data = in_shape[0]
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """label is ``(N,)`` (or data without the class axis); output has data's shape.
+
+        Partial shapes: data and output share theirs, both ways.
+        """
+        data = merge(in_shape[0], (out_shape or [None])[0], "data and output")
         if data is None:
             return None
-        data = tuple(data)
+        given = in_shape[1]
+        if not is_known(data) or (given is not None and not is_known(given)):
+            label = self._label_shape(data)
+            if given is not None:
+                label = merge(given, data if len(given) == len(data) else label, "label")
+            return [data, label], [data], []
         label = self._label_shape(data)
         given = in_shape[1]
         if given is not None and tuple(given) != label and tuple(given) != data:

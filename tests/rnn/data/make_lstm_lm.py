@@ -1,0 +1,42 @@
+"""Write the LSTM language model exported by MXNet 1.9.1 (run by hand under real MXNet, not mxnb).
+
+    MXNET_SUBGRAPH_BACKEND=NONE MXNET_MKLDNN_ENABLED=0 \
+        /work/mxnet-venv/bin/python tests/rnn/data/make_lstm_lm.py
+
+Two ``mx.rnn.LSTMCell(200)`` stacked, unrolled over 35 steps with the zero
+begin states ``begin_state()`` gives (``_zeros`` nodes of shape ``(0, 200)``:
+the batch size is left for inference), as MXNet's bucketing example builds
+its model: Embedding(10000 -> 200), the stack, Reshape(-1, 200),
+FullyConnected(10000), SoftmaxOutput.  Writes ``lstm_lm-symbol.json``; the
+tests bind it at batch 32, ``benchmarks/mxnet_reference.py`` measures
+MXNet's own memory plan for it.
+"""
+
+from pathlib import Path
+
+import mxnet as mx
+
+HERE = Path(__file__).resolve().parent
+SEQ_LEN, NUM_HIDDEN, NUM_EMBED, VOCAB = 35, 200, 200, 10000
+
+
+def build():
+    data = mx.sym.Variable("data")
+    label = mx.sym.Variable("softmax_label")
+    embed = mx.sym.Embedding(data=data, input_dim=VOCAB, output_dim=NUM_EMBED, name="embed")
+    stack = mx.rnn.SequentialRNNCell()
+    for layer in range(2):
+        stack.add(mx.rnn.LSTMCell(num_hidden=NUM_HIDDEN, prefix=f"lstm_l{layer}_"))
+    outputs, _ = stack.unroll(SEQ_LEN, inputs=embed, merge_outputs=True)
+    pred = mx.sym.Reshape(outputs, shape=(-1, NUM_HIDDEN))
+    pred = mx.sym.FullyConnected(data=pred, num_hidden=VOCAB, name="pred")
+    label = mx.sym.Reshape(label, shape=(-1,))
+    return mx.sym.SoftmaxOutput(data=pred, label=label, name="softmax")
+
+
+if __name__ == "__main__":
+    net = build()
+    _, out_shapes, _ = net.infer_shape(data=(32, SEQ_LEN), softmax_label=(32, SEQ_LEN))
+    assert out_shapes == [(32 * SEQ_LEN, VOCAB)], out_shapes
+    net.save(str(HERE / "lstm_lm-symbol.json"))
+    print("wrote", HERE / "lstm_lm-symbol.json")
