@@ -585,9 +585,9 @@ def _unknown_report(inference: _Inference, kind: str) -> str:
         if not complete(values[NodeEntry(node, i)])
     ]
     return (
-        f"every input {kind} is known but the {kind} of {', '.join(stuck[:5])} stays unknown; "
-        f"check that operator's parameters (a 0 in a shape parameter is an unknown dimension "
-        f"that something connected to it must fix)"
+        f"cannot infer the {kind} of {', '.join(stuck[:5])}: every argument's {kind} is known "
+        f"but nothing in the graph fixes it; check that operator's parameters (a 0 in a shape "
+        f"parameter is an unknown dimension that an operator connected to it must fix)"
     )
 
 

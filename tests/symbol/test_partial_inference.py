@@ -1,0 +1,168 @@
+"""Partial shape inference, MXNet 1.x's rules: 0 is an unknown dimension, ``()`` an unknown shape.
+
+Expected values are MXNet 1.9.1's answers for the same graphs (run by hand in
+the MXNet venv), except where a comment says mxnb infers more: MXNet's
+shape functions give up in a few places where the answer is forced.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import mxnb as mx
+from mxnb.base import ShapeError
+
+V = mx.sym.Variable
+
+
+def args_of(sym, **shapes):
+    arg_shapes, _, _ = sym.infer_shape(**shapes)
+    return dict(zip(sym.list_arguments(), arg_shapes))
+
+
+def partial(sym, **shapes):
+    arg_shapes, out_shapes, _ = sym.infer_shape_partial(**shapes)
+    return dict(zip(sym.list_arguments(), arg_shapes)), out_shapes
+
+
+def test_elementwise_unknown_dims_fill_each_other():
+    a, b = V("a", shape=(0, 10)), V("b", shape=(12, 0))
+    assert args_of(a + b) == {"a": (12, 10), "b": (12, 10)}
+
+
+def test_fully_connected_batch_comes_back_from_the_output():
+    r"""
+    a (?, 10) -- fc(21) --+-- out      c (5, ?) gives the batch and takes num_hidden
+                  c ------/
+    """
+    net = mx.sym.FullyConnected(V("a", shape=(0, 10)), num_hidden=21, name="fc") + V(
+        "c", shape=(5, 0)
+    )
+    shapes = args_of(net)
+    assert shapes["a"] == (5, 10) and shapes["c"] == (5, 21)
+    assert shapes["fc_weight"] == (21, 10)
+
+
+def test_fully_connected_data_features_from_the_weight():
+    """mxnb infers more than MXNet here (MXNet stops: data (0, 0) has no known features)."""
+    net = mx.sym.FullyConnected(V("x"), weight=V("w"), num_hidden=4, no_bias=True) + V("y")
+    args, _ = partial(net, x=(0, 0), w=(4, 10), y=(3, 4))
+    assert args["x"] == (3, 10)
+    args, _ = partial(net, x=(0, 0, 5), w=(4, 10), y=(3, 4))
+    assert args["x"] == (3, 2, 5)
+    args, _ = partial(net, w=(4, 10), y=(3, 4))
+    assert args["x"] == ()  # the rank of data is not forced: as MXNet
+
+
+def test_slice_channel_both_ways():
+    sliced = mx.sym.SliceChannel(V("a", shape=(0, 10)), num_outputs=10, axis=1, squeeze_axis=True)
+    assert args_of(sliced[1] + V("c", shape=(5,)))["a"] == (5, 10)
+    sliced = mx.sym.SliceChannel(V("a", shape=(0, 15, 0)), num_outputs=3, squeeze_axis=False)
+    assert args_of(sliced[1] + V("c", shape=(3, 5, 2)))["a"] == (3, 15, 2)
+    # mxnb: the data's rank follows from the outputs' (MXNet leaves it unknown)
+    sliced = mx.sym.SliceChannel(V("x"), num_outputs=2, axis=1)
+    assert partial(sliced[0] + V("y"), y=(2, 3))[0]["x"] == (2, 6)
+
+
+def test_convolution_batch_and_stride_one_spatial_from_the_output():
+    a = V("a", shape=(0, 10, 0, 0))
+    conv = mx.sym.Convolution(a, num_filter=21, kernel=(3, 3), dilate=(1, 1), pad=(1, 1))
+    assert args_of(conv + V("c", shape=(5, 21, 32, 32)))["a"] == (5, 10, 32, 32)
+    strided = mx.sym.Convolution(V("x"), num_filter=4, kernel=(3, 3), stride=(2, 2), name="conv")
+    args, _ = partial(strided + V("y"), x=(0, 2, 0, 0), y=(5, 4, 7, 7))
+    assert args["x"] == (5, 2, 0, 0)  # stride 2: the size is not forced (as MXNet)
+    assert args["conv_weight"] == (4, 2, 3, 3)
+
+
+def test_concat_sums_and_fills_the_one_unknown_input():
+    c = mx.sym.Concat(V("a", shape=(0, 10)), V("b", shape=(0, 5)), num_args=2, dim=1)
+    d = V("d", shape=(2, 0)) + c
+    assert args_of(d) == {"d": (2, 15), "a": (2, 10), "b": (2, 5)}
+    # mxnb: the one input of unknown width gets the rest (MXNet leaves (2, 0))
+    joined = mx.sym.Concat(V("x"), V("b"), dim=1) + V("y")
+    assert partial(joined, x=(0, 0), b=(0, 5), y=(2, 15))[0]["x"] == (2, 10)
+
+
+def test_reshape_special_values_with_unknown_dims():
+    x, y = V("x"), V("y")
+    assert partial(mx.sym.Reshape(x, shape=(-1, 5)), x=(0, 10))[1] == [(0, 5)]
+    assert partial(mx.sym.Reshape(x, shape=(0, -1)), x=(0, 10, 2))[1] == [(0, 0)]
+    assert partial(mx.sym.Reshape(x, shape=(-2,)), x=(0, 3))[1] == [(0, 3)]
+    assert partial(mx.sym.Reshape(x, shape=(-3, 2)), x=(0, 3, 2))[1] == [(0, 2)]
+    assert partial(mx.sym.Reshape(x, shape=(-4, 2, -1, 0)), x=(0, 3))[1] == [(2, 0, 3)]
+    # backward: the known output fixes the one unknown dim of data by the element count
+    assert partial(mx.sym.Reshape(x, shape=(-1, 5)) + y, x=(0, 10), y=(6, 5))[0]["x"] == (3, 10)
+    assert partial(mx.sym.Reshape(x, shape=(-3, 2)) + y, x=(0, 3, 2), y=(12, 2))[0]["x"] == (
+        4,
+        3,
+        2,
+    )
+    assert partial(mx.sym.Reshape(x, shape=(6, 5)) + y, y=(6, 5))[0]["x"] == ()
+
+
+def test_dot_batch_dot_embedding_transpose_pick():
+    x, y = V("x"), V("y")
+    assert partial(mx.sym.dot(x, y), x=(0, 3, 4), y=(4, 5))[1] == [(0, 3, 5)]
+    assert partial(mx.sym.batch_dot(x, y), x=(0, 3, 4), y=(0, 4, 5))[1] == [(0, 3, 5)]
+    # mxnb: K comes from lhs (MXNet gives up and returns ())
+    assert partial(mx.sym.batch_dot(x, y), x=(0, 3, 4), y=(0, 0, 5)) == (
+        {"x": (0, 3, 4), "y": (0, 4, 5)},
+        [(0, 3, 5)],
+    )
+    embed = mx.sym.Embedding(data=x, weight=V("w"), input_dim=100, output_dim=10)
+    assert partial(embed, x=(0, 5), w=(100, 10))[1] == [(0, 5, 10)]
+    transposed = mx.sym.transpose(x, axes=(0, 3, 2, 1))
+    assert partial(transposed, x=(0, 3, 224, 224))[1] == [(0, 224, 224, 3)]
+    assert partial(mx.sym.transpose(x, axes=(1, 0, 2)) + y, y=(3, 5, 4))[0]["x"] == (5, 3, 4)
+    picked = mx.sym.pick(x, V("index"), axis=1)
+    assert partial(picked, x=(0, 3, 3), index=(0, 3))[1] == [(0, 3)]
+    # backward, through several ops: dot's output fixes its operands' free dims
+    args, _ = partial(mx.sym.dot(x, V("w")) + y, x=(0, 3), w=(3, 0), y=(4, 5))
+    assert args == {"x": (4, 3), "w": (3, 5), "y": (4, 5)}
+
+
+def test_broadcast_infers_forward_only():
+    x, y = V("x"), V("y")
+    assert partial(mx.sym.broadcast_add(x, y), x=(0, 3), y=(4, 1))[1] == [(4, 3)]
+    assert partial(mx.sym.broadcast_add(x, y), x=(0, 3), y=(1, 3))[1] == [(0, 3)]
+
+
+def test_unknown_in_the_middle_is_inferred_from_both_ends():
+    r"""
+    data (?, 8) -- fc1(16) -- h (?, 16) -- slice(2) --+-- [0] (?, 8) * z
+                                                      +-- [1] + b (4, 8)
+    z is _zeros (0, 8); b gives the batch; it flows back to data and on to z.
+    """
+    data = V("data", shape=(0, 8))
+    hidden = mx.sym.FullyConnected(data, num_hidden=16, name="fc1")
+    parts = mx.sym.SliceChannel(hidden, num_outputs=2, axis=1)
+    zeros = mx.sym.zeros(shape=(0, 8), name="z")
+    net = mx.sym.Group([parts[0] * zeros, parts[1] + V("b", shape=(4, 8))])
+    internals = net.get_internals()
+    _, outs, _ = internals.infer_shape()
+    shape_of = dict(zip(internals.list_outputs(), outs))
+    assert shape_of["data"] == (4, 8) and shape_of["z_output"] == (4, 8)
+    exe = net.simple_bind(mx.cpu())
+    exe.forward()
+    assert exe.outputs[0].shape == (4, 8)
+
+
+def test_shape_completely_unknown_and_incomplete_bind_errors_name_the_node():
+    ret = mx.sym.sin(V("data"))
+    assert ret.infer_shape_partial() == ([()], [()], [])
+    net = mx.sym.FullyConnected(mx.sym.zeros(shape=(0, 3), name="z"), num_hidden=4, name="fc")
+    with pytest.raises(ShapeError, match=r"_zeros 'z' output \(\?, 3\)"):
+        net.simple_bind(mx.cpu())
+    fc = mx.sym.FullyConnected(V("x"), num_hidden=4, name="fc")
+    with pytest.raises(ShapeError, match=r"'x' \(known so far: x \(\?, 5\)\)"):
+        fc.simple_bind(mx.cpu(), x=(0, 5))
+    with pytest.warns(UserWarning, match=r"x: \(0, 5\)"):
+        assert fc.infer_shape(x=(0, 5)) == (None, None, None)
+
+
+def test_partial_conflicts_name_the_node_and_the_axis():
+    net = V("a", shape=(0, 10)) + V("c", shape=(3, 11))
+    with pytest.raises(ShapeError, match=r"elemwise_add .*\(\?, 10\) and \(3, 11\).*axis 1"):
+        net.infer_shape()
+    with pytest.raises(ShapeError, match="Concat"):
+        mx.sym.Concat(V("a"), V("b"), dim=1).infer_shape_partial(a=(2, 0), b=(3, 0))
