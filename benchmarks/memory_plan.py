@@ -52,6 +52,8 @@ def network(name: str, batch: int) -> tuple:
     if name == "lstm_lm":
         return mx.sym.load(str(LSTM_LM)), {"data": (batch, 35), "softmax_label": (batch, 35)}
     return zoo.build(name), zoo.input_shapes(name, batch)
+
+
 MB = float(1 << 20)
 
 

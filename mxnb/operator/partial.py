@@ -39,12 +39,12 @@ from ..base import ShapeError
 __all__ = [
     "fmt_partial",
     "is_known",
+    "known_or_none",
     "merge",
     "merge_all",
     "partial_shape",
-    "takes_partial",
-    "known_or_none",
     "product",
+    "takes_partial",
 ]
 
 Shape = tuple[int, ...]
@@ -81,7 +81,9 @@ def fmt_partial(shape: Sequence[int] | None) -> str:
     return "(" + ", ".join("?" if dim == 0 else str(dim) for dim in shape) + ")"
 
 
-def merge(first: Sequence[int] | None, second: Sequence[int] | None, what: str = "") -> Shape | None:
+def merge(
+    first: Sequence[int] | None, second: Sequence[int] | None, what: str = ""
+) -> Shape | None:
     """Combine two partial shapes of the same value; raise :class:`ShapeError` on a conflict.
 
     ``what`` starts the error message (``"lhs and rhs"``).

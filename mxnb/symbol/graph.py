@@ -374,27 +374,27 @@ class _Inference:
         """Backward through a same-shape (same-dtype) op: a known output fills unknown inputs.
 
         MXNet's elementwise ops infer in both directions; a property only sees
-        its inputs.  So when inputs are still unknown and every output is known
-        and equal, ask the property with the unknown inputs set to that value:
-        if it answers that every input and output is that value, the op keeps
+        its inputs.  So when inputs are still unknown and the known outputs
+        agree, ask the property with the unknown inputs set to that value: if
+        it answers that every input and output is that value, the op keeps
         shapes (dtypes) as they are, and the guess is the only consistent one.
         A FullyConnected, a Concat or a Reshape answer something else (or fail)
-        and are left alone.
+        and are left alone.  For dtypes a second probe with another dtype must
+        echo too: a ``Cast`` to float16 echoes float16 but not float64.
         """
         num_args = node.num_arguments()
         usable = self.is_complete
         in_values = [self.values.get(entry) for entry in node.inputs[:num_args]]
         in_values = [value if usable(value) else None for value in in_values]
         out_values = [self.values[entry] for entry in self.outputs[id(node)]]
-        if all(value is not None for value in in_values) or not out_values:
+        known_outputs = [value for value in out_values if usable(value)]
+        if all(value is not None for value in in_values) or not known_outputs:
             return False
-        known = out_values[0]
-        if not usable(known) or any(value != known for value in out_values):
+        known = known_outputs[0]
+        if any(value != known for value in known_outputs):
             return False
         probe = [known if value is None else value for value in in_values]
-        if not all(
-            self.fits(self.values.get(entry), known) for entry in node.inputs[:num_args]
-        ):
+        if not all(self.fits(self.values.get(entry), known) for entry in node.inputs[:num_args]):
             return False
         try:
             result = infer(probe)
@@ -407,7 +407,29 @@ class _Inference:
             return False
         if any(value is None or self.normalize(value) != known for value in answered):
             return False
+        other = self.another(known)
+        if other is not None and not self.echoes(infer, num_args, in_values, other):
+            return False
         return self.apply(node, result)
+
+    def another(self, value: Any) -> Any:
+        """A second probe value different from ``value``, or None to trust one probe."""
+        return None
+
+    def echoes(
+        self, infer: Callable[[list[Any]], Any], num_args: int, in_values: list, value: Any
+    ) -> bool:
+        """Whether the property answers ``value`` everywhere when the unknown inputs are ``value``."""
+        try:
+            result = infer([value if known is None else known for known in in_values])
+        except (MXNBError, ValueError, TypeError, IndexError):
+            return False
+        if result is None:
+            return False
+        outputs = list(result[1] or [])
+        return bool(outputs) and all(
+            item is not None and self.normalize(item) == value for item in outputs
+        )
 
 
 class _ShapeInference(_Inference):
@@ -529,6 +551,9 @@ class _TypeInference(_Inference):
     def normalize(self, value: Any) -> np.dtype:
         return np.dtype(value)
 
+    def another(self, value: Any) -> Any:
+        return np.dtype("float64") if np.dtype(value) != np.float64 else np.dtype("float32")
+
     def conflict(self, entry: NodeEntry, current: Any, value: Any, node: Node, slot: str) -> None:
         raise DTypeError(
             f"{_where(node)}: {slot} has dtype {np.dtype(current).name} but the operator "
@@ -566,12 +591,16 @@ def _unknown_report(inference: _Inference, kind: str) -> str:
         example = ", ".join(f"{name}=..." for name in unknown_vars[:3])
         found = ""
         if kind == "shape":
-            found = " (known so far: " + ", ".join(
-                f"{name} {pretty(values[NodeEntry(node, 0)])}"
-                for node in inference.nodes
-                for name in [node.name]
-                if node.op is None and name in unknown_vars[:5]
-            ) + ")"
+            found = (
+                " (known so far: "
+                + ", ".join(
+                    f"{name} {pretty(values[NodeEntry(node, 0)])}"
+                    for node in inference.nodes
+                    for name in [node.name]
+                    if node.op is None and name in unknown_vars[:5]
+                )
+                + ")"
+            )
         return (
             f"cannot infer the {kind} of {', '.join(map(repr, unknown_vars))}{found}; "
             f"pass {'them' if len(unknown_vars) > 1 else 'it'} (infer_{kind}({example})) "

@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 
 from ..base import DTypeError, GraphError, NotSupportedError, as_shape
-from ..operator.partial import is_known
 from ..operator import registry
 from ..operator.param import format_value
+from ..operator.partial import is_known
 from .graph import (
     Node,
     NodeEntry,

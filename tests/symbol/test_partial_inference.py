@@ -7,6 +7,7 @@ shape functions give up in a few places where the answer is forced.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import mxnb as mx
@@ -166,3 +167,19 @@ def test_partial_conflicts_name_the_node_and_the_axis():
         net.infer_shape()
     with pytest.raises(ShapeError, match="Concat"):
         mx.sym.Concat(V("a"), V("b"), dim=1).infer_shape_partial(a=(2, 0), b=(3, 0))
+
+
+def test_types_flow_both_ways_as_in_mxnet():
+    x, y = V("x"), V("y")
+
+    def types(sym, **known):
+        arg_types, out_types, _ = sym.infer_type_partial(**known)
+        return [t and np.dtype(t).name for t in arg_types], [np.dtype(t).name for t in out_types]
+
+    net = mx.sym.FullyConnected(x, num_hidden=3, name="fc") + y
+    assert types(net, y=np.float16) == (["float16"] * 4, ["float16"])
+    sliced = mx.sym.SliceChannel(x, num_outputs=2)[0] + y  # one of two outputs known is enough
+    assert types(sliced, y=np.float16) == (["float16", "float16"], ["float16"])
+    assert types(mx.sym.zeros(shape=(0, 3), dtype="float16") + x) == (["float16"], ["float16"])
+    cast = mx.sym.Cast(x, dtype="float16") + y  # Cast's input dtype is not forced
+    assert types(cast) == ([None, "float16"], ["float16"])

@@ -718,10 +718,9 @@ class CastProp(KernelProp):
     dtype = Param(DType, doc="Output data type.")
 
     def infer_type(self, in_type):
-        """Output has ``dtype``; the input keeps its own."""
-        if in_type[0] is None:
-            return None
-        return [np.dtype(in_type[0])], [np.dtype(self.dtype)], []
+        """Output has ``dtype`` (known before the input is); the input keeps its own."""
+        data = None if in_type[0] is None else np.dtype(in_type[0])
+        return [data], [np.dtype(self.dtype)], []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
         """Only the head gradient."""
