@@ -26,6 +26,7 @@ from . import symbol
 from . import symbol as sym
 from . import executor
 from . import autograd
+from . import rnn
 from . import testing
 from . import widgets
 
@@ -50,6 +51,7 @@ __all__ = [
     "operator",
     "random",
     "resource",
+    "rnn",
     "storage",
     "sym",
     "symbol",
