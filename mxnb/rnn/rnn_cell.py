@@ -81,7 +81,7 @@ def normalize_sequence(
                     "unroll: inputs is a grouped symbol; pass list(inputs) or one symbol "
                     "that unroll splits along time"
                 )
-            inputs = list(symbol.split(inputs, axis=in_axis, num_outputs=length, squeeze_axis=True))
+            inputs = list(symbol.split(inputs, axis=in_axis, num_outputs=length, squeeze_axis=1))
     else:
         inputs = list(inputs)
         if length is not None and len(inputs) != length:

@@ -19,14 +19,14 @@ row of every gradient (``sum:NAME``, ``row:NAME``).
 
 from pathlib import Path
 
-import mxnet as mx
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
 SEQ_LEN, NUM_HIDDEN, NUM_EMBED, VOCAB = 35, 200, 200, 10000
 
 
-def build():
+def build(mx):
+    """The LM, built with ``mx`` (``mxnet`` here; the tests build it with ``mxnb`` too)."""
     data = mx.sym.Variable("data")
     label = mx.sym.Variable("softmax_label")
     embed = mx.sym.Embedding(data=data, input_dim=VOCAB, output_dim=NUM_EMBED, name="embed")
@@ -52,7 +52,7 @@ def inputs(shapes: dict) -> dict:
     return values
 
 
-def reference(net) -> None:
+def reference(mx, net) -> None:
     shapes = {"data": (32, SEQ_LEN), "softmax_label": (32, SEQ_LEN)}
     req = {name: "null" if name in shapes else "write" for name in net.list_arguments()}
     exe = net.simple_bind(mx.cpu(), grad_req=req, **shapes)
@@ -74,9 +74,11 @@ def reference(net) -> None:
 
 
 if __name__ == "__main__":
-    net = build()
+    import mxnet as mx
+
+    net = build(mx)
     _, out_shapes, _ = net.infer_shape(data=(32, SEQ_LEN), softmax_label=(32, SEQ_LEN))
     assert out_shapes == [(32 * SEQ_LEN, VOCAB)], out_shapes
     net.save(str(HERE / "lstm_lm-symbol.json"))
-    reference(net)
+    reference(mx, net)
     print("wrote", HERE / "lstm_lm-symbol.json", "and lstm_lm_reference.npz")
