@@ -239,7 +239,29 @@ def _hidden_state(num_hidden: int) -> dict[str, Any]:
     return {"shape": (0, num_hidden), "__layout__": "NC"}
 
 
-class RNNCell(BaseRNNCell):
+class _DenseCell(BaseRNNCell):
+    """A cell with MXNet's four weights ``i2h_weight``, ``i2h_bias``, ``h2h_weight``, ``h2h_bias``."""
+
+    def __init__(
+        self, num_hidden: int, prefix: str, params: RNNParams | None, i2h_bias_init: Any = None
+    ) -> None:
+        super().__init__(prefix=prefix, params=params)
+        self._num_hidden = num_hidden
+        self._iW = self.params.get("i2h_weight")
+        self._hW = self.params.get("h2h_weight")
+        if i2h_bias_init is None:
+            self._iB = self.params.get("i2h_bias")
+        else:
+            self._iB = self.params.get("i2h_bias", init=i2h_bias_init)
+        self._hB = self.params.get("h2h_bias")
+
+    @property
+    def state_info(self) -> list[dict[str, Any]]:
+        """One state, ``h``: ``(0, num_hidden)``."""
+        return [_hidden_state(self._num_hidden)]
+
+
+class RNNCell(_DenseCell):
     """Elman RNN: ``h' = activation(W x + b + R h + c)`` (MXNet: ``RNNCell``)."""
 
     def __init__(
@@ -249,18 +271,8 @@ class RNNCell(BaseRNNCell):
         prefix: str = "rnn_",
         params: RNNParams | None = None,
     ) -> None:
-        super().__init__(prefix=prefix, params=params)
-        self._num_hidden = num_hidden
+        super().__init__(num_hidden, prefix, params)
         self._activation = activation
-        self._iW = self.params.get("i2h_weight")
-        self._iB = self.params.get("i2h_bias")
-        self._hW = self.params.get("h2h_weight")
-        self._hB = self.params.get("h2h_bias")
-
-    @property
-    def state_info(self) -> list[dict[str, Any]]:
-        """One state, ``h``: ``(0, num_hidden)``."""
-        return [_hidden_state(self._num_hidden)]
 
     @property
     def _gate_names(self) -> Sequence[str]:
@@ -282,7 +294,7 @@ class RNNCell(BaseRNNCell):
         return output, [output]
 
 
-class LSTMCell(BaseRNNCell):
+class LSTMCell(_DenseCell):
     """LSTM with gates in MXNet's order: input, forget, cell (tanh), output.
 
     States are ``[h, c]``.  ``forget_bias`` is where the forget gate's part of
@@ -297,13 +309,8 @@ class LSTMCell(BaseRNNCell):
         params: RNNParams | None = None,
         forget_bias: float = 1.0,
     ) -> None:
-        super().__init__(prefix=prefix, params=params)
-        self._num_hidden = num_hidden
-        self._iW = self.params.get("i2h_weight")
-        self._hW = self.params.get("h2h_weight")
         lstm_bias = json.dumps(["lstmbias", {"forget_bias": float(forget_bias)}])
-        self._iB = self.params.get("i2h_bias", init=lstm_bias)
-        self._hB = self.params.get("h2h_bias")
+        super().__init__(num_hidden, prefix, params, i2h_bias_init=lstm_bias)
 
     @property
     def state_info(self) -> list[dict[str, Any]]:
@@ -337,7 +344,7 @@ class LSTMCell(BaseRNNCell):
         return next_h, [next_h, next_c]
 
 
-class GRUCell(BaseRNNCell):
+class GRUCell(_DenseCell):
     """GRU as cuDNN computes it (MXNet: ``GRUCell``): gates reset, update, new.
 
     ``h' = (1 - z) * tanh(W_n x + b_n + r * (R_n h + c_n)) + z * h``: the
@@ -347,17 +354,7 @@ class GRUCell(BaseRNNCell):
     def __init__(
         self, num_hidden: int, prefix: str = "gru_", params: RNNParams | None = None
     ) -> None:
-        super().__init__(prefix=prefix, params=params)
-        self._num_hidden = num_hidden
-        self._iW = self.params.get("i2h_weight")
-        self._iB = self.params.get("i2h_bias")
-        self._hW = self.params.get("h2h_weight")
-        self._hB = self.params.get("h2h_bias")
-
-    @property
-    def state_info(self) -> list[dict[str, Any]]:
-        """One state, ``h``: ``(0, num_hidden)``."""
-        return [_hidden_state(self._num_hidden)]
+        super().__init__(num_hidden, prefix, params)
 
     @property
     def _gate_names(self) -> Sequence[str]:

@@ -143,3 +143,13 @@ def test_rnn_operator_shapes_and_refusals():
     with pytest.raises(NotSupportedError, match="projection_size"):
         mx.sym.RNN(data=mx.sym.Variable("d"), state_size=2, num_layers=1, mode="lstm",
                    projection_size=2)  # fmt: skip
+
+
+def test_weight_initializer_attributes_are_mxnets():
+    """MXNet 1.9.1 writes exactly these ``__init__`` attributes (an initializer reads them)."""
+    cell = mx.rnn.FusedRNNCell(4, num_layers=2, mode="gru", prefix="gru_")
+    attrs = json.loads(cell._parameter.tojson())["nodes"][0]["attrs"]
+    assert attrs["__init__"] == (
+        '["fusedrnn", {"init": null, "num_hidden": 4, "num_layers": 2, "mode": "gru", '
+        '"bidirectional": false, "forget_bias": 1.0}]'
+    )

@@ -183,3 +183,14 @@ def test_types_flow_both_ways_as_in_mxnet():
     assert types(mx.sym.zeros(shape=(0, 3), dtype="float16") + x) == (["float16"], ["float16"])
     cast = mx.sym.Cast(x, dtype="float16") + y  # Cast's input dtype is not forced
     assert types(cast) == ([None, "float16"], ["float16"])
+
+
+def test_layers_around_the_listed_ops_pass_partial_shapes_both_ways():
+    x, y = V("x"), V("y")
+    args, outs = partial(mx.sym.BatchNorm(x, name="bn") + y, x=(0, 3, 0, 0), y=(2, 3, 4, 4))
+    assert args["x"] == (2, 3, 4, 4) and args["bn_gamma"] == (3,)
+    assert partial(mx.sym.LeakyReLU(x) + y, y=(2, 3))[0]["x"] == (2, 3)
+    assert partial(mx.sym.Flatten(x) + y, x=(0, 3, 0), y=(2, 12))[0]["x"] == (2, 3, 4)
+    assert partial(mx.sym.expand_dims(x, axis=1) + y, y=(2, 1, 3))[0]["x"] == (2, 3)
+    assert partial(mx.sym.swapaxes(x, dim1=0, dim2=1) + y, y=(2, 5, 3))[0]["x"] == (5, 2, 3)
+    assert partial(mx.sym.Activation(x, act_type="relu") + y, x=(0, 3), y=(5, 0))[1] == [(5, 3)]

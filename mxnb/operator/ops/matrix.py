@@ -479,12 +479,17 @@ register_alias("reshape", "Reshape")
 class FlattenProp(ViewProp):
     """Collapse all axes but the first: ``(N, ...) -> (N, prod(...))``."""
 
-    def infer_shape(self, in_shape):
-        """``(N, prod(rest))``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """``(N, prod(rest))``; the batch also flows back from the output."""
         data = in_shape[0]
         if data is None:
             return None
         data = tuple(data)
+        out = (out_shape or [None])[0]
+        if data and out is not None:
+            data = merge(data[:1], tuple(out[:1]), "batch of data and output") + data[1:]
+            data = data[:1] + _fill_one_unknown(data[1:], int(out[1]))
         return [data], [(data[0], math.prod(data[1:])) if data else (1, 1)], []
 
     def view(self, xp: Any, x: Any) -> Any:
@@ -501,13 +506,18 @@ class ExpandDimsProp(ViewProp):
 
     axis = Param(int, doc="Position of the new axis (negative counts from the end).")
 
-    def infer_shape(self, in_shape):
-        """Insert a 1."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Insert a 1 (known dims of the output flow back)."""
         data = in_shape[0]
-        if data is None:
+        out = (out_shape or [None])[0]
+        if data is None and out is None:
             return None
+        ndim = len(data) if data is not None else len(out) - 1
+        axis = normalize_axis(self.axis, ndim + 1, self.op_name)
+        if out is not None:
+            data = merge(data, tuple(out[:axis]) + tuple(out[axis + 1 :]), "data and output")
         data = tuple(data)
-        axis = normalize_axis(self.axis, len(data) + 1, self.op_name)
         return [data], [data[:axis] + (1,) + data[axis:]], []
 
     def view(self, xp: Any, x: Any) -> Any:
@@ -597,9 +607,17 @@ class SwapAxisProp(ViewProp):
     dim2 = Param(int, default=0, doc="Second axis.")
     inplace = False
 
-    def infer_shape(self, in_shape):
-        """Shape with the two axes swapped."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Shape with the two axes swapped (both ways)."""
         data = in_shape[0]
+        out = (out_shape or [None])[0]
+        if out is not None:
+            back = list(out)
+            a = normalize_axis(self.dim1, len(back), self.op_name, "dim1")
+            b = normalize_axis(self.dim2, len(back), self.op_name, "dim2")
+            back[a], back[b] = out[b], out[a]
+            data = merge(data, tuple(back), "data and output")
         if data is None:
             return None
         data = list(data)

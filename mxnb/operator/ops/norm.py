@@ -131,9 +131,10 @@ class LeakyReLUProp(KernelProp):
         """Only ``output``."""
         return 1
 
-    def infer_shape(self, in_shape):
-        """gamma of prelu is ``(C,)``."""
-        data = in_shape[0]
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """gamma of prelu is ``(C,)``; data and output share a shape (both ways)."""
+        data = merge(in_shape[0], (out_shape or [None])[0], "data and output")
         if data is None:
             return None
         data = tuple(data)
@@ -257,12 +258,23 @@ class BatchNormProp(KernelProp):
         """1, or 3 with ``output_mean_var``."""
         return 3 if self.output_mean_var else 1
 
-    def infer_shape(self, in_shape):
-        """gamma, beta, mean, var and the moving stats are ``(C,)``, C = data.shape[axis]."""
-        data = in_shape[0]
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """gamma, beta, mean, var and the moving stats are ``(C,)``, C = data.shape[axis].
+
+        Partial shapes: data and output share theirs, both ways.
+        """
+        data = merge(in_shape[0], (out_shape or [None])[0], "data and output")
         if data is None:
             return None
         data = tuple(data)
+        if not is_known(data):
+            axis = normalize_axis(self.axis, len(data), self.op_name)
+            channel = (data[axis],)
+            for given in in_shape[1:3]:
+                channel = merge(channel, given, "gamma / beta and the data's channels")
+            data = data[:axis] + channel + data[axis + 1 :]
+            return [data, channel, channel], [data, channel, channel], [channel, channel]
         axis = normalize_axis(self.axis, len(data), self.op_name)
         channel = (data[axis],)
         for name, given in zip(("gamma", "beta"), in_shape[1:3]):
