@@ -268,7 +268,7 @@ class BatchNormProp(KernelProp):
         if data is None:
             return None
         data = tuple(data)
-        if not is_known(data):
+        if not all(shape is None or is_known(shape) for shape in [data, *in_shape[1:]]):
             axis = normalize_axis(self.axis, len(data), self.op_name)
             channel = (data[axis],)
             for given in in_shape[1:3]:
