@@ -4,7 +4,8 @@ Step-by-step cells (:mod:`.rnn_cell`): :class:`RNNCell`, :class:`LSTMCell`,
 :class:`GRUCell`.  Cells of cells (:mod:`.combinators`):
 :class:`SequentialRNNCell`, :class:`BidirectionalCell`, :class:`DropoutCell`,
 and the modifiers :class:`ZoneoutCell`, :class:`ResidualCell`.  One fused
-operator for a whole stack (:mod:`.fused`): :class:`FusedRNNCell`.
+operator for a whole stack (:mod:`.fused`): :class:`FusedRNNCell`.  Text
+to token ids (:mod:`.io`): :func:`encode_sentences`.
 
 Every cell's ``unroll(length, inputs, begin_state, layout, merge_outputs)``
 returns ``(outputs, states)``; ``begin_state()`` gives ``_zeros`` states
@@ -28,6 +29,7 @@ from .combinators import (
     ZoneoutCell,
 )
 from .fused import FusedRNNCell
+from .io import encode_sentences
 from .rnn_cell import BaseRNNCell, GRUCell, LSTMCell, RNNCell, RNNParams
 
 __all__ = [
@@ -43,4 +45,5 @@ __all__ = [
     "ResidualCell",
     "SequentialRNNCell",
     "ZoneoutCell",
+    "encode_sentences",
 ]

@@ -15,7 +15,7 @@ import mxnb as mx
 from mxnb.base import GraphError, NotSupportedError
 from mxnb.operator import partial
 from mxnb.operator.ops import rnn as rnn_op
-from mxnb.rnn import combinators, fused, rnn_cell
+from mxnb.rnn import combinators, fused, io, rnn_cell
 
 DATA = Path(__file__).resolve().parent / "data"
 AUTO_NAME = re.compile(r"^_?[a-z_]+\d+$")  # MXNet's NameManager names (_plus3, split0)
@@ -29,7 +29,7 @@ def load_script(name: str):
 
 
 @pytest.mark.parametrize(
-    "module", [rnn_cell, combinators, fused, rnn_op, partial], ids=lambda m: m.__name__
+    "module", [rnn_cell, combinators, fused, io, rnn_op, partial], ids=lambda m: m.__name__
 )
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
@@ -153,3 +153,17 @@ def test_weight_initializer_attributes_are_mxnets():
         '["fusedrnn", {"init": null, "num_hidden": 4, "num_layers": 2, "mode": "gru", '
         '"bidirectional": false, "forget_bias": 1.0}]'
     )
+
+
+def test_encode_sentences_as_mxnet():
+    """MXNet 1.9.1's answers; with ``unknown_token`` mxnb keeps that token's id (MXNet re-numbers it)."""
+    assert mx.rnn.encode_sentences([["a", "b", "c"]], start_label=-1) == (
+        [[0, 1, 2]],
+        {"\n": -1, "a": 0, "b": 1, "c": 2},
+    )
+    encoded, vocab = mx.rnn.encode_sentences(
+        [["a", "x"]], vocab={"a": 0, "<unk>": 1}, unknown_token="<unk>"
+    )
+    assert encoded == [[0, 1]] and vocab == {"a": 0, "<unk>": 1}
+    with pytest.raises(mx.MXNBError, match="'x' is not in the vocabulary"):
+        mx.rnn.encode_sentences([["x"]], vocab={"a": 0})
