@@ -167,3 +167,46 @@ def test_encode_sentences_as_mxnet():
     assert encoded == [[0, 1]] and vocab == {"a": 0, "<unk>": 1}
     with pytest.raises(mx.MXNBError, match="'x' is not in the vocabulary"):
         mx.rnn.encode_sentences([["x"]], vocab={"a": 0})
+
+
+def test_rnn_dropout_between_layers_is_differentiated_with_the_masks_forward_drew():
+    """p > 0: masks are drawn in training (and kept for backward), never in inference."""
+    sym = mx.sym.RNN(
+        data=mx.sym.Variable("data"), state_size=3, num_layers=2, mode="gru", p=0.5, name="r"
+    )
+    assert sym.list_outputs() == ["r_output"]  # the mask is hidden
+    shapes = {"data": (4, 2, 3)}
+    exe = sym.simple_bind(mx.cpu(), type_dict={"data": np.float64}, **shapes)
+    rng = np.random.RandomState(0)
+    for array in exe.arg_dict.values():
+        array[:] = rng.uniform(-1, 1, size=array.shape)
+    projection = rng.uniform(-1, 1, size=(4, 2, 3))
+
+    def objective() -> float:
+        mx.random.seed(11)
+        exe.forward(is_train=True)
+        return float((exe.outputs[0].asnumpy() * projection).sum())
+
+    objective()
+    exe.backward(mx.nd.array(projection, dtype=np.float64))
+    for name in ("data", "r_parameters"):
+        analytic = exe.grad_dict[name].asnumpy().ravel()
+        values = exe.arg_dict[name].asnumpy()
+        flat = values.ravel()
+        for index in rng.choice(flat.size, size=6, replace=False):
+            original = flat[index]
+            flat[index] = original + 1e-6
+            exe.arg_dict[name][:] = values
+            up = objective()
+            flat[index] = original - 1e-6
+            exe.arg_dict[name][:] = values
+            down = objective()
+            flat[index] = original
+            exe.arg_dict[name][:] = values
+            assert abs((up - down) / 2e-6 - analytic[index]) < 1e-5 * max(1.0, abs(analytic[index]))
+    exe.forward(is_train=False)
+    inference = exe.outputs[0].asnumpy()
+    exe.forward(is_train=True)
+    assert not np.allclose(exe.outputs[0].asnumpy(), inference)  # dropout acted in training
+    exe.forward(is_train=False)
+    np.testing.assert_array_equal(exe.outputs[0].asnumpy(), inference)

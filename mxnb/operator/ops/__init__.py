@@ -30,4 +30,15 @@ Example::
 
 from . import conv, elemwise, indexing, init, join, matrix, norm, pool, reduce, rnn
 
-__all__ = ["conv", "elemwise", "indexing", "init", "join", "matrix", "norm", "pool", "reduce", "rnn"]
+__all__ = [
+    "conv",
+    "elemwise",
+    "indexing",
+    "init",
+    "join",
+    "matrix",
+    "norm",
+    "pool",
+    "reduce",
+    "rnn",
+]

@@ -17,7 +17,9 @@ o and GRU r, z, n; I_l is I for layer 0, D*H above.  GRU's new gate is
 Backward is backpropagation through time.  It recomputes the forward
 activations from the inputs instead of keeping them as hidden outputs, so
 the memory plan holds only what a user sees (what MXNet keeps in a
-reserved workspace).
+reserved workspace).  Dropout ``p`` between layers (training only, as
+MXNet) is the one exception: its masks are a hidden output,
+``dropout_mask (L-1, T, N, D*H)``, so backward sees the masks forward drew.
 
 Example::
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...base import NotSupportedError
+from ..base import ResourceRequest
 from ..param import Param
 from ..partial import merge, partial_shape
 from ..registry import register
@@ -125,12 +128,30 @@ class RNNProp(KernelProp):
         names = ["data", "parameters", "state"]
         return names + ["state_cell"] if self.mode == "lstm" else names
 
+    @property
+    def has_dropout(self) -> bool:
+        """Whether dropout acts between layers (p > 0 and more than one layer)."""
+        return self.p > 0 and self.num_layers > 1
+
     def list_outputs(self):
-        """``output`` (+ ``state_output``, ``statecell_output`` with state_outputs)."""
-        if not self.state_outputs:
-            return ["output"]
-        names = ["output", "state_output"]
-        return names + ["statecell_output"] if self.mode == "lstm" else names
+        """``output`` (+ ``state_output``, ``statecell_output`` with state_outputs).
+
+        With dropout between layers a hidden ``dropout_mask`` comes last.
+        """
+        names = ["output"]
+        if self.state_outputs:
+            names.append("state_output")
+            if self.mode == "lstm":
+                names.append("statecell_output")
+        return names + ["dropout_mask"] if self.has_dropout else names
+
+    def num_visible_outputs(self):
+        """Every output but the hidden dropout mask."""
+        return self.num_outputs() - (1 if self.has_dropout else 0)
+
+    def forward_resource(self, in_shape):
+        """The RANDOM resource when dropout draws masks."""
+        return [ResourceRequest.RANDOM] if self.has_dropout else []
 
     @partial_shape
     def infer_shape(self, in_shape, out_shape=None):
@@ -152,15 +173,25 @@ class RNNProp(KernelProp):
         params = merge(params, in_shape[1], "parameters")
         ins = [data, params, state] + ([state] if self.mode == "lstm" else [])
         output = (data[0], data[1], dirs * hidden)
-        return ins, [output] + [state] * (self.num_outputs() - 1), []
+        outs = [output] + [state] * (self.num_visible_outputs() - 1)
+        if self.has_dropout:
+            outs.append((layers - 1,) + output)
+        return ins, outs, []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
         """The head gradients and every input (backward recomputes the forward pass)."""
-        return [*out_grad, *in_data]
+        visible = self.num_visible_outputs()
+        masks = [out_data[visible]] if self.has_dropout else []
+        return [*out_grad[:visible], *in_data, *masks]
 
     # -- computation -------------------------------------------------------------
-    def _run(self, xp: Any, in_data: Any, keep: bool) -> tuple[Any, list, list, list]:
-        """Forward through every layer; with ``keep`` return each step's activations."""
+    def _run(
+        self, xp: Any, in_data: Any, keep: bool, masks: Any = None
+    ) -> tuple[Any, list, list, list]:
+        """Forward through every layer; with ``keep`` return each step's activations.
+
+        ``masks[l]`` (if given) scales layer ``l``'s output before layer ``l + 1`` reads it.
+        """
         x = in_data[0]
         steps, batch, input_size = x.shape
         hidden, dirs = self.state_size, self.directions
@@ -185,6 +216,8 @@ class RNNProp(KernelProp):
                 final_c.append(c)
                 layer_caches.append(cache)
             caches.append((layer_input, layer_caches))
+            if masks is not None and layer < self.num_layers - 1:
+                outputs = outputs * masks[layer]
             layer_input = outputs
         return layer_input, final_h, final_c, caches
 
@@ -227,23 +260,32 @@ class RNNProp(KernelProp):
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """Run the layers; write the output and (with state_outputs) the final states."""
-        if ctx.is_train and self.p > 0 and self.num_layers > 1:
-            raise NotSupportedError(
-                "RNN: dropout between layers (p > 0) is not supported in training; use "
-                "FusedRNNCell(...).unfuse(), whose DropoutCell does it"
-            )
         xp = ctx.xp
-        output, final_h, final_c, _ = self._run(xp, in_data, keep=False)
+        masks = None
+        if self.has_dropout:
+            masks = self._draw_masks(ctx, out_data[-1].shape, in_data[0].dtype)
+            write(out_data[-1], req[-1], masks)
+        output, final_h, final_c, _ = self._run(xp, in_data, keep=False, masks=masks)
         write(out_data[0], req[0], output)
         if self.state_outputs:
             write(out_data[1], req[1], xp.stack(final_h))
             if self.mode == "lstm":
                 write(out_data[2], req[2], xp.stack(final_c))
 
+    def _draw_masks(self, ctx: Any, shape: tuple, dtype: Any) -> Any:
+        """Inverted-dropout masks in training (keep / (1 - p)); ones in inference."""
+        xp = ctx.xp
+        if not ctx.is_train:
+            return xp.ones(shape, dtype=dtype)
+        keep = 1.0 - self.p
+        draws = xp.asarray(ctx.requested[0].generator.random(shape, dtype="float64"))
+        return ((draws < keep) * (1.0 / keep if keep > 0 else 0.0)).astype(dtype)
+
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """Backpropagation through time over the recomputed activations."""
         xp = ctx.xp
-        _, _, _, caches = self._run(xp, in_data, keep=True)
+        masks = out_data[-1] if self.has_dropout else None
+        _, _, _, caches = self._run(xp, in_data, keep=True, masks=masks)
         hidden, dirs = self.state_size, self.directions
         x = in_data[0]
         weights = unpack_parameters(
@@ -276,6 +318,8 @@ class RNNProp(KernelProp):
                 if grad_c0 is not None:
                     grad_c0[index] = dc
             grad_out = grad_input
+            if masks is not None and layer > 0:
+                grad_out = grad_out * masks[layer - 1]
         write(in_grad[0], req[0], grad_out)
         write(in_grad[1], req[1], grad_params)
         write(in_grad[2], req[2], grad_h0)
