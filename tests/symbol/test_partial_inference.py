@@ -194,3 +194,12 @@ def test_layers_around_the_listed_ops_pass_partial_shapes_both_ways():
     assert partial(mx.sym.expand_dims(x, axis=1) + y, y=(2, 1, 3))[0]["x"] == (2, 3)
     assert partial(mx.sym.swapaxes(x, dim1=0, dim2=1) + y, y=(2, 5, 3))[0]["x"] == (5, 2, 3)
     assert partial(mx.sym.Activation(x, act_type="relu") + y, x=(0, 3), y=(5, 0))[1] == [(5, 3)]
+
+
+def test_pooling_keeps_batch_and_channels_both_ways():
+    x, y = V("x"), V("y")
+    pooled = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max")
+    assert partial(pooled, x=(0, 3, 8, 8))[1] == [(0, 3, 4, 4)]
+    assert partial(pooled + y, x=(0, 0, 8, 8), y=(5, 3, 4, 4))[0]["x"] == (5, 3, 8, 8)
+    global_pool = mx.sym.Pooling(x, global_pool=True, kernel=(1, 1), pool_type="avg")
+    assert partial(global_pool, x=(2, 3, 0, 0))[1] == [(2, 3, 1, 1)]
