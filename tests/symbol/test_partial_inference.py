@@ -151,6 +151,9 @@ def test_unknown_in_the_middle_is_inferred_from_both_ends():
 def test_shape_completely_unknown_and_incomplete_bind_errors_name_the_node():
     ret = mx.sym.sin(V("data"))
     assert ret.infer_shape_partial() == ([()], [()], [])
+    declared = mx.sym.sin(V("data", shape=()))  # () declares nothing (MXNet 1.x)
+    assert declared.infer_shape_partial() == ([()], [()], [])
+    assert declared.infer_shape(data=(2, 3))[1] == [(2, 3)]
     net = mx.sym.FullyConnected(mx.sym.zeros(shape=(0, 3), name="z"), num_hidden=4, name="fc")
     with pytest.raises(ShapeError, match=r"_zeros 'z' output \(\?, 3\)"):
         net.simple_bind(mx.cpu())
