@@ -206,3 +206,21 @@ def test_pooling_keeps_batch_and_channels_both_ways():
     assert partial(pooled + y, x=(0, 0, 8, 8), y=(5, 3, 4, 4))[0]["x"] == (5, 3, 8, 8)
     global_pool = mx.sym.Pooling(x, global_pool=True, kernel=(1, 1), pool_type="avg")
     assert partial(global_pool, x=(2, 3, 0, 0))[1] == [(2, 3, 1, 1)]
+
+
+def test_reductions_where_stack_one_hot_tile_take_with_unknown_dims():
+    x, y, c = V("x"), V("y"), V("c")
+    assert partial(mx.sym.sum(x, axis=1) + y, x=(0, 3, 0), y=(2, 5))[0]["x"] == (2, 3, 5)
+    kept = mx.sym.sum(x, axis=1, keepdims=True) + y
+    assert partial(kept, x=(0, 3, 0), y=(2, 1, 5))[0]["x"] == (2, 3, 5)
+    assert partial(mx.sym.argmax(x, axis=0), x=(0, 3))[1] == [(3,)]
+    assert partial(mx.sym.where(c, x, y), c=(0, 2), x=(0, 2), y=(5, 0))[0] == {
+        "c": (5, 2),
+        "x": (5, 2),
+        "y": (5, 2),
+    }
+    stacked = mx.sym.stack(x, y, axis=1) + c
+    assert partial(stacked, c=(2, 2, 3))[0] == {"x": (2, 3), "y": (2, 3), "c": (2, 2, 3)}
+    assert partial(mx.sym.one_hot(x, depth=4) + y, y=(3, 5, 4))[0]["x"] == (3, 5)
+    assert partial(mx.sym.tile(x, reps=(2, 1)), x=(0, 3))[1] == [(0, 3)]
+    assert partial(mx.sym.take(x, y), x=(0, 3), y=(4,))[1] == [(4, 3)]

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..param import DType, Param
-from ..partial import merge, partial_shape
+from ..partial import is_known, merge, merge_all, partial_shape
 from ..registry import register
 from ._common import KernelProp, fmt, normalize_axis, write
 
@@ -116,8 +116,9 @@ class TakeProp(KernelProp):
         """``a, indices``."""
         return ["a", "indices"]
 
-    def infer_shape(self, in_shape):
-        """``a.shape[:axis] + indices.shape + a.shape[axis+1:]``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """``a.shape[:axis] + indices.shape + a.shape[axis+1:]`` (partial shapes forward)."""
         a, index = in_shape
         if a is None or index is None:
             return None
@@ -229,11 +230,14 @@ class OneHotProp(KernelProp):
         """``indices``."""
         return ["indices"]
 
-    def infer_shape(self, in_shape):
-        """Appends ``depth``."""
-        if in_shape[0] is None:
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Appends ``depth`` (the indices' shape also comes back from the output)."""
+        out = (out_shape or [None])[0]
+        data = merge(in_shape[0], None if out is None else tuple(out[:-1]), "indices and output")
+        if data is None:
             return None
-        return [tuple(in_shape[0])], [tuple(in_shape[0]) + (self.depth,)], []
+        return [tuple(data)], [tuple(data) + (self.depth,)], []
 
     def infer_type(self, in_type):
         """Output is ``dtype``."""
@@ -371,9 +375,22 @@ class WhereProp(KernelProp):
         """``condition, x, y``."""
         return ["condition", "x", "y"]
 
-    def infer_shape(self, in_shape):
-        """x and y share one shape; condition has it too, or is 1-D over the first axis."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """x and y share one shape; condition has it too, or is 1-D over the first axis.
+
+        Partial shapes: x, y and the output merge, both ways (and a condition of their rank).
+        """
         cond, x, y = in_shape
+        out = (out_shape or [None])[0]
+        if not all(shape is None or is_known(shape) for shape in (cond, x, y, out)):
+            known = merge_all([x, y, out], ["x", "y", "output"])
+            if known is None:
+                return None
+            if cond is not None and len(cond) == len(known):
+                known = merge(known, cond, "condition and x")
+                cond = known
+            return [cond, known, known], [known], []
         known = x if x is not None else y
         if known is None:
             return None

@@ -153,8 +153,19 @@ class StackProp(_MoveProp):
         """``arg0 … arg{num_args-1}``."""
         return [f"arg{i}" for i in range(self.num_args)]
 
-    def infer_shape(self, in_shape):
-        """All inputs have one shape; the output inserts ``num_args`` at ``axis``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """All inputs have one shape; the output inserts ``num_args`` at ``axis`` (both ways)."""
+        out = (out_shape or [None])[0]
+        if not all(is_known(shape) for shape in in_shape):
+            merged = merge_all(in_shape, self.list_arguments())
+            if out is not None:
+                axis = normalize_axis(self.axis, len(out), self.op_name)
+                merged = merge(merged, tuple(out[:axis]) + tuple(out[axis + 1 :]), "output")
+            if merged is None:
+                return None
+            axis = normalize_axis(self.axis, len(merged) + 1, self.op_name)
+            return [merged] * self.num_args, [merged[:axis] + (self.num_args,) + merged[axis:]], []
         known = next((tuple(s) for s in in_shape if s is not None), None)
         if known is None:
             return None
@@ -361,8 +372,9 @@ class TileProp(_MoveProp):
         reps = tuple(self.reps)
         return (1,) * (ndim - len(reps)) + reps
 
-    def infer_shape(self, in_shape):
-        """Each axis multiplied by its repetitions."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Each axis multiplied by its repetitions (an unknown axis stays unknown)."""
         data = in_shape[0]
         if data is None:
             return None
@@ -394,8 +406,9 @@ class RepeatProp(_MoveProp):
     repeats = Param(int, low=0, doc="Repetitions of each element.")
     axis = Param(int, default=None, optional=True, doc="The axis; None flattens first.")
 
-    def infer_shape(self, in_shape):
-        """The axis grows ``repeats`` times."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """The axis grows ``repeats`` times (an unknown axis stays unknown)."""
         data = in_shape[0]
         if data is None:
             return None
