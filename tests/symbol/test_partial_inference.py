@@ -224,3 +224,6 @@ def test_reductions_where_stack_one_hot_tile_take_with_unknown_dims():
     assert partial(mx.sym.one_hot(x, depth=4) + y, y=(3, 5, 4))[0]["x"] == (3, 5)
     assert partial(mx.sym.tile(x, reps=(2, 1)), x=(0, 3))[1] == [(0, 3)]
     assert partial(mx.sym.take(x, y), x=(0, 3), y=(4,))[1] == [(4, 3)]
+    regression = mx.sym.LinearRegressionOutput(x, name="lro")
+    assert partial(regression, x=(0, 3))[0] == {"x": (0, 3), "lro_label": (0, 3)}
+    assert partial(regression + y, y=(4, 3))[0]["x"] == (4, 3)

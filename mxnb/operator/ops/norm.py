@@ -671,12 +671,23 @@ class _RegressionOutput(KernelProp):
         """``data, label``."""
         return ["data", "label"]
 
-    def infer_shape(self, in_shape):
-        """label has data's shape (or ``(N,)`` when data is ``(N, 1)``)."""
-        data = in_shape[0]
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """label has data's shape (or ``(N,)`` when data is ``(N, 1)``).
+
+        Partial shapes: data and output share theirs, both ways, and a label
+        of the data's rank too.
+        """
+        data = merge(in_shape[0], (out_shape or [None])[0], "data and output")
         if data is None:
             return None
         data = tuple(data)
+        label = in_shape[1]
+        if not is_known(data) or (label is not None and not is_known(label)):
+            if label is None or len(label) == len(data):
+                data = merge(data, label, "data and label")
+                label = data
+            return [data, tuple(label)], [data], []
         label = in_shape[1]
         if label is not None and math.prod(label) != math.prod(data):
             raise self.shape_error(
