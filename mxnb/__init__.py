@@ -29,6 +29,7 @@ from . import autograd
 from . import rnn
 from . import testing
 from . import widgets
+from . import io
 
 __version__ = "0.1.0"
 
@@ -45,6 +46,7 @@ __all__ = [
     "engine",
     "executor",
     "gpu",
+    "io",
     "nd",
     "ndarray",
     "num_gpus",
