@@ -5,7 +5,8 @@ Step-by-step cells (:mod:`.rnn_cell`): :class:`RNNCell`, :class:`LSTMCell`,
 :class:`SequentialRNNCell`, :class:`BidirectionalCell`, :class:`DropoutCell`,
 and the modifiers :class:`ZoneoutCell`, :class:`ResidualCell`.  One fused
 operator for a whole stack (:mod:`.fused`): :class:`FusedRNNCell`.  Text
-to token ids (:mod:`.io`): :func:`encode_sentences`.
+to token ids and batches bucketed by length (:mod:`.io`): :func:`encode_sentences`,
+:class:`BucketSentenceIter`.
 
 Every cell's ``unroll(length, inputs, begin_state, layout, merge_outputs)``
 returns ``(outputs, states)``; ``begin_state()`` gives ``_zeros`` states
@@ -29,12 +30,13 @@ from .combinators import (
     ZoneoutCell,
 )
 from .fused import FusedRNNCell
-from .io import encode_sentences
+from .io import BucketSentenceIter, encode_sentences
 from .rnn_cell import BaseRNNCell, GRUCell, LSTMCell, RNNCell, RNNParams
 
 __all__ = [
     "BaseRNNCell",
     "BidirectionalCell",
+    "BucketSentenceIter",
     "DropoutCell",
     "FusedRNNCell",
     "GRUCell",
