@@ -22,6 +22,14 @@ propagation).  Passes run forward and then backward over the topological
 order until nothing changes.  A shape that disagrees with one already known
 is an error naming the node, the argument and both shapes.
 
+Shapes may be partial (MXNet 1.x's rule, :mod:`mxnb.operator.partial`): a 0
+is a dimension nobody has said yet, as in the ``_zeros`` begin states
+``(0, 200)`` of an exported LSTM.  What each operator says of an entry is
+*merged* into what is known, so dimensions arrive from either side; a
+property marked ``@partial_shape`` sees partial shapes of its inputs and
+outputs, any other one sees complete shapes or None.  An entry still
+partial at the fixed point is an error naming its node and what is known.
+
 State kept:
     Node.op       the OperatorProperty (parameters parsed), None for a variable
     Node.name     unique-ish node name (``fc1``, ``data``)
