@@ -227,3 +227,10 @@ def test_reductions_where_stack_one_hot_tile_take_with_unknown_dims():
     regression = mx.sym.LinearRegressionOutput(x, name="lro")
     assert partial(regression, x=(0, 3))[0] == {"x": (0, 3), "lro_label": (0, 3)}
     assert partial(regression + y, y=(4, 3))[0]["x"] == (4, 3)
+
+
+def test_broadcast_to_keeps_and_fills_the_axes_its_shape_leaves_open():
+    x, y = V("x"), V("y")
+    assert partial(mx.sym.broadcast_to(x, shape=(4, 0, 3)), x=(0, 2, 1))[1] == [(4, 2, 3)]
+    grown = mx.sym.broadcast_to(x, shape=(4, 0, 3)) + y
+    assert partial(grown, x=(1, 0, 1), y=(4, 5, 3))[0]["x"] == (1, 5, 1)

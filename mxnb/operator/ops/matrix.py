@@ -646,8 +646,12 @@ class BroadcastToProp(ViewProp):
     shape = Param(Shape, default=(), doc="The target shape; 0 keeps that axis.")
     inplace = False
 
-    def infer_shape(self, in_shape):
-        """The target shape, checked against the input."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """The target shape, checked against the input (a 0 in ``shape`` keeps data's axis).
+
+        Partial shapes: the axes ``shape`` keeps flow back from the output.
+        """
         data = in_shape[0]
         if data is None:
             return None
@@ -656,9 +660,13 @@ class BroadcastToProp(ViewProp):
             raise self.shape_error(
                 f"shape {tuple(self.shape)} must have {len(data)} axes like data {fmt(data)}"
             )
+        given = (out_shape or [None])[0]
+        if given is not None and len(given) == len(data):
+            kept = tuple(g if s == 0 else 0 for g, s in zip(given, self.shape))
+            data = merge(data, kept, "data and output")
         out = tuple(d if s == 0 else s for d, s in zip(data, self.shape))
         for d, s in zip(data, out):
-            if d != s and d != 1:
+            if d and d != s and d != 1:
                 raise self.shape_error(
                     f"cannot broadcast data {fmt(data)} to {fmt(out)}: only size-1 axes grow"
                 )
