@@ -190,7 +190,7 @@ def test_types_flow_both_ways_as_in_mxnet():
 
 def test_layers_around_the_listed_ops_pass_partial_shapes_both_ways():
     x, y = V("x"), V("y")
-    args, outs = partial(mx.sym.BatchNorm(x, name="bn") + y, x=(0, 3, 0, 0), y=(2, 3, 4, 4))
+    args, _ = partial(mx.sym.BatchNorm(x, name="bn") + y, x=(0, 3, 0, 0), y=(2, 3, 4, 4))
     assert args["x"] == (2, 3, 4, 4) and args["bn_gamma"] == (3,)
     assert partial(mx.sym.LeakyReLU(x) + y, y=(2, 3))[0]["x"] == (2, 3)
     assert partial(mx.sym.Flatten(x) + y, x=(0, 3, 0), y=(2, 12))[0]["x"] == (2, 3, 4)
