@@ -462,7 +462,14 @@ class _ShapeInference(_Inference):
                     )
                 self.values[NodeEntry(node, 0)] = given
             elif attr_shape is not None:
-                self.values[NodeEntry(node, 0)] = attr_shape
+                entry = NodeEntry(node, 0)
+                if not _compatible(attr_shape, self.values[entry] or attr_shape):
+                    raise ShapeError(
+                        f"variable '{node.name}' was declared with shape {attr_shape} but "
+                        f"{fmt_partial(self.values[entry])} was passed; pass {attr_shape} or "
+                        f"re-create the variable"
+                    )
+                self.values[entry] = attr_shape
             else:
                 hint = parse_shape_attr(node.attrs.get("__shape__"), partial=True)
                 if hint:

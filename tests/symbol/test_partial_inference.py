@@ -234,3 +234,10 @@ def test_broadcast_to_keeps_and_fills_the_axes_its_shape_leaves_open():
     assert partial(mx.sym.broadcast_to(x, shape=(4, 0, 3)), x=(0, 2, 1))[1] == [(4, 2, 3)]
     grown = mx.sym.broadcast_to(x, shape=(4, 0, 3)) + y
     assert partial(grown, x=(1, 0, 1), y=(4, 5, 3))[0]["x"] == (1, 5, 1)
+
+
+def test_a_partial_shape_passed_for_a_declared_variable_must_fit_it():
+    net = mx.sym.FullyConnected(V("data", shape=(2, 6)), num_hidden=3)
+    assert net.infer_shape(data=(0, 6))[1] == [(2, 3)]
+    with pytest.raises(ShapeError, match=r"declared with shape \(2, 6\) but \(\?, 7\)"):
+        net.infer_shape(data=(0, 7))
