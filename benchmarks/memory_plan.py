@@ -1,7 +1,10 @@
 """Memory planning figures for the zoo networks, beside MXNet 1.9.1's own, and executor speed.
 
 Prints, for MLP, LeNet, AlexNet, VGG-16, ResNet-18, Inception-BN (ImageNet
-shapes) and the unrolled 2-layer LSTM (35 steps, 200 hidden), at batch 1, 32 and 64, for
+shapes), the unrolled 2-layer LSTM (35 steps, 200 hidden) and the language
+model MXNet's ``mx.rnn`` exported (``lstm_lm``: the same LSTM as two
+``LSTMCell(200)`` with zero begin states of unknown batch, ``_zeros`` of
+shape (0, 200), inferred here), at batch 1, 32 and 64, for
 inference (grad_req='null') and training (grad_req='write'):
 
     naive        every internal entry its own storage
@@ -48,7 +51,17 @@ from mxnb.ndarray.invoke import invoke
 from mxnb.symbol.graph import NodeEntry, topo_sort
 
 HERE = Path(__file__).resolve().parent
-NETWORKS = ("mlp", "lenet", "alexnet", "vgg16", "resnet18", "inception_bn", "lstm")
+NETWORKS = ("mlp", "lenet", "alexnet", "vgg16", "resnet18", "inception_bn", "lstm", "lstm_lm")
+LSTM_LM = HERE.parent / "tests" / "rnn" / "data" / "lstm_lm-symbol.json"  # MXNet's export
+
+
+def network(name: str, batch: int) -> tuple:
+    """The symbol and input shapes of a network of the table."""
+    if name == "lstm_lm":
+        return mx.sym.load(str(LSTM_LM)), {"data": (batch, 35), "softmax_label": (batch, 35)}
+    return zoo.build(name), zoo.input_shapes(name, batch)
+
+
 MB = float(1 << 20)
 
 
@@ -75,9 +88,8 @@ def plan_table(batches: tuple[int, ...]) -> None:
     print(header)
     print("-" * len(header))
     for name in NETWORKS:
-        sym = zoo.build(name)
         for batch in batches:
-            shapes = zoo.input_shapes(name, batch)
+            sym, shapes = network(name, batch)
             for mode, req in (("inference", "null"), ("training", "write")):
                 plans = {}
                 for key, plan in mx.executor.plan_strategies(sym, shapes, grad_req=req).items():

@@ -41,6 +41,7 @@ import numpy as np
 from ..base import DTypeError, GraphError, NotSupportedError, as_shape
 from ..operator import registry
 from ..operator.param import format_value
+from ..operator.partial import is_known
 from .graph import (
     Node,
     NodeEntry,
@@ -360,7 +361,7 @@ class Symbol:
         arg_values = [values[NodeEntry(n, 0)] for n in nodes if n.op is None and id(n) not in aux]
         aux_values = [values[NodeEntry(n, 0)] for n in nodes if n.op is None and id(n) in aux]
         out_values = [values[entry] for entry in self._outputs]
-        complete = all(value is not None for value in values.values())
+        complete = all(is_known(value) for value in values.values())
         return values, arg_values, out_values, aux_values, complete
 
     def infer_shape(self, *args: Any, **kwargs: Any):
@@ -376,9 +377,9 @@ class Symbol:
         _, arg_values, out_values, aux_values, complete = self._infer_shape(False, args, kwargs)
         if not complete:
             unknown = [
-                f"{name}: ()"
+                f"{name}: {() if value is None else value}"
                 for name, value in zip(self.list_arguments(), arg_values)
-                if value is None
+                if not is_known(value)
             ]
             warnings.warn(
                 "infer_shape: cannot decide the shape of the following arguments; pass them "
