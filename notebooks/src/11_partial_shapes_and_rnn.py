@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 08 — Shapes that flow both ways, and MXNet's `mx.rnn`
+# # 11 — Shapes that flow both ways, and MXNet's `mx.rnn`
 #
 # A network exported from MXNet does not always say every shape. The language model
 # MXNet's `mx.rnn` builds starts its LSTMs from zero states made by `_zeros` nodes of
