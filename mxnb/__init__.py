@@ -26,6 +26,7 @@ from . import symbol
 from . import symbol as sym
 from . import executor
 from . import autograd
+from . import rnn
 from . import testing
 from . import widgets
 from . import io
@@ -56,6 +57,7 @@ __all__ = [
     "random",
     "recordio",
     "resource",
+    "rnn",
     "storage",
     "sym",
     "symbol",
