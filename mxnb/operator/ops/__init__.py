@@ -7,7 +7,8 @@ Reshape, transpose, ...), :mod:`.join` (Concat, SliceChannel, slice, tile,
 Pad, ...), :mod:`.indexing` (Embedding, take, one_hot, topk, where, clip),
 :mod:`.conv` (Convolution, Deconvolution), :mod:`.pool` (Pooling,
 UpSampling, LRN),
-:mod:`.norm` (Activation, BatchNorm, Dropout, softmax, loss layers) and
+:mod:`.norm` (Activation, BatchNorm, Dropout, softmax, loss layers),
+:mod:`.optimizer_ops` (sgd_update, adam_update, ...: fused optimizer steps) and
 :mod:`.init` (_zeros, _ones, _full, _arange, zeros_like, ...).  Each module
 registers its properties with :func:`mxnb.operator.register`, so after
 ``import mxnb`` every op is reachable by name through the registry, and
@@ -27,6 +28,17 @@ Example::
     'SliceChannel'
 """
 
-from . import conv, elemwise, indexing, init, join, matrix, norm, pool, reduce
+from . import conv, elemwise, indexing, init, join, matrix, norm, optimizer_ops, pool, reduce
 
-__all__ = ["conv", "elemwise", "indexing", "init", "join", "matrix", "norm", "pool", "reduce"]
+__all__ = [
+    "conv",
+    "elemwise",
+    "indexing",
+    "init",
+    "join",
+    "matrix",
+    "norm",
+    "optimizer_ops",
+    "pool",
+    "reduce",
+]
