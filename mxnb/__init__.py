@@ -28,6 +28,8 @@ from . import executor
 from . import autograd
 from . import testing
 from . import widgets
+from . import optimizer
+from .optimizer import lr_scheduler
 
 __version__ = "0.1.0"
 
@@ -44,10 +46,12 @@ __all__ = [
     "engine",
     "executor",
     "gpu",
+    "lr_scheduler",
     "nd",
     "ndarray",
     "num_gpus",
     "operator",
+    "optimizer",
     "random",
     "resource",
     "storage",

@@ -20,7 +20,13 @@ def test_update_op_matches_mxnet(case):
     states = [mx.nd.array(np.array(value, dtype="float32")) for value in case["states"].values()]
     op = getattr(mx.nd, case["op"])
     for grad in case["grads"]:
-        result = op(weight, mx.nd.array(np.array(grad, dtype="float32")), *states, out=weight, **case["params"])
+        result = op(
+            weight,
+            mx.nd.array(np.array(grad, dtype="float32")),
+            *states,
+            out=weight,
+            **case["params"],
+        )
         assert result is weight
     np.testing.assert_allclose(weight.asnumpy(), case["out_weight"], rtol=1e-5, atol=1e-6)
     for state, expected in zip(states, case["out_states"].values()):

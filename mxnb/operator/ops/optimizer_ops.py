@@ -134,7 +134,9 @@ class NAGMomUpdateProp(UpdateProp):
         """Compute the new weight and momentum (see the class docstring)."""
         weight, grad = in_data
         xp = ctx.xp
-        lr, wd, momentum = (self.scalar(xp, v, weight.dtype) for v in (self.lr, self.wd, self.momentum))
+        lr, wd, momentum = (
+            self.scalar(xp, v, weight.dtype) for v in (self.lr, self.wd, self.momentum)
+        )
         grad = self.rescaled(xp, grad)
         mom = aux[0]
         scaled = momentum * mom

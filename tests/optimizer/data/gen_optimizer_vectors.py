@@ -29,9 +29,17 @@ OPS = [
     ("sgd_mom_update", ["mom"], {"lr": 0.1, "momentum": 0.8, "clip_gradient": 0.4}),
     ("nag_mom_update", ["mom"], {"lr": 0.1, "momentum": 0.9, "wd": 0.01, "clip_gradient": 0.5}),
     ("adam_update", ["mean", "var"], {"lr": 0.01, "wd": 0.01, "rescale_grad": 0.5}),
-    ("adam_update", ["mean", "var"], {"lr": 0.01, "beta1": 0.8, "epsilon": 1e-6, "clip_gradient": 0.2}),
+    (
+        "adam_update",
+        ["mean", "var"],
+        {"lr": 0.01, "beta1": 0.8, "epsilon": 1e-6, "clip_gradient": 0.2},
+    ),
     ("rmsprop_update", ["n"], {"lr": 0.01, "gamma1": 0.9, "wd": 0.01, "clip_weights": 0.5}),
-    ("rmspropalex_update", ["n", "g", "delta"], {"lr": 0.01, "gamma1": 0.9, "gamma2": 0.8, "clip_gradient": 0.5}),
+    (
+        "rmspropalex_update",
+        ["n", "g", "delta"],
+        {"lr": 0.01, "gamma1": 0.9, "gamma2": 0.8, "clip_gradient": 0.5},
+    ),
     ("ftrl_update", ["z", "n"], {"lr": 0.1, "lamda1": 0.05, "beta": 1.0, "wd": 0.01}),
     ("signsgd_update", [], {"lr": 0.1, "wd": 0.05}),
     ("signum_update", ["mom"], {"lr": 0.1, "momentum": 0.9, "wd": 0.01, "wd_lh": 0.02}),
@@ -39,8 +47,24 @@ OPS = [
 
 OPTIMIZERS = [
     ("sgd", {"learning_rate": 0.1}),
-    ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01, "rescale_grad": 0.5, "clip_gradient": 0.4}),
-    ("sgd", {"learning_rate": 0.1, "momentum": 0.9, "lr_scheduler": ("factor", {"step": 2, "factor": 0.5})}),
+    (
+        "sgd",
+        {
+            "learning_rate": 0.1,
+            "momentum": 0.9,
+            "wd": 0.01,
+            "rescale_grad": 0.5,
+            "clip_gradient": 0.4,
+        },
+    ),
+    (
+        "sgd",
+        {
+            "learning_rate": 0.1,
+            "momentum": 0.9,
+            "lr_scheduler": ("factor", {"step": 2, "factor": 0.5}),
+        },
+    ),
     ("nag", {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01}),
     ("adam", {"learning_rate": 0.01, "wd": 0.01}),
     ("adagrad", {"learning_rate": 0.1, "wd": 0.01, "clip_gradient": 0.5}),
@@ -54,10 +78,30 @@ OPTIMIZERS = [
 
 SCHEDULERS = [
     ("factor", {"step": 5, "factor": 0.5, "base_lr": 0.1}),
-    ("factor", {"step": 3, "factor": 0.1, "base_lr": 1.0, "stop_factor_lr": 1e-3, "warmup_steps": 4, "warmup_begin_lr": 0.1}),
+    (
+        "factor",
+        {
+            "step": 3,
+            "factor": 0.1,
+            "base_lr": 1.0,
+            "stop_factor_lr": 1e-3,
+            "warmup_steps": 4,
+            "warmup_begin_lr": 0.1,
+        },
+    ),
     ("multifactor", {"step": [5, 12, 30], "factor": 0.5, "base_lr": 0.2}),
     ("poly", {"max_update": 30, "base_lr": 0.1, "pwr": 2, "final_lr": 0.001}),
-    ("poly", {"max_update": 30, "base_lr": 0.1, "pwr": 1, "warmup_steps": 5, "warmup_mode": "constant", "warmup_begin_lr": 0.01}),
+    (
+        "poly",
+        {
+            "max_update": 30,
+            "base_lr": 0.1,
+            "pwr": 1,
+            "warmup_steps": 5,
+            "warmup_mode": "constant",
+            "warmup_begin_lr": 0.01,
+        },
+    ),
     ("cosine", {"max_update": 30, "base_lr": 0.1, "final_lr": 0.001, "warmup_steps": 5}),
 ]
 
@@ -75,19 +119,25 @@ def main():
     shape = (3, 4)
     for name, states, params in OPS:
         weight = rand(rng, shape)
-        state_values = [np.abs(rand(rng, shape)) if s in ("n", "var") else rand(rng, shape) for s in states]
+        state_values = [
+            np.abs(rand(rng, shape)) if s in ("n", "var") else rand(rng, shape) for s in states
+        ]
         grads = [rand(rng, shape) * 2 for _ in range(3)]
         w = mx.nd.array(weight)
         st = [mx.nd.array(v) for v in state_values]
         for g in grads:
             getattr(mx.nd, name)(w, mx.nd.array(g), *st, out=w, **params)
-        out["ops"].append({
-            "op": name, "params": params, "weight": weight.tolist(),
-            "states": {s: v.tolist() for s, v in zip(states, state_values)},
-            "grads": [g.tolist() for g in grads],
-            "out_weight": w.asnumpy().tolist(),
-            "out_states": {s: v.asnumpy().tolist() for s, v in zip(states, st)},
-        })
+        out["ops"].append(
+            {
+                "op": name,
+                "params": params,
+                "weight": weight.tolist(),
+                "states": {s: v.tolist() for s, v in zip(states, state_values)},
+                "grads": [g.tolist() for g in grads],
+                "out_weight": w.asnumpy().tolist(),
+                "out_states": {s: v.asnumpy().tolist() for s, v in zip(states, st)},
+            }
+        )
     for name, params in OPTIMIZERS:
         kwargs = dict(params)
         if "lr_scheduler" in kwargs:
@@ -103,15 +153,20 @@ def main():
             for k in (0, 1):
                 updater(k, mx.nd.array(step[k]), nd_weights[k])
             history.append({str(k): v.asnumpy().tolist() for k, v in nd_weights.items()})
-        out["optimizers"].append({
-            "name": name, "params": params,
-            "weights": {str(k): v.tolist() for k, v in weights.items()},
-            "grads": [{str(k): v.tolist() for k, v in step.items()} for step in grads],
-            "history": history,
-        })
+        out["optimizers"].append(
+            {
+                "name": name,
+                "params": params,
+                "weights": {str(k): v.tolist() for k, v in weights.items()},
+                "grads": [{str(k): v.tolist() for k, v in step.items()} for step in grads],
+                "history": history,
+            }
+        )
     for kind, params in SCHEDULERS:
         sched = SCHEDULER_CLASSES[kind](**params)
-        out["schedulers"].append({"kind": kind, "params": params, "lr": [sched(n) for n in range(41)]})
+        out["schedulers"].append(
+            {"kind": kind, "params": params, "lr": [sched(n) for n in range(41)]}
+        )
     with open(os.path.join(HERE, "optimizer_vectors.json"), "w") as f:
         json.dump(out, f)
     print("wrote", len(out["ops"]), "op cases,", len(out["optimizers"]), "optimizer cases")
