@@ -25,10 +25,13 @@ Example::
 from __future__ import annotations
 
 import logging
+import itertools
 import math
 from collections.abc import Sequence
 
 from ..base import MXNBError
+
+_LOG = logging.getLogger(__name__)
 
 __all__ = [
     "CosineScheduler",
@@ -112,13 +115,13 @@ class FactorScheduler(LRScheduler):
             self.base_lr *= self.factor
             if self.base_lr < self.stop_factor_lr:
                 self.base_lr = self.stop_factor_lr
-                logging.info(
+                _LOG.info(
                     "Update[%d]: now learning rate arrived at %0.5e, will not change in the future",
                     num_update,
                     self.base_lr,
                 )
             else:
-                logging.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
+                _LOG.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
         return self.base_lr
 
 
@@ -138,7 +141,7 @@ class MultiFactorScheduler(LRScheduler):
         steps = list(step)
         if not steps or any(s < 1 for s in steps):
             raise MXNBError(f"MultiFactorScheduler: step must be a list of ints >= 1, got {step!r}")
-        if any(later <= earlier for earlier, later in zip(steps, steps[1:])):
+        if any(later <= earlier for earlier, later in itertools.pairwise(steps)):
             raise MXNBError(f"MultiFactorScheduler: step must increase, got {steps}")
         if factor > 1.0:
             raise MXNBError(f"MultiFactorScheduler: factor must be <= 1, got {factor}")
@@ -156,7 +159,7 @@ class MultiFactorScheduler(LRScheduler):
                 self.count = self.step[self.cur_step_ind]
                 self.cur_step_ind += 1
                 self.base_lr *= self.factor
-                logging.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
+                _LOG.info("Update[%d]: Change learning rate to %0.5e", num_update, self.base_lr)
             else:
                 return self.base_lr
         return self.base_lr

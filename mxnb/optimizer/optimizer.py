@@ -45,6 +45,8 @@ import numpy as np
 from ..base import FormatError, MXNBError
 from .lr_scheduler import LRScheduler
 
+_LOG = logging.getLogger(__name__)
+
 __all__ = ["Optimizer", "Updater", "create", "get_updater", "register"]
 
 _REGISTRY: dict[str, type[Optimizer]] = {}
@@ -54,7 +56,7 @@ def register(cls: type[Optimizer]) -> type[Optimizer]:
     """Class decorator: make ``cls`` available to :func:`create` by its lower-case name."""
     name = cls.__name__.lower()
     if name in _REGISTRY and _REGISTRY[name] is not cls:
-        logging.warning(
+        _LOG.warning(
             "optimizer %s.%s replaces the optimizer registered as %r",
             cls.__module__,
             cls.__name__,
@@ -99,14 +101,14 @@ class Optimizer:
         if lr_scheduler is None and learning_rate is None:
             learning_rate = 0.01
         self.lr = learning_rate
-        if lr_scheduler is not None and learning_rate is not None:
-            if lr_scheduler.base_lr != learning_rate:
-                # MXNet prints this and lets learning_rate win; so do we.
-                logging.warning(
-                    "learning rate from ``lr_scheduler`` has been overwritten by "
-                    "``learning_rate`` in optimizer."
-                )
-                lr_scheduler.base_lr = learning_rate
+        overridden = lr_scheduler is not None and learning_rate is not None
+        if overridden and lr_scheduler.base_lr != learning_rate:
+            # MXNet prints this and lets learning_rate win; so do we.
+            _LOG.warning(
+                "learning rate from ``lr_scheduler`` has been overwritten by "
+                "``learning_rate`` in optimizer."
+            )
+            lr_scheduler.base_lr = learning_rate
         self.wd = wd
         self.lr_mult: dict[Any, float] = {}
         self.wd_mult: dict[Any, float] = {}
@@ -136,7 +138,7 @@ class Optimizer:
             master = weight.astype(np.float32)
             return (self.create_state(index, master), master)
         if weight.dtype == np.float16 and not self.multi_precision:
-            logging.warning(
+            _LOG.warning(
                 "Accumulating with float16 in optimizer can lead to poor accuracy or slow "
                 "convergence. Consider using multi_precision=True option of the optimizer"
             )
@@ -182,7 +184,7 @@ class Optimizer:
         """Set per-parameter wd multipliers; names not ending in _weight / _gamma get 0."""
         self.wd_mult = {}
         for name in self.idx2name.values():
-            if not (name.endswith("_weight") or name.endswith("_gamma")):
+            if not name.endswith(("_weight", "_gamma")):
                 self.wd_mult[name] = 0.0
         self._read_sym_mult("__wd_mult__", self.wd_mult)
         self.wd_mult.update(args_wd_mult)
@@ -289,7 +291,7 @@ class Updater:
             archive = np.load(io.BytesIO(states), allow_pickle=False)
             layout = json.loads(bytes(archive["__layout__"]).decode())
             arrays = {name: archive[name] for name in archive.files if name != "__layout__"}
-        except Exception as exc:  # noqa: BLE001 - any parse failure is a bad file
+        except Exception as exc:  # any parse failure is a bad file
             raise FormatError(
                 f"optimizer states: not a states file written by mxnb ({exc})"
             ) from exc
