@@ -30,6 +30,9 @@ from . import testing
 from . import widgets
 from . import optimizer
 from .optimizer import lr_scheduler
+from . import initializer
+from . import initializer as init
+from . import metric
 
 __version__ = "0.1.0"
 
@@ -46,7 +49,10 @@ __all__ = [
     "engine",
     "executor",
     "gpu",
+    "init",
+    "initializer",
     "lr_scheduler",
+    "metric",
     "nd",
     "ndarray",
     "num_gpus",

@@ -24,8 +24,8 @@ Example::
 
 from __future__ import annotations
 
-import logging
 import itertools
+import logging
 import math
 from collections.abc import Sequence
 
