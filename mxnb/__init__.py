@@ -33,6 +33,8 @@ from .optimizer import lr_scheduler
 from . import initializer
 from . import initializer as init
 from . import metric
+from . import kvstore
+from . import kvstore as kv
 
 __version__ = "0.1.0"
 
@@ -50,6 +52,8 @@ __all__ = [
     "executor",
     "gpu",
     "init",
+    "kv",
+    "kvstore",
     "initializer",
     "lr_scheduler",
     "metric",
