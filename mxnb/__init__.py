@@ -35,6 +35,7 @@ from . import initializer as init
 from . import metric
 from . import kvstore
 from . import kvstore as kv
+from . import model
 
 __version__ = "0.1.0"
 
@@ -57,6 +58,7 @@ __all__ = [
     "initializer",
     "lr_scheduler",
     "metric",
+    "model",
     "nd",
     "ndarray",
     "num_gpus",
