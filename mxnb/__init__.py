@@ -36,6 +36,9 @@ from . import metric
 from . import kvstore
 from . import kvstore as kv
 from . import model
+from . import module
+from . import module as mod
+from . import callback
 
 __version__ = "0.1.0"
 
@@ -45,6 +48,7 @@ __all__ = [
     "RunContext",
     "autograd",
     "base",
+    "callback",
     "context",
     "cpu",
     "cpu_pinned",
@@ -58,7 +62,9 @@ __all__ = [
     "initializer",
     "lr_scheduler",
     "metric",
+    "mod",
     "model",
+    "module",
     "nd",
     "ndarray",
     "num_gpus",

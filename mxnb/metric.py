@@ -171,6 +171,13 @@ class EvalMetric:
             name, value = [name], [value]
         return list(zip(name, value))
 
+    def get_global_name_value(self) -> list[tuple[str, float]]:
+        """``[(name, global value), ...]``."""
+        name, value = self.get_global()
+        if not isinstance(name, list):
+            name, value = [name], [value]
+        return list(zip(name, value))
+
     def __str__(self) -> str:
         return f"EvalMetric: {dict(self.get_name_value())}"
 

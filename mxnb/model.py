@@ -30,8 +30,7 @@ from typing import Any
 
 from .base import FormatError
 from .context import cpu
-from .ndarray import NDArray, load
-from .ndarray import mxnet_format
+from .ndarray import NDArray, load, mxnet_format
 
 __all__ = ["load_checkpoint", "load_params", "save_checkpoint"]
 
