@@ -28,6 +28,7 @@ from . import executor
 from . import autograd
 from . import testing
 from . import widgets
+from . import io
 from . import optimizer
 from .optimizer import lr_scheduler
 from . import initializer
@@ -57,9 +58,10 @@ __all__ = [
     "executor",
     "gpu",
     "init",
+    "initializer",
+    "io",
     "kv",
     "kvstore",
-    "initializer",
     "lr_scheduler",
     "metric",
     "mod",
