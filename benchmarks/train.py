@@ -1,0 +1,216 @@
+"""Training benchmark: Module.fit against PyTorch, two virtual GPUs against one, KVStore cost.
+
+Three figures, each a ratio against a peer measured in the same run:
+
+1. **Speed against PyTorch**: samples per second of ``Module.fit`` training
+   LeNet-5 on scikit-learn's digits (16x16, batch 32, SGD with momentum) against
+   the same network in PyTorch on the CPU (``torch.optim.SGD``, same batch size,
+   same thread count).  Target: mxnb's time <= 2x PyTorch's.
+2. **Scaling**: ``Module.fit`` on two virtual GPUs (``kvstore='device'``)
+   against one, with BLAS pinned to one thread per worker (threadpoolctl) and
+   ``MXNB_OP_THREADS=1``, so each device's lane is one core.  Target: >= 1.4x
+   samples per second (numpy releases the GIL inside its kernels).
+3. **KVStore cost**: ``kv.push`` + ``kv.pull`` of every LeNet parameter on a
+   ``local`` store (no updater) against a plain ``a += b`` on the same arrays.
+
+Run: ``python benchmarks/train.py [--epochs 2]`` (PyTorch from the ``bench``
+extra; figure 1 is skipped with a note when torch is missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import time
+
+os.environ.setdefault("MXNB_OP_THREADS", "1")
+
+import numpy as np
+from sklearn.datasets import load_digits
+from threadpoolctl import threadpool_limits
+
+import mxnb as mx
+
+BATCH = 32
+
+
+def digits() -> tuple[np.ndarray, np.ndarray]:
+    """Standardized 16x16 digits (nearest-neighbour upsampled) and their labels."""
+    data = load_digits()
+    images = data.images.astype(np.float32) / 16.0
+    images = (images - images.mean()) / images.std()
+    big = np.kron(images, np.ones((2, 2), np.float32))[:, None]
+    usable = len(big) // BATCH * BATCH
+    return big[:usable], data.target[:usable].astype(np.float32)
+
+
+def lenet() -> mx.sym.Symbol:
+    """LeNet-5 for 16x16 single-channel images (as notebook 07)."""
+    x = mx.sym.Variable("data")
+    x = mx.sym.Convolution(x, kernel=(5, 5), pad=(2, 2), num_filter=6, name="conv1")
+    x = mx.sym.Activation(x, act_type="relu", name="relu1")
+    x = mx.sym.Pooling(x, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool1")
+    x = mx.sym.Convolution(x, kernel=(5, 5), num_filter=16, name="conv2")
+    x = mx.sym.Activation(x, act_type="relu", name="relu2")
+    x = mx.sym.Pooling(x, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool2")
+    x = mx.sym.Flatten(x, name="flatten")
+    x = mx.sym.FullyConnected(x, num_hidden=120, name="fc1")
+    x = mx.sym.Activation(x, act_type="relu", name="relu3")
+    x = mx.sym.FullyConnected(x, num_hidden=84, name="fc2")
+    x = mx.sym.Activation(x, act_type="relu", name="relu4")
+    x = mx.sym.FullyConnected(x, num_hidden=10, name="fc3")
+    return mx.sym.SoftmaxOutput(x, name="softmax")
+
+
+def mxnb_fit_seconds(
+    x: np.ndarray, y: np.ndarray, contexts: list, kvstore: str, epochs: int
+) -> float:
+    """Seconds of ``Module.fit`` for ``epochs`` epochs (after a one-batch warm-up fit)."""
+    mx.random.seed(0)
+    module = mx.mod.Module(lenet(), context=contexts)
+    warm = mx.io.NDArrayIter(x[:BATCH], y[:BATCH], batch_size=BATCH)
+    params = {"learning_rate": 0.05, "momentum": 0.9}
+    module.fit(
+        warm,
+        num_epoch=1,
+        kvstore=kvstore,
+        optimizer="sgd",
+        optimizer_params=params,
+        initializer=mx.init.Xavier(),
+        progress=False,
+    )
+    train = mx.io.NDArrayIter(x, y, batch_size=BATCH, shuffle=False)
+    mx.nd.waitall()
+    start = time.perf_counter()
+    module.fit(
+        train,
+        num_epoch=epochs,
+        kvstore=kvstore,
+        optimizer="sgd",
+        optimizer_params=params,
+        progress=False,
+        force_init=False,
+    )
+    mx.nd.waitall()
+    return time.perf_counter() - start
+
+
+def torch_fit_seconds(x: np.ndarray, y: np.ndarray, epochs: int) -> float | None:
+    """Seconds of the same training in PyTorch (CPU), or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 6, 5, padding=2),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(6, 16, 5),
+        torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(64, 120),
+        torch.nn.ReLU(),
+        torch.nn.Linear(120, 84),
+        torch.nn.ReLU(),
+        torch.nn.Linear(84, 10),
+    )
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    images, labels = torch.from_numpy(x), torch.from_numpy(y.astype(np.int64))
+    start = time.perf_counter()
+    for _ in range(epochs):
+        for begin in range(0, len(images), BATCH):
+            optimizer.zero_grad()
+            loss = loss_fn(net(images[begin : begin + BATCH]), labels[begin : begin + BATCH])
+            loss.backward()
+            optimizer.step()
+    return time.perf_counter() - start
+
+
+def kvstore_ratio(repeat: int = 20) -> tuple[float, float]:
+    """Seconds per round of push+pull of every LeNet parameter, and of ``a += b`` on the same arrays."""
+    shapes = [
+        (6, 1, 5, 5),
+        (6,),
+        (16, 6, 5, 5),
+        (16,),
+        (120, 16),
+        (120,),
+        (84, 120),
+        (84,),
+        (10, 84),
+        (10,),
+    ]
+    kv = mx.kv.create("local")
+    grads = [mx.nd.ones(shape) for shape in shapes]
+    weights = [mx.nd.zeros(shape) for shape in shapes]
+    for key, weight in enumerate(weights):
+        kv.init(key, weight)
+
+    def with_kvstore() -> None:
+        for key in range(len(shapes)):
+            kv.push(key, grads[key], priority=-key)
+            kv.pull(key, out=weights[key], priority=-key)
+        mx.nd.waitall()
+
+    def plain() -> None:
+        for weight, grad in zip(weights, grads):
+            weight += grad
+        mx.nd.waitall()
+
+    results = []
+    for function in (with_kvstore, plain):
+        function()
+        start = time.perf_counter()
+        for _ in range(repeat):
+            function()
+        results.append((time.perf_counter() - start) / repeat)
+    return results[0], results[1]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=2)
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)
+    x, y = digits()
+    samples = len(x) * args.epochs
+    threads = int(os.environ.get("MXNB_BENCH_THREADS", "1"))
+    with threadpool_limits(threads):
+        try:
+            import torch
+
+            torch.set_num_threads(threads)
+        except ImportError:
+            pass
+        ours = mxnb_fit_seconds(x, y, [mx.cpu()], "local", args.epochs)
+        theirs = torch_fit_seconds(x, y, args.epochs)
+    print(f"LeNet-5 on digits, batch {BATCH}, {samples} samples, {threads} BLAS thread(s)")
+    print(f"  mxnb Module.fit     {samples / ours:8.0f} samples/s")
+    if theirs is None:
+        print("  PyTorch: not installed (pip install -e '.[bench]'); ratio skipped")
+    else:
+        print(f"  PyTorch (CPU)       {samples / theirs:8.0f} samples/s")
+        print(f"  time mxnb / PyTorch = {ours / theirs:.2f}x   (target <= 2x)")
+
+    mx.context.set_virtual_gpus(2)
+    with threadpool_limits(1):
+        one = mxnb_fit_seconds(x, y, [mx.gpu(0)], "device", args.epochs)
+        two = mxnb_fit_seconds(x, y, [mx.gpu(0), mx.gpu(1)], "device", args.epochs)
+    print("Data parallel, BLAS 1 thread per worker, MXNB_OP_THREADS=1")
+    print(f"  1 virtual GPU       {samples / one:8.0f} samples/s")
+    print(f"  2 virtual GPUs      {samples / two:8.0f} samples/s")
+    print(f"  speed-up 2 vs 1 = {one / two:.2f}x   (target >= 1.4x)")
+
+    with_kv, plain = kvstore_ratio()
+    print("KVStore cost, 10 LeNet parameters per round")
+    print(f"  push+pull per key   {with_kv * 1e6 / 10:8.1f} us/key")
+    print(f"  a += b              {plain * 1e6 / 10:8.1f} us/key")
+    print(f"  kvstore / a += b = {with_kv / plain:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
