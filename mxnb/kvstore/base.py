@@ -97,7 +97,8 @@ def apply_update(
     """Apply one summed push to a stored value: ``updater(key, merged, stored)``, else replace it.
 
     This is the one step a local store and a parameter server share.  The
-    updater pushes its own ops (the fused update operators); the replacement is
+    updater pushes its own ops (the fused update operators, named
+    ``<op>:<key>`` such as ``sgd_mom_update:fc1_weight``); the replacement is
     one engine op named ``kvstore.assign:<key>``.
     """
     if updater is not None:

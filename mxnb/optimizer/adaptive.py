@@ -18,7 +18,7 @@ Example::
     >>> opt = mx.optimizer.Adam(learning_rate=0.1)
     >>> w = mx.nd.ones(2); state = opt.create_state(0, w)
     >>> opt.update(0, w, mx.nd.ones(2), state)
-    >>> w.asnumpy().round(3).tolist()
+    >>> [round(float(v), 3) for v in w.asnumpy()]
     [0.9, 0.9]
 """
 
@@ -28,7 +28,7 @@ import math
 from typing import Any
 
 from .. import ndarray as nd
-from .optimizer import Optimizer, register
+from .optimizer import Optimizer, op_label, register
 
 __all__ = ["AdaDelta", "AdaGrad", "Adam", "Ftrl", "RMSProp"]
 
@@ -83,6 +83,7 @@ class Adam(Optimizer):
             mean,
             var,
             out=weight,
+            name=op_label("adam_update", index),
             lazy_update=self.lazy_update,
             lr=lr,
             wd=wd,
@@ -156,11 +157,21 @@ class RMSProp(Optimizer):
         if self.centered:
             n, g, delta = state
             nd.rmspropalex_update(
-                weight, grad, n, g, delta, out=weight, gamma2=self.gamma2, **kwargs
+                weight,
+                grad,
+                n,
+                g,
+                delta,
+                out=weight,
+                name=op_label("rmspropalex_update", index),
+                gamma2=self.gamma2,
+                **kwargs,
             )
         else:
             (n,) = state
-            nd.rmsprop_update(weight, grad, n, out=weight, **kwargs)
+            nd.rmsprop_update(
+                weight, grad, n, out=weight, name=op_label("rmsprop_update", index), **kwargs
+            )
 
 
 @register
@@ -216,6 +227,7 @@ class Ftrl(Optimizer):
             z,
             n,
             out=weight,
+            name=op_label("ftrl_update", index),
             lr=self._get_lr(index),
             wd=self._get_wd(index),
             lamda1=self.lamda1,

@@ -47,7 +47,7 @@ from .lr_scheduler import LRScheduler
 
 _LOG = logging.getLogger(__name__)
 
-__all__ = ["Optimizer", "Updater", "create", "get_updater", "register"]
+__all__ = ["Optimizer", "Updater", "create", "get_updater", "op_label", "register"]
 
 _REGISTRY: dict[str, type[Optimizer]] = {}
 
@@ -304,6 +304,14 @@ class Updater:
         if dumped:
             self.optimizer.num_update = dumped["num_update"]
             self.optimizer._index_update_count = {_key_from_json(k): v for k, v in dumped["counts"]}
+
+
+def op_label(op: str, index: Any) -> str:
+    """The engine op name of an update: ``sgd_mom_update:fc1_weight`` (the op and the key).
+
+    The timeline and the DAG then show which parameter each update wrote.
+    """
+    return f"{op}:{index}"
 
 
 def get_updater(optimizer: Optimizer) -> Updater:

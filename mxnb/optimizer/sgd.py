@@ -17,7 +17,7 @@ Example::
     >>> opt = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9)
     >>> w = mx.nd.ones(2); state = opt.create_state(0, w)
     >>> opt.update(0, w, mx.nd.ones(2), state)
-    >>> w.asnumpy().round(3).tolist()
+    >>> [round(float(v), 3) for v in w.asnumpy()]
     [0.9, 0.9]
 """
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ndarray as nd
-from .optimizer import Optimizer, register
+from .optimizer import Optimizer, op_label, register
 
 __all__ = ["NAG", "SGD", "Signum"]
 
@@ -60,9 +60,17 @@ class SGD(Optimizer):
         kwargs = self._common_kwargs()
         kwargs.update(lr=self._get_lr(index), wd=self._get_wd(index), lazy_update=self.lazy_update)
         if state is not None:
-            nd.sgd_mom_update(weight, grad, state, out=weight, momentum=self.momentum, **kwargs)
+            nd.sgd_mom_update(
+                weight,
+                grad,
+                state,
+                out=weight,
+                name=op_label("sgd_mom_update", index),
+                momentum=self.momentum,
+                **kwargs,
+            )
         else:
-            nd.sgd_update(weight, grad, out=weight, **kwargs)
+            nd.sgd_update(weight, grad, out=weight, name=op_label("sgd_update", index), **kwargs)
 
 
 @register
@@ -83,9 +91,17 @@ class NAG(Optimizer):
         kwargs = self._common_kwargs()
         kwargs.update(lr=self._get_lr(index), wd=self._get_wd(index))
         if state is not None:
-            nd.nag_mom_update(weight, grad, state, out=weight, momentum=self.momentum, **kwargs)
+            nd.nag_mom_update(
+                weight,
+                grad,
+                state,
+                out=weight,
+                name=op_label("nag_mom_update", index),
+                momentum=self.momentum,
+                **kwargs,
+            )
         else:
-            nd.sgd_update(weight, grad, out=weight, **kwargs)
+            nd.sgd_update(weight, grad, out=weight, name=op_label("sgd_update", index), **kwargs)
 
 
 @register
@@ -114,7 +130,16 @@ class Signum(Optimizer):
         if state is not None:
             extra = {"wd_lh": self.wd_lh} if self.wd_lh else {}
             nd.signum_update(
-                weight, grad, state, out=weight, momentum=self.momentum, **kwargs, **extra
+                weight,
+                grad,
+                state,
+                out=weight,
+                name=op_label("signum_update", index),
+                momentum=self.momentum,
+                **kwargs,
+                **extra,
             )
         else:
-            nd.signsgd_update(weight, grad, out=weight, **kwargs)
+            nd.signsgd_update(
+                weight, grad, out=weight, name=op_label("signsgd_update", index), **kwargs
+            )

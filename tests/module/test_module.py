@@ -117,6 +117,13 @@ def test_data_parallel_step_schedule(two_virtual_gpus):
     assert devices == {"gpu(0)", "gpu(1)"}
     assert any(event.name.startswith("kvstore.copy:") for event in pushes)
     assert any(event.name.startswith("kvstore.pull:") for event in pushes)
+    updates = [event.name for event in pushes if event.name.startswith("sgd_update:")]
+    assert updates == [
+        "sgd_update:fc2_bias",
+        "sgd_update:fc2_weight",
+        "sgd_update:fc1_bias",
+        "sgd_update:fc1_weight",
+    ]
 
 
 def test_outputs_predict_shapes_and_bind_errors():
