@@ -31,6 +31,7 @@ from sklearn.datasets import load_digits
 from threadpoolctl import threadpool_limits
 
 import mxnb as mx
+from mxnb.executor import zoo
 
 BATCH = 32
 
@@ -45,30 +46,12 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
     return big[:usable], data.target[:usable].astype(np.float32)
 
 
-def lenet() -> mx.sym.Symbol:
-    """LeNet-5 for 16x16 single-channel images (as notebook 07)."""
-    x = mx.sym.Variable("data")
-    x = mx.sym.Convolution(x, kernel=(5, 5), pad=(2, 2), num_filter=6, name="conv1")
-    x = mx.sym.Activation(x, act_type="relu", name="relu1")
-    x = mx.sym.Pooling(x, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool1")
-    x = mx.sym.Convolution(x, kernel=(5, 5), num_filter=16, name="conv2")
-    x = mx.sym.Activation(x, act_type="relu", name="relu2")
-    x = mx.sym.Pooling(x, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool2")
-    x = mx.sym.Flatten(x, name="flatten")
-    x = mx.sym.FullyConnected(x, num_hidden=120, name="fc1")
-    x = mx.sym.Activation(x, act_type="relu", name="relu3")
-    x = mx.sym.FullyConnected(x, num_hidden=84, name="fc2")
-    x = mx.sym.Activation(x, act_type="relu", name="relu4")
-    x = mx.sym.FullyConnected(x, num_hidden=10, name="fc3")
-    return mx.sym.SoftmaxOutput(x, name="softmax")
-
-
 def mxnb_fit_seconds(
     x: np.ndarray, y: np.ndarray, contexts: list, kvstore: str, epochs: int
 ) -> float:
     """Seconds of ``Module.fit`` for ``epochs`` epochs (after a one-batch warm-up fit)."""
     mx.random.seed(0)
-    module = mx.mod.Module(lenet(), context=contexts)
+    module = mx.mod.Module(zoo.lenet5_digits(), context=contexts)
     warm = mx.io.NDArrayIter(x[:BATCH], y[:BATCH], batch_size=BATCH)
     params = {"learning_rate": 0.05, "momentum": 0.9}
     module.fit(

@@ -28,7 +28,7 @@ import math
 from typing import Any
 
 from .. import ndarray as nd
-from .optimizer import Optimizer, op_label, register
+from .optimizer import Optimizer, register
 
 __all__ = ["AdaDelta", "AdaGrad", "Adam", "Ftrl", "RMSProp"]
 
@@ -70,27 +70,17 @@ class Adam(Optimizer):
 
     def update(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """One ``adam_update`` op with the bias-corrected learning rate."""
-        self._update_count(index)
-        lr = self._get_lr(index)
-        wd = self._get_wd(index)
-        t = self._index_update_count[index]
-        lr *= math.sqrt(1.0 - self.beta2**t) / (1.0 - self.beta1**t)
-        kwargs = self._common_kwargs()
-        mean, var = state
-        nd.adam_update(
+        self._fused_update(
+            "adam_update",
+            index,
             weight,
             grad,
-            mean,
-            var,
-            out=weight,
-            name=op_label("adam_update", index),
+            state,
+            lr_scale=lambda t: math.sqrt(1.0 - self.beta2**t) / (1.0 - self.beta1**t),
             lazy_update=self.lazy_update,
-            lr=lr,
-            wd=wd,
             beta1=self.beta1,
             beta2=self.beta2,
             epsilon=self.epsilon,
-            **kwargs,
         )
 
 
@@ -147,31 +137,15 @@ class RMSProp(Optimizer):
 
     def update(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """One ``rmsprop_update`` / ``rmspropalex_update`` op."""
-        self._update_count(index)
-        kwargs = self._common_kwargs()
-        kwargs.update(
-            lr=self._get_lr(index), wd=self._get_wd(index), gamma1=self.gamma1, epsilon=self.epsilon
-        )
+        params = {"gamma1": self.gamma1, "epsilon": self.epsilon}
         if self.clip_weights:
-            kwargs["clip_weights"] = self.clip_weights
+            params["clip_weights"] = self.clip_weights
         if self.centered:
-            n, g, delta = state
-            nd.rmspropalex_update(
-                weight,
-                grad,
-                n,
-                g,
-                delta,
-                out=weight,
-                name=op_label("rmspropalex_update", index),
-                gamma2=self.gamma2,
-                **kwargs,
+            self._fused_update(
+                "rmspropalex_update", index, weight, grad, state, gamma2=self.gamma2, **params
             )
         else:
-            (n,) = state
-            nd.rmsprop_update(
-                weight, grad, n, out=weight, name=op_label("rmsprop_update", index), **kwargs
-            )
+            self._fused_update("rmsprop_update", index, weight, grad, state, **params)
 
 
 @register
@@ -218,19 +192,6 @@ class Ftrl(Optimizer):
 
     def update(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """One ``ftrl_update`` op."""
-        self._update_count(index)
-        kwargs = self._common_kwargs()
-        z, n = state
-        nd.ftrl_update(
-            weight,
-            grad,
-            z,
-            n,
-            out=weight,
-            name=op_label("ftrl_update", index),
-            lr=self._get_lr(index),
-            wd=self._get_wd(index),
-            lamda1=self.lamda1,
-            beta=self.beta,
-            **kwargs,
+        self._fused_update(
+            "ftrl_update", index, weight, grad, state, lamda1=self.lamda1, beta=self.beta
         )

@@ -229,6 +229,32 @@ class Optimizer:
             kwargs["clip_gradient"] = self.clip_gradient
         return kwargs
 
+    def _fused_update(
+        self,
+        op: str,
+        index: Any,
+        weight: Any,
+        grad: Any,
+        states: Any = (),
+        lr_scale: Any = None,
+        **params: Any,
+    ) -> None:
+        """Count the update, then push ONE fused update op ``op`` writing ``weight`` and ``states``.
+
+        The op gets lr and wd for ``index``, ``rescale_grad`` / ``clip_gradient`` and
+        ``params``; ``lr_scale(t)`` (t: the parameter's update count) scales the rate
+        (Adam's bias correction).  The engine op is named ``<op>:<index>``.
+        """
+        from .. import ndarray as nd
+
+        self._update_count(index)
+        lr = self._get_lr(index)
+        if lr_scale is not None:
+            lr *= lr_scale(self._index_update_count[index])
+        kwargs = self._common_kwargs()
+        kwargs.update(lr=lr, wd=self._get_wd(index), **params)
+        getattr(nd, op)(weight, grad, *states, out=weight, name=op_label(op, index), **kwargs)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(learning_rate={self.lr}, wd={self.wd})"
 

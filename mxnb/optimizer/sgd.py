@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ndarray as nd
-from .optimizer import Optimizer, op_label, register
+from .optimizer import Optimizer, register
 
 __all__ = ["NAG", "SGD", "Signum"]
 
@@ -56,21 +56,18 @@ class SGD(Optimizer):
 
     def update(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """One ``sgd_mom_update`` (or ``sgd_update``) op writing ``weight``."""
-        self._update_count(index)
-        kwargs = self._common_kwargs()
-        kwargs.update(lr=self._get_lr(index), wd=self._get_wd(index), lazy_update=self.lazy_update)
-        if state is not None:
-            nd.sgd_mom_update(
+        if state is None:
+            self._fused_update("sgd_update", index, weight, grad, lazy_update=self.lazy_update)
+        else:
+            self._fused_update(
+                "sgd_mom_update",
+                index,
                 weight,
                 grad,
-                state,
-                out=weight,
-                name=op_label("sgd_mom_update", index),
+                [state],
                 momentum=self.momentum,
-                **kwargs,
+                lazy_update=self.lazy_update,
             )
-        else:
-            nd.sgd_update(weight, grad, out=weight, name=op_label("sgd_update", index), **kwargs)
 
 
 @register
@@ -86,22 +83,13 @@ class NAG(Optimizer):
         return _momentum_state(self.momentum, weight)
 
     def update(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
-        """One ``nag_mom_update`` op writing ``weight``."""
-        self._update_count(index)
-        kwargs = self._common_kwargs()
-        kwargs.update(lr=self._get_lr(index), wd=self._get_wd(index))
-        if state is not None:
-            nd.nag_mom_update(
-                weight,
-                grad,
-                state,
-                out=weight,
-                name=op_label("nag_mom_update", index),
-                momentum=self.momentum,
-                **kwargs,
-            )
+        """One ``nag_mom_update`` (or ``sgd_update``) op writing ``weight``."""
+        if state is None:
+            self._fused_update("sgd_update", index, weight, grad)
         else:
-            nd.sgd_update(weight, grad, out=weight, name=op_label("sgd_update", index), **kwargs)
+            self._fused_update(
+                "nag_mom_update", index, weight, grad, [state], momentum=self.momentum
+            )
 
 
 @register
@@ -124,22 +112,10 @@ class Signum(Optimizer):
 
     def update(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """One ``signum_update`` (or ``signsgd_update``) op writing ``weight``."""
-        self._update_count(index)
-        kwargs = self._common_kwargs()
-        kwargs.update(lr=self._get_lr(index), wd=self._get_wd(index))
-        if state is not None:
-            extra = {"wd_lh": self.wd_lh} if self.wd_lh else {}
-            nd.signum_update(
-                weight,
-                grad,
-                state,
-                out=weight,
-                name=op_label("signum_update", index),
-                momentum=self.momentum,
-                **kwargs,
-                **extra,
-            )
+        if state is None:
+            self._fused_update("signsgd_update", index, weight, grad)
         else:
-            nd.signsgd_update(
-                weight, grad, out=weight, name=op_label("signsgd_update", index), **kwargs
+            extra = {"wd_lh": self.wd_lh} if self.wd_lh else {}
+            self._fused_update(
+                "signum_update", index, weight, grad, [state], momentum=self.momentum, **extra
             )

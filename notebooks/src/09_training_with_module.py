@@ -28,6 +28,7 @@ from sklearn.model_selection import train_test_split
 import mxnb as mx
 from mxnb import widgets
 from mxnb.engine.trace import OpEnd, OpPush, OpStart
+from mxnb.executor import zoo
 
 mx.context.set_virtual_gpus(2)
 mx.random.seed(0)
@@ -74,28 +75,11 @@ print(train_iter.provide_data, train_iter.provide_label)
 
 
 # %%
-def lenet5():
-    """LeNet-5 for 16x16 single-channel images."""
-    x = mx.sym.Variable("data")
-    x = mx.sym.Convolution(x, kernel=(5, 5), pad=(2, 2), num_filter=6, name="conv1")
-    x = mx.sym.Activation(x, act_type="relu", name="relu1")
-    x = mx.sym.Pooling(x, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool1")
-    x = mx.sym.Convolution(x, kernel=(5, 5), num_filter=16, name="conv2")
-    x = mx.sym.Activation(x, act_type="relu", name="relu2")
-    x = mx.sym.Pooling(x, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool2")
-    x = mx.sym.Flatten(x, name="flatten")
-    x = mx.sym.FullyConnected(x, num_hidden=120, name="fc1")
-    x = mx.sym.Activation(x, act_type="relu", name="relu3")
-    x = mx.sym.FullyConnected(x, num_hidden=84, name="fc2")
-    x = mx.sym.Activation(x, act_type="relu", name="relu4")
-    x = mx.sym.FullyConnected(x, num_hidden=10, name="fc3")
-    return mx.sym.SoftmaxOutput(x, name="softmax")
-
-
+print(zoo.lenet5_digits.__doc__.splitlines()[0])
 EPOCHS = 8
 steps = EPOCHS * int(np.ceil(len(train_x) / BATCH))
 schedule = mx.lr_scheduler.CosineScheduler(max_update=steps, base_lr=0.03)
-module = mx.mod.Module(lenet5(), context=devices)
+module = mx.mod.Module(zoo.lenet5_digits(), context=devices)
 module.fit(
     train_iter,
     eval_data=test_iter,

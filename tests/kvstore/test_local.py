@@ -10,15 +10,6 @@ from mxnb.kvstore import KVStoreError
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture
-def two_virtual_gpus():
-    before = mx.context.virtual_gpus()
-    mx.context.set_virtual_gpus(2)
-    yield [mx.gpu(0), mx.gpu(1)]
-    mx.nd.waitall()
-    mx.context.set_virtual_gpus(before)
-
-
 @pytest.fixture(params=["local", "device"])
 def kv(request):
     return mx.kv.create(request.param)

@@ -14,19 +14,10 @@ from mxnb.engine.trace import OpPush
 pytestmark = pytest.mark.timeout(300)
 
 Batch = namedtuple("Batch", "data label pad")
-DATA = os.path.join(os.path.dirname(__file__), "data", "fit_vectors.json")
-with open(DATA) as handle:
+with open(os.path.join(os.path.dirname(__file__), "data", "fit_vectors.json")) as handle:
     VECTORS = json.load(handle)
 X = np.array(VECTORS["x"], dtype="float32")
 Y = np.array(VECTORS["y"], dtype="float32")
-
-
-def network():
-    data = mx.sym.Variable("data")
-    net = mx.sym.FullyConnected(data, num_hidden=8, name="fc1")
-    net = mx.sym.Activation(net, act_type="relu", name="relu1")
-    net = mx.sym.FullyConnected(net, num_hidden=3, name="fc2")
-    return mx.sym.SoftmaxOutput(net, name="softmax")
 
 
 def initial_params():
@@ -40,17 +31,8 @@ def batches(size=10):
         )
 
 
-@pytest.fixture
-def two_virtual_gpus():
-    before = mx.context.virtual_gpus()
-    mx.context.set_virtual_gpus(2)
-    yield [mx.gpu(0), mx.gpu(1)]
-    mx.nd.waitall()
-    mx.context.set_virtual_gpus(before)
-
-
-def train(context, kvstore, optimizer="sgd", params=None, epochs=2):
-    module = mx.mod.Module(network(), context=context)
+def train(net, context, kvstore, optimizer="sgd", params=None, epochs=2):
+    module = mx.mod.Module(net, context=context)
     module.bind([("data", (10, 5))], [("softmax_label", (10,))])
     module.init_params(arg_params=initial_params())
     module.init_optimizer(
@@ -65,10 +47,10 @@ def train(context, kvstore, optimizer="sgd", params=None, epochs=2):
     return module, metric
 
 
-def test_step_api_matches_mxnet_fit():
+def test_step_api_matches_mxnet_fit(mlp):
     """forward_backward / update / update_metric over the batches reproduce MXNet's fit (3 epochs)."""
     case = VECTORS["cases"][1]  # sgd with momentum and wd
-    module, _ = train(mx.cpu(), "local", case["optimizer"], case["params"], epochs=3)
+    module, _ = train(mlp, mx.cpu(), "local", case["optimizer"], case["params"], epochs=3)
     args, _ = module.get_params()
     for name, expected in case["final"].items():
         np.testing.assert_allclose(args[name].asnumpy(), expected, rtol=1e-5, atol=1e-6)
@@ -79,10 +61,10 @@ def test_step_api_matches_mxnet_fit():
     ("optimizer", "params"),
     [("sgd", {"learning_rate": 0.1, "momentum": 0.9}), ("adam", {"learning_rate": 0.01})],
 )
-def test_two_devices_equal_one(two_virtual_gpus, kvstore, optimizer, params):
+def test_two_devices_equal_one(two_virtual_gpus, kvstore, optimizer, params, mlp):
     """Batch sliced over two devices, gradients summed in the kvstore: same result as one device."""
-    single, single_metric = train(mx.cpu(), "local", optimizer, params)
-    double, double_metric = train(two_virtual_gpus, kvstore, optimizer, params)
+    single, single_metric = train(mlp, mx.cpu(), "local", optimizer, params)
+    double, double_metric = train(mlp, two_virtual_gpus, kvstore, optimizer, params)
     assert double._update_on_kvstore and double._kvstore.type == kvstore
     one, _ = single.get_params()
     two, _ = double.get_params()
@@ -94,10 +76,10 @@ def test_two_devices_equal_one(two_virtual_gpus, kvstore, optimizer, params):
         np.testing.assert_array_equal(block[0].asnumpy(), block[1].asnumpy())
 
 
-def test_data_parallel_step_schedule(two_virtual_gpus):
+def test_data_parallel_step_schedule(two_virtual_gpus, mlp):
     """One step on two devices: forward/backward in each device's lanes, pushpulls named by key
     with MXNet's priorities, issued in backward order; the first sync starts before backward ends."""
-    module, _ = train(two_virtual_gpus, "device", epochs=1)
+    module, _ = train(mlp, two_virtual_gpus, "device", epochs=1)
     batch = next(batches())
     mx.nd.waitall()
     with mx.engine.trace() as trace:
@@ -126,19 +108,19 @@ def test_data_parallel_step_schedule(two_virtual_gpus):
     ]
 
 
-def test_outputs_predict_shapes_and_bind_errors():
-    module, _ = train(mx.cpu(), "local", epochs=1)
+def test_outputs_predict_shapes_and_bind_errors(mlp):
+    module, _ = train(mlp, mx.cpu(), "local", epochs=1)
     assert module.output_shapes == [("softmax_output", (10, 3))]
     assert module.get_outputs()[0].shape == (10, 3)
     with pytest.raises(mx.MXNBError, match="data_names"):
-        mx.mod.Module(network(), data_names=["nope"])
-    fresh = mx.mod.Module(network())
+        mx.mod.Module(mlp, data_names=["nope"])
+    fresh = mx.mod.Module(mlp)
     with pytest.raises(mx.MXNBError, match="bind"):
         fresh.init_params()
 
 
-def test_fixed_params_do_not_change():
-    module = mx.mod.Module(network(), fixed_param_names=["fc1_weight"])
+def test_fixed_params_do_not_change(mlp):
+    module = mx.mod.Module(mlp, fixed_param_names=["fc1_weight"])
     module.bind([("data", (10, 5))], [("softmax_label", (10,))])
     module.init_params(arg_params=initial_params())
     module.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.5})
@@ -154,9 +136,11 @@ def test_fixed_params_do_not_change():
     )
 
 
-def test_checkpoint_save_and_load_with_states(tmp_path, caplog):
+def test_checkpoint_save_and_load_with_states(tmp_path, caplog, mlp):
     caplog.set_level(logging.ERROR)
-    module, _ = train(mx.cpu(), "local", "sgd", {"learning_rate": 0.1, "momentum": 0.9}, epochs=1)
+    module, _ = train(
+        mlp, mx.cpu(), "local", "sgd", {"learning_rate": 0.1, "momentum": 0.9}, epochs=1
+    )
     prefix = str(tmp_path / "mlp")
     module.save_checkpoint(prefix, 1, save_optimizer_states=True)
     assert sorted(os.listdir(tmp_path)) == ["mlp-0001.params", "mlp-0001.states", "mlp-symbol.json"]
@@ -171,14 +155,14 @@ def test_checkpoint_save_and_load_with_states(tmp_path, caplog):
         np.testing.assert_array_equal(loaded.get_params()[0][name].asnumpy(), value.asnumpy())
 
 
-def test_gradient_sync_can_overlap_backward(two_virtual_gpus):
+def test_gradient_sync_can_overlap_backward(two_virtual_gpus, mlp):
     r"""On the step engine (nothing runs until told), the DAG of one step lets fc2's gradient sync
     run while fc1's backward is still pending: neither waits on the other, directly or not.
 
         fc2 backward --> kvstore.reduce:fc2_weight --> update --> pull
         fc1 backward   (independent of the fc2 sync)
     """
-    module, _ = train(two_virtual_gpus, "device", epochs=1)
+    module, _ = train(mlp, two_virtual_gpus, "device", epochs=1)
     batch = next(batches())
     mx.nd.waitall()
     previous = mx.engine.engine_type()
