@@ -54,6 +54,7 @@ import numpy as np
 
 from ..base import SUPPORTED_DTYPES, FormatError, MXNBError
 from ..context import Context
+from . import mxnet_format
 from .creation import array
 from .ndarray import NDArray
 
@@ -209,7 +210,10 @@ def _bad(path: str, message: str) -> FormatError:
 def load(
     fname: str | os.PathLike, ctx: Context | None = None
 ) -> list[NDArray] | dict[str, NDArray]:
-    """Load what :func:`save` wrote: a list of NDArrays, or a dict when a dict was saved."""
+    """Load what :func:`save` wrote: a list of NDArrays, or a dict when a dict was saved.
+
+    MXNet's own binary ``.params`` files are read too (:mod:`.mxnet_format`).
+    """
     path = os.fspath(fname)
     try:
         with open(path, "rb") as stream:
@@ -220,10 +224,10 @@ def load(
         raise NDArrayFileNotFoundError(
             f"load: {path!r} is a directory, not a file saved by mx.nd.save"
         ) from None
+    if mxnet_format.is_mxnet_file(content):
+        return mxnet_format.load(path, content, ctx)
     if len(content) < 16 or content[:8] != MAGIC:
-        if content[:8] == b"\x12\x01\x00\x00\x00\x00\x00\x00":
-            raise _bad(path, "this is MXNet's own binary .params format, which mxnb does not read")
-        raise _bad(path, "it does not start with the mxnb magic bytes")
+        raise _bad(path, "it does not start with the mxnb magic bytes (nor MXNet's)")
     (header_len,) = struct.unpack("<Q", content[8:16])
     if header_len > _HEADER_LIMIT or 16 + header_len > len(content):
         raise _bad(
