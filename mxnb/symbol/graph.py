@@ -52,7 +52,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..base import FLAG_TO_DTYPE, DTypeError, GraphError, MXNBError, ShapeError
+from ..base import FLAG_TO_DTYPE, DTypeError, GraphError, MXNBError, ShapeError, as_shape
 from ..operator.base import OperatorProperty
 
 __all__ = [
@@ -339,7 +339,7 @@ class _Inference:
                 continue
             changed |= self.set_value(
                 entry,
-                self.normalize(value),
+                self._normalize_at(node, value),
                 node,
                 lambda position=position: _describe_input(node, position),
             )
@@ -349,7 +349,7 @@ class _Inference:
                 continue
             changed |= self.set_value(
                 outputs[index],
-                self.normalize(value),
+                self._normalize_at(node, value),
                 node,
                 lambda index=index: f"output {node.op.list_outputs()[index]}",  # type: ignore[union-attr]
             )
@@ -357,6 +357,13 @@ class _Inference:
 
     def normalize(self, value: Any) -> Any:
         return value
+
+    def _normalize_at(self, node: Node, value: Any) -> Any:
+        """``normalize(value)``, an error naming ``node`` when the op answered no valid value."""
+        try:
+            return self.normalize(value)
+        except ShapeError as exc:
+            raise ShapeError(f"{_where(node)}: {exc}") from None
 
     def probe_same(self, node: Node, infer: Callable[[list[Any]], Any]) -> bool:
         """Backward through a same-shape (same-dtype) op: a known output fills unknown inputs.
@@ -401,7 +408,9 @@ class _ShapeInference(_Inference):
                 continue
             given = known.get(node.name)
             attr_shape = parse_shape_attr(node.attrs.get("__shape__"))
-            if given is not None and any(int(dim) <= 0 for dim in given):
+            if given is not None:
+                given = as_shape(given, f"the shape passed for {node.name!r}")
+            if given is not None and any(dim == 0 for dim in given):
                 given = None  # MXNet: a 0 dim means "unknown"; let inference fill it
             if given is not None:
                 given = self.normalize(given)
@@ -431,7 +440,7 @@ class _ShapeInference(_Inference):
         return super().set_value(entry, value, node, slot)
 
     def normalize(self, value: Any) -> tuple:
-        return tuple(int(dim) for dim in value)
+        return as_shape(value, "an inferred shape")
 
     def conflict(self, entry: NodeEntry, current: Any, value: Any, node: Node, slot: str) -> None:
         source = entry.node
