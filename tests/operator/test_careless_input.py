@@ -226,6 +226,8 @@ def test_an_operator_answering_a_float_shape_is_an_error_naming_it():
     net = mx.sym.careless_half_shape(mx.sym.var("x"), name="halve")
     with pytest.raises(ShapeError, match=r"careless_half_shape.*answer \(2.0,\).*not an int"):
         net.infer_shape(x=(4,))
+    with pytest.raises(ShapeError, match=r"careless_half_shape.*answer \(2.0,\).*not an int"):
+        mx.nd.careless_half_shape(mx.nd.ones((4,)))
 
 
 # -- values numpy would quietly turn into something else -------------------------------------
