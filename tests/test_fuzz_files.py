@@ -13,7 +13,6 @@ import copy
 import json
 import math
 import struct
-import tracemalloc
 import zlib
 
 import numpy as np
@@ -72,41 +71,32 @@ def _params_file(tmp_path_factory) -> tuple[dict, bytes]:
     return json.loads(content[16 : 16 + length]), content[16 + length :]
 
 
-def _check_nd_load(path, content: bytes) -> None:
+def _check_nd_load(path, content: bytes, traced_peak) -> None:
     path.write_bytes(content)
-    was_tracing = tracemalloc.is_tracing()
-    if not was_tracing:
-        tracemalloc.start()
-    tracemalloc.reset_peak()
-    base, _ = tracemalloc.get_traced_memory()
     try:
-        loaded = mx.nd.load(path)
+        loaded, peak = traced_peak(lambda: mx.nd.load(path))
     except FormatError:
         return
-    finally:
-        _, peak = tracemalloc.get_traced_memory()
-        if not was_tracing:
-            tracemalloc.stop()
-        # memory stays bounded: a small multiple of the file, plus a fixed allowance
-        assert peak - base <= 64 * len(content) + (1 << 20)
+    # memory stays bounded: a small multiple of the file, plus a fixed allowance
+    assert peak <= 64 * len(content) + (1 << 20)
     arrays = loaded.values() if isinstance(loaded, dict) else loaded
     assert sum(array.size * array.dtype.itemsize for array in arrays) <= len(content)
 
 
 @FUZZ
 @given(data=st.data())
-def test_nd_load_of_mutated_headers_only_raises_format_error(tmp_path_factory, data):
+def test_nd_load_of_mutated_headers_only_raises_format_error(tmp_path_factory, traced_peak, data):
     header, payload = _params_file(tmp_path_factory)
     path = data.draw(st.sampled_from(list(_paths(header))))
     mutated = _replace(header, path, data.draw(json_values))
     raw = json.dumps(mutated).encode()
     content = MAGIC + struct.pack("<Q", len(raw)) + raw + payload
-    _check_nd_load(tmp_path_factory.mktemp("case") / "f.mxnb", content)
+    _check_nd_load(tmp_path_factory.mktemp("case") / "f.mxnb", content, traced_peak)
 
 
 @FUZZ
 @given(data=st.data())
-def test_nd_load_of_mutated_bytes_only_raises_format_error(tmp_path_factory, data):
+def test_nd_load_of_mutated_bytes_only_raises_format_error(tmp_path_factory, traced_peak, data):
     header, payload = _params_file(tmp_path_factory)
     raw = json.dumps(header).encode()
     content = bytearray(MAGIC + struct.pack("<Q", len(raw)) + raw + payload)
@@ -114,7 +104,7 @@ def test_nd_load_of_mutated_bytes_only_raises_format_error(tmp_path_factory, dat
         position = data.draw(st.integers(0, len(content) - 1))
         content[position] = data.draw(st.integers(0, 255))
     cut = data.draw(st.integers(0, len(content)))
-    _check_nd_load(tmp_path_factory.mktemp("case") / "f.mxnb", bytes(content[:cut]))
+    _check_nd_load(tmp_path_factory.mktemp("case") / "f.mxnb", bytes(content[:cut]), traced_peak)
 
 
 @FUZZ
@@ -123,7 +113,7 @@ def test_nd_load_of_mutated_bytes_only_raises_format_error(tmp_path_factory, dat
     dtype=st.sampled_from(["float32", "int8", "float64"]),
 )
 def test_nd_load_of_any_shape_with_a_consistent_nbytes_only_raises_format_error(
-    tmp_path_factory, shape, dtype
+    tmp_path_factory, traced_peak, shape, dtype
 ):
     # nbytes agrees with the shape, so only the shape itself can be wrong (too many
     # dimensions, too big for numpy although empty, ...)
@@ -133,7 +123,7 @@ def test_nd_load_of_any_shape_with_a_consistent_nbytes_only_raises_format_error(
     entry["crc32"] = zlib.crc32(payload)
     raw = json.dumps({"format": "mxnb.ndarray", "version": 1, "names": None, "arrays": [entry]})
     content = MAGIC + struct.pack("<Q", len(raw)) + raw.encode() + payload
-    _check_nd_load(tmp_path_factory.mktemp("case") / "f.mxnb", content)
+    _check_nd_load(tmp_path_factory.mktemp("case") / "f.mxnb", content, traced_peak)
 
 
 def _symbol_document() -> dict:

@@ -19,7 +19,6 @@ import stat
 import struct
 import subprocess
 import sys
-import tracemalloc
 import zlib
 
 import numpy as np
@@ -179,23 +178,6 @@ def test_more_dimensions_than_an_array_can_have_is_a_format_error(tmp_path):
         _load_bytes(tmp_path, _file(_header([_entry([1] * 65, 4, 0, data)]), data))
 
 
-def _peak_bytes_of_load(path) -> int:
-    """Peak Python/numpy memory while ``mx.nd.load(path)`` runs and its result lives."""
-    was_tracing = tracemalloc.is_tracing()
-    if not was_tracing:
-        tracemalloc.start()
-    tracemalloc.reset_peak()
-    base, _ = tracemalloc.get_traced_memory()
-    try:
-        loaded = mx.nd.load(path)
-        _, peak = tracemalloc.get_traced_memory()
-        del loaded
-    finally:
-        if not was_tracing:
-            tracemalloc.stop()
-    return peak - base
-
-
 def _raw_file(header: bytes, data: bytes = b"") -> bytes:
     return MAGIC + struct.pack("<Q", len(header)) + header + data
 
@@ -228,9 +210,12 @@ _MANY = 20_000
         ),
     ],
 )
-def test_memory_of_a_load_stays_within_a_small_multiple_of_the_file(tmp_path, label, content):
+def test_memory_of_a_load_stays_within_a_small_multiple_of_the_file(
+    tmp_path, traced_peak, label, content
+):
     # the worst a header can do is cost Python objects per byte: linear, never a bomb
     path = tmp_path / "many.mxnb"
     path.write_bytes(content)
     mx.nd.load(path)  # first call: imports and caches are not the file's cost
-    assert _peak_bytes_of_load(path) <= 40 * len(content), label
+    _, peak = traced_peak(lambda: mx.nd.load(path))
+    assert peak <= 40 * len(content), label

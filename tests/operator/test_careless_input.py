@@ -112,6 +112,12 @@ class _Honest(mx.operator.CustomOp):
         pass  # leaves in_grad[0] unwritten: it becomes zeros, not stale memory
 
 
+NOT_WRITING = [
+    (_Forgetful, r"never wrote out_data\[0\].*self.assign"),
+    (_Rebinding, r"replaced out_data\[0\].*self.assign"),
+]
+
+
 def _prop(op_class, shape_answer=None):
     class Prop(mx.operator.CustomOpProp):
         def list_arguments(self):
@@ -128,13 +134,7 @@ def _prop(op_class, shape_answer=None):
     return Prop
 
 
-@pytest.mark.parametrize(
-    ("op_class", "message"),
-    [
-        (_Forgetful, r"never wrote out_data\[0\].*self.assign"),
-        (_Rebinding, r"replaced out_data\[0\].*self.assign"),
-    ],
-)
+@pytest.mark.parametrize(("op_class", "message"), NOT_WRITING)
 def test_custom_forward_that_does_not_write_its_output_is_an_error(op_class, message):
     mx.operator.register(f"careless_{op_class.__name__}")(_prop(op_class))
     with pytest.raises(OpError, match=message):
@@ -174,13 +174,7 @@ def test_too_many_inputs_names_the_inputs_the_op_takes():
         mx.nd.FullyConnected(a, w, b, b, num_hidden=4)
 
 
-@pytest.mark.parametrize(
-    ("op_class", "message"),
-    [
-        (_Forgetful, r"never wrote out_data\[0\].*self.assign"),
-        (_Rebinding, r"replaced out_data\[0\].*self.assign"),
-    ],
-)
+@pytest.mark.parametrize(("op_class", "message"), NOT_WRITING)
 def test_custom_forward_that_does_not_write_is_an_error_in_an_executor_too(op_class, message):
     mx.operator.register(f"careless_sym_{op_class.__name__}")(_prop(op_class))
     net = mx.sym.Custom(mx.sym.var("data"), op_type=f"careless_sym_{op_class.__name__}")
