@@ -38,6 +38,10 @@ SLOW_NETWORKS = {
     "vgg16": (lambda: zoo.vgg16(num_classes=10), {"data": (1, 3, 32, 32)}),
     "resnet50": (lambda: zoo.resnet(50, num_classes=10), {"data": (1, 3, 32, 32)}),
     "inception_bn": (lambda: zoo.inception_bn(num_classes=10), {"data": (1, 3, 64, 64)}),
+    "inception_v3": (
+        lambda: zoo.inception_v3(num_classes=10, global_pool=True),
+        {"data": (1, 3, 75, 75)},
+    ),
 }
 
 
