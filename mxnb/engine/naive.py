@@ -57,6 +57,8 @@ from .waiting import _local
 
 __all__ = ["NaiveEngine"]
 
+_new_object = object.__new__
+
 
 class NaiveEngine(Engine):
     """Run every ready op at once in the thread that made it ready."""
@@ -125,14 +127,29 @@ class NaiveEngine(Engine):
                     if var.pending_write is not None or var.pending_reads or var.deleted:
                         idle = False
             if idle:  # the rule's booking, every var granting at once
-                opr = Opr(_next_op_id(), name, const, mutate, fn, ctx, priority, False, copy)
+                # Opr(...) written out, already granted: a class call and its
+                # __init__ were an eighth of this path (tests/engine/test_naive_idle.py
+                # checks every slot against Opr's own).
+                opr = _new_object(Opr)
+                opr.id = _next_op_id()
+                opr.name = name
+                opr.const_vars = const
+                opr.mutate_vars = mutate
+                opr.wait_count = 0
+                opr.state = READY
+                opr.fn = fn
+                opr.ctx = ctx
+                opr.priority = priority
+                opr.is_async = False
+                opr.copy = copy
+                opr.deletes = None
+                opr.push_time = 0.0
+                opr.waited_on = ()
                 for var in const:
                     var.pending_reads += 1
                 for var in mutate:
                     var.writes_pushed += 1
                     var.pending_write = opr
-                opr.wait_count = 0
-                opr.state = READY
                 self._num_pending += 1
                 if trace.enabled:
                     record_push(opr, "main")  # push and start, one record
@@ -140,7 +157,9 @@ class NaiveEngine(Engine):
             lock.release()
         if opr is None:
             return Engine._push_opr(self, fn, is_async, ctx, const, mutate, priority, name, copy)
-        rctx = self._run_contexts.get(ctx)
+        rctx = self._run_contexts.by_id.get(id(ctx))  # RunContextCache.get without the call
+        if rctx is None or rctx.ctx is not ctx:
+            rctx = self._run_contexts.get(ctx)
         if trace.enabled:  # (recording began since the push)
             record_start(opr, "main", None)
         opr.state = RUNNING

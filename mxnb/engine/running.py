@@ -98,21 +98,21 @@ class RunContextCache:
     id cannot be reused while cached.  Hashing a Context costs more than an op.
     """
 
-    __slots__ = ("_entries", "stream", "thread", "worker")
+    __slots__ = ("by_id", "stream", "thread", "worker")
 
     def __init__(self, stream: Any, worker: str, thread: int | None = None) -> None:
-        self._entries: dict[int, RunContext] = {}
+        self.by_id: dict[int, RunContext] = {}  # id(ctx) -> its RunContext (check .ctx)
         self.stream = stream
         self.worker = worker
         self.thread = thread  # the worker's thread ident, when one thread uses the cache
 
     def get(self, ctx: Context) -> RunContext:
         """Return the RunContext for ``ctx`` on this worker."""
-        rctx = self._entries.get(id(ctx))
+        rctx = self.by_id.get(id(ctx))
         if rctx is None or rctx.ctx is not ctx:
-            if len(self._entries) > 256:
-                self._entries.clear()
-            rctx = self._entries[id(ctx)] = RunContext(ctx, self.stream, self.worker, self.thread)
+            if len(self.by_id) > 256:
+                self.by_id.clear()
+            rctx = self.by_id[id(ctx)] = RunContext(ctx, self.stream, self.worker, self.thread)
         return rctx
 
 

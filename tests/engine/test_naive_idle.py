@@ -21,6 +21,8 @@ from mxnb.base import MXNBError
 from mxnb.engine.base import Engine
 from mxnb.engine.events import OpEnd, OpPush, OpReady, OpStart, VarDelete
 from mxnb.engine.naive import NaiveEngine
+from mxnb.engine.var import RUNNING, Opr
+from mxnb.engine.waiting import _local
 
 
 class PlainNaive(NaiveEngine):
@@ -164,5 +166,28 @@ def test_an_op_pushed_behind_an_idle_op_while_it_runs_is_released_by_the_rule():
         assert order == ["outer", "inner"]
         assert (var.pending_reads, var.pending_write, var.queue) == (0, None, var.queue)
         assert not var.queue and var.writes_done == 1 and var.writes_pushed == 1
+    finally:
+        engine.shutdown(timeout=10)
+
+
+def test_the_idle_fast_path_builds_the_op_opr_would_build():
+    """The fast path writes ``Opr(...)`` out: every slot as the class sets it, then granted."""
+    engine = NaiveEngine()
+    read, written = engine.new_var(name="r"), engine.new_var(name="w")
+    ctx = mx.cpu()
+    slots = [slot for slot in Opr.__slots__ if slot != "__weakref__"]
+    seen = {}
+
+    def fn(rctx):
+        opr = _local.stack[-1]
+        seen.update({slot: getattr(opr, slot) for slot in slots})
+
+    try:
+        engine.push_sync(fn, ctx, [read], [written], priority=3, name="op")
+        assert seen, "the op did not run"
+        expected = Opr(seen["id"], "op", (read,), (written,), fn, ctx, 3, False, False)
+        expected.wait_count = 0  # every var granted
+        expected.state = RUNNING
+        assert seen == {slot: getattr(expected, slot) for slot in slots}
     finally:
         engine.shutdown(timeout=10)
