@@ -50,7 +50,7 @@ from typing import Any
 from ..context import Context
 from . import trace
 from .base import Engine, Opr, Var, _next_op_id
-from .records import record_end, record_push, record_start
+from .records import record_done, record_push, record_start
 from .running import RunContextCache, _Completion
 from .var import DONE, READY, RUNNING
 from .waiting import _local
@@ -160,7 +160,7 @@ class NaiveEngine(Engine):
         rctx = self._run_contexts.by_id.get(id(ctx))  # RunContextCache.get without the call
         if rctx is None or rctx.ctx is not ctx:
             rctx = self._run_contexts.get(ctx)
-        if trace.enabled:  # (recording began since the push)
+        if trace.enabled and opr.state is READY:  # recording began since the push
             record_start(opr, "main", None)
         opr.state = RUNNING
         try:
@@ -214,7 +214,7 @@ class NaiveEngine(Engine):
                 if self._num_waiters:
                     self._wake_waiters(opr)
                 if trace.enabled:
-                    record_end(opr, None, None, (), None)
+                    record_done(opr)
         finally:
             lock.release()
         if alone:

@@ -74,6 +74,7 @@ __all__ = [
     "append_raw",
     "extend_raw",
     "now",
+    "record_done",
     "record_end",
     "record_push",
     "record_start",
@@ -188,6 +189,11 @@ def record_end(
             _extend((RAW_DONE, _now(), opr.id, successor.id))
     else:
         _extend((RAW_DONE, _now(), opr.id, _ids(ready)))
+
+
+def record_done(opr: Opr) -> None:
+    """Log that ``opr`` succeeded and made no op ready: :func:`record_end`'s commonest end."""
+    _extend((RAW_DONE, _now(), opr.id, ()))
 
 
 def _ids(ready: list[Opr]) -> Any:
