@@ -114,6 +114,26 @@ class EngineMonitor(ipywidgets.VBox):
         self._drawn_tab = -1
         self._build_now = True  # False while the background thread redraws (no bulk build)
 
+        bar = self._build_buttons()
+        self._build_filters(last)
+        self._build_step_box()
+        self._build_tabs()
+        super().__init__(children=[bar, self.step_box, self.tabs])
+        self._step_mode = self._is_step_engine()
+        self.step_box.layout.display = "flex" if self._step_mode else "none"
+        if attach:
+            self.attach()
+        if background:
+            self._thread = threading.Thread(
+                target=self._redraw_loop, name="mxnb-monitor", daemon=True
+            )
+            self._thread.start()
+        self.refresh()
+
+    # -- the parts it builds -------------------------------------------------
+
+    def _build_buttons(self) -> ipywidgets.HBox:
+        """Pause / Resume / Clear / Refresh and the status line: the top bar."""
         self.pause_button = ipywidgets.Button(description="Pause", icon="pause")
         self.resume_button = ipywidgets.Button(description="Resume", icon="play")
         self.clear_button = ipywidgets.Button(description="Clear", icon="trash")
@@ -123,7 +143,18 @@ class EngineMonitor(ipywidgets.VBox):
         self.resume_button.on_click(lambda _: self.resume())
         self.clear_button.on_click(lambda _: self.clear())
         self.refresh_button.on_click(lambda _: self.refresh())
+        return ipywidgets.HBox(
+            [
+                self.pause_button,
+                self.resume_button,
+                self.clear_button,
+                self.refresh_button,
+                self.status,
+            ]
+        )
 
+    def _build_filters(self, last: int) -> None:
+        """The DAG tab's controls: how many ops, name and var filters, vars as nodes."""
         self.last = ipywidgets.BoundedIntText(value=last, min=1, max=100000, description="last ops")
         self.name_filter = ipywidgets.Text(description="op name", placeholder="filter")
         self.var_filter = ipywidgets.Text(description="var", placeholder="filter")
@@ -131,6 +162,8 @@ class EngineMonitor(ipywidgets.VBox):
         for control in (self.last, self.name_filter, self.var_filter, self.show_vars):
             control.observe(lambda _: self.refresh(), names="value")
 
+    def _build_step_box(self) -> None:
+        """The step engine's controls (shown only on a step engine)."""
         self.step_button = ipywidgets.Button(description="Step", tooltip="run the next ready op")
         self.run_button = ipywidgets.Button(description="Run", tooltip="run every ready op")
         self.ready_choice = ipywidgets.Dropdown(description="ready", options=[])
@@ -152,6 +185,8 @@ class EngineMonitor(ipywidgets.VBox):
             ]
         )
 
+    def _build_tabs(self) -> None:
+        """The five tabs: DAG, Timeline, Memory, Stats, Inspect."""
         self.dag_canvas = SvgCanvas()
         self.timeline_canvas = SvgCanvas()
         self.memory_image = ipywidgets.Image(format="png")
@@ -180,26 +215,6 @@ class EngineMonitor(ipywidgets.VBox):
             titles=TAB_TITLES,
         )
         self.tabs.observe(lambda _: self.refresh(), names="selected_index")
-        buttons = ipywidgets.HBox(
-            [
-                self.pause_button,
-                self.resume_button,
-                self.clear_button,
-                self.refresh_button,
-                self.status,
-            ]
-        )
-        super().__init__(children=[buttons, self.step_box, self.tabs])
-        self._step_mode = self._is_step_engine()
-        self.step_box.layout.display = "flex" if self._step_mode else "none"
-        if attach:
-            self.attach()
-        if background:
-            self._thread = threading.Thread(
-                target=self._redraw_loop, name="mxnb-monitor", daemon=True
-            )
-            self._thread.start()
-        self.refresh()
 
     # -- life cycle ---------------------------------------------------------
 
