@@ -34,15 +34,14 @@ Example::
 
 from __future__ import annotations
 
-import io
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..base import FormatError, MXNBError
+from ..base import MXNBError
+from . import state_file
 from .lr_scheduler import LRScheduler
 
 _LOG = logging.getLogger(__name__)
@@ -287,8 +286,8 @@ class Updater:
     def get_states(self, dump_optimizer: bool = False) -> bytes:
         """Serialize the states (and with ``dump_optimizer`` the update counts) to bytes.
 
-        The format is a numpy ``.npz`` archive written without pickle: a JSON
-        layout plus one array per state NDArray, so loading never runs code.
+        The format is a pickle-free ``.npz`` archive (:mod:`.state_file`): a
+        JSON layout plus one array per state NDArray, so loading never runs code.
         """
         arrays: dict[str, np.ndarray] = {}
         layout = {
@@ -304,23 +303,17 @@ class Updater:
                 "num_update": opt.num_update,
                 "counts": [[_key_json(k), v] for k, v in opt._index_update_count.items()],
             }
-        arrays["__layout__"] = np.frombuffer(json.dumps(layout).encode(), dtype=np.uint8)
-        buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
-        return buffer.getvalue()
+        return state_file.dumps(layout, arrays)
 
-    def set_states(self, states: bytes) -> None:
-        """Restore states written by :meth:`get_states` (FormatError when they are not)."""
+    def set_states(self, states: bytes, source: str = "<bytes>") -> None:
+        """Restore states written by :meth:`get_states`.
+
+        A file that is not one raises ``FormatError`` naming ``source`` (the
+        file name, when the caller read one) and the bad field.
+        """
         from ..ndarray import array as nd_array
 
-        try:
-            archive = np.load(io.BytesIO(states), allow_pickle=False)
-            layout = json.loads(bytes(archive["__layout__"]).decode())
-            arrays = {name: archive[name] for name in archive.files if name != "__layout__"}
-        except Exception as exc:  # any parse failure is a bad file
-            raise FormatError(
-                f"optimizer states: not a states file written by mxnb ({exc})"
-            ) from exc
+        layout, arrays = state_file.loads(states, source)
         self.states = {
             _key_from_json(key): _unflatten(item, arrays, nd_array)
             for key, item in layout["states"]
