@@ -31,7 +31,15 @@ from typing import Any
 import numpy as np
 
 from ..base import FormatError, NotSupportedError, ParamError
-from ..io.base import DataBatch, DataDesc, DataIter, image_descs, round_batch_rows
+from ..io.base import (
+    DataBatch,
+    DataDesc,
+    DataIter,
+    check_batch_size,
+    check_example_shape,
+    image_descs,
+    round_batch_rows,
+)
 from ..ndarray import array as nd_array
 from ..recordio import MXIndexedRecordIO, MXRecordIO, record_offsets, unpack
 from .augment import Augmenter, CreateAugmenter
@@ -100,13 +108,13 @@ class ImageIter(DataIter):
         last_batch_handle: str = "pad",
         **kwargs: Any,
     ) -> None:
-        super().__init__(int(batch_size))
+        super().__init__(check_batch_size(batch_size, "ImageIter"))
         if last_batch_handle not in ("pad", "discard"):
             raise NotSupportedError(
                 f"ImageIter: last_batch_handle {last_batch_handle!r} is not supported; "
                 "use 'pad' or 'discard'"
             )
-        self.data_shape = tuple(data_shape)
+        self.data_shape = check_example_shape(data_shape, "ImageIter", "data_shape")
         self.label_width = label_width
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle
