@@ -326,21 +326,16 @@ def test_malformed_state_archives_are_format_errors(entries, message):
         _set_states(_zip(entries))
 
 
-def test_a_pickled_states_file_is_never_unpickled(tmp_path):
+def test_a_pickled_states_file_is_never_unpickled(tmp_path, pickle_bomb):
     """MXNet's own .states files are pickles: refused, naming the file, without running them."""
-    import pickle
-
-    class Boom:
-        def __reduce__(self):
-            return (os.system, ("touch " + str(tmp_path / "ran"),))
-
+    payload, marker = pickle_bomb
     path = tmp_path / "mxnet.states"
-    path.write_bytes(pickle.dumps(Boom()))
+    path.write_bytes(payload)
     kv = mx.kv.create("local")
     kv.set_optimizer(mx.optimizer.create("sgd"))
     with pytest.raises(FormatError, match=r"mxnet\.states.*not an .npz archive"):
         kv.load_optimizer_states(str(path))
-    assert not (tmp_path / "ran").exists()
+    assert not marker.exists()
 
 
 def test_states_round_trip_and_saved_files_get_the_usual_mode(tmp_path):
