@@ -224,12 +224,15 @@ def test_every_iterator_refuses_a_batch_size_that_is_not_a_positive_int(tmp_path
         lambda: mx.io.NDArrayIter(np.zeros((4, 2)), batch_size=batch_size),
         lambda: mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 4, 4), batch_size=batch_size),
         lambda: mx.image.ImageIter(batch_size=batch_size, data_shape=(3, 4, 4), path_imgrec=rec),
+        lambda: mx.rnn.BucketSentenceIter([[1, 2]] * 4, batch_size=batch_size, buckets=[2]),
     ]
     for make in makers:
         with pytest.raises(ParamError, match="batch_size"):
             make()
     with pytest.raises(ShapeError, match="data_shape"):
         mx.io.ImageRecordIter(path_imgrec=rec, data_shape=(3, 4.5, 4), batch_size=1)
+    with pytest.raises(ParamError, match="ResizeIter: size"):
+        mx.io.ResizeIter(mx.io.NDArrayIter(np.zeros((4, 2)), batch_size=2), batch_size)
 
 
 # -- optimizer state files --------------------------------------------------------------------------

@@ -110,12 +110,13 @@ class DataBatch:
         return f"{type(self).__name__}: data shapes: {data_shapes} label shapes: {label_shapes}"
 
 
-def check_batch_size(batch_size: Any, who: str) -> int:
-    """``batch_size`` as an int >= 1; a float, bool or smaller value is a ParamError naming ``who``."""
+def check_batch_size(batch_size: Any, who: str, what: str = "batch_size") -> int:
+    """``batch_size`` (or the count ``what``) as an int >= 1; a float, bool or smaller value
+    is a ParamError naming ``who`` and ``what``, never truncated."""
     if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, (int, np.integer)):
-        raise ParamError(f"{who}: batch_size must be an int >= 1, got {batch_size!r}")
+        raise ParamError(f"{who}: {what} must be an int >= 1, got {batch_size!r}")
     if batch_size < 1:
-        raise ParamError(f"{who}: batch_size must be >= 1, got {batch_size}")
+        raise ParamError(f"{who}: {what} must be >= 1, got {batch_size}")
     return int(batch_size)
 
 
