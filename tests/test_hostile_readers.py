@@ -399,3 +399,18 @@ def test_a_shape_no_buffer_can_hold_is_refused_at_once_and_not_counted():
     with pytest.raises(MXNBError, match="more than any buffer can hold"):
         net.simple_bind(mx.cpu())
     assert mx.storage.stats(mx.cpu()).bytes_in_use == before  # was: inflated by 10**21 bytes
+
+
+def test_a_loaded_state_of_the_wrong_form_is_refused_at_its_first_update():
+    """States from another optimizer or other parameters (was: TypeError, or an op's ShapeError)."""
+    saved = mx.optimizer.get_updater(mx.optimizer.create("sgd", momentum=0.9))
+    saved(0, mx.nd.ones((5,)), mx.nd.ones((5,)))
+    updater = mx.optimizer.get_updater(mx.optimizer.create("adam"))
+    updater.set_states(saved.get_states(), source="sgd.states")
+    with pytest.raises(FormatError, match=r"'sgd.states': key 0 .* Adam needs .* shape \(2, 3\)"):
+        updater(0, mx.nd.ones((2, 3)), mx.nd.ones((2, 3)))
+    same = mx.optimizer.get_updater(mx.optimizer.create("sgd", momentum=0.9))
+    same.set_states(saved.get_states())
+    weight = mx.nd.ones((5,))
+    same(0, mx.nd.ones((5,)), weight)
+    assert weight.asnumpy().shape == (5,)

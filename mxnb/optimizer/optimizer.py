@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import MXNBError
+from ..base import FormatError, MXNBError
 from . import state_file
 from .lr_scheduler import LRScheduler
 
@@ -268,6 +268,7 @@ class Updater:
         self.optimizer = optimizer
         self.states: dict[Any, Any] = {}
         self.states_synced: dict[Any, bool] = {}
+        self._states_source = "<bytes>"  # where loaded states came from, for errors
 
     def __call__(self, index: Any, grad: Any, weight: Any) -> None:
         """Update ``weight`` (one NDArray, or lists of indices / grads / weights) in place."""
@@ -279,6 +280,7 @@ class Updater:
             self.states[index] = self.optimizer.create_state_multi_precision(index, weight)
             self.states_synced[index] = True
         elif not self.states_synced[index]:
+            self._check_loaded_state(index, weight)
             self.states[index] = _to_context(self.states[index], weight.context)
             self.states_synced[index] = True
         self.optimizer.update_multi_precision(index, weight, grad, self.states[index])
@@ -314,6 +316,7 @@ class Updater:
         from ..ndarray import array as nd_array
 
         layout, arrays = state_file.loads(states, source)
+        self._states_source = source
         self.states = {
             _key_from_json(key): _unflatten(item, arrays, nd_array)
             for key, item in layout["states"]
@@ -323,6 +326,28 @@ class Updater:
         if dumped:
             self.optimizer.num_update = dumped["num_update"]
             self.optimizer._index_update_count = {_key_from_json(k): v for k, v in dumped["counts"]}
+
+    def _check_loaded_state(self, index: Any, weight: Any) -> None:
+        """A loaded state must have the form this optimizer makes for ``weight``: the same
+        nesting, shapes and dtypes (else the update would fail, or worse, broadcast)."""
+        wanted = _state_form(self.optimizer.create_state_multi_precision(index, weight))
+        found = _state_form(self.states[index])
+        if found != wanted:
+            raise FormatError(
+                f"optimizer states {self._states_source!r}: key {index!r} holds a state of form "
+                f"{found} but {type(self.optimizer).__name__} needs {wanted} for a weight of "
+                f"shape {weight.shape}; load states saved by the same optimizer for the same "
+                "parameters"
+            )
+
+
+def _state_form(state: Any) -> Any:
+    """The nesting, shapes and dtypes of a state: None, [forms...] or (shape, dtype name)."""
+    if state is None:
+        return None
+    if isinstance(state, (list, tuple)):
+        return [_state_form(item) for item in state]
+    return (tuple(state.shape), np.dtype(state.dtype).name)
 
 
 def op_label(op: str, index: Any) -> str:
