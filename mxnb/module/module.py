@@ -186,9 +186,16 @@ class Module(BaseModule):
         shared_module: Any = None,
         grad_req: str = "write",
     ) -> None:
-        """Bind an executor per device for ``data_shapes`` / ``label_shapes`` (the whole batch)."""
-        if shared_module is not None:
-            raise MXNBError("bind: shared_module is not supported by mxnb's Module")
+        """Bind an executor per device for ``data_shapes`` / ``label_shapes`` (the whole batch).
+
+        ``shared_module`` (bound, parameters initialised): this module's
+        parameters, gradients and aux states ARE that module's arrays (MXNet's
+        rule, used by :class:`~mxnb.module.BucketingModule`).
+        """
+        if shared_module is not None and not (
+            shared_module.binded and shared_module.params_initialized
+        ):
+            raise MXNBError("bind: shared_module must be bound and have its parameters initialized")
         if force_rebind:
             self._exec_group = None
             self.binded = False
@@ -217,9 +224,14 @@ class Module(BaseModule):
             inputs_need_grad,
             self._fixed_param_names,
             grad_req,
+            shared_group=None if shared_module is None else shared_module._exec_group,
         )
         self.binded = True
-        if self.params_initialized:
+        if shared_module is not None:
+            self.params_initialized = True
+            self._arg_params = shared_module._arg_params
+            self._aux_params = shared_module._aux_params
+        elif self.params_initialized:
             self._exec_group.set_params(self._arg_params, self._aux_params)
         else:
             group = self._exec_group
@@ -354,6 +366,16 @@ class Module(BaseModule):
         if self._preload_opt_states is not None:
             self.load_optimizer_states(self._preload_opt_states)
             self._preload_opt_states = None
+
+    def borrow_optimizer(self, shared_module: Module) -> None:
+        """Use ``shared_module``'s optimizer, kvstore and updater (their states are shared too)."""
+        if not shared_module.optimizer_initialized:
+            raise MXNBError("borrow_optimizer: the shared module has no optimizer yet")
+        self._optimizer = shared_module._optimizer
+        self._kvstore = shared_module._kvstore
+        self._update_on_kvstore = shared_module._update_on_kvstore
+        self._updater = shared_module._updater
+        self.optimizer_initialized = True
 
     def save_optimizer_states(self, fname: str) -> None:
         """Write the optimizer states (of the kvstore or of the module's updater)."""
