@@ -43,6 +43,7 @@ __all__ = [
     "Constant",
     "InitDesc",
     "Initializer",
+    "LSTMBias",
     "Load",
     "MSRAPrelu",
     "Mixed",
@@ -305,6 +306,30 @@ class Orthogonal(Initializer):
         u, _, v = np.linalg.svd(sample, full_matrices=False)
         result = u if u.shape == sample.shape else v
         arr[:] = (self.scale * result.reshape(arr.shape)).astype(arr.dtype)
+
+
+@register
+class LSTMBias(Initializer):
+    """An LSTM's ``i2h_bias``: 0, except the forget gate's quarter, ``forget_bias`` (MXNet's gate order).
+
+    :class:`mx.rnn.LSTMCell <mxnb.rnn.LSTMCell>` puts it on its bias variable
+    (``__init__`` attribute), so any global initializer leaves that bias to it.
+    """
+
+    def __init__(self, forget_bias: float = 1.0) -> None:
+        super().__init__(forget_bias=forget_bias)
+        self.forget_bias = float(forget_bias)
+
+    def _init_weight(self, name: str, arr: Any) -> None:
+        if len(arr.shape) != 1 or arr.shape[0] % 4:
+            raise ShapeError(
+                f"LSTMBias: {str(name)!r} has shape {tuple(arr.shape)}; an LSTM bias is one "
+                "vector of 4 * num_hidden values (input, forget, cell, output gates)"
+            )
+        hidden = arr.shape[0] // 4
+        values = np.zeros(arr.shape, dtype=np.float32)
+        values[hidden : 2 * hidden] = self.forget_bias
+        arr[:] = values
 
 
 @register
