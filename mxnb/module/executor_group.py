@@ -16,6 +16,7 @@ update); writing them copies to every device.
 State kept:
     contexts, slices            device list and each one's batch rows
     execs                       one Executor per device
+    shared_data_arrays          per device: name -> input array that groups sharing this one reuse
     param_arrays, grad_arrays   per parameter: its array on each device (grad None when fixed)
     aux_arrays                  per auxiliary state: its array on each device
     data_arrays, label_arrays   per input: (slice, array on the device) pairs
@@ -35,7 +36,7 @@ from typing import Any
 
 from ..base import MXNBError, ShapeError
 from ..context import Context, cpu
-from ..ndarray import NDArray, concatenate, zeros
+from ..ndarray import NDArray, concatenate
 
 __all__ = ["DataParallelExecutorGroup", "desc_name_shape", "split_input_slice"]
 
@@ -106,9 +107,16 @@ class DataParallelExecutorGroup:
                 f"bind: the shared module runs on {len(shared)} devices, this one on "
                 f"{len(self.contexts)}; give both the same context list"
             )
+        self.shared_data_arrays: list[dict[str, NDArray]] = (
+            [{} for _ in self.contexts]
+            if shared_group is None
+            else shared_group.shared_data_arrays
+        )
         self.execs = [
-            self._bind(ctx, part, other)
-            for ctx, part, other in zip(self.contexts, self.slices, shared)
+            self._bind(ctx, part, other, buffer)
+            for ctx, part, other, buffer in zip(
+                self.contexts, self.slices, shared, self.shared_data_arrays
+            )
         ]
         self.param_arrays = [[e.arg_dict[name] for e in self.execs] for name in self.param_names]
         if for_training:
@@ -140,53 +148,28 @@ class DataParallelExecutorGroup:
                 requests[name] = "null"
         return requests
 
-    def _bind(self, ctx: Context, part: slice, shared_exec: Any = None) -> Any:
+    def _bind(self, ctx: Context, part: slice, shared_exec: Any, buffer: dict) -> Any:
+        """Bind one device's executor, sharing with ``shared_exec`` (MXNet's ``shared_module`` rule).
+
+        With a shared executor, the parameters, their gradients and the aux
+        states ARE its NDArrays (a mismatch names the parameter) and the
+        intermediate blocks come from its memory pool; data and labels are
+        views of the device's ``buffer`` arrays when those are large enough
+        (:mod:`mxnb.executor.sharing`).
+        """
         rows = part.stop - part.start
         shapes = {name: (rows, *shape[1:]) for name, shape in self.data_shapes + self.label_shapes}
         unknown = [name for name in shapes if name not in self.symbol.list_arguments()]
         for name in unknown:
             shapes.pop(name)  # a label the symbol does not take (MXNet ignores it too)
-        if shared_exec is None:
-            return self.symbol.simple_bind(ctx, grad_req=self.grad_req, **shapes)
-        return self._bind_shared(ctx, shapes, shared_exec)
-
-    def _bind_shared(self, ctx: Context, shapes: dict, shared_exec: Any) -> Any:
-        """Bind with the parameters, their gradients and the aux states OF ``shared_exec``.
-
-        MXNet's ``shared_module`` rule: a parameter's array (and gradient) is
-        the shared executor's very NDArray, so an update through one module is
-        seen by every module sharing it; inputs and outputs are this
-        executor's own.  Shapes must agree; a mismatch names the parameter.
-        """
-        arg_shapes, _, aux_shapes = self.symbol.infer_shape(**shapes)
-        if arg_shapes is None:
-            raise ShapeError(f"bind: cannot infer every shape from {shapes}")
-        arg_types, _, aux_types = self.symbol.infer_type_partial()
-
-        def take(name: str, shape: tuple, dtype: Any, owned: dict, what: str) -> NDArray:
-            array = owned.get(name)
-            if array is None:
-                return zeros(shape, ctx=ctx, dtype=dtype or "float32")
-            if tuple(array.shape) != tuple(shape):
-                raise ShapeError(
-                    f"bind: {what} {name!r} has shape {tuple(shape)} here but {tuple(array.shape)} "
-                    "in the shared module; a shared parameter must keep its shape in every bucket"
-                )
-            return array
-
-        names = self.symbol.list_arguments()
-        args, grads = {}, {}
-        for name, shape, dtype in zip(names, arg_shapes, arg_types):
-            shared = shared_exec.arg_dict if name in self.param_names else {}
-            args[name] = take(name, shape, dtype, shared, "parameter")
-            if self.grad_req[name] != "null":
-                shared = shared_exec.grad_dict if name in self.param_names else {}
-                grads[name] = take(name, shape, dtype, shared, "gradient of")
-        aux = {
-            name: take(name, shape, dtype, shared_exec.aux_dict, "auxiliary state")
-            for name, shape, dtype in zip(self.aux_names, aux_shapes, aux_types)
-        }
-        return self.symbol.bind(ctx, args, grads, self.grad_req, aux)
+        return self.symbol.simple_bind(
+            ctx,
+            grad_req=self.grad_req,
+            shared_arg_names=None if shared_exec is None else self.param_names,
+            shared_exec=shared_exec,
+            shared_buffer=buffer,
+            **shapes,
+        )
 
     # -- parameters ----------------------------------------------------------------
     def set_params(
