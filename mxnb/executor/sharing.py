@@ -31,15 +31,16 @@ State kept: none here; the pool is a list on the owning executor
 Example::
 
     >>> import mxnb as mx
+    >>> w, b = mx.sym.Variable('w'), mx.sym.Variable('b')
     >>> def net(steps):
     ...     x = mx.sym.Variable('x')
     ...     for i in range(steps):
-    ...         x = mx.sym.tanh(mx.sym.FullyConnected(x, num_hidden=8, name='fc'), name=f't{i}')
+    ...         x = mx.sym.tanh(mx.sym.FullyConnected(x, w, b, num_hidden=8, name=f'fc{i}'))
     ...     return x
     >>> big = net(4).simple_bind(mx.cpu(), x=(2, 8))
     >>> small = net(2).simple_bind(mx.cpu(), x=(2, 8), shared_exec=big,
-    ...                            shared_arg_names=['fc_weight', 'fc_bias'])
-    >>> small.arg_dict['fc_weight'] is big.arg_dict['fc_weight'], small.borrowed_bytes > 0
+    ...                            shared_arg_names=['w', 'b'])
+    >>> small.arg_dict['w'] is big.arg_dict['w'], small.borrowed_bytes > 0
     (True, True)
 """
 
@@ -94,7 +95,9 @@ def bound_arrays(
     """
     shared_names = set(shared_arg_names or ())
     if shared_names and shared_exec is None:
-        raise ShapeError("simple_bind: shared_arg_names needs shared_exec (the executor owning them)")
+        raise ShapeError(
+            "simple_bind: shared_arg_names needs shared_exec (the executor owning them)"
+        )
 
     def record(entry: int) -> Any:
         return graph.entries[entry]

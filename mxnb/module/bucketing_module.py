@@ -44,9 +44,15 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..base import MXNBError
 from ..context import Context, cpu
-from ..ndarray import NDArray
+from ..model import load_params
+from ..ndarray import NDArray, load, mxnet_format
+from ..ndarray import array as nd_array
+from ..symbol import NameManager, Symbol
+from ..symbol import load as _load_symbol
 from .base_module import BaseModule
 from .module import Module
 
@@ -79,7 +85,8 @@ class BucketingModule(BaseModule):
         self._work_load_list = work_load_list
         self._fixed_param_names = list(fixed_param_names or [])
         self._state_names = list(state_names or [])
-        symbol, data_names, label_names = sym_gen(default_bucket_key)
+        self._preloaded: tuple[dict, dict] | None = None  # parameters read by load()
+        symbol, data_names, label_names = self._call_sym_gen(default_bucket_key)
         self._symbol = symbol
         self._data_names = list(data_names or [])
         self._label_names = list(label_names or [])
@@ -88,9 +95,33 @@ class BucketingModule(BaseModule):
         self._curr_bucket_key: Any = None
         self._params_dirty = False
 
-    def _new_module(self, key: Any) -> Module:
-        symbol, data_names, label_names = self._sym_gen(key)
+    def _call_sym_gen(self, key: Any) -> tuple[Any, list[str], list[str]]:
+        """``sym_gen(key)`` under a fresh NameManager (MXNet's), its answer checked."""
+        try:
+            with NameManager():
+                answer = self._sym_gen(key)
+        except Exception as err:
+            raise MXNBError(
+                f"BucketingModule: sym_gen({key!r}) raised {type(err).__name__}: {err}; fix "
+                "sym_gen, or keep that bucket key out of the data iterator's buckets"
+            ) from err
+        if not (isinstance(answer, tuple | list) and len(answer) == 3):
+            raise MXNBError(
+                f"BucketingModule: sym_gen({key!r}) returned {type(answer).__name__}; it must "
+                "return (symbol, data_names, label_names)"
+            )
+        symbol, data_names, label_names = answer
+        if not isinstance(symbol, Symbol):
+            raise MXNBError(
+                f"BucketingModule: sym_gen({key!r}) returned {type(symbol).__name__} as its "
+                "symbol; the first of (symbol, data_names, label_names) must be a Symbol"
+            )
+        return symbol, list(data_names or []), list(label_names or [])
+
+    def _new_module(self, key: Any, symbol: Any = None) -> Module:
+        generated, data_names, label_names = self._call_sym_gen(key)
         return Module(
+            generated if symbol is None else symbol,
             symbol,
             data_names,
             label_names,
@@ -175,7 +206,9 @@ class BucketingModule(BaseModule):
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
         self._grad_req = grad_req
-        module = self._new_module(self._default_bucket_key)
+        module = self._buckets.get(self._default_bucket_key) or self._new_module(
+            self._default_bucket_key
+        )
         module.bind(data_shapes, label_shapes, for_training, inputs_need_grad, grad_req=grad_req)
         self._curr_module = module
         self._curr_bucket_key = self._default_bucket_key
@@ -183,6 +216,7 @@ class BucketingModule(BaseModule):
         self.binded = True
         if self.params_initialized:
             self.set_params(arg_params, aux_params)
+            self._preloaded = None
 
     def switch_bucket(
         self, bucket_key: Any, data_shapes: Sequence[Any], label_shapes: Sequence[Any] | None = None
@@ -190,22 +224,30 @@ class BucketingModule(BaseModule):
         """Make ``bucket_key`` current, binding its module (sharing the default's) on first sight."""
         if not self.binded:
             raise MXNBError("switch_bucket: call bind() first")
-        if bucket_key not in self._buckets:
+        module = self._buckets.get(bucket_key)
+        if module is None or not module.binded:
             default = self._buckets[self._default_bucket_key]
             if not default.params_initialized:
                 raise MXNBError(
                     f"switch_bucket {bucket_key!r}: initialize the parameters (init_params) before "
                     "binding other buckets; they share the default bucket's arrays"
                 )
-            module = self._new_module(bucket_key)
-            module.bind(
-                data_shapes,
-                label_shapes,
-                self.for_training,
-                self.inputs_need_grad,
-                shared_module=default,
-                grad_req=self._grad_req,
-            )
+            module = module or self._new_module(bucket_key)
+            try:
+                module.bind(
+                    data_shapes,
+                    label_shapes,
+                    self.for_training,
+                    self.inputs_need_grad,
+                    shared_module=default,
+                    grad_req=self._grad_req,
+                )
+            except MXNBError as err:
+                raise type(err)(
+                    f"BucketingModule: bucket {bucket_key!r} (data {list(data_shapes)}, label "
+                    f"{list(label_shapes or [])}) cannot share the default bucket "
+                    f"{self._default_bucket_key!r}'s parameters: {err}"
+                ) from err
             if self.optimizer_initialized:
                 module.borrow_optimizer(default)
             self._buckets[bucket_key] = module
@@ -235,6 +277,8 @@ class BucketingModule(BaseModule):
 
     def get_params(self) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
         """``(arg_params, aux_params)``: the same arrays whichever bucket is current."""
+        if self._preloaded is not None and not self.binded:
+            return self._preloaded
         module = self._current("get_params")
         module._params_dirty = self._params_dirty or module._params_dirty
         params = module.get_params()
@@ -272,7 +316,9 @@ class BucketingModule(BaseModule):
         if self.optimizer_initialized and not force_init:
             self.logger.warning("optimizer already initialized, ignoring.")
             return
-        self._curr_module.init_optimizer(kvstore, optimizer, optimizer_params, force_init=force_init)
+        self._curr_module.init_optimizer(
+            kvstore, optimizer, optimizer_params, force_init=force_init
+        )
         for module in self._buckets.values():
             if module is not self._curr_module:
                 module.borrow_optimizer(self._curr_module)
@@ -297,7 +343,8 @@ class BucketingModule(BaseModule):
         label_shapes = getattr(data_batch, "provide_label", None)
         if label_shapes is None and getattr(data_batch, "label", None):
             label_shapes = [
-                (name, tuple(array.shape)) for name, array in zip(self._label_names, data_batch.label)
+                (name, tuple(array.shape))
+                for name, array in zip(self._label_names, data_batch.label)
             ]
         self.switch_bucket(key, data_shapes, label_shapes)
         self._curr_module.forward(data_batch, is_train=is_train)
@@ -327,8 +374,52 @@ class BucketingModule(BaseModule):
         """Feed the current bucket's outputs and ``labels`` to ``eval_metric``."""
         self._current("update_metric").update_metric(eval_metric, labels, pre_sliced)
 
-    def save_checkpoint(self, prefix: str, epoch: int, remove_amp_cast: bool = True) -> None:
-        """Write the default bucket's symbol and the shared parameters (MXNet's files)."""
-        self._buckets[self._default_bucket_key].save_checkpoint(
-            prefix, epoch, remove_amp_cast=remove_amp_cast
+    # -- checkpoints (MXNet 1.9.1's files) ---------------------------------------------------------
+    def save_params(self, fname: str) -> None:
+        """Write the shared parameters in MXNet's .params format (``arg:`` / ``aux:`` names)."""
+        self._current("save_params").save_params(fname)
+
+    def save_checkpoint(self, prefix: str, epoch: int, remove_amp_cast: bool = False) -> None:
+        """Write ``prefix-%04d.params``, ``prefix-KEY-symbol.json`` per bucket and ``prefix.buckets``.
+
+        ``prefix.buckets`` holds the bucket keys as an int32 NDArray, so keys
+        must be integers (as in MXNet, which cannot save other keys either).
+        """
+        if not self._buckets:
+            raise MXNBError("save_checkpoint: an empty BucketingModule cannot be saved; bind() it")
+        keys = list(self._buckets)
+        if not all(isinstance(key, int | np.integer) for key in keys):
+            raise MXNBError(
+                f"save_checkpoint: bucket keys {keys} are not all integers; MXNet's "
+                "prefix.buckets file stores them as int32"
+            )
+        self.save_params(f"{prefix}-{epoch:04d}.params")
+        for key, module in self._buckets.items():
+            module.symbol.save(f"{prefix}-{key}-symbol.json", remove_amp_cast=remove_amp_cast)
+        mxnet_format.save(
+            f"{prefix}.buckets", [nd_array(np.array(keys, dtype=np.int32), dtype=np.int32)]
         )
+
+    @staticmethod
+    def load(
+        prefix: str,
+        epoch: int,
+        sym_gen: Callable[[Any], tuple[Any, Sequence[str], Sequence[str]]] | None = None,
+        default_bucket_key: Any = None,
+        **kwargs: Any,
+    ) -> BucketingModule:
+        """A BucketingModule from :meth:`save_checkpoint`'s files (bind it to use it).
+
+        Every saved bucket gets its saved symbol (names from ``sym_gen``); the
+        parameters are set when :meth:`bind` binds the default bucket.
+        """
+        if sym_gen is None or default_bucket_key is None:
+            raise MXNBError("BucketingModule.load: give sym_gen and default_bucket_key")
+        keys = [int(key) for key in load(f"{prefix}.buckets")[0].asnumpy().astype(np.int32)]
+        module = BucketingModule(sym_gen, default_bucket_key, **kwargs)
+        for key in keys:
+            symbol = _load_symbol(f"{prefix}-{key}-symbol.json")
+            module._buckets[key] = module._new_module(key, symbol)
+        module._preloaded = load_params(prefix, epoch)
+        module.params_initialized = True
+        return module

@@ -108,9 +108,7 @@ class DataParallelExecutorGroup:
                 f"{len(self.contexts)}; give both the same context list"
             )
         self.shared_data_arrays: list[dict[str, NDArray]] = (
-            [{} for _ in self.contexts]
-            if shared_group is None
-            else shared_group.shared_data_arrays
+            [{} for _ in self.contexts] if shared_group is None else shared_group.shared_data_arrays
         )
         self.execs = [
             self._bind(ctx, part, other, buffer)

@@ -77,7 +77,7 @@ def make_iter(mx):
     return mx.rnn.BucketSentenceIter(corpus(), BATCH, buckets=BUCKETS, invalid_label=0)
 
 
-class no_shuffle:  # noqa: N801 - a context manager used like a function
+class no_shuffle:
     """Replace ``random.shuffle`` and ``np.random.shuffle`` by no-ops inside the block."""
 
     def __enter__(self):
