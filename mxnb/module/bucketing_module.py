@@ -122,7 +122,6 @@ class BucketingModule(BaseModule):
         generated, data_names, label_names = self._call_sym_gen(key)
         return Module(
             generated if symbol is None else symbol,
-            symbol,
             data_names,
             label_names,
             logger=self.logger,
@@ -245,7 +244,7 @@ class BucketingModule(BaseModule):
             except MXNBError as err:
                 raise type(err)(
                     f"BucketingModule: bucket {bucket_key!r} (data {list(data_shapes)}, label "
-                    f"{list(label_shapes or [])}) cannot share the default bucket "
+                    f"{list(label_shapes or [])}) does not bind on the default bucket "
                     f"{self._default_bucket_key!r}'s parameters: {err}"
                 ) from err
             if self.optimizer_initialized:

@@ -117,3 +117,99 @@ def test_new_bucket_before_init_params_is_an_error():
     module.bind([("data", (2, 8))], [("softmax_label", (2, 8))])
     with pytest.raises(MXNBError, match="init_params"):
         module.switch_bucket(4, [("data", (2, 4))], [("softmax_label", (2, 4))])
+
+
+def test_buckets_share_memory_as_mxnet_does(trained):
+    """A shorter bucket's inputs are views of the default bucket's; its blocks come from its pool."""
+    module, _, _ = trained
+    long_exec = module._buckets[8]._exec_group.execs[0]
+    short_exec = module._buckets[4]._exec_group.execs[0]
+    for name in ("data", "softmax_label"):
+        assert short_exec.arg_dict[name]._chunk is long_exec.arg_dict[name]._chunk, name
+    assert short_exec._data_pool is long_exec._data_pool
+    # every intermediate block of bucket 4 fits in bucket 8's: the short bucket allocates nothing
+    assert short_exec.borrowed_bytes == short_exec.memory_plan.internal_bytes > 0
+    assert {id(b._chunk) for b in short_exec._blocks} <= {id(b._chunk) for b in long_exec._blocks}
+
+
+def test_a_failing_sym_gen_names_the_bucket_key():
+    working = lm.sym_gen_factory(mx)
+
+    def sym_gen(seq_len):
+        if seq_len == 5:
+            raise ValueError("no cell for 5 steps")
+        return working(seq_len)
+
+    module = mx.mod.BucketingModule(sym_gen, default_bucket_key=8)
+    module.bind([("data", (2, 8))], [("softmax_label", (2, 8))])
+    module.init_params()
+    with pytest.raises(MXNBError, match=r"sym_gen\(5\) raised ValueError: no cell for 5 steps"):
+        module.switch_bucket(5, [("data", (2, 5))], [("softmax_label", (2, 5))])
+    with pytest.raises(MXNBError, match=r"sym_gen\(8\) returned Symbol; it must return"):
+        mx.mod.BucketingModule(lambda key: working(key)[0], default_bucket_key=8)
+
+
+def test_a_bucket_whose_shapes_do_not_fit_names_the_key_and_the_parameter():
+    sym_gen = lm.sym_gen_factory(mx)
+
+    def wider(seq_len):
+        if seq_len != 3:
+            return sym_gen(seq_len)
+        data = mx.sym.Variable("data")
+        embed = mx.sym.Embedding(data, input_dim=lm.VOCAB + 1, output_dim=lm.EMBED, name="embed")
+        return mx.sym.MakeLoss(mx.sym.sum(embed), name="loss"), ("data",), ()
+
+    module = mx.mod.BucketingModule(wider, default_bucket_key=8)
+    module.bind([("data", (2, 8))], [("softmax_label", (2, 8))])
+    module.init_params()
+    with pytest.raises(ShapeError, match=r"bucket 3 .*'embed_weight' has shape \(13, 6\)"):
+        module.switch_bucket(3, [("data", (2, 3))], None)
+    with pytest.raises(ShapeError, match=r"bucket 4 .*label has shape \(10,\)"):
+        module.switch_bucket(4, [("data", (2, 4))], [("softmax_label", (2, 5))])
+    assert sorted(module._buckets) == [8]
+
+
+def test_checkpoint_round_trip(trained, tmp_path):
+    module, _, score = trained
+    prefix = str(tmp_path / "lm")
+    module.save_checkpoint(prefix, 3)
+    names = sorted(path.name for path in tmp_path.iterdir())
+    assert names == ["lm-0003.params", "lm-4-symbol.json", "lm-8-symbol.json", "lm.buckets"]
+    assert (tmp_path / "lm.buckets").read_bytes() == (DATA / "bucketing_lm.buckets").read_bytes()
+    loaded = mx.mod.BucketingModule.load(prefix, 3, lm.sym_gen_factory(mx), default_bucket_key=8)
+    assert sorted(loaded._buckets) == [4, 8]
+    with lm.no_shuffle():
+        data = lm.make_iter(mx)
+        loaded.bind(data.provide_data, data.provide_label, for_training=False)
+        again = loaded.score(data, mx.metric.Perplexity(0))[0][1]
+    np.testing.assert_allclose(again, score, rtol=1e-6)
+    want, _ = module.get_params()
+    got, _ = loaded.get_params()
+    for name, value in want.items():
+        np.testing.assert_array_equal(got[name].asnumpy(), value.asnumpy(), err_msg=name)
+
+
+def test_loads_mxnets_bucketing_checkpoint(reference):
+    """The files MXNet 1.9.1's BucketingModule.save_checkpoint wrote, scored by mxnb."""
+    loaded = mx.mod.BucketingModule.load(
+        str(DATA / "bucketing_lm"), lm.EPOCHS, lm.sym_gen_factory(mx), default_bucket_key=8
+    )
+    arg_params, _ = loaded.get_params()
+    for name in lm.initial_params():
+        np.testing.assert_array_equal(arg_params[name].asnumpy(), reference[f"final:{name}"])
+    with lm.no_shuffle():
+        data = lm.make_iter(mx)
+        loaded.bind(data.provide_data, data.provide_label, for_training=False)
+        score = loaded.score(data, mx.metric.Perplexity(0))[0][1]
+    np.testing.assert_allclose(score, reference["score_perplexity"], rtol=1e-5)
+
+
+def test_save_checkpoint_refuses_keys_mxnet_cannot_store(tmp_path):
+    sym_gen = lm.sym_gen_factory(mx)
+    module = mx.mod.BucketingModule(lambda key: sym_gen(int(key)), default_bucket_key="8")
+    with pytest.raises(MXNBError, match="empty BucketingModule"):
+        module.save_checkpoint(str(tmp_path / "x"), 0)
+    module.bind([("data", (2, 8))], [("softmax_label", (2, 8))])
+    module.init_params()
+    with pytest.raises(MXNBError, match="not all integers"):
+        module.save_checkpoint(str(tmp_path / "x"), 0)

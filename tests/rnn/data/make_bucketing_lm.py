@@ -15,6 +15,10 @@ Writes ``bucketing_lm.npz``: ``init:NAME`` (the initial parameters),
 ``final:NAME`` (after ``fit``), ``train_perplexity`` (one per epoch) and
 ``score_perplexity`` (``score`` after training).  The tests run the same
 with mxnb (this module's functions take ``mx`` so both sides share them).
+Also writes MXNet's bucketing checkpoint of the trained module
+(``save_checkpoint('bucketing_lm', 3)``: ``bucketing_lm-0003.params``,
+``bucketing_lm-4-symbol.json``, ``bucketing_lm-8-symbol.json``,
+``bucketing_lm.buckets``), which the tests load with mxnb.
 """
 
 import random
@@ -127,6 +131,7 @@ def main():
     out["train_perplexity"] = np.array(perplexities)
     out["score_perplexity"] = np.array(score)
     np.savez(HERE / "bucketing_lm.npz", **out)
+    module.save_checkpoint(str(HERE / "bucketing_lm"), EPOCHS)
     print(perplexities, score)
 
 
