@@ -8,7 +8,11 @@ parameters.  Every other bucket's Module is bound with
 ``shared_module=default`` the first time a batch of that key arrives: its
 parameter, gradient and auxiliary arrays ARE the default module's NDArrays
 (:meth:`Module.bind`), and it borrows the default module's optimizer, kvstore
-and updater, so momentum and the update count carry across buckets.
+and updater, so momentum and the update count carry across buckets.  Memory
+is shared as MXNet shares it (:mod:`mxnb.executor.sharing`): a bucket's data
+and label arrays are views of the default bucket's (when they fit) and its
+intermediate blocks are taken from the default bucket's memory pool, so a
+shorter bucket allocates nothing new.
 
 Rules (MXNet 1.9.1's):
     * ``forward`` switches to ``data_batch.bucket_key`` (binding it with the
@@ -17,12 +21,20 @@ Rules (MXNet 1.9.1's):
     * ``init_params`` / ``init_optimizer`` run on the current module; later
       buckets share the result;
     * ``get_params`` / ``set_params`` go through the current module (the
-      parameters are the same arrays in every bucket).
+      parameters are the same arrays in every bucket);
+    * ``sym_gen`` runs under a fresh ``NameManager``; a ``sym_gen`` that
+      raises or returns something else than ``(symbol, data_names,
+      label_names)``, and a bucket that does not bind on the default bucket's
+      parameters, are errors naming the bucket key;
+    * ``save_checkpoint(prefix, epoch)`` writes MXNet's files:
+      ``prefix-%04d.params``, ``prefix-KEY-symbol.json`` per bucket and
+      ``prefix.buckets`` (the integer keys); ``BucketingModule.load`` reads them.
 
 State kept:
     _buckets                  key -> Module (bound)
     _default_bucket_key       the key of the module that owns the parameters
     _curr_module, _curr_bucket_key
+    _preloaded                (arg_params, aux_params) read by ``load``, set at ``bind``
 
 Example::
 
