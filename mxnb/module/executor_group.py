@@ -16,6 +16,7 @@ update); writing them copies to every device.
 State kept:
     contexts, slices            device list and each one's batch rows
     execs                       one Executor per device
+    grad_req_given              the grad_req bound with (``grad_req`` is per argument)
     shared_data_arrays          per device: name -> input array that groups sharing this one reuse
     param_arrays, grad_arrays   per parameter: its array on each device (grad None when fixed)
     aux_arrays                  per auxiliary state: its array on each device
@@ -100,6 +101,7 @@ class DataParallelExecutorGroup:
         self.label_names = [name for name, _ in self.label_shapes]
         self.batch_size = self.data_shapes[0][1][0]
         self.slices = split_input_slice(self.batch_size, work_load_list)
+        self.grad_req_given = grad_req
         self.grad_req = self._grad_req_dict(grad_req)
         shared = [None] * len(self.contexts) if shared_group is None else shared_group.execs
         if len(shared) != len(self.contexts):

@@ -407,17 +407,33 @@ class Module(BaseModule):
         self._exec_group.forward(data_batch, is_train)
 
     def _rebind_for(self, data_batch: Any) -> None:
-        arg_params, aux_params = self.get_params()
+        """MXNet's reshape: executors for the batch's shapes on the SAME parameter arrays.
+
+        The new executor group shares the old one's parameters, gradients, aux
+        states, input buffers and memory pool (:mod:`mxnb.executor.sharing`),
+        so the optimizer, the kvstore and any module sharing this one's arrays
+        (a BucketingModule's other buckets) keep working on the same arrays.
+        """
         data = [(name, tuple(a.shape)) for name, a in zip(self._data_names, data_batch.data)]
         labels = getattr(data_batch, "label", None) or []
         label = [
             (name, tuple(a.shape)) for name, a in zip(self._label_names, labels)
         ] or self._label_shapes
-        self.bind(data, label, self.for_training, self.inputs_need_grad, force_rebind=True)
-        self._exec_group.set_params(arg_params, aux_params)
-        if self._update_on_kvstore:
-            for name, on_devices in zip(self._param_names, self._exec_group.param_arrays):
-                self._kvstore.pull(name, out=on_devices)
+        old = self._exec_group
+        self._data_shapes, self._label_shapes = data, label
+        self._exec_group = DataParallelExecutorGroup(
+            self._symbol,
+            self._context,
+            self._work_load_list,
+            data,
+            label,
+            self._param_names,
+            self.for_training,
+            self.inputs_need_grad,
+            self._fixed_param_names,
+            old.grad_req_given,
+            shared_group=old,
+        )
 
     def backward(self, out_grads: Sequence[NDArray] | None = None) -> None:
         """Run backward on every device."""

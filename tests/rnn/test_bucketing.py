@@ -213,3 +213,32 @@ def test_save_checkpoint_refuses_keys_mxnet_cannot_store(tmp_path):
     module.init_params()
     with pytest.raises(MXNBError, match="not all integers"):
         module.save_checkpoint(str(tmp_path / "x"), 0)
+
+
+def test_a_batch_of_another_size_rebinds_a_bucket_on_the_same_parameters():
+    """MXNet reshapes the bucket's executors; the parameters stay the default bucket's arrays."""
+    module = mx.mod.BucketingModule(lm.sym_gen_factory(mx), default_bucket_key=8)
+    module.bind([("data", (4, 8))], [("softmax_label", (4, 8))])
+    module.init_params(mx.init.Xavier())
+    module.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 1.0})
+    default = module._buckets[8]._exec_group.execs[0]
+    for rows, key in ((4, 4), (3, 4), (2, 8)):
+        tokens = (np.arange(rows * key).reshape(rows, key) % (lm.VOCAB - 1) + 1).astype(np.float32)
+        batch = mx.io.DataBatch(
+            [mx.nd.array(tokens)],
+            [mx.nd.array(np.roll(tokens, -1, axis=1))],
+            bucket_key=key,
+            provide_data=[mx.io.DataDesc("data", (rows, key))],
+            provide_label=[mx.io.DataDesc("softmax_label", (rows, key))],
+        )
+        before = default.arg_dict["pred_weight"].asnumpy()
+        module.forward_backward(batch)
+        module.update()
+        assert module.get_outputs()[0].shape == (rows * key, lm.VOCAB)
+        assert not np.allclose(default.arg_dict["pred_weight"].asnumpy(), before)
+        current = module._curr_module._exec_group.execs[0]
+        for name in lm.initial_params():
+            assert current.arg_dict[name] is default.arg_dict[name], (rows, key, name)
+    np.testing.assert_array_equal(
+        module.get_params()[0]["pred_weight"].asnumpy(), default.arg_dict["pred_weight"].asnumpy()
+    )
