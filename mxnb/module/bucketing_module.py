@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import MXNBError
+from ..base import FormatError, MXNBError
 from ..context import Context, cpu
 from ..model import load_params
 from ..ndarray import NDArray, load, mxnet_format
@@ -69,6 +69,22 @@ from .base_module import BaseModule
 from .module import Module
 
 __all__ = ["BucketingModule"]
+
+
+def _bucket_keys(path: str) -> list[int]:
+    """The integer keys in MXNet's ``prefix.buckets`` file (a list holding one vector)."""
+    saved = load(path)
+    vector = saved[0] if isinstance(saved, list) and len(saved) == 1 else None
+    if vector is None or len(vector.shape) != 1 or vector.dtype.kind not in "iuf":
+        found = type(saved).__name__ if vector is None else f"shape {vector.shape} {vector.dtype}"
+        raise FormatError(
+            f"BucketingModule.load: {path!r} must hold one vector of bucket keys (the "
+            f"prefix.buckets file save_checkpoint writes); found {found}"
+        )
+    values = vector.asnumpy()
+    if not np.array_equal(values, np.round(values)):
+        raise FormatError(f"BucketingModule.load: {path!r} holds bucket keys that are not integers")
+    return [int(key) for key in values]
 
 
 class BucketingModule(BaseModule):
@@ -426,7 +442,7 @@ class BucketingModule(BaseModule):
         """
         if sym_gen is None or default_bucket_key is None:
             raise MXNBError("BucketingModule.load: give sym_gen and default_bucket_key")
-        keys = [int(key) for key in load(f"{prefix}.buckets")[0].asnumpy().astype(np.int32)]
+        keys = _bucket_keys(f"{prefix}.buckets")
         module = BucketingModule(sym_gen, default_bucket_key, **kwargs)
         for key in keys:
             symbol = _load_symbol(f"{prefix}-{key}-symbol.json")

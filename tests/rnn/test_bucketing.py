@@ -242,3 +242,23 @@ def test_a_batch_of_another_size_rebinds_a_bucket_on_the_same_parameters():
     np.testing.assert_array_equal(
         module.get_params()[0]["pred_weight"].asnumpy(), default.arg_dict["pred_weight"].asnumpy()
     )
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"keys": np.array([4, 8])},
+        [np.array([4, 8]), np.array([1])],
+        [np.ones((2, 2))],
+        [np.array([4.5])],
+    ],
+    ids=["a dict", "two arrays", "a matrix", "fractions"],
+)
+def test_a_malformed_buckets_file_is_a_format_error(tmp_path, content):
+    prefix = str(tmp_path / "lm")
+    if isinstance(content, dict):
+        mx.nd.save(f"{prefix}.buckets", {k: mx.nd.array(v) for k, v in content.items()})
+    else:
+        mx.nd.save(f"{prefix}.buckets", [mx.nd.array(v) for v in content])
+    with pytest.raises(mx.base.FormatError, match="lm.buckets"):
+        mx.mod.BucketingModule.load(prefix, 0, lm.sym_gen_factory(mx), default_bucket_key=8)
