@@ -56,35 +56,16 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
-from ..base import FormatError, MXNBError
+from ..base import MXNBError
 from ..context import Context, cpu
-from ..model import load_params
-from ..ndarray import NDArray, load, mxnet_format
-from ..ndarray import array as nd_array
+from ..model import load_bucket_keys, load_params, save_bucket_keys
+from ..ndarray import NDArray
 from ..symbol import NameManager, Symbol
 from ..symbol import load as _load_symbol
 from .base_module import BaseModule
 from .module import Module
 
 __all__ = ["BucketingModule"]
-
-
-def _bucket_keys(path: str) -> list[int]:
-    """The integer keys in MXNet's ``prefix.buckets`` file (a list holding one vector)."""
-    saved = load(path)
-    vector = saved[0] if isinstance(saved, list) and len(saved) == 1 else None
-    if vector is None or len(vector.shape) != 1 or vector.dtype.kind not in "iuf":
-        found = type(saved).__name__ if vector is None else f"shape {vector.shape} {vector.dtype}"
-        raise FormatError(
-            f"BucketingModule.load: {path!r} must hold one vector of bucket keys (the "
-            f"prefix.buckets file save_checkpoint writes); found {found}"
-        )
-    values = vector.asnumpy()
-    if not np.array_equal(values, np.round(values)):
-        raise FormatError(f"BucketingModule.load: {path!r} holds bucket keys that are not integers")
-    return [int(key) for key in values]
 
 
 class BucketingModule(BaseModule):
@@ -414,18 +395,10 @@ class BucketingModule(BaseModule):
         """
         if not self._buckets:
             raise MXNBError("save_checkpoint: an empty BucketingModule cannot be saved; bind() it")
-        keys = list(self._buckets)
-        if not all(isinstance(key, int | np.integer) for key in keys):
-            raise MXNBError(
-                f"save_checkpoint: bucket keys {keys} are not all integers; MXNet's "
-                "prefix.buckets file stores them as int32"
-            )
+        save_bucket_keys(prefix, list(self._buckets))  # first: it checks the keys
         self.save_params(f"{prefix}-{epoch:04d}.params")
         for key, module in self._buckets.items():
             module.symbol.save(f"{prefix}-{key}-symbol.json", remove_amp_cast=remove_amp_cast)
-        mxnet_format.save(
-            f"{prefix}.buckets", [nd_array(np.array(keys, dtype=np.int32), dtype=np.int32)]
-        )
 
     @staticmethod
     def load(
@@ -442,7 +415,7 @@ class BucketingModule(BaseModule):
         """
         if sym_gen is None or default_bucket_key is None:
             raise MXNBError("BucketingModule.load: give sym_gen and default_bucket_key")
-        keys = _bucket_keys(f"{prefix}.buckets")
+        keys = load_bucket_keys(prefix)
         module = BucketingModule(sym_gen, default_bucket_key, **kwargs)
         for key in keys:
             symbol = _load_symbol(f"{prefix}-{key}-symbol.json")
