@@ -187,9 +187,16 @@ class Module(BaseModule):
         shared_module: Any = None,
         grad_req: str = "write",
     ) -> None:
-        """Bind an executor per device for ``data_shapes`` / ``label_shapes`` (the whole batch)."""
-        if shared_module is not None:
-            raise MXNBError("bind: shared_module is not supported by mxnb's Module")
+        """Bind an executor per device for ``data_shapes`` / ``label_shapes`` (the whole batch).
+
+        ``shared_module`` (bound, parameters initialised): this module's
+        parameters, gradients and aux states ARE that module's arrays (MXNet's
+        rule, used by :class:`~mxnb.module.BucketingModule`).
+        """
+        if shared_module is not None and not (
+            shared_module.binded and shared_module.params_initialized
+        ):
+            raise MXNBError("bind: shared_module must be bound and have its parameters initialized")
         if force_rebind:
             self._exec_group = None
             self.binded = False
@@ -218,9 +225,14 @@ class Module(BaseModule):
             inputs_need_grad,
             self._fixed_param_names,
             grad_req,
+            shared_group=None if shared_module is None else shared_module._exec_group,
         )
         self.binded = True
-        if self.params_initialized:
+        if shared_module is not None:
+            self.params_initialized = True
+            self._arg_params = shared_module._arg_params
+            self._aux_params = shared_module._aux_params
+        elif self.params_initialized:
             self._exec_group.set_params(self._arg_params, self._aux_params)
         else:
             group = self._exec_group
@@ -356,6 +368,16 @@ class Module(BaseModule):
             self.load_optimizer_states(self._preload_opt_states)
             self._preload_opt_states = None
 
+    def borrow_optimizer(self, shared_module: Module) -> None:
+        """Use ``shared_module``'s optimizer, kvstore and updater (their states are shared too)."""
+        if not shared_module.optimizer_initialized:
+            raise MXNBError("borrow_optimizer: the shared module has no optimizer yet")
+        self._optimizer = shared_module._optimizer
+        self._kvstore = shared_module._kvstore
+        self._update_on_kvstore = shared_module._update_on_kvstore
+        self._updater = shared_module._updater
+        self.optimizer_initialized = True
+
     def save_optimizer_states(self, fname: str) -> None:
         """Write the optimizer states (of the kvstore or of the module's updater)."""
         if not self.optimizer_initialized:
@@ -385,17 +407,33 @@ class Module(BaseModule):
         self._exec_group.forward(data_batch, is_train)
 
     def _rebind_for(self, data_batch: Any) -> None:
-        arg_params, aux_params = self.get_params()
+        """MXNet's reshape: executors for the batch's shapes on the SAME parameter arrays.
+
+        The new executor group shares the old one's parameters, gradients, aux
+        states, input buffers and memory pool (:mod:`mxnb.executor.sharing`),
+        so the optimizer, the kvstore and any module sharing this one's arrays
+        (a BucketingModule's other buckets) keep working on the same arrays.
+        """
         data = [(name, tuple(a.shape)) for name, a in zip(self._data_names, data_batch.data)]
         labels = getattr(data_batch, "label", None) or []
         label = [
             (name, tuple(a.shape)) for name, a in zip(self._label_names, labels)
         ] or self._label_shapes
-        self.bind(data, label, self.for_training, self.inputs_need_grad, force_rebind=True)
-        self._exec_group.set_params(arg_params, aux_params)
-        if self._update_on_kvstore:
-            for name, on_devices in zip(self._param_names, self._exec_group.param_arrays):
-                self._kvstore.pull(name, out=on_devices)
+        old = self._exec_group
+        self._data_shapes, self._label_shapes = data, label
+        self._exec_group = DataParallelExecutorGroup(
+            self._symbol,
+            self._context,
+            self._work_load_list,
+            data,
+            label,
+            self._param_names,
+            self.for_training,
+            self.inputs_need_grad,
+            self._fixed_param_names,
+            old.grad_req_given,
+            shared_group=old,
+        )
 
     def backward(self, out_grads: Sequence[NDArray] | None = None) -> None:
         """Run backward on every device."""

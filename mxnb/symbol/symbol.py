@@ -498,20 +498,23 @@ class Symbol:
         """Infer shapes from ``kwargs``, allocate arrays and return an Executor (``mx.executor``).
 
         ``recompute`` (None, 'mirror', 'sqrt' or a byte budget) trades memory for
-        compute, as ``mx.executor.plan_memory`` describes.
+        compute, as ``mx.executor.plan_memory`` describes.  ``shared_exec``,
+        ``shared_arg_names`` and ``shared_buffer`` share parameters, input buffers
+        and the memory pool with another executor (``mxnb.executor.sharing``).
         """
-        _reject_unsupported(
-            "simple_bind",
-            stype_dict=stype_dict,
-            group2ctx=group2ctx,
-            shared_arg_names=shared_arg_names,
-            shared_exec=shared_exec,
-            shared_buffer=shared_buffer,
-        )
+        _reject_unsupported("simple_bind", stype_dict=stype_dict, group2ctx=group2ctx)
         from .. import executor
 
         return executor.simple_bind(
-            self, ctx, grad_req=grad_req, type_dict=type_dict, recompute=recompute, **kwargs
+            self,
+            ctx,
+            grad_req=grad_req,
+            type_dict=type_dict,
+            recompute=recompute,
+            shared_arg_names=shared_arg_names,
+            shared_exec=shared_exec,
+            shared_buffer=shared_buffer,
+            **kwargs,
         )
 
     def bind(

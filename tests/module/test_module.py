@@ -195,3 +195,30 @@ def test_gradient_sync_can_overlap_backward(two_virtual_gpus, mlp):
     fc2_backward = {e.op_id for e in pushes if e.name.startswith("fc2") and "backward" in e.name}
     assert len(fc2_backward) == 2
     assert fc2_backward <= ancestors(sync.op_id)
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+def test_a_batch_of_another_size_trains_on_the_same_parameter_arrays(
+    devices, two_virtual_gpus, mlp
+):
+    """forward on a new batch shape rebinds (MXNet's reshape) keeping the parameter arrays."""
+    context = two_virtual_gpus if devices == 2 else mx.cpu()
+    kvstore = "device" if devices == 2 else "local"
+
+    def run(bound_rows):
+        module = mx.mod.Module(mlp, context=context)
+        module.bind([("data", (bound_rows, 5))], [("softmax_label", (bound_rows,))])
+        module.init_params(arg_params=initial_params())
+        params = {"learning_rate": 0.1, "rescale_grad": 1 / 8}  # not 1 / the bound batch
+        module.init_optimizer(kvstore=kvstore, optimizer_params=params)
+        arrays = [list(block) for block in module._exec_group.param_arrays]
+        for batch in batches(size=8):  # 8, ..., 8, then the remaining 4 rows
+            module.forward_backward(batch)
+            module.update()
+        now = module._exec_group.param_arrays
+        assert all(a is b for old, new in zip(arrays, now) for a, b in zip(old, new))
+        return module.get_params()[0]
+
+    rebound, bound_at_8 = run(10), run(8)
+    for name, value in bound_at_8.items():
+        np.testing.assert_allclose(rebound[name].asnumpy(), value.asnumpy(), rtol=1e-6, atol=1e-7)
