@@ -285,6 +285,8 @@ def main() -> None:
         f"Data parallel (kvstore='device'), BLAS 1 thread per worker, MXNB_OP_THREADS=1; "
         f"{os.cpu_count()} cores, load average {load:.1f} (wall figures need free cores)"
     )
+    workers = os.environ.get("MXNB_GPU_WORKER_NTHREADS", "the default 2")
+    print(f"  engine {mx.engine.engine_type()!r}, {workers} worker threads per virtual GPU")
     if gil is None:
         print("  GIL meter not running (no C compiler, --no-gil-meter, or a static libpython)")
     for batch in (int(text) for text in args.batches.split(",")):
