@@ -47,6 +47,16 @@ def train(net, context, kvstore, optimizer="sgd", params=None, epochs=2):
     return module, metric
 
 
+def traced_step(module):
+    """The trace of one forward_backward + update on the first batch (earlier work finished)."""
+    mx.nd.waitall()
+    with mx.engine.trace() as trace:
+        module.forward_backward(next(batches()))
+        module.update()
+        mx.nd.waitall()
+    return trace
+
+
 def test_step_api_matches_mxnet_fit(mlp):
     """forward_backward / update / update_metric over the batches reproduce MXNet's fit (3 epochs)."""
     case = VECTORS["cases"][1]  # sgd with momentum and wd
@@ -80,12 +90,7 @@ def test_data_parallel_step_schedule(two_virtual_gpus, mlp):
     """One step on two devices: forward/backward in each device's lanes, pushpulls named by key
     with MXNet's priorities, issued in backward order; the first sync starts before backward ends."""
     module, _ = train(mlp, two_virtual_gpus, "device", epochs=1)
-    batch = next(batches())
-    mx.nd.waitall()
-    with mx.engine.trace() as trace:
-        module.forward_backward(batch)
-        module.update()
-        mx.nd.waitall()
+    trace = traced_step(module)
     pushes = trace.events_of(OpPush)
     reduces = [event for event in pushes if event.name.startswith("kvstore.reduce:")]
     assert [event.name for event in reduces] == [
@@ -113,12 +118,7 @@ def test_two_device_step_pushes_four_kvstore_ops_per_key(two_virtual_gpus, mlp):
     gradient, a reduce, an update of the weight on the reduce device in place (the store adopted
     it) and one pull, into the other device's weight; nothing waits in the calling thread."""
     module, _ = train(mlp, two_virtual_gpus, "device", epochs=1)
-    batch = next(batches())
-    mx.nd.waitall()
-    with mx.engine.trace() as trace:
-        module.forward_backward(batch)
-        module.update()
-        mx.nd.waitall()
+    trace = traced_step(module)
     pushes = trace.events_of(OpPush)
     for name, on_devices in zip(module._param_names, module._exec_group.param_arrays):
         ops = [event for event in pushes if event.name.endswith(f":{name}")]
