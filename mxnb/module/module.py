@@ -14,6 +14,10 @@ Rules (MXNet 1.9.1's):
       are pushed (summed over devices), updated on the store and pulled back to
       every device — one ``pushpull`` per parameter, with priority ``-index``;
     * ``rescale_grad`` defaults to ``1 / batch_size``;
+    * mxnb, with a ``local`` / ``device`` store it creates and updates on: each
+      key's weight on its reduce device IS the stored value (``adopt``), so the
+      update writes it in place and only the other devices pull a copy;
+      ``set_params`` then writes the store too (MXNet's keeps a stale copy);
     * mxnb issues the pushes in backward order (last parameter first): the
       executor's backward ops are already queued on the engine, so each push
       starts as soon as its gradient is written, while the rest of backward runs.
@@ -46,7 +50,7 @@ from ..atomic_file import write_atomically
 from ..base import MXNBError
 from ..context import Context, cpu
 from ..initializer import InitDesc, Uniform
-from ..kvstore import KVStore
+from ..kvstore import KVStore, LocalKVStore
 from ..kvstore import create as _create_kv
 from ..model import load_checkpoint, split_params
 from ..ndarray import NDArray, load, mxnet_format, zeros
@@ -133,6 +137,7 @@ class Module(BaseModule):
         self._optimizer: Any = None
         self._kvstore: KVStore | None = None
         self._update_on_kvstore = False
+        self._owns_kvstore = False  # the store was made here from a name: weights may be adopted
         self._updater: Any = None
         self._preload_opt_states: str | None = None
         self._exec_group: DataParallelExecutorGroup | None = None
@@ -351,6 +356,7 @@ class Module(BaseModule):
             optimizer.idx2name = idx2name.copy()
         self._optimizer = optimizer
         self._kvstore = store
+        self._owns_kvstore = store is not None and not isinstance(kvstore, KVStore)
         self._update_on_kvstore = update_on_kvstore
         self._updater = None
         if store is not None:
@@ -361,6 +367,7 @@ class Module(BaseModule):
                     store.broadcast(name, self._arg_params[name], out=on_devices)
                 else:
                     store.init(name, self._arg_params[name])
+            self._adopt_weights()
         if not update_on_kvstore:
             self._updater = _opt.get_updater(optimizer)
         self.optimizer_initialized = True
@@ -434,6 +441,19 @@ class Module(BaseModule):
             old.grad_req_given,
             shared_group=old,
         )
+
+    def _adopt_weights(self) -> None:
+        """Let a store made here keep each key's value in that key's device weight (see above).
+
+        In backward order, the order of the first pushes, so each key gets the
+        reduce device its first push would have chosen.
+        """
+        store = self._kvstore
+        if not (self._update_on_kvstore and self._owns_kvstore and isinstance(store, LocalKVStore)):
+            return
+        group = self._exec_group
+        for name, on_devices in reversed(list(zip(self._param_names, group.param_arrays))):
+            store.adopt(name, on_devices)
 
     def backward(self, out_grads: Sequence[NDArray] | None = None) -> None:
         """Run backward on every device."""
