@@ -12,7 +12,7 @@ Example::
 """
 
 from . import base
-from .base import MXNBError
+from .base import MXNBError, MXNetError
 from .context import Context, RunContext, cpu, cpu_pinned, current_context, gpu, num_gpus
 from . import context
 from . import engine
@@ -27,14 +27,23 @@ from . import symbol as sym
 from . import executor
 from . import autograd
 from . import testing
+from . import test_utils
+from . import util
+from . import runtime
+from . import name
+from . import attribute
+from .attribute import AttrScope
 from . import widgets
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AttrScope",
     "Context",
     "MXNBError",
+    "MXNetError",
     "RunContext",
+    "attribute",
     "autograd",
     "base",
     "context",
@@ -44,15 +53,19 @@ __all__ = [
     "engine",
     "executor",
     "gpu",
+    "name",
     "nd",
     "ndarray",
     "num_gpus",
     "operator",
     "random",
     "resource",
+    "runtime",
     "storage",
     "sym",
     "symbol",
+    "test_utils",
     "testing",
+    "util",
     "widgets",
 ]

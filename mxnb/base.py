@@ -40,6 +40,7 @@ __all__ = [
     "FormatError",
     "GraphError",
     "MXNBError",
+    "MXNetError",
     "NotSupportedError",
     "OpError",
     "ParamError",
@@ -49,12 +50,22 @@ __all__ = [
     "array_module",
     "as_shape",
     "dtype_name",
+    "integer_types",
+    "mx_real_t",
     "np_dtype",
+    "numeric_types",
+    "py_str",
+    "string_types",
 ]
 
 
 class MXNBError(Exception):
     """Root of every error mxnb raises."""
+
+
+MXNetError = MXNBError
+"""MXNet's name for the root error (``mx.base.MXNetError``): the same class, so
+``except mx.MXNetError`` catches everything mxnb raises."""
 
 
 class EngineError(MXNBError, RuntimeError):
@@ -239,3 +250,34 @@ def acquire_lock(lock: Lock) -> None:
     acquire = lock.acquire
     while not acquire(False):
         time.sleep(_CONTENDED_NAP)
+
+
+# ---------------------------------------------------------------------------
+# MXNet 1.x helper names (python/mxnet/base.py) that user code and tests import
+# ---------------------------------------------------------------------------
+
+integer_types = (int, np.integer)
+"""Types MXNet accepts where an integer is expected."""
+
+numeric_types = (float, int, np.generic)
+"""Types MXNet accepts where a number is expected."""
+
+string_types = (str,)
+"""Types MXNet accepts where a string is expected."""
+
+mx_real_t = np.float32
+"""MXNet's default real type."""
+
+
+def py_str(value: bytes | str) -> str:
+    """Decode ``bytes`` (UTF-8) to ``str``; a ``str`` is returned as it is."""
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def _as_list(value: Any) -> list[Any]:
+    """``value`` as a list: a list stays, a tuple becomes a list, anything else is wrapped."""
+    if isinstance(value, list):
+        return value
+    if isinstance(value, tuple):
+        return list(value)
+    return [value]

@@ -39,10 +39,11 @@ __all__ = [
     "Context",
     "RunContext",
     "cpu",
-    "gpu",
     "cpu_pinned",
     "current_context",
+    "gpu",
     "num_gpus",
+    "set_default_context",
     "set_virtual_gpus",
     "virtual_gpus",
 ]
@@ -171,7 +172,17 @@ def _stack() -> list[Context]:
 def current_context() -> Context:
     """Return the context of the innermost ``with ctx:`` block, or ``cpu(0)``."""
     stack = _stack()
-    return stack[-1] if stack else Context("cpu", 0)
+    if stack:
+        return stack[-1]
+    default = getattr(_local, "default", None)
+    return default if default is not None else Context("cpu", 0)
+
+
+def set_default_context(ctx: Context) -> None:
+    """Make ``ctx`` this thread's context outside any ``with ctx:`` block (MXNet: test_utils)."""
+    if not isinstance(ctx, Context):
+        raise ContextError(f"set_default_context: expected a Context, found {type(ctx).__name__}")
+    _local.default = ctx
 
 
 def cpu(device_id: int = 0) -> Context:

@@ -532,13 +532,21 @@ def check_symbolic_forward(
     aux_states: Any = None,
     is_train: bool = False,
     dtype: Any = np.float32,
+    equal_nan: bool = False,
 ) -> list[np.ndarray]:
     """Bind ``sym`` at ``location``, run forward and compare every output with ``expected``."""
     executor = _bind_symbol(sym, location, aux_states, "null", dtype)
     executor.forward(is_train=is_train)
     outputs = [out.asnumpy() for out in executor.outputs]
     for index, (out, want) in enumerate(zip(outputs, expected)):
-        assert_almost_equal(out, want, rtol, atol, names=(f"FORWARD_{index}", f"EXPECTED_{index}"))
+        assert_almost_equal(
+            out,
+            want,
+            rtol,
+            atol,
+            names=(f"FORWARD_{index}", f"EXPECTED_{index}"),
+            equal_nan=equal_nan,
+        )
     return outputs
 
 
@@ -553,6 +561,7 @@ def check_symbolic_backward(
     grad_req: str = "write",
     is_train: bool = True,
     dtype: Any = np.float32,
+    equal_nan: bool = False,
 ) -> dict[str, np.ndarray]:
     """Bind ``sym``, run forward and backward with ``out_grads``; compare gradients with ``expected``.
 
@@ -567,7 +576,12 @@ def check_symbolic_backward(
     grads = {name: executor.grad_dict[name].asnumpy() for name in wanted}
     for name, want in wanted.items():
         assert_almost_equal(
-            grads[name], want, rtol, atol, names=(f"BACKWARD_{name}", f"EXPECTED_{name}")
+            grads[name],
+            want,
+            rtol,
+            atol,
+            names=(f"BACKWARD_{name}", f"EXPECTED_{name}"),
+            equal_nan=equal_nan,
         )
     return grads
 

@@ -30,8 +30,10 @@ from typing import Any
 
 from . import (
     _extra_ops,  # noqa: F401 - registers ops the operator library lacks
+    _internal,  # noqa: F401 - mx.nd._internal
     random,
 )
+from .compat import from_numpy
 from .creation import (
     arange,
     array,
@@ -47,7 +49,7 @@ from .creation import (
     zeros_like,
 )
 from .debug import readonly_view
-from .fileformat import load, save
+from .fileformat import load, load_frombuffer, save
 from .invoke import clear_cache, invoke
 from .ndarray import NDArray
 from .register import make_op_function
@@ -60,10 +62,12 @@ __all__ = [
     "concatenate",
     "empty",
     "empty_like",
+    "from_numpy",
     "full",
     "full_like",
     "invoke",
     "load",
+    "load_frombuffer",
     "make_op_function",
     "ones",
     "ones_like",

@@ -57,7 +57,15 @@ from ..context import Context
 from .creation import array
 from .ndarray import NDArray
 
-__all__ = ["MAGIC", "VERSION", "NDArrayFileNotFoundError", "SaveTypeError", "load", "save"]
+__all__ = [
+    "MAGIC",
+    "VERSION",
+    "NDArrayFileNotFoundError",
+    "SaveTypeError",
+    "load",
+    "load_frombuffer",
+    "save",
+]
 
 MAGIC = b"MXNBND\x00\x01"
 VERSION = 1
@@ -220,6 +228,19 @@ def load(
         raise NDArrayFileNotFoundError(
             f"load: {path!r} is a directory, not a file saved by mx.nd.save"
         ) from None
+    return _load_bytes(path, content, ctx)
+
+
+def load_frombuffer(
+    buf: bytes | bytearray | memoryview, ctx: Context | None = None
+) -> list[NDArray] | dict[str, NDArray]:
+    """Load from the bytes of a file :func:`save` wrote (MXNet: ``mx.nd.load_frombuffer``)."""
+    return _load_bytes("<buffer>", bytes(buf), ctx)
+
+
+def _load_bytes(
+    path: str, content: bytes, ctx: Context | None
+) -> list[NDArray] | dict[str, NDArray]:
     if len(content) < 16 or content[:8] != MAGIC:
         if content[:8] == b"\x12\x01\x00\x00\x00\x00\x00\x00":
             raise _bad(path, "this is MXNet's own binary .params format, which mxnb does not read")

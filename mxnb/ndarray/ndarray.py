@@ -56,7 +56,9 @@ from .chunk import _Chunk, _deferred_deletes, _flush_deferred_deletes
 
 _trace = importlib.import_module("mxnb.engine.trace")  # the module: ``enabled`` is read live
 
-__all__ = ["NDArray"]
+__all__ = ["NDArray", "py_slice"]
+
+py_slice = slice  # MXNet: python/mxnet/ndarray/ndarray.py keeps the builtin under this name
 
 _NUMBER_TYPES = (numbers.Number, np.generic)
 
@@ -435,13 +437,16 @@ class NDArray:
         """Return a view with ``other``'s shape."""
         return self.reshape(other.shape)
 
-    def flatten(self) -> NDArray:
-        """Collapse all but the first axis: ``(n, a, b) -> (n, a*b)``."""
+    def flatten(self, inplace: bool = False) -> NDArray:
+        """Collapse all but the first axis: ``(n, a, b) -> (n, a*b)``.
+
+        The result is always a view; ``inplace`` is MXNet's flag for asking one.
+        """
         first = self.shape[0] if self.shape else 1
         return self.reshape((first, -1))
 
-    def expand_dims(self, axis: int) -> NDArray:
-        """Insert an axis of length 1 at ``axis`` (a view)."""
+    def expand_dims(self, axis: int, inplace: bool = False) -> NDArray:
+        """Insert an axis of length 1 at ``axis`` (a view; ``inplace``: MXNet's flag for one)."""
         ndim = self.ndim + 1
         if not -ndim <= axis < ndim:
             raise ShapeError(
@@ -450,8 +455,8 @@ class NDArray:
         axis = axis % ndim
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
-    def squeeze(self, axis: int | Sequence[int] | None = None) -> NDArray:
-        """Remove axes of length 1 (all of them, or ``axis``) (a view)."""
+    def squeeze(self, axis: int | Sequence[int] | None = None, inplace: bool = False) -> NDArray:
+        """Remove axes of length 1 (all of them, or ``axis``) (a view; ``inplace``: MXNet's flag)."""
         if axis is None:
             axes = {index for index, dim in enumerate(self.shape) if dim == 1}
         else:

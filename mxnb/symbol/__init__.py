@@ -36,7 +36,7 @@ from typing import Any
 
 from ..base import FormatError
 from ..operator import registry
-from . import graph, random
+from . import _internal, graph, random  # noqa: F401 - _internal: mx.sym._internal
 from .creation import Group, Variable, create, var
 from .scope import AttrScope, NameManager, Prefix
 from .serialization import from_json

@@ -1,0 +1,270 @@
+"""``mx.test_utils``: the helpers MXNet's tests are written with, under MXNet's names.
+
+Idea: :mod:`mxnb.testing` is the home of mxnb's checks (tolerant comparison,
+numeric gradients, consistency across contexts).  MXNet users and MXNet's
+own unit tests import them as ``mx.test_utils`` with MXNet 1.x's signatures
+(``check_numeric_gradient(sym, location, aux_states, numeric_eps, ...)``,
+``ctx=`` everywhere); this module gives them those signatures, plus the few
+helpers that only make sense as MXNet compatibility (``set_default_context``,
+``simple_forward``, ``np_reduce``, ``environment``).
+
+Rule: every wrapper forwards to :mod:`mxnb.testing`; nothing is checked twice
+or differently here.
+
+State kept: none (``set_default_context`` sets the thread's default context
+in :mod:`mxnb.context`; ``environment`` restores ``os.environ`` on exit).
+
+Example::
+
+    >>> import numpy as np
+    >>> import mxnb as mx
+    >>> from mxnb.test_utils import simple_forward, np_reduce
+    >>> x = mx.sym.Variable('x')
+    >>> simple_forward(x * 2, x=np.array([1.0, 2.0])).tolist()
+    [2.0, 4.0]
+    >>> np_reduce(np.ones((2, 3)), axis=1, keepdims=True, numpy_reduce_func=np.sum).tolist()
+    [[3.0], [3.0]]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import testing as _testing
+from .context import set_default_context
+from .testing import (
+    ToleranceError,
+    almost_equal,
+    assert_almost_equal,
+    assert_exception,
+    check_consistency,
+    default_atol,
+    default_context,
+    default_rtol,
+    numeric_grad,
+    rand_ndarray,
+    rand_shape_2d,
+    rand_shape_3d,
+    rand_shape_nd,
+    random_arrays,
+    same,
+)
+
+__all__ = [
+    "EnvManager",
+    "ToleranceError",
+    "almost_equal",
+    "assert_almost_equal",
+    "assert_exception",
+    "check_consistency",
+    "check_numeric_gradient",
+    "check_symbolic_backward",
+    "check_symbolic_forward",
+    "default_atol",
+    "default_context",
+    "default_dtype",
+    "default_rtol",
+    "environment",
+    "np_reduce",
+    "numeric_grad",
+    "rand_ndarray",
+    "rand_shape_2d",
+    "rand_shape_3d",
+    "rand_shape_nd",
+    "random_arrays",
+    "same",
+    "set_default_context",
+    "simple_forward",
+]
+
+
+def default_dtype() -> type:
+    """The dtype MXNet's tests use when none is given: float32."""
+    return np.float32
+
+
+@contextlib.contextmanager
+def _on(ctx: Any) -> Iterator[None]:
+    """Run the block on ``ctx`` (MXNet's ``ctx=`` argument); the current context when None."""
+    if ctx is None:
+        yield
+        return
+    with ctx:
+        yield
+
+
+def check_numeric_gradient(
+    sym: Any,
+    location: Any,
+    aux_states: Any = None,
+    numeric_eps: float | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    grad_nodes: Any = None,
+    use_forward_train: bool = True,
+    ctx: Any = None,
+    grad_stype_dict: Mapping[str, str] | None = None,
+    dtype: Any = np.float64,
+) -> dict[str, np.ndarray]:
+    """MXNet's signature for :func:`mxnb.testing.check_numeric_gradient` (sparse grads: no)."""
+    _dense_only(grad_stype_dict, "check_numeric_gradient")
+    with _on(ctx):
+        return _testing.check_numeric_gradient(
+            sym,
+            location,
+            aux_states=aux_states,
+            numeric_eps=1e-3 if numeric_eps is None else numeric_eps,
+            rtol=1e-2 if rtol is None else rtol,
+            atol=atol,
+            grad_nodes=grad_nodes,
+            is_train=use_forward_train,
+            dtype=dtype,
+        )
+
+
+def check_symbolic_forward(
+    sym: Any,
+    location: Any,
+    expected: Sequence[Any],
+    rtol: float | None = None,
+    atol: float | None = None,
+    aux_states: Any = None,
+    ctx: Any = None,
+    equal_nan: bool = False,
+    dtype: Any = np.float32,
+) -> list[np.ndarray]:
+    """MXNet's signature for :func:`mxnb.testing.check_symbolic_forward` (runs with is_train=False)."""
+    with _on(ctx):
+        return _testing.check_symbolic_forward(
+            sym, location, expected, rtol, atol, aux_states, dtype=dtype, equal_nan=equal_nan
+        )
+
+
+def check_symbolic_backward(
+    sym: Any,
+    location: Any,
+    out_grads: Sequence[Any],
+    expected: Any,
+    rtol: float | None = None,
+    atol: float | None = None,
+    aux_states: Any = None,
+    grad_req: Any = "write",
+    ctx: Any = None,
+    grad_stypes: Mapping[str, str] | None = None,
+    equal_nan: bool = False,
+    dtype: Any = np.float32,
+) -> dict[str, np.ndarray]:
+    """MXNet's signature for :func:`mxnb.testing.check_symbolic_backward`."""
+    _dense_only(grad_stypes, "check_symbolic_backward")
+    with _on(ctx):
+        return _testing.check_symbolic_backward(
+            sym,
+            location,
+            out_grads,
+            expected,
+            rtol,
+            atol,
+            aux_states,
+            grad_req,
+            dtype=dtype,
+            equal_nan=equal_nan,
+        )
+
+
+def _dense_only(stypes: Mapping[str, str] | None, what: str) -> None:
+    from .base import NotSupportedError
+
+    sparse = {name: stype for name, stype in (stypes or {}).items() if stype != "default"}
+    if sparse:
+        raise NotSupportedError(
+            f"{what}: sparse storage types {sparse} are not supported by mxnb; use dense arrays"
+        )
+
+
+def simple_forward(sym: Any, ctx: Any = None, is_train: bool = False, **inputs: Any) -> Any:
+    """Bind ``sym`` to the named numpy ``inputs``, run forward; the output(s) as numpy."""
+    from . import ndarray as nd
+
+    with _on(ctx):
+        args = {name: nd.array(value) for name, value in inputs.items()}
+        executor = sym.bind(ctx or default_context(), args=args)
+        outputs = [out.asnumpy() for out in executor.forward(is_train=is_train)]
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def np_reduce(
+    dat: np.ndarray,
+    axis: int | Sequence[int] | None,
+    keepdims: bool,
+    numpy_reduce_func: Callable[..., np.ndarray],
+) -> np.ndarray:
+    """Reduce ``dat`` over ``axis`` one axis at a time with ``numpy_reduce_func(x, axis=i)``.
+
+    The reference MXNet's reduce tests compare with: axes are reduced from the
+    last to the first; ``keepdims`` puts back each reduced axis with length 1.
+    """
+    if axis is None:
+        axes = list(range(dat.ndim))
+    elif isinstance(axis, (int, np.integer)):
+        axes = [int(axis)]
+    else:
+        axes = list(axis)
+    axes = sorted({a % dat.ndim for a in axes}) if dat.ndim else []
+    result = dat
+    for a in reversed(axes):
+        result = numpy_reduce_func(result, axis=a)
+    if keepdims:
+        kept = [1 if index in axes else dim for index, dim in enumerate(dat.shape)]
+        result = np.reshape(result, kept)
+    return result
+
+
+@contextlib.contextmanager
+def environment(*args: Any) -> Iterator[None]:
+    """``with environment('NAME', 'value'):`` or ``environment({'A': '1', 'B': None})``.
+
+    Sets (a value of None: removes) environment variables for the block and
+    restores the previous values after it.
+    """
+    if len(args) == 2:
+        settings = {args[0]: args[1]}
+    elif len(args) == 1 and isinstance(args[0], Mapping):
+        settings = dict(args[0])
+    else:
+        from .base import ParamError
+
+        raise ParamError("environment: pass (name, value) or one {name: value} dict")
+    previous = {name: os.environ.get(name) for name in settings}
+    try:
+        for name, value in settings.items():
+            _set_env(name, value)
+        yield
+    finally:
+        for name, value in previous.items():
+            _set_env(name, value)
+
+
+def _set_env(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = str(value)
+
+
+class EnvManager:
+    """MXNet's older spelling of :func:`environment` for one variable: ``with EnvManager(k, v):``."""
+
+    def __init__(self, key: str, value: str | None) -> None:
+        self._scope = environment(key, value)
+
+    def __enter__(self) -> EnvManager:
+        self._scope.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._scope.__exit__(None, None, None)

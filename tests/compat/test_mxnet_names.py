@@ -1,0 +1,147 @@
+"""MXNet 1.x names that user code and MXNet's tests import: they exist and behave."""
+
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import mxnb as mx
+from mxnb.ndarray.ndarray import py_slice
+
+
+def test_mxnet_error_is_the_root_error():
+    assert mx.MXNetError is mx.base.MXNetError is mx.MXNBError
+    with pytest.raises(mx.MXNetError):
+        mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden=2).infer_shape(
+            x=(2, 3), fullyconnected0_weight=(5, 5)
+        )
+
+
+def test_base_helpers():
+    assert mx.base._as_list(1) == [1]
+    assert mx.base._as_list((1, 2)) == [1, 2]
+    same = [3]
+    assert mx.base._as_list(same) is same
+    assert mx.base.py_str(b"abc") == "abc" and mx.base.py_str("abc") == "abc"
+    assert isinstance(np.int64(3), mx.base.integer_types)
+    assert not isinstance(3.0, mx.base.integer_types)
+    assert mx.base.mx_real_t is np.float32
+    assert py_slice is slice
+
+
+def test_np_shape_scope_is_per_thread_and_restored():
+    assert not mx.util.is_np_shape()
+    seen = []
+    with mx.util.np_shape(True):
+        assert mx.util.is_np_shape()
+        thread = threading.Thread(target=lambda: seen.append(mx.util.is_np_shape()))
+        thread.start()
+        thread.join(timeout=10)
+    assert seen == [False]
+    assert not mx.util.is_np_shape()
+    assert mx.util.set_np_shape(True) is False
+    assert mx.util.set_np_shape(False) is True
+
+
+def test_use_np_shape_decorator():
+    @mx.util.use_np_shape
+    def inside():
+        return mx.util.is_np_shape()
+
+    assert inside() is True
+    assert mx.util.is_np_shape() is False
+
+
+def test_runtime_features():
+    features = mx.runtime.Features()
+    assert "CUDA" in features and "MKLDNN" in features
+    assert features.is_enabled("mkldnn") is False
+    with pytest.raises(mx.MXNetError, match="unknown feature"):
+        features.is_enabled("WARP_DRIVE")
+
+
+def test_name_and_attribute_modules():
+    assert mx.name.NameManager is mx.sym.NameManager
+    assert mx.AttrScope is mx.attribute.AttrScope is mx.sym.AttrScope
+    with mx.AttrScope(group="4"):
+        assert mx.sym.Variable("data").attr("group") == "4"
+    with mx.name.Prefix("p_"):
+        assert mx.sym.Activation(mx.sym.Variable("d"), act_type="relu").name.startswith("p_")
+
+
+def test_internal_namespaces_reach_underscore_ops():
+    out = mx.nd._internal._plus_scalar(mx.nd.ones(3), scalar=2.0)
+    assert out.asnumpy().tolist() == [3.0, 3.0, 3.0]
+    sym = mx.sym._internal._mul_scalar(mx.sym.Variable("x"), scalar=3.0)
+    assert sym.list_arguments() == ["x"]
+    with pytest.raises(AttributeError):
+        mx.nd._internal._no_such_op  # noqa: B018
+
+
+def test_engine_bulk_keeps_results_and_restores_size():
+    previous = mx.engine.set_bulk_size(0)
+    with mx.engine.bulk(10):
+        x = mx.nd.ones((4,))
+        for _ in range(20):
+            x += 1
+        assert mx.engine.set_bulk_size(10) == 10
+    assert (x.asnumpy() == 21).all()
+    assert mx.engine.set_bulk_size(previous) == 0
+
+
+def test_load_frombuffer_round_trip(tmp_path):
+    path = tmp_path / "a.nd"
+    mx.nd.save(str(path), {"w": mx.nd.array([1.0, 2.0])})
+    loaded = mx.nd.load_frombuffer(path.read_bytes())
+    assert list(loaded) == ["w"] and loaded["w"].asnumpy().tolist() == [1.0, 2.0]
+    with pytest.raises(mx.MXNetError, match="<buffer>"):
+        mx.nd.load_frombuffer(b"not an ndarray file at all")
+
+
+def test_from_numpy_copies_values_and_dtype():
+    source = np.arange(6, dtype=np.float64).reshape(2, 3)
+    array = mx.nd.from_numpy(source)
+    assert array.dtype == np.float64 and array.asnumpy().tolist() == source.tolist()
+    with pytest.raises(mx.MXNetError, match="C-contiguous"):
+        mx.nd.from_numpy(source.T)
+
+
+def test_inplace_flag_of_shape_methods():
+    x = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3, 1))
+    assert x.expand_dims(0, inplace=True).shape == (1, 2, 3, 1)
+    assert x.squeeze(inplace=True).shape == (2, 3)
+    flat = x.flatten(inplace=True)
+    assert flat.shape == (2, 3)
+    flat[:] = 7
+    assert (x.asnumpy() == 7).all()  # a view: MXNet's inplace=True shares memory
+
+
+def test_set_default_context_per_thread():
+    seen = []
+
+    def other():
+        mx.test_utils.set_default_context(mx.cpu(3))
+        seen.append(mx.current_context())
+        with mx.cpu(1):
+            seen.append(mx.current_context())
+        seen.append(mx.test_utils.default_context())
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join(timeout=10)
+    assert seen == [mx.cpu(3), mx.cpu(1), mx.cpu(3)]
+    assert mx.current_context() == mx.cpu(0)
+
+
+def test_environment_sets_and_restores():
+    os.environ.pop("MXNB_TEST_ENV_A", None)
+    os.environ["MXNB_TEST_ENV_B"] = "keep"
+    with mx.test_utils.environment({"MXNB_TEST_ENV_A": "1", "MXNB_TEST_ENV_B": None}):
+        assert os.environ["MXNB_TEST_ENV_A"] == "1"
+        assert "MXNB_TEST_ENV_B" not in os.environ
+    assert "MXNB_TEST_ENV_A" not in os.environ
+    assert os.environ.pop("MXNB_TEST_ENV_B") == "keep"
+    with mx.test_utils.EnvManager("MXNB_TEST_ENV_A", "2"):
+        assert os.environ["MXNB_TEST_ENV_A"] == "2"
+    assert "MXNB_TEST_ENV_A" not in os.environ
