@@ -33,7 +33,7 @@ from . import (
     _internal,  # noqa: F401 - mx.nd._internal
     random,
 )
-from .compat import from_numpy
+from .compat import from_numpy, hypot, maximum, minimum, moveaxis, power
 from .creation import (
     arange,
     array,
@@ -65,12 +65,17 @@ __all__ = [
     "from_numpy",
     "full",
     "full_like",
+    "hypot",
     "invoke",
     "load",
     "load_frombuffer",
     "make_op_function",
+    "maximum",
+    "minimum",
+    "moveaxis",
     "ones",
     "ones_like",
+    "power",
     "random",
     "readonly_view",
     "save",

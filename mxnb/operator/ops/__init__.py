@@ -28,5 +28,6 @@ Example::
 """
 
 from . import conv, elemwise, indexing, init, join, matrix, norm, pool, reduce
+from . import compat  # after the families it builds on
 
-__all__ = ["conv", "elemwise", "indexing", "init", "join", "matrix", "norm", "pool", "reduce"]
+__all__ = ["compat", "conv", "elemwise", "indexing", "init", "join", "matrix", "norm", "pool", "reduce"]

@@ -1,0 +1,154 @@
+"""Operators MXNet 1.x has that the families above did not: inverse hyperbolics, angle
+conversion, ``rcbrt``, ``broadcast_like``, ``linspace`` and the ``BatchNorm_v1`` name.
+
+Idea: each op reuses its family's machinery, so it gets the same in-place
+options, dependency declarations and dtype handling: the unary ones are
+:class:`~.elemwise.UnaryRule` s (a forward formula, a gradient formula and what
+the gradient reads), ``linspace`` is a creation op like ``_arange``, and
+``broadcast_like`` is ``broadcast_to`` with the target shape read from a
+second input.  Numerics are checked against MXNet 1.9.1 by
+``tests/operator/test_compat_ops.py`` (vectors in ``tests/operator/data``).
+
+State kept: none beyond the registry entries.
+
+Example::
+
+    >>> import numpy as np
+    >>> from mxnb.operator import eager
+    >>> outs, _, _ = eager.run_forward('radians', [np.array([180.0], np.float32)])
+    >>> round(float(outs[0][0]), 5)
+    3.14159
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..param import Param, Shape
+from ..registry import register, register_alias
+from ._common import KernelProp, reduce_to, write
+from .elemwise import INPUT, UNARY, UnaryRule, _make_unary
+from .init import _CreateProp
+
+__all__ = ["COMPAT_UNARY", "BroadcastLikeProp", "LinspaceProp"]
+
+COMPAT_UNARY: dict[str, UnaryRule] = {
+    "arcsinh": UnaryRule(
+        lambda xp, x: xp.arcsinh(x),
+        lambda xp, g, x, y: g / xp.sqrt(x * x + 1),
+        INPUT,
+        "Inverse hyperbolic sine.",
+        ufunc="arcsinh",
+    ),
+    "arccosh": UnaryRule(
+        lambda xp, x: xp.arccosh(x),
+        lambda xp, g, x, y: g / xp.sqrt(x * x - 1),
+        INPUT,
+        "Inverse hyperbolic cosine (x >= 1).",
+        ufunc="arccosh",
+    ),
+    "arctanh": UnaryRule(
+        lambda xp, x: xp.arctanh(x),
+        lambda xp, g, x, y: g / (1 - x * x),
+        INPUT,
+        "Inverse hyperbolic tangent (|x| < 1).",
+        ufunc="arctanh",
+    ),
+    "radians": UnaryRule(
+        lambda xp, x: x * (math.pi / 180),
+        lambda xp, g, x, y: g * (math.pi / 180),
+        "none",
+        "Degrees to radians.",
+    ),
+    "degrees": UnaryRule(
+        lambda xp, x: x * (180 / math.pi),
+        lambda xp, g, x, y: g * (180 / math.pi),
+        "none",
+        "Radians to degrees.",
+    ),
+    "rcbrt": UnaryRule(
+        lambda xp, x: 1 / xp.cbrt(x),
+        lambda xp, g, x, y: g * (-1.0 / 3) * y / x,
+        "both",
+        "Reciprocal cube root, 1 / cbrt(x).",
+    ),
+}
+
+for _name, _rule in COMPAT_UNARY.items():
+    UNARY[_name] = _rule
+    _make_unary(_name, _rule)
+
+
+@register("linspace")
+class LinspaceProp(_CreateProp):
+    """``num`` evenly spaced values from ``start`` to ``stop`` (MXNet: ``_linspace``)."""
+
+    shape = Param(Shape, default=(), doc="Unused.")
+    start = Param(float, doc="First value.")
+    stop = Param(float, doc="Last value (included when endpoint is true).")
+    num = Param(int, low=0, doc="How many values.")
+    endpoint = Param(bool, default=True, doc="Whether stop is the last value.")
+
+    def out_shape(self) -> tuple:
+        """``(num,)``."""
+        return (self.num,)
+
+    def forward(self, ctx, in_data, req, out_data, aux):
+        """xp.linspace in float64, cast to the output dtype on write."""
+        values = ctx.xp.linspace(self.start, self.stop, self.num, endpoint=self.endpoint)
+        write(out_data[0], req[0], values)
+
+
+register_alias("_linspace", "linspace")
+
+
+@register("broadcast_like")
+class BroadcastLikeProp(KernelProp):
+    """Broadcast ``lhs`` to the shape of ``rhs`` (or only ``lhs_axes`` to ``rhs_axes``)."""
+
+    lhs_axes = Param(Shape, default=None, optional=True, doc="Axes of lhs to broadcast.")
+    rhs_axes = Param(Shape, default=None, optional=True, doc="Axes of rhs giving the sizes.")
+
+    def list_arguments(self) -> list[str]:
+        """``lhs`` is broadcast, ``rhs`` only gives the shape."""
+        return ["lhs", "rhs"]
+
+    def infer_shape(self, in_shape):
+        """The output has rhs's shape on the chosen axes, lhs's elsewhere."""
+        lhs, rhs = in_shape
+        if lhs is None or rhs is None:
+            return None
+        lhs, rhs = tuple(lhs), tuple(rhs)
+        out = list(lhs)
+        if self.lhs_axes is None:
+            if len(lhs) != len(rhs):
+                raise self.shape_error(f"lhs {lhs} and rhs {rhs} must have the same rank")
+            pairs = list(zip(range(len(lhs)), range(len(rhs))))
+        else:
+            if len(self.lhs_axes) != len(self.rhs_axes or ()):
+                raise self.shape_error("lhs_axes and rhs_axes must have the same length")
+            pairs = [(a % len(lhs), b % len(rhs)) for a, b in zip(self.lhs_axes, self.rhs_axes)]
+        for a, b in pairs:
+            if lhs[a] != rhs[b] and lhs[a] != 1:
+                raise self.shape_error(
+                    f"cannot broadcast lhs {lhs} axis {a} (size {lhs[a]}) to size {rhs[b]}"
+                )
+            out[a] = rhs[b]
+        return [lhs, rhs], [tuple(out)], []
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):
+        """Only the head gradient (summed back to lhs's shape)."""
+        return [out_grad[0]]
+
+    def forward(self, ctx, in_data, req, out_data, aux):
+        """out = broadcast_to(lhs, out.shape)."""
+        write(out_data[0], req[0], ctx.xp.broadcast_to(in_data[0], out_data[0].shape))
+
+    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
+        """d lhs = sum of the head gradient over the broadcast axes; rhs gets zero."""
+        shape = in_grad[0].shape
+        write(in_grad[0], req[0], reduce_to(ctx.xp, out_grad[0], shape))
+        write(in_grad[1], req[1], 0)
+
+
+register_alias("BatchNorm_v1", "BatchNorm")
