@@ -404,17 +404,17 @@ def grad(
 ) -> list[Any]:
     """Return the gradients of ``heads`` with respect to ``variables`` as new arrays.
 
-    ``.grad`` buffers are left untouched.  ``create_graph=True`` (recording
-    the backward itself for higher-order gradients) is not supported.
+    ``.grad`` buffers are left untouched.  With ``create_graph=True`` the
+    gradients are computed with recorded ops (:mod:`mxnb.grad_graph`), so they
+    can be differentiated again (higher-order gradients); ``retain_graph``
+    then defaults to True.
     """
-    if create_graph:
-        raise NotSupportedError(
-            "autograd.grad(create_graph=True): higher-order gradients are not supported in mxnb; "
-            "differentiate once, or compute the second derivative numerically with "
-            "mxnb.testing.numeric_grad"
-        )
     variables = _as_list(variables)
     retain = bool(create_graph) if retain_graph is None else bool(retain_graph)
+    if create_graph:
+        from .grad_graph import grad_with_graph
+
+        return grad_with_graph(heads, variables, head_grads, retain, train_mode)
     return _Backward(heads, head_grads, variables, retain, train_mode).run()
 
 
