@@ -1,0 +1,157 @@
+"""Run MXNet 1.x's own unit-test files against mxnb and tally pass / fail by cause.
+
+The procedure (docs/mxnet_unittests.md says more):
+
+1. Put MXNet 1.x test files (``tests/python/unittest/test_*.py`` of apache/mxnet)
+   in a directory OUTSIDE this repository (they may not be committed), with
+   ``import mxnet as mx`` / ``from mxnet`` changed to ``mxnb`` and nothing else.
+   This tool fetches nothing.
+2. ``python tools/mxnet_unittests/run.py DIR`` runs each file with pytest (a
+   timeout per file), with ``shims/`` on the path: our own stand-ins for the
+   ``common.py`` helpers of MXNet's test directory and for ``nose.tools``.
+3. With ``--oracle-python /work/mxnet-venv/bin/python`` the same files (and
+   shims) are first run under real MXNet 1.9.1, with ``mxnb`` written back to
+   ``mxnet`` in a scratch copy: only the tests that pass there are counted
+   (the files in the index come from several MXNet versions, so some of
+   their tests use names 1.9.1 does not have).
+4. It prints one line per test and a tally by cause; ``--json`` writes them.
+
+Causes are read from the failure message: tests needing Gluon, sparse
+storage or ``mx.np`` are out of scope; the rest are named by the missing
+attribute or the error type.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ElementTree
+from collections import Counter
+from pathlib import Path
+
+SHIMS = Path(__file__).resolve().parent / "shims"
+
+_CAUSES = [
+    (r"gluon|Gluon", "out of scope: Gluon"),
+    (r"NameError: name '(\w+)' is not defined", "missing name: {0}"),
+    (r"tostype|stype|row_sparse|csr", "out of scope: sparse storage"),
+    (r"mxnb' has no attribute 'np'|mx\.np\b|_NumpyArrayScope|use_np\b", "out of scope: mx.np"),
+    (r"has no attribute '(\w+)'", "missing API: {0}"),
+    (r"cannot import name '(\w+)'", "missing API: {0}"),
+    (r"No module named '([\w.]+)'", "missing module: {0}"),
+    (r"got an unexpected keyword argument '(\w+)'", "unsupported argument: {0}"),
+    (r"NotSupportedError", "not supported"),
+    (r"ShapeError|infer_shape", "shape inference"),
+    (r"AssertionError|ToleranceError|assert ", "wrong result / behaviour differs"),
+]
+
+
+def classify(message: str) -> str:
+    """The cause of a failure, from its message."""
+    for pattern, cause in _CAUSES:
+        found = re.search(pattern, message)
+        if found:
+            return cause.format(*found.groups())
+    first = message.strip().splitlines()[0] if message.strip() else "unknown"
+    return "error: " + first[:80]
+
+
+def run_file(
+    path: Path, timeout: float, python: str = sys.executable, shims: Path = SHIMS
+) -> list[dict]:
+    """Run one test file; a result per test (a file that does not import: one per test in it)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        report = Path(scratch) / "report.xml"
+        paths = [str(shims), str(path.parent), os.environ.get("PYTHONPATH", "")]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
+        command = [
+            python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", os.devnull,
+            "-p", "measurement_plugin",
+            "--rootdir", str(path.parent), f"--junitxml={report}", str(path),
+        ]  # fmt: skip
+        try:
+            subprocess.run(command, env=env, cwd=path.parent, timeout=timeout,
+                           capture_output=True, text=True)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return [{"file": path.name, "test": "*", "status": "failed", "cause": "timeout"}]
+        if not report.exists():
+            return [{"file": path.name, "test": "*", "status": "failed", "cause": "no report"}]
+        results = []
+        for case in ElementTree.parse(report).iter("testcase"):
+            name = case.get("name", "?")
+            problem = case.find("failure")
+            if problem is None:
+                problem = case.find("error")
+            if case.find("skipped") is not None:
+                results.append({"file": path.name, "test": name, "status": "skipped",
+                                "cause": "skipped (also skipped under MXNet)"})  # fmt: skip
+            elif problem is not None:
+                message = (problem.get("message") or "") + "\n" + (problem.text or "")
+                results.append({"file": path.name, "test": name, "status": "failed",
+                                "cause": classify(message)})  # fmt: skip
+            else:
+                results.append({"file": path.name, "test": name, "status": "passed", "cause": ""})
+        if len(results) == 1 and results[0]["test"] in ("", path.stem) or not results:
+            return _import_failure(path, results)
+        return results
+
+
+def _import_failure(path: Path, results: list[dict]) -> list[dict]:
+    """A file that failed at import: count each test function it defines as failed."""
+    cause = results[0]["cause"] if results else "collection error"
+    names = re.findall(r"^def (test_\w+)", path.read_text(), flags=re.MULTILINE)
+    return [{"file": path.name, "test": n, "status": "failed", "cause": cause} for n in names]
+
+
+def oracle_passes(directory: Path, python: str, timeout: float) -> set[tuple[str, str]]:
+    """(file, test) pairs that pass under real MXNet: the files and shims with mxnb -> mxnet."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        for source, target in ((directory, root / "tests"), (SHIMS, root / "shims")):
+            for path in source.rglob("*.py"):
+                copy = target / path.relative_to(source)
+                copy.parent.mkdir(parents=True, exist_ok=True)
+                copy.write_text(re.sub(r"\bmxnb\b", "mxnet", path.read_text()))
+        passed = set()
+        for path in sorted((root / "tests").glob("test_*.py")):
+            for result in run_file(path, timeout, python, root / "shims"):
+                if result["status"] == "passed":
+                    passed.add((result["file"], result["test"]))
+        return passed
+
+
+def main() -> None:
+    """Command line: ``run.py DIR [--timeout S] [--json OUT]``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("directory", type=Path)
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per file")
+    parser.add_argument("--json", type=Path, help="write every result to this file")
+    parser.add_argument("--oracle-python", help="count only tests passing under this MXNet python")
+    args = parser.parse_args()
+    results = []
+    for path in sorted(args.directory.glob("test_*.py")):
+        results += run_file(path, args.timeout)
+    if args.oracle_python:
+        passing = oracle_passes(args.directory, args.oracle_python, args.timeout)
+        excluded = [r for r in results if (r["file"], r["test"]) not in passing]
+        results = [r for r in results if (r["file"], r["test"]) in passing]
+        print(f"{len(excluded)} tests do not pass under MXNet itself; counted: {len(results)}")
+    for result in results:
+        print(f"{result['status']:8s} {result['file']}::{result['test']}  {result['cause']}")
+    status = Counter(result["status"] for result in results)
+    causes = Counter(result["cause"] for result in results if result["status"] == "failed")
+    print(f"\n{status['passed']} passed, {status['failed']} failed, "
+          f"{status['skipped']} skipped of {len(results)}")  # fmt: skip
+    for cause, count in causes.most_common():
+        print(f"  {count:4d}  {cause}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
