@@ -41,6 +41,7 @@ __all__ = [
     "GraphError",
     "MXNBError",
     "MXNetError",
+    "NotImplementedForSymbol",
     "NotSupportedError",
     "OpError",
     "ParamError",
@@ -250,6 +251,24 @@ def acquire_lock(lock: Lock) -> None:
     acquire = lock.acquire
     while not acquire(False):
         time.sleep(_CONTENDED_NAP)
+
+
+class NotImplementedForSymbol(MXNBError, NotImplementedError):
+    """An NDArray-only operation was applied to a Symbol (MXNet: same name).
+
+    Raised for ``bool(symbol)``: a Symbol has no value to test until it is bound
+    and run; compare the NDArrays an executor returns instead.
+    """
+
+    def __init__(self, function: Any, alias: str | None = None, *args: Any) -> None:
+        name = getattr(function, "__name__", str(function))
+        message = f"Function {name}"
+        if alias:
+            message += f' (namely operator "{alias}")'
+        message += " is not implemented for Symbol and only available in NDArray"
+        super().__init__(message)
+        self.function = name
+        self.alias = alias
 
 
 # ---------------------------------------------------------------------------

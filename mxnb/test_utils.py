@@ -69,6 +69,7 @@ __all__ = [
     "default_context",
     "default_dtype",
     "default_rtol",
+    "discard_stderr",
     "environment",
     "np_reduce",
     "numeric_grad",
@@ -254,6 +255,24 @@ def _set_env(name: str, value: str | None) -> None:
         os.environ.pop(name, None)
     else:
         os.environ[name] = str(value)
+
+
+@contextlib.contextmanager
+def discard_stderr() -> Iterator[None]:
+    """Send file descriptor 2 (stderr, also of C code and subprocesses) to /dev/null for the block."""
+    import sys
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 class EnvManager:

@@ -145,3 +145,30 @@ def test_environment_sets_and_restores():
     with mx.test_utils.EnvManager("MXNB_TEST_ENV_A", "2"):
         assert os.environ["MXNB_TEST_ENV_A"] == "2"
     assert "MXNB_TEST_ENV_A" not in os.environ
+
+
+def test_bool_of_a_symbol_raises_not_implemented_for_symbol():
+    x = mx.sym.Variable("x")
+    with pytest.raises(mx.base.NotImplementedForSymbol, match="bool"):
+        bool(x)
+    assert issubclass(mx.base.NotImplementedForSymbol, mx.MXNetError)
+    assert len(x) == 1  # still a sequence of outputs
+
+
+def test_hidden_attributes_are_listed_under_both_names():
+    data = mx.sym.Variable("data", lr_mult=2)
+    conv = mx.sym.Convolution(
+        data=data, name="conv", kernel=(1, 1), num_filter=1, attr={"wd_mult": "x"}, lr_mult=1
+    )
+    listed = conv.list_attr()
+    assert listed["wd_mult"] == listed["__wd_mult__"] == "x"
+    assert listed["lr_mult"] == listed["__lr_mult__"] == "1"
+    assert conv.attr_dict()["data"] == {"__lr_mult__": "2", "lr_mult": "2"}
+    assert '"lr_mult"' not in conv.tojson()  # the file keeps MXNet's single hidden key
+
+
+def test_discard_stderr_silences_file_descriptor_2(capfd):
+    with mx.test_utils.discard_stderr():
+        os.write(2, b"hidden\n")  # what C code and subprocesses write
+    os.write(2, b"shown\n")
+    assert capfd.readouterr().err == "shown\n"

@@ -55,3 +55,15 @@ def test_sparse_grad_types_are_refused_by_name():
     x = mx.sym.Variable("x")
     with pytest.raises(mx.MXNetError, match="sparse"):
         tu.check_numeric_gradient(x * 2, [np.ones(2)], grad_stype_dict={"x": "row_sparse"})
+
+
+def test_check_consistency_of_two_spellings():
+    data = mx.sym.Variable("data")
+    regular = mx.sym.square(data)
+    other = data * data
+    ctx = {"ctx": mx.cpu(), "data": (2, 3)}
+    tu.check_consistency([regular, other], ctx_list=[ctx, ctx])
+    with pytest.raises(AssertionError):
+        tu.check_consistency([regular, data * 2], ctx_list=[ctx, ctx])
+    with pytest.raises(mx.MXNetError, match="2 symbols for 1"):
+        tu.check_consistency([regular, other], ctx_list=[ctx])

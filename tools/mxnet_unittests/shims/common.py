@@ -1,11 +1,11 @@
 """Our stand-in for MXNet's tests/python/unittest/common.py (not a copy): the names the test
 files import, written for this measurement against mxnb."""
 import functools
-import os
 import random
 
 import numpy as np
 import pytest
+
 import mxnb as mx
 
 

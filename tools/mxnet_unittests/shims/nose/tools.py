@@ -1,5 +1,6 @@
 """nose.tools.raises / assert_raises on top of pytest (written for the measurement)."""
 import functools
+
 import pytest
 
 
