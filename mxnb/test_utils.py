@@ -281,7 +281,7 @@ class EnvManager:
     def __init__(self, key: str, value: str | None) -> None:
         self._scope = environment(key, value)
 
-    def __enter__(self) -> EnvManager:
+    def __enter__(self) -> EnvManager:  # noqa: PYI034
         self._scope.__enter__()
         return self
 

@@ -64,7 +64,7 @@ class np_shape:
         self._active = bool(active)
         self._previous = False
 
-    def __enter__(self) -> np_shape:
+    def __enter__(self) -> np_shape:  # noqa: PYI034
         self._previous = set_np_shape(self._active)
         return self
 
@@ -105,7 +105,7 @@ class np_array:
                 "(np_shape(True) gives NumPy shape semantics)"
             )
 
-    def __enter__(self) -> np_array:
+    def __enter__(self) -> np_array:  # noqa: PYI034
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -93,3 +93,33 @@ def test_batchnorm_v1_is_batchnorm():
     v1 = mx.nd.BatchNorm_v1(data, gamma, beta, mean, var, fix_gamma=False)
     v2 = mx.nd.BatchNorm(data, gamma, beta, mean, var, fix_gamma=False)
     np.testing.assert_array_equal(v1.asnumpy(), v2.asnumpy())
+
+
+def test_batch_take_picks_one_element_per_row_and_clips():
+    a_np = np.arange(12, dtype=np.float32).reshape(3, 4)
+    indices = np.array([1, 5, -1], dtype=np.int32)  # MXNet 1.9.1 clips: 5 -> 3, -1 -> 0
+    a = mx.nd.array(a_np)
+    a.attach_grad()
+    with mx.autograd.record():
+        out = mx.nd.batch_take(a, mx.nd.array(indices, dtype=np.int32))
+    out.backward(mx.nd.array([1.0, 2.0, 3.0]))
+    picked = np.clip(indices, 0, 3)
+    np.testing.assert_array_equal(out.asnumpy(), a_np[np.arange(3), picked])
+    want = np.zeros_like(a_np)
+    want[np.arange(3), picked] = [1.0, 2.0, 3.0]
+    np.testing.assert_array_equal(a.grad.asnumpy(), want)  # MXNet has no gradient here
+    sym = mx.sym.batch_take(mx.sym.Variable("a"), mx.sym.Variable("i"))
+    assert sym.infer_shape(a=(3, 4))[1] == [(3,)]
+    assert sym.infer_type(a=np.float32)[0] == [np.float32, np.int32]
+
+
+def test_identity_with_attr_like_rhs_passes_lhs_and_takes_rhs_shape():
+    lhs, rhs = mx.sym.Variable("lhs"), mx.sym.Variable("rhs")
+    tied = mx.sym._internal._identity_with_attr_like_rhs(lhs, rhs)
+    assert tied.infer_shape(rhs=(2, 5))[0] == [(2, 5), (2, 5)]
+    x = mx.nd.array([[1.0, 2.0]])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd._internal._identity_with_attr_like_rhs(x, mx.nd.zeros((1, 2)))
+    y.backward(mx.nd.array([[3.0, 4.0]]))
+    assert y.asnumpy().tolist() == [[1.0, 2.0]] and x.grad.asnumpy().tolist() == [[3.0, 4.0]]

@@ -1,5 +1,6 @@
 """Operators MXNet 1.x has that the families above did not: inverse hyperbolics, angle
-conversion, ``rcbrt``, ``broadcast_like``, ``linspace`` and the ``BatchNorm_v1`` name.
+conversion, ``rcbrt``, ``broadcast_like``, ``linspace``, ``batch_take``,
+``_identity_with_attr_like_rhs`` and the ``BatchNorm_v1`` name.
 
 Idea: each op reuses its family's machinery, so it gets the same in-place
 options, dependency declarations and dtype handling: the unary ones are
@@ -23,6 +24,9 @@ Example::
 from __future__ import annotations
 
 import math
+from typing import Any
+
+import numpy as np
 
 from ..param import Param, Shape
 from ..registry import register, register_alias
@@ -30,7 +34,13 @@ from ._common import KernelProp, reduce_to, write
 from .elemwise import INPUT, UNARY, UnaryRule, _make_unary
 from .init import _CreateProp
 
-__all__ = ["COMPAT_UNARY", "BroadcastLikeProp", "LinspaceProp"]
+__all__ = [
+    "COMPAT_UNARY",
+    "BatchTakeProp",
+    "BroadcastLikeProp",
+    "IdentityLikeRhsProp",
+    "LinspaceProp",
+]
 
 COMPAT_UNARY: dict[str, UnaryRule] = {
     "arcsinh": UnaryRule(
@@ -152,3 +162,88 @@ class BroadcastLikeProp(KernelProp):
 
 
 register_alias("BatchNorm_v1", "BatchNorm")
+
+
+@register("_identity_with_attr_like_rhs")
+class IdentityLikeRhsProp(KernelProp):
+    """``lhs`` unchanged, with the shape of ``rhs``: a shape constraint for inference.
+
+    MXNet uses it to tie a computed tensor to a variable's shape, so shape
+    inference can run backward from where the variable is used.
+    """
+
+    def list_arguments(self) -> list[str]:
+        """``lhs`` is passed through, ``rhs`` gives the shape."""
+        return ["lhs", "rhs"]
+
+    def infer_type(self, in_type):
+        """The output has lhs's dtype; rhs keeps its own."""
+        lhs, rhs = in_type
+        if lhs is None:
+            return None
+        return [lhs, rhs if rhs is not None else lhs], [lhs], []
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):
+        """Only the head gradient."""
+        return [out_grad[0]]
+
+    def forward(self, ctx, in_data, req, out_data, aux):
+        """out = lhs."""
+        write(out_data[0], req[0], in_data[0])
+
+    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
+        """d lhs = head gradient; rhs only gave a shape: zero."""
+        write(in_grad[0], req[0], out_grad[0])
+        write(in_grad[1], req[1], 0)
+
+
+@register("batch_take")
+class BatchTakeProp(KernelProp):
+    """``out[i] = a[i, indices[i]]`` for a 2-d ``a`` (indices clipped to the row length)."""
+
+    def list_arguments(self) -> list[str]:
+        """The rows ``a`` and one index per row."""
+        return ["a", "indices"]
+
+    def infer_shape(self, in_shape):
+        """``a`` is (N, M), ``indices`` (N,), the output (N,)."""
+        a, indices = in_shape
+        if a is None:
+            return None
+        a = tuple(a)
+        if len(a) != 2:
+            raise self.shape_error(f"a must be 2-d (rows, columns), found {a}")
+        if indices is not None and tuple(indices) != (a[0],):
+            raise self.shape_error(f"indices must have shape ({a[0]},), found {tuple(indices)}")
+        return [a, (a[0],)], [(a[0],)], []
+
+    def infer_type(self, in_type):
+        """The output has a's dtype; indices keep theirs (int32 when unknown)."""
+        a, indices = in_type
+        if a is None:
+            return None
+        return [a, indices if indices is not None else np.dtype("int32")], [a], []
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):
+        """The head gradient and the indices (where to put it)."""
+        return [out_grad[0], in_data[1]]
+
+    def _positions(self, xp: Any, a_shape: tuple, indices: Any) -> Any:
+        return xp.clip(indices.astype("int64"), 0, a_shape[1] - 1)
+
+    def forward(self, ctx, in_data, req, out_data, aux):
+        """Pick one element per row."""
+        xp = ctx.xp
+        a, indices = in_data
+        rows = xp.arange(a.shape[0])
+        write(out_data[0], req[0], a[rows, self._positions(xp, a.shape, indices)])
+
+    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
+        """Scatter the head gradient back to the picked elements; indices get zero."""
+        xp = ctx.xp
+        shape = in_grad[0].shape
+        grad = xp.zeros(shape, dtype=out_grad[0].dtype)
+        rows = xp.arange(shape[0])
+        grad[rows, self._positions(xp, shape, in_data[1])] = out_grad[0]
+        write(in_grad[0], req[0], grad)
+        write(in_grad[1], req[1], 0)
