@@ -31,7 +31,7 @@ import numpy as np
 from ..param import Param, Shape
 from ..registry import register, register_alias
 from ._common import KernelProp, reduce_to, write
-from .elemwise import INPUT, UNARY, UnaryRule, _make_unary
+from .elemwise import INPUT, UnaryRule, _make_unary
 from .init import _CreateProp
 
 __all__ = [
@@ -85,7 +85,6 @@ COMPAT_UNARY: dict[str, UnaryRule] = {
 }
 
 for _name, _rule in COMPAT_UNARY.items():
-    UNARY[_name] = _rule
     _make_unary(_name, _rule)
 
 
