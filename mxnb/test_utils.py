@@ -37,10 +37,9 @@ import numpy as np
 
 from . import testing as _testing
 from .context import set_default_context
+from .util import use_np
 from .testing import (
     ToleranceError,
-    almost_equal,
-    assert_almost_equal,
     assert_exception,
     check_consistency,
     default_atol,
@@ -81,7 +80,51 @@ __all__ = [
     "same",
     "set_default_context",
     "simple_forward",
+    "use_np",
 ]
+
+
+def assert_almost_equal(
+    a: Any,
+    b: Any,
+    rtol: float | None = None,
+    atol: float | None = None,
+    names: tuple[str, str] = ("a", "b"),
+    equal_nan: bool = False,
+    use_broadcast: bool = True,
+    mismatches: tuple[int, int] = (10, 10),
+) -> None:
+    """MXNet's signature for :func:`mxnb.testing.assert_almost_equal`.
+
+    As in MXNet, shapes that broadcast together are compared after
+    broadcasting (``use_broadcast=True``: a 0-d numpy result against MXNet's
+    shape-(1,) output); ``use_broadcast=False`` requires equal shapes.
+    ``mismatches`` (how many bad elements MXNet prints) is accepted: mxnb
+    reports the worst one.
+    """
+    left, right = _testing._to_numpy(a), _testing._to_numpy(b)
+    if use_broadcast and left.shape != right.shape:
+        try:
+            left, right = np.broadcast_arrays(left, right)
+        except ValueError:
+            pass  # not broadcastable: the strict check below reports both shapes
+    _testing.assert_almost_equal(left, right, rtol, atol, names, equal_nan)
+
+
+def almost_equal(
+    a: Any,
+    b: Any,
+    rtol: float | None = None,
+    atol: float | None = None,
+    equal_nan: bool = False,
+    use_broadcast: bool = True,
+) -> bool:
+    """True when :func:`assert_almost_equal` would pass (MXNet: same name and signature)."""
+    try:
+        assert_almost_equal(a, b, rtol, atol, equal_nan=equal_nan, use_broadcast=use_broadcast)
+    except ToleranceError:
+        return False
+    return True
 
 
 def default_dtype() -> type:

@@ -34,6 +34,7 @@ __all__ = [
     "np_array",
     "np_shape",
     "set_np_shape",
+    "use_np",
     "use_np_shape",
 ]
 
@@ -110,3 +111,22 @@ class np_array:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def use_np(func: Callable[..., Any]) -> Callable[..., Any]:
+    """MXNet's decorator for code written against ``mx.np`` arrays: mxnb has no ``mx.np``.
+
+    Decorating works (so modules that use it import); calling the function
+    raises ``NotSupportedError``, naming it.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from .base import NotSupportedError
+
+        raise NotSupportedError(
+            f"{getattr(func, '__name__', func)} is decorated with use_np: it needs MXNet's "
+            f"mx.np arrays, which mxnb does not have; use mx.nd"
+        )
+
+    return wrapper

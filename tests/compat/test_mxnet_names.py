@@ -172,3 +172,12 @@ def test_discard_stderr_silences_file_descriptor_2(capfd):
         os.write(2, b"hidden\n")  # what C code and subprocesses write
     os.write(2, b"shown\n")
     assert capfd.readouterr().err == "shown\n"
+
+
+def test_use_np_decorates_but_refuses_to_run():
+    @mx.test_utils.use_np
+    def needs_np_arrays():
+        return 1
+
+    with pytest.raises(mx.MXNetError, match="needs_np_arrays.*mx.np"):
+        needs_np_arrays()

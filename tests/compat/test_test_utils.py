@@ -67,3 +67,12 @@ def test_check_consistency_of_two_spellings():
         tu.check_consistency([regular, data * 2], ctx_list=[ctx, ctx])
     with pytest.raises(mx.MXNetError, match="2 symbols for 1"):
         tu.check_consistency([regular, other], ctx_list=[ctx])
+
+
+def test_assert_almost_equal_broadcasts_like_mxnet():
+    tu.assert_almost_equal(np.float32(2.0), np.array([2.0]))  # numpy 0-d vs MXNet's (1,)
+    assert tu.almost_equal(np.ones((2, 3)), np.ones(3))
+    assert not tu.almost_equal(np.ones((2, 3)), np.ones(3), use_broadcast=False)
+    with pytest.raises(AssertionError, match="shape"):
+        tu.assert_almost_equal(np.ones(2), np.ones(3))
+    assert not tu.almost_equal(np.array([1.0, 2.0]), np.array([1.0, 2.5]))
