@@ -37,7 +37,6 @@ import numpy as np
 
 from . import testing as _testing
 from .context import set_default_context
-from .util import use_np
 from .testing import (
     ToleranceError,
     assert_exception,
@@ -53,6 +52,7 @@ from .testing import (
     random_arrays,
     same,
 )
+from .util import use_np
 
 __all__ = [
     "EnvManager",
