@@ -220,18 +220,8 @@ def grad_with_graph(
 
     plan = autograd._Backward(heads, head_grads, variables, True, train)
     order = plan._topological()
-    node_needs: dict[Any, bool] = {}
-    for node in order:
-        node_needs[node] = any(plan._needs(entry, node_needs) for entry in node.inputs)
-    contributions: dict[Any, list[Any]] = {}
-    for head, entry, head_grad in zip(plan.heads, plan.head_entries, plan.head_grads):
-        if not plan._needs(entry, node_needs):
-            continue
-        if head_grad is None:
-            head_grad = nd.ones(head.shape, ctx=head.context, dtype=head.dtype)
-        elif not isinstance(head_grad, nd.NDArray):
-            head_grad = nd.array(head_grad, ctx=head.context, dtype=head.dtype)
-        contributions.setdefault(entry.key, []).append(head_grad)
+    node_needs = plan._node_needs(order)
+    contributions = plan._head_contributions(nd, node_needs)
     was_recording = autograd.set_recording(True)
     was_training = autograd.set_training(train)
     try:

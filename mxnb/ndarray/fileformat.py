@@ -251,7 +251,7 @@ def _load_bytes(
             path, f"header length {header_len} runs past the end of the file ({len(content)} bytes)"
         )
     header = _parse_header(path, content[16 : 16 + header_len])
-    entries, names = header["arrays"], header["names"]
+    entries, names = header["arrays"], header.get("names")  # a list file has no names
     data = memoryview(content)[16 + header_len :]
     ranges = [_check_entry(path, index, entry, len(data)) for index, entry in enumerate(entries)]
     _check_disjoint(path, ranges)
