@@ -123,3 +123,30 @@ def test_identity_with_attr_like_rhs_passes_lhs_and_takes_rhs_shape():
         y = mx.nd._internal._identity_with_attr_like_rhs(x, mx.nd.zeros((1, 2)))
     y.backward(mx.nd.array([[3.0, 4.0]]))
     assert y.asnumpy().tolist() == [[1.0, 2.0]] and x.grad.asnumpy().tolist() == [[3.0, 4.0]]
+
+
+def test_multinomial_shapes_dtype_and_frequencies():
+    mx.random.seed(3)
+    probs = mx.nd.array([[0.1, 0.9], [0.7, 0.3]])
+    assert mx.nd.random.multinomial(probs).shape == (2,)
+    assert mx.nd.random.multinomial(mx.nd.array([0.2, 0.8])).shape == (1,)  # MXNet 1.x: not 0-d
+    draws = mx.nd.random.multinomial(mx.nd.array([[0.2, 0.3, 0.5]]), shape=20000)
+    assert draws.shape == (1, 20000) and draws.dtype == np.int32
+    frequencies = np.bincount(draws.asnumpy().ravel(), minlength=3) / 20000
+    np.testing.assert_allclose(frequencies, [0.2, 0.3, 0.5], atol=0.02)
+    sym = mx.sym._sample_multinomial(mx.sym.Variable("p"), shape=(4,), get_prob=True)
+    assert sym.infer_shape(p=(5, 3))[1] == [(5, 4), (5, 4)]
+
+
+def test_multinomial_log_prob_gradient_is_count_over_probability():
+    probs_np = np.array([[0.1, 0.9], [0.7, 0.3]], np.float32)
+    probs = mx.nd.array(probs_np)
+    probs.attach_grad()
+    with mx.autograd.record():
+        draws, log_prob = mx.nd.random.multinomial(probs, shape=5, get_prob=True)
+    log_prob.backward()
+    picked = draws.asnumpy()
+    rows = np.arange(2)[:, None]
+    np.testing.assert_allclose(log_prob.asnumpy(), np.log(probs_np[rows, picked]), rtol=1e-6)
+    counts = np.stack([np.bincount(row, minlength=2) for row in picked])
+    np.testing.assert_allclose(probs.grad.asnumpy(), counts / probs_np, rtol=1e-6)

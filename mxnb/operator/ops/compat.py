@@ -1,6 +1,6 @@
 """Operators MXNet 1.x has that the families above did not: inverse hyperbolics, angle
 conversion, ``rcbrt``, ``broadcast_like``, ``linspace``, ``batch_take``,
-``_identity_with_attr_like_rhs`` and the ``BatchNorm_v1`` name.
+``_identity_with_attr_like_rhs``, ``_sample_multinomial`` and the ``BatchNorm_v1`` name.
 
 Idea: each op reuses its family's machinery, so it gets the same in-place
 options, dependency declarations and dtype handling: the unary ones are
@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ..param import Param, Shape
+from ..base import ResourceRequest
+from ..param import DType, Param, Shape
 from ..registry import register, register_alias
 from ._common import KernelProp, reduce_to, write
 from .elemwise import INPUT, UnaryRule, _make_unary
@@ -40,6 +41,7 @@ __all__ = [
     "BroadcastLikeProp",
     "IdentityLikeRhsProp",
     "LinspaceProp",
+    "SampleMultinomialProp",
 ]
 
 COMPAT_UNARY: dict[str, UnaryRule] = {
@@ -246,3 +248,85 @@ class BatchTakeProp(KernelProp):
         grad[rows, self._positions(xp, shape, in_data[1])] = out_grad[0]
         write(in_grad[0], req[0], grad)
         write(in_grad[1], req[1], 0)
+
+
+@register("_sample_multinomial")
+class SampleMultinomialProp(KernelProp):
+    """Draw category indices from the distributions in ``data``'s last axis.
+
+    Output ``shape`` per distribution (MXNet: ``data.shape[:-1] + shape``, and
+    ``(1,)`` rather than 0-d for one distribution and no shape); with
+    ``get_prob`` a second output holds the log-probability of each draw, whose
+    gradient flows back to ``data`` as ``head / p`` at the drawn category.
+    """
+
+    shape = Param(Shape, default=(), doc="Draws per distribution.")
+    get_prob = Param(bool, default=False, doc="Also return the log-probability of each draw.")
+    dtype = Param(DType, default="int32", doc="Dtype of the drawn indices.")
+
+    def list_arguments(self) -> list[str]:
+        """One argument: probabilities along the last axis."""
+        return ["data"]
+
+    def list_outputs(self) -> list[str]:
+        """The draws, and their log-probabilities with ``get_prob``."""
+        return ["output", "prob"] if self.get_prob else ["output"]
+
+    def infer_shape(self, in_shape):
+        """``data.shape[:-1] + shape``, or ``(1,)`` when that is empty."""
+        data = in_shape[0]
+        if data is None:
+            return None
+        out = (tuple(data)[:-1] + tuple(self.shape)) or (1,)
+        return [tuple(data)], [out] * len(self.list_outputs()), []
+
+    def infer_type(self, in_type):
+        """Draws in ``dtype``; log-probabilities in data's dtype."""
+        data = in_type[0]
+        if data is None:
+            return None
+        return [data], [np.dtype(self.dtype), data][: len(self.list_outputs())], []
+
+    def forward_resource(self, in_shape):
+        """The context's random generator."""
+        return [ResourceRequest.RANDOM]
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):
+        """With ``get_prob``: the head gradient of the log-probabilities, data and the draws."""
+        return [out_grad[1], in_data[0], out_data[0]] if self.get_prob else []
+
+    def _flat(self, data: Any, draws: Any) -> tuple[Any, Any]:
+        categories = data.shape[-1]
+        return data.reshape(-1, categories), draws.reshape(max(data.size // categories, 1), -1)
+
+    def forward(self, ctx, in_data, req, out_data, aux):
+        """Inverse-CDF sampling with one uniform number per draw."""
+        xp = ctx.xp
+        data, draws = self._flat(in_data[0], out_data[0])
+        uniform = xp.asarray(ctx.requested[0].generator.random(draws.shape))
+        cdf = xp.cumsum(data.astype("float64"), axis=1)
+        cdf = cdf / cdf[:, -1:]
+        picks = xp.stack([xp.searchsorted(row, u, side="right") for row, u in zip(cdf, uniform)])
+        picks = xp.minimum(picks, data.shape[1] - 1)
+        write(out_data[0], req[0], picks.reshape(out_data[0].shape))
+        if self.get_prob:
+            rows = xp.arange(data.shape[0])[:, None]
+            log_prob = xp.log(data[rows, picks])
+            write(out_data[1], req[1], log_prob.reshape(out_data[1].shape))
+
+    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
+        """d data[i, k] += head / data[i, k] for each draw k of distribution i."""
+        xp = ctx.xp
+        if not self.get_prob:
+            write(in_grad[0], req[0], 0)
+            return
+        data, draws = self._flat(in_data[0], out_data[0])
+        head = out_grad[1].reshape(draws.shape)
+        grad = xp.zeros(data.shape, dtype=data.dtype)
+        rows = xp.broadcast_to(xp.arange(data.shape[0])[:, None], draws.shape)
+        picks = draws.astype("int64")
+        xp.add.at(grad, (rows, picks), head / data[rows, picks])
+        write(in_grad[0], req[0], grad.reshape(in_grad[0].shape))
+
+
+register_alias("sample_multinomial", "_sample_multinomial")
