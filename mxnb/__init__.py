@@ -26,6 +26,7 @@ from . import symbol
 from . import symbol as sym
 from . import executor
 from . import autograd
+from . import rnn
 from . import testing
 from . import test_utils
 from . import util
@@ -34,6 +35,20 @@ from . import name
 from . import attribute
 from .attribute import AttrScope
 from . import widgets
+from . import io
+from . import optimizer
+from .optimizer import lr_scheduler
+from . import initializer
+from . import initializer as init
+from . import metric
+from . import kvstore
+from . import kvstore as kv
+from . import model
+from . import module
+from . import module as mod
+from . import callback
+from . import recordio
+from . import image
 
 __version__ = "0.1.0"
 
@@ -46,6 +61,7 @@ __all__ = [
     "attribute",
     "autograd",
     "base",
+    "callback",
     "context",
     "cpu",
     "cpu_pinned",
@@ -53,13 +69,27 @@ __all__ = [
     "engine",
     "executor",
     "gpu",
+    "init",
+    "initializer",
+    "image",
+    "io",
+    "kv",
+    "kvstore",
+    "lr_scheduler",
+    "metric",
+    "mod",
+    "model",
+    "module",
     "name",
     "nd",
     "ndarray",
     "num_gpus",
     "operator",
+    "optimizer",
     "random",
+    "recordio",
     "resource",
+    "rnn",
     "runtime",
     "storage",
     "sym",

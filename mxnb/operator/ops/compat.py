@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..base import ResourceRequest
-from ..param import DType, Param, Shape
+from ..param import AXIS, UNUSED, DType, Param, Shape
 from ..registry import register, register_alias
 from ._common import KernelProp, reduce_to, write
 from .elemwise import INPUT, UnaryRule, _make_unary
@@ -94,9 +94,9 @@ for _name, _rule in COMPAT_UNARY.items():
 class LinspaceProp(_CreateProp):
     """``num`` evenly spaced values from ``start`` to ``stop`` (MXNet: ``_linspace``)."""
 
-    shape = Param(Shape, default=(), doc="Unused.")
-    start = Param(float, doc="First value.")
-    stop = Param(float, doc="Last value (included when endpoint is true).")
+    shape = Param(Shape, unbounded=UNUSED, default=(), doc="Unused.")
+    start = Param(float, unbounded="any finite value", doc="First value.")
+    stop = Param(float, unbounded="any finite value", doc="Last value (included when endpoint is true).")
     num = Param(int, low=0, doc="How many values.")
     endpoint = Param(bool, default=True, doc="Whether stop is the last value.")
 
@@ -117,8 +117,8 @@ register_alias("_linspace", "linspace")
 class BroadcastLikeProp(KernelProp):
     """Broadcast ``lhs`` to the shape of ``rhs`` (or only ``lhs_axes`` to ``rhs_axes``)."""
 
-    lhs_axes = Param(Shape, default=None, optional=True, doc="Axes of lhs to broadcast.")
-    rhs_axes = Param(Shape, default=None, optional=True, doc="Axes of rhs giving the sizes.")
+    lhs_axes = Param(Shape, unbounded=AXIS, default=None, optional=True, doc="Axes of lhs to broadcast.")
+    rhs_axes = Param(Shape, unbounded=AXIS, default=None, optional=True, doc="Axes of rhs giving the sizes.")
 
     def list_arguments(self) -> list[str]:
         """``lhs`` is broadcast, ``rhs`` only gives the shape."""
@@ -260,7 +260,7 @@ class SampleMultinomialProp(KernelProp):
     gradient flows back to ``data`` as ``head / p`` at the drawn category.
     """
 
-    shape = Param(Shape, default=(), doc="Draws per distribution.")
+    shape = Param(Shape, low=1, default=(), doc="Draws per distribution.")
     get_prob = Param(bool, default=False, doc="Also return the log-probability of each draw.")
     dtype = Param(DType, default="int32", doc="Dtype of the drawn indices.")
 
