@@ -77,6 +77,7 @@ __all__ = [
     "rand_shape_3d",
     "rand_shape_nd",
     "random_arrays",
+    "random_sample",
     "same",
     "set_default_context",
     "simple_forward",
@@ -228,6 +229,20 @@ def _dense_only(stypes: Mapping[str, str] | None, what: str) -> None:
         raise NotSupportedError(
             f"{what}: sparse storage types {sparse} are not supported by mxnb; use dense arrays"
         )
+
+
+def random_sample(population: Sequence[Any], k: int) -> list[Any]:
+    """``k`` distinct elements of ``population`` in random order (numpy's global generator).
+
+    MXNet's tests use it to pick sizes (``random_sample([4, 5, 6], 1)[0]``); seeding
+    ``np.random`` makes it repeatable, which :func:`random.sample` would not be.
+    """
+    if not 0 <= k <= len(population):
+        raise ValueError(
+            f"random_sample: k={k} must be in [0, {len(population)}] (the population size)"
+        )
+    order = np.random.permutation(len(population))[:k]
+    return [population[int(i)] for i in order]
 
 
 def simple_forward(sym: Any, ctx: Any = None, is_train: bool = False, **inputs: Any) -> Any:

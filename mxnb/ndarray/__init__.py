@@ -31,9 +31,10 @@ from typing import Any
 from . import (
     _extra_ops,  # noqa: F401 - registers ops the operator library lacks
     _internal,  # noqa: F401 - mx.nd._internal
+    contrib,
     random,
 )
-from .compat import from_numpy, hypot, maximum, minimum, moveaxis, power
+from .compat import eye, from_numpy, hypot, maximum, minimum, moveaxis, onehot_encode, power
 from .creation import (
     arange,
     array,
@@ -60,8 +61,10 @@ __all__ = [
     "array",
     "clear_cache",
     "concatenate",
+    "contrib",
     "empty",
     "empty_like",
+    "eye",
     "from_numpy",
     "full",
     "full_like",
@@ -73,6 +76,7 @@ __all__ = [
     "maximum",
     "minimum",
     "moveaxis",
+    "onehot_encode",
     "ones",
     "ones_like",
     "power",

@@ -1,7 +1,8 @@
 """MXNet 1.x NDArray entry points that are thin over mxnb's own.
 
 ``from_numpy``; ``maximum`` / ``minimum`` / ``hypot`` / ``power`` (array or
-number on either side); ``moveaxis``.
+number on either side); ``moveaxis``; ``eye`` (positional ``N, M, k``);
+``onehot_encode``.
 
 Example::
 
@@ -23,7 +24,17 @@ from ..base import ParamError
 from .creation import array
 from .ndarray import NDArray
 
-__all__ = ["binary_dispatch", "from_numpy", "hypot", "maximum", "minimum", "moveaxis", "power"]
+__all__ = [
+    "binary_dispatch",
+    "eye",
+    "from_numpy",
+    "hypot",
+    "maximum",
+    "minimum",
+    "moveaxis",
+    "onehot_encode",
+    "power",
+]
 
 
 def from_numpy(ndarray: np.ndarray, zero_copy: bool = True) -> NDArray:
@@ -94,3 +105,30 @@ def moveaxis(tensor: Any, source: int, destination: int) -> Any:
     order = [a for a in range(ndim) if a != source % ndim]
     order.insert(destination % ndim, source % ndim)
     return tensor.transpose(order)
+
+
+def eye(
+    N: int, M: int = 0, k: int = 0, ctx: Any = None, dtype: Any = None, **kwargs: Any
+) -> NDArray:
+    """A 2-D array with ones on the ``k``-th diagonal (MXNet: ``mx.nd.eye``; the ``_eye`` op)."""
+    from .register import make_op_function
+
+    params: dict[str, Any] = {"N": int(N), "M": int(M), "k": int(k)}
+    if dtype is not None:
+        params["dtype"] = np.dtype(dtype).name
+    if ctx is not None:
+        params["ctx"] = ctx
+    return make_op_function("_eye")(**params, **kwargs)
+
+
+def onehot_encode(indices: NDArray, out: NDArray) -> NDArray:
+    """Write the one-hot rows of ``indices`` into ``out`` (MXNet 1.x's legacy form of one_hot)."""
+    if len(out.shape) != 2 or indices.shape != out.shape[:1]:
+        raise ParamError(
+            f"onehot_encode: out must be 2-D with one row per index; found indices "
+            f"{indices.shape} and out {out.shape}"
+        )
+    from .register import make_op_function
+
+    out[:] = make_op_function("one_hot")(indices, depth=out.shape[1], dtype=out.dtype.name)
+    return out

@@ -310,12 +310,19 @@ class NDArray:
     def __hash__(self) -> int:
         return id(self)
 
+    def __reduce__(self) -> tuple:
+        """Pickle the values, dtype and context (MXNet pickles an NDArray the same way)."""
+        ctx = self.context
+        return (_unpickle, (self.asnumpy(), ctx.device_type, ctx.device_id))
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d NDArray")
         return self.shape[0]
 
     def __bool__(self) -> bool:
+        if self.size == 0:
+            return False  # MXNet 1.x: an empty array is false
         if self.size != 1:
             raise ValueError(
                 f"the truth value of an NDArray with {self.size} elements is ambiguous; "
@@ -807,8 +814,31 @@ def _is_contiguous(raw: Any) -> bool:
     return bool(raw.flags.c_contiguous)
 
 
+def _unpickle(values: np.ndarray, device_type: str, device_id: int) -> NDArray:
+    from ..context import Context
+    from .creation import array
+
+    return array(values, ctx=Context(device_type, device_id), dtype=values.dtype)
+
+
+class _ReshapeErrors:
+    """What :func:`~mxnb.operator.ops.matrix.infer_reshape` needs of an op: its errors."""
+
+    @staticmethod
+    def shape_error(message: str) -> ShapeError:
+        return ShapeError(f"reshape: {message}")
+
+
 def _resolve_reshape(old: tuple, new: tuple, reverse: bool = False) -> tuple:
-    """MXNet's reshape codes: ``0`` copies the input dimension, ``-1`` infers one."""
+    """MXNet's reshape codes: ``0`` copies the input dimension, ``-1`` infers one.
+
+    ``-2`` / ``-3`` / ``-4`` (copy the rest, merge two, split one) are the
+    Reshape op's own rule (:func:`~mxnb.operator.ops.matrix.infer_reshape`).
+    """
+    if any(dim < -1 for dim in new):
+        from ..operator.ops.matrix import infer_reshape
+
+        return tuple(infer_reshape(_ReshapeErrors, old, new, reverse))
     if reverse:
         return tuple(reversed(_resolve_reshape(tuple(reversed(old)), tuple(reversed(new)))))
     result: list[int] = []

@@ -61,6 +61,16 @@ def classify(message: str) -> str:
     return "error: " + first[:80]
 
 
+def _exception_lines(message: str, traceback: str) -> str:
+    """The exception text of a failure: pytest's message and the ``E`` lines of the traceback.
+
+    The source lines of a traceback are left out: a test that merely mentions
+    ``stype`` or ``gluon`` in its code must not be classified by that.
+    """
+    raised = [line[1:].strip() for line in traceback.splitlines() if line.startswith("E ")]
+    return "\n".join([message, *raised])
+
+
 def run_file(
     path: Path, timeout: float, python: str = sys.executable, shims: Path = SHIMS
 ) -> list[dict]:
@@ -91,7 +101,7 @@ def run_file(
                 results.append({"file": path.name, "test": name, "status": "skipped",
                                 "cause": "skipped (also skipped under MXNet)"})  # fmt: skip
             elif problem is not None:
-                message = (problem.get("message") or "") + "\n" + (problem.text or "")
+                message = _exception_lines(problem.get("message") or "", problem.text or "")
                 results.append({"file": path.name, "test": name, "status": "failed",
                                 "cause": classify(message)})  # fmt: skip
             else:

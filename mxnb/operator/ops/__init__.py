@@ -30,7 +30,7 @@ Example::
 """
 
 from . import conv, elemwise, indexing, init, join, matrix, norm, optimizer_ops, pool, reduce, rnn
-from . import compat  # after the families it builds on
+from . import compat, legacy  # noqa: I001  (after the families they build on)
 
 __all__ = [
     "compat",
@@ -39,6 +39,7 @@ __all__ = [
     "indexing",
     "init",
     "join",
+    "legacy",
     "matrix",
     "norm",
     "optimizer_ops",

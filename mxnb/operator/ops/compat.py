@@ -96,7 +96,9 @@ class LinspaceProp(_CreateProp):
 
     shape = Param(Shape, unbounded=UNUSED, default=(), doc="Unused.")
     start = Param(float, unbounded="any finite value", doc="First value.")
-    stop = Param(float, unbounded="any finite value", doc="Last value (included when endpoint is true).")
+    stop = Param(
+        float, unbounded="any finite value", doc="Last value (included when endpoint is true)."
+    )
     num = Param(int, low=0, doc="How many values.")
     endpoint = Param(bool, default=True, doc="Whether stop is the last value.")
 
@@ -117,8 +119,12 @@ register_alias("_linspace", "linspace")
 class BroadcastLikeProp(KernelProp):
     """Broadcast ``lhs`` to the shape of ``rhs`` (or only ``lhs_axes`` to ``rhs_axes``)."""
 
-    lhs_axes = Param(Shape, unbounded=AXIS, default=None, optional=True, doc="Axes of lhs to broadcast.")
-    rhs_axes = Param(Shape, unbounded=AXIS, default=None, optional=True, doc="Axes of rhs giving the sizes.")
+    lhs_axes = Param(
+        Shape, unbounded=AXIS, default=None, optional=True, doc="Axes of lhs to broadcast."
+    )
+    rhs_axes = Param(
+        Shape, unbounded=AXIS, default=None, optional=True, doc="Axes of rhs giving the sizes."
+    )
 
     def list_arguments(self) -> list[str]:
         """``lhs`` is broadcast, ``rhs`` only gives the shape."""
@@ -136,8 +142,11 @@ class BroadcastLikeProp(KernelProp):
                 raise self.shape_error(f"lhs {lhs} and rhs {rhs} must have the same rank")
             pairs = list(zip(range(len(lhs)), range(len(rhs))))
         else:
-            if len(self.lhs_axes) != len(self.rhs_axes or ()):
-                raise self.shape_error("lhs_axes and rhs_axes must have the same length")
+            if len(self.lhs_axes) != len(self.rhs_axes or ()) or not self.lhs_axes:
+                raise self.shape_error(
+                    f"lhs_axes {self.lhs_axes} and rhs_axes {self.rhs_axes} must be non-empty "
+                    "and of the same length"
+                )
             pairs = [(a % len(lhs), b % len(rhs)) for a, b in zip(self.lhs_axes, self.rhs_axes)]
         for a, b in pairs:
             if lhs[a] != rhs[b] and lhs[a] != 1:

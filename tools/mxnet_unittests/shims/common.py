@@ -2,6 +2,7 @@
 files import, written for this measurement against mxnb."""
 import functools
 import random
+from tempfile import TemporaryDirectory  # noqa: F401  (the test files import it from here)
 
 import numpy as np
 import pytest
