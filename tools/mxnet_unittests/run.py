@@ -14,7 +14,11 @@ The procedure (docs/mxnet_unittests.md says more):
    ``mxnet`` in a scratch copy: only the tests that pass there are counted
    (the files in the index come from several MXNet versions, so some of
    their tests use names 1.9.1 does not have).
-4. It prints one line per test and a tally by cause; ``--json`` writes them.
+4. It prints one line per test, a table per file and a tally by cause;
+   ``--json`` writes every result.
+5. ``manifest.json`` beside this tool names the files of the published
+   measurement with their SHA-256 (after the import change): the tool says
+   for each file whether it is that exact text, so a count can be reproduced.
 
 Causes are read from the failure message: tests needing Gluon, sparse
 storage or ``mx.np`` are out of scope; the rest are named by the missing
@@ -24,6 +28,7 @@ attribute or the error type.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -35,6 +40,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 SHIMS = Path(__file__).resolve().parent / "shims"
+MANIFEST = Path(__file__).resolve().parent / "manifest.json"
 
 _CAUSES = [
     (r"gluon|Gluon", "out of scope: Gluon"),
@@ -135,6 +141,36 @@ def oracle_passes(directory: Path, python: str, timeout: float) -> set[tuple[str
         return passed
 
 
+def check_manifest(directory: Path, manifest: Path = MANIFEST) -> list[str]:
+    """One line per file: does it match the text the published measurement used?"""
+    known = json.loads(manifest.read_text()) if manifest.exists() else {}
+    lines = []
+    for path in sorted(directory.glob("test_*.py")):
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        entry = known.get(path.name)
+        if entry is None:
+            lines.append(f"{path.name}: not in the manifest (not part of the published count)")
+        elif entry["sha256"] != digest:
+            lines.append(f"{path.name}: DIFFERS from the manifest's text ({entry['source']})")
+        else:
+            lines.append(f"{path.name}: matches the manifest")
+    lines += [f"{name}: in the manifest but missing here" for name in sorted(known)
+              if not (directory / name).exists()]  # fmt: skip
+    return lines
+
+
+def per_file(results: list[dict]) -> list[str]:
+    """A table: counted / passed / failed per file."""
+    files = sorted({result["file"] for result in results})
+    rows = [f"{'file':28s} {'counted':>7s} {'passed':>6s} {'failed':>6s}"]
+    for name in files:
+        mine = [r for r in results if r["file"] == name]
+        passed = sum(r["status"] == "passed" for r in mine)
+        failed = sum(r["status"] == "failed" for r in mine)
+        rows.append(f"{name:28s} {len(mine):7d} {passed:6d} {failed:6d}")
+    return rows
+
+
 def main() -> None:
     """Command line: ``run.py DIR [--timeout S] [--json OUT]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -143,6 +179,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write every result to this file")
     parser.add_argument("--oracle-python", help="count only tests passing under this MXNet python")
     args = parser.parse_args()
+    for line in check_manifest(args.directory):
+        print(line)
     results = []
     for path in sorted(args.directory.glob("test_*.py")):
         results += run_file(path, args.timeout)
@@ -153,6 +191,9 @@ def main() -> None:
         print(f"{len(excluded)} tests do not pass under MXNet itself; counted: {len(results)}")
     for result in results:
         print(f"{result['status']:8s} {result['file']}::{result['test']}  {result['cause']}")
+    print()
+    for row in per_file(results):
+        print(row)
     status = Counter(result["status"] for result in results)
     causes = Counter(result["cause"] for result in results if result["status"] == "failed")
     print(f"\n{status['passed']} passed, {status['failed']} failed, "

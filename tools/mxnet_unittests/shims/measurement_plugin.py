@@ -2,6 +2,7 @@
 a placeholder module whose every attribute raises, naming Gluon.  A test file that
 imports Gluon at its top then still runs its other tests.  Under real MXNet
 (the oracle run, where this file reads ``mxnet``) nothing is replaced."""
+
 import importlib.util
 import sys
 import types

@@ -1,4 +1,5 @@
 """nose.tools.raises / assert_raises on top of pytest (written for the measurement)."""
+
 import functools
 
 import pytest
@@ -10,7 +11,9 @@ def raises(*exceptions):
         def wrapper(*args, **kwargs):
             with pytest.raises(exceptions):
                 function(*args, **kwargs)
+
         return wrapper
+
     return decorate
 
 
