@@ -5,6 +5,7 @@ Chapters of this package:
     creation.py    empty / zeros / ones / full / array / arange ...
     indexing.py    views that share the var, copies, assignment
     invoke.py      the imperative invoke: any registered op, pushed as one engine op
+    cached_op.py   CachedOp: a Symbol called like an operator, node by node
     register.py    the generated functions mx.nd.<Name>
     debug.py       read-only views for const inputs in debug mode
     fileformat.py  ``save`` / ``load`` in a safe, atomic, documented format
@@ -34,6 +35,7 @@ from . import (
     contrib,
     random,
 )
+from .cached_op import CachedOp
 from .compat import eye, from_numpy, hypot, maximum, minimum, moveaxis, onehot_encode, power
 from .creation import (
     arange,
@@ -56,6 +58,7 @@ from .ndarray import NDArray
 from .register import make_op_function
 
 __all__ = [
+    "CachedOp",
     "NDArray",
     "arange",
     "array",

@@ -147,3 +147,20 @@ def test_random_sample_is_seeded_by_numpy_and_distinct():
     assert len(set(first)) == 4 and set(first) <= set("abcdef")
     with pytest.raises(ValueError, match="population size"):
         mx.test_utils.random_sample([1, 2], 3)
+
+
+def test_cached_op_runs_the_symbol_and_records_gradients():
+    x, w = mx.sym.Variable("x"), mx.sym.Variable("w")
+    op = mx.nd.CachedOp(mx.sym.FullyConnected(x, w, num_hidden=2, no_bias=True) * 3)
+    data = mx.nd.array([[1.0, 2.0, 3.0]])
+    weight = mx.nd.array([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])
+    weight.attach_grad()
+    with mx.autograd.record():
+        y = op(data, weight)
+    y.backward()
+    assert y.asnumpy().tolist() == [[12.0, 6.0]]
+    assert (weight.grad.asnumpy() == 3 * np.array([[1, 2, 3], [1, 2, 3]])).all()
+    out = mx.nd.zeros((1, 2))
+    assert op(data, weight, out=out) is out and out.asnumpy().tolist() == [[12.0, 6.0]]
+    with pytest.raises(mx.MXNetError, match="2 inputs"):
+        op(data)
