@@ -113,6 +113,15 @@ class np_array:
         return None
 
 
+class _NumpyArrayScope:
+    """MXNet's thread-local ``np_array`` scope object; in mxnb ``mx.np`` arrays are never active."""
+
+    _current: _NumpyArrayScope | None = None
+
+    def __init__(self, is_np_array: bool) -> None:
+        self._is_np_array = bool(is_np_array)
+
+
 def use_np(func: Callable[..., Any]) -> Callable[..., Any]:
     """MXNet's decorator for code written against ``mx.np`` arrays: mxnb has no ``mx.np``.
 

@@ -538,6 +538,10 @@ class Symbol:
 
         return executor.bind(self, ctx, args, args_grad, grad_req, aux_states, recompute=recompute)
 
+    #: MXNet 1.9's internal names of bind / simple_bind (its tests and Gluon call them).
+    _bind = bind
+    _simple_bind = simple_bind
+
     def eval(self, ctx: Any = None, **kwargs: Any) -> Any:
         """Bind ``kwargs`` (name -> NDArray), run forward and return the list of outputs."""
         if ctx is None:

@@ -181,3 +181,50 @@ def test_use_np_decorates_but_refuses_to_run():
 
     with pytest.raises(mx.MXNetError, match="needs_np_arrays.*mx.np"):
         needs_np_arrays()
+
+
+def _in_thread(function):
+    result = []
+    thread = threading.Thread(target=lambda: result.append(function()))
+    thread.start()
+    thread.join(timeout=60)
+    return result[0]
+
+
+def test_current_scopes_are_assignable_class_attributes_per_thread():
+    from mxnb.attribute import AttrScope
+    from mxnb.name import NameManager
+
+    before_name, before_attr = NameManager.current, AttrScope.current
+    try:
+        NameManager.current = NameManager()
+        NameManager.current.get(None, "main_thread")
+        assert NameManager.current() is NameManager.current  # the older call spelling
+        assert "main_thread" not in _in_thread(lambda: NameManager.current._counter)
+        assert "main_thread" in NameManager.current._counter
+        AttrScope.current = AttrScope(y="hi")
+        assert _in_thread(lambda: AttrScope.current._attr) == {}
+        assert mx.sym.Variable("v").attr("y") == "hi"
+    finally:
+        NameManager.current, AttrScope.current = before_name, before_attr
+
+
+def test_context_default_ctx_and_device_type_codes():
+    from mxnb.context import Context
+
+    try:
+        Context.default_ctx = Context("cpu", 3)
+        assert Context.default_ctx == mx.cpu(3) == mx.current_context()
+        assert _in_thread(lambda: Context.default_ctx) == mx.cpu(0)
+        with mx.cpu(5):
+            assert Context.default_ctx == mx.cpu(5)
+    finally:
+        Context.default_ctx = mx.cpu(0)
+    assert [Context.devtype2str[c.device_typeid] for c in (mx.cpu(), mx.gpu(1))] == ["cpu", "gpu"]
+
+
+def test_internal_bind_names():
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    out = (a + b)._bind(mx.cpu(), args={"a": mx.nd.ones((2,)), "b": mx.nd.ones((2,))}).forward()
+    assert out[0].asnumpy().tolist() == [2.0, 2.0]
+    assert (a * 2)._simple_bind(mx.cpu(), a=(3,)).forward()[0].shape == (3,)
