@@ -462,14 +462,8 @@ class _ShapeInference(_Inference):
                 # MXNet: a 0 dim means "unknown"; let inference fill it
                 self.values[NodeEntry(node, 0)] = self.normalize(given) if given else None
                 given = None
-            if given is not None:
-                given = self.normalize(given)
-                if attr_shape is not None and attr_shape != given:
-                    raise ShapeError(
-                        f"variable '{node.name}' was declared with shape {attr_shape} but "
-                        f"{given} was passed; pass {attr_shape} or re-create the variable"
-                    )
-                self.values[NodeEntry(node, 0)] = given
+            if given is not None:  # a shape passed in wins over the declared one (MXNet 1.x)
+                self.values[NodeEntry(node, 0)] = self.normalize(given)
             elif attr_shape is not None:
                 entry = NodeEntry(node, 0)
                 if not _compatible(attr_shape, self.values[entry] or attr_shape):

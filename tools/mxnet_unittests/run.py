@@ -171,6 +171,18 @@ def per_file(results: list[dict]) -> list[str]:
     return rows
 
 
+def _oracle(args: argparse.Namespace) -> set[tuple[str, str]]:
+    """The (file, test) pairs passing under MXNet: from ``--oracle-cache``, or run and cached."""
+    if args.oracle_cache and args.oracle_cache.exists():
+        return {tuple(pair) for pair in json.loads(args.oracle_cache.read_text())}
+    if not args.oracle_python:
+        raise SystemExit("--oracle-cache does not exist yet: give --oracle-python to make it")
+    passing = oracle_passes(args.directory, args.oracle_python, args.timeout)
+    if args.oracle_cache:
+        args.oracle_cache.write_text(json.dumps(sorted(passing), indent=1))
+    return passing
+
+
 def main() -> None:
     """Command line: ``run.py DIR [--timeout S] [--json OUT]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -178,14 +190,19 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per file")
     parser.add_argument("--json", type=Path, help="write every result to this file")
     parser.add_argument("--oracle-python", help="count only tests passing under this MXNet python")
+    parser.add_argument(
+        "--oracle-cache",
+        type=Path,
+        help="file keeping the oracle's passing tests: read if present, else written",
+    )
     args = parser.parse_args()
     for line in check_manifest(args.directory):
         print(line)
     results = []
     for path in sorted(args.directory.glob("test_*.py")):
         results += run_file(path, args.timeout)
-    if args.oracle_python:
-        passing = oracle_passes(args.directory, args.oracle_python, args.timeout)
+    if args.oracle_python or args.oracle_cache:
+        passing = _oracle(args)
         excluded = [r for r in results if (r["file"], r["test"]) not in passing]
         results = [r for r in results if (r["file"], r["test"]) in passing]
         print(f"{len(excluded)} tests do not pass under MXNet itself; counted: {len(results)}")
