@@ -164,3 +164,10 @@ def test_cached_op_runs_the_symbol_and_records_gradients():
     assert op(data, weight, out=out) is out and out.asnumpy().tolist() == [[12.0, 6.0]]
     with pytest.raises(mx.MXNetError, match="2 inputs"):
         op(data)
+
+
+def test_imresize_refuses_an_unknown_interpolation():
+    img = mx.nd.ones((12, 16, 3))
+    assert mx.image.imresize(img, 8, 6, interp=9).shape == (6, 8, 3)
+    with pytest.raises(mx.MXNetError, match="interp=-1"):
+        mx.image.imresize(img, 8, 6, interp=-1)
