@@ -462,8 +462,17 @@ class _ShapeInference(_Inference):
                 # MXNet: a 0 dim means "unknown"; let inference fill it
                 self.values[NodeEntry(node, 0)] = self.normalize(given) if given else None
                 given = None
-            if given is not None:  # a shape passed in wins over the declared one (MXNet 1.x)
-                self.values[NodeEntry(node, 0)] = self.normalize(given)
+            if given is not None:
+                given = self.normalize(given)
+                hint = parse_shape_attr(node.attrs.get("__shape__"), partial=True)
+                if attr_shape is None and hint and not _compatible(hint, given):
+                    raise ShapeError(
+                        f"variable '{node.name}' was declared with partial shape "
+                        f"{fmt_partial(hint)} but {given} was passed; pass a shape that fits it "
+                        "or re-create the variable"
+                    )
+                # a full shape passed in wins over a full declared one (MXNet 1.x)
+                self.values[NodeEntry(node, 0)] = given
             elif attr_shape is not None:
                 entry = NodeEntry(node, 0)
                 if not _compatible(attr_shape, self.values[entry] or attr_shape):
