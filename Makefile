@@ -48,8 +48,9 @@ $(JS_STAMP): $(JS_TEST)/package-lock.json | node
 	@cd $(JS_TEST) && npm ci --no-audit --no-fund --loglevel=error >/dev/null
 	@touch $@
 
+# Jupyter refuses to start as root (containers, CI machines) unless told it may.
 lab: setup
-	$(VENV)/bin/jupyter lab notebooks/
+	$(VENV)/bin/jupyter lab $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) notebooks/
 
 # The whole suite, notebooks and the tests marked `slow` included.
 test: test-setup

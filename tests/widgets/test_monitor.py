@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -146,3 +147,58 @@ def test_vars_made_before_the_monitor_are_shown_by_name(step_engine):
         assert monitor.model.var_name(weights.id) == "weights"
     finally:
         monitor.close()
+
+
+def test_a_dag_click_inspects_before_any_other_tab_was_opened(step_engine):
+    """The Inspect choices are filled on a click, so the choice is set (it used to raise, swallowed)."""
+    monitor = EngineMonitor(background=False, engine=None)
+    try:
+        eng = mx.engine.get()
+        a = eng.new_var(name="a")
+        ids = [eng.push_sync(noop, mx.cpu(), mutate_vars=[a], name=f"w{i}") for i in range(3)]
+        eng.wait_for_all()
+        monitor.refresh()
+        assert monitor.tabs.selected_index in (None, 0)
+        monitor.dag_canvas.selected = f"op{ids[1]}"
+        assert monitor.inspect_choice.value == ids[1]
+        assert monitor.tabs.selected_index == 4
+        assert f"#{ids[1]} w1" in monitor.inspect_text.value
+    finally:
+        monitor.close()
+
+
+@pytest.mark.timeout(60)
+def test_ready_choice_shows_a_ready_op_after_a_step(step_engine):
+    monitor = EngineMonitor(background=False, engine=step_engine)
+    try:
+        push_diamond(step_engine)
+        monitor.refresh()
+        ids = {op.name: op.op_id for op in monitor.model.ops.values()}
+        assert monitor.ready_choice.value == ids["w"]
+        monitor.step()
+        assert monitor.ready_choice.value in (ids["r1"], ids["r2"])  # not blank
+        monitor.ready_choice.value = ids["r2"]
+        monitor.refresh()
+        assert monitor.ready_choice.value == ids["r2"]  # kept while still offered
+        assert monitor.until_choice.value is not None
+    finally:
+        monitor.close()
+
+
+def test_dag_folds_deletes_and_the_toggle_shows_them():
+    monitor = EngineMonitor(background=False, last=6)
+    try:
+        a = mx.nd.ones((2, 2))
+        for _ in range(4):
+            a = a * 2 + 1
+        mx.nd.waitall()
+        monitor.refresh()
+        drawn = re.findall(r">cpu\(0\) · done<", monitor.dag_canvas.svg)  # not the ghost
+        assert len(drawn) == 6, monitor.dag_canvas.svg
+        assert "delete:" not in monitor.dag_canvas.svg
+        assert "frees" in monitor.dag_canvas.svg
+        monitor.show_deletes.value = True
+        assert "delete:" in monitor.dag_canvas.svg
+    finally:
+        monitor.close()
+        del a

@@ -4,9 +4,15 @@
 // shows a tooltip on hover, reports clicks on elements whose id names an op
 // ("op12"), an entry ("entry-fc1_output") or a var node ("var3_1"), and zooms
 // (mouse wheel zooms around the pointer, drag pans, double-click resets).
+// The drawing is shown at its natural size (graphviz / matplotlib units), shrunk to the
+// frame's width but never below MIN_SCALE of it: a small graph is not blown up to the full
+// width, a wide one scrolls instead of shrinking to unreadable text.  Elements that share a
+// group with the selected one (the `groups` trait: id -> group key, e.g. a storage block)
+// are marked too.
 
 const CLICKABLE = /^(op\d+|entry-.+|var\d+_\d+)$/;
 const XLINK = "http://www.w3.org/1999/xlink";
+const MIN_SCALE = 0.5;
 
 function clickableTarget(node, root) {
   while (node && node !== root) {
@@ -63,11 +69,16 @@ function render({ model, el }) {
     baseBox = null;
     if (svg) {
       const vb = svg.getAttribute("viewBox");
+      const sized = svg.getAttribute("width") && svg.width && svg.width.baseVal;
+      const natural = sized ? [svg.width.baseVal.value, svg.height.baseVal.value] : null;
       if (vb) baseBox = vb.split(/[\s,]+/).map(Number);
-      else if (svg.width && svg.width.baseVal) baseBox = [0, 0, svg.width.baseVal.value, svg.height.baseVal.value];
+      else if (natural) baseBox = [0, 0, natural[0], natural[1]];
       svg.removeAttribute("width");
       svg.removeAttribute("height");
-      svg.style.width = "100%";
+      const width = natural ? natural[0] : baseBox ? baseBox[2] : 0;
+      svg.style.width = width ? `${width}px` : "100%";
+      svg.style.maxWidth = "100%";
+      svg.style.minWidth = width ? `${Math.round(width * MIN_SCALE)}px` : "";
       svg.style.height = "auto";
       box = baseBox ? baseBox.slice() : null;
       applyBox();
@@ -77,11 +88,21 @@ function render({ model, el }) {
   }
 
   function markSelected() {
-    frame.querySelectorAll(".mxnb-selected").forEach((n) => n.classList.remove("mxnb-selected"));
+    for (const name of ["mxnb-selected", "mxnb-related"]) {
+      frame.querySelectorAll(`.${name}`).forEach((n) => n.classList.remove(name));
+    }
     const id = model.get("selected");
     if (!id) return;
     const node = frame.querySelector(`[id="${CSS.escape(id)}"]`);
     if (node) node.classList.add("mxnb-selected");
+    const groups = model.get("groups") || {};
+    const group = groups[id];
+    if (group === undefined) return;
+    for (const [other, key] of Object.entries(groups)) {
+      if (key !== group || other === id) continue;
+      const related = frame.querySelector(`[id="${CSS.escape(other)}"]`);
+      if (related) related.classList.add("mxnb-related");
+    }
   }
 
   frame.addEventListener("click", (event) => {
@@ -162,10 +183,12 @@ function render({ model, el }) {
 
   model.on("change:svg", draw);
   model.on("change:selected", markSelected);
+  model.on("change:groups", markSelected);
   draw();
   return () => {
     model.off("change:svg", draw);
     model.off("change:selected", markSelected);
+    model.off("change:groups", markSelected);
   };
 }
 
