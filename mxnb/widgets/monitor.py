@@ -396,9 +396,8 @@ class EngineMonitor(ipywidgets.VBox):
             )
             self.dag_canvas.svg = graph.to_svg()
         elif tab == 1:
-            timeline = Timeline(self._folded(build))
-            self.timeline_canvas.tooltips = timeline.tooltips()
-            self.timeline_canvas.svg = timeline.to_svg()
+            # drawn by the browser (canvas.js renderTimeline): matplotlib takes seconds
+            self.timeline_canvas.timeline = Timeline(self._folded(build)).to_data()
         elif tab == 2:
             chart = MemoryChart(self._folded(build))
             self.memory_text.value = f"<pre>{html.escape(chart.to_text())}</pre>"

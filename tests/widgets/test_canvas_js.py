@@ -66,6 +66,7 @@ def canvas_fixtures(events) -> dict:
         "vars": var_graph.to_svg(),
         "timeline": timeline.to_svg(),
         "timeline_tips": timeline.tooltips(),
+        "timeline_data": timeline.to_data(flows=True),
         "op_ids": [f"op{op.op_id}" for op in graph.visible_ops()],
         "var_ids": sorted(set(re.findall(r"\bvar\d+_\d+\b", var_graph.to_dot().source))),
     }

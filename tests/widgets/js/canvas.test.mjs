@@ -560,6 +560,54 @@ describe("zoom and pan", () => {
   });
 });
 
+describe("timeline drawn in the browser (timeline trait)", () => {
+  const barCount = () => page.evaluate(() => document.querySelectorAll(".mxnb-canvas rect.mxnb-bar").length);
+
+  it("draws a bar per op with its id, hover text, dependency arrows and the critical path", async () => {
+    await mount({ timeline: fixtures.timeline_data });
+    for (const id of fixtures.op_ids) {
+      assert.equal(await page.locator(`.mxnb-canvas rect[id="${id}"]`).count(), 1, `${id} drawn once`);
+    }
+    assert.equal(await barCount(), fixtures.op_ids.length);
+    const flows = await page.evaluate(() => document.querySelectorAll(".mxnb-canvas path.mxnb-flow").length);
+    assert.equal(flows, fixtures.timeline_data.flows.length);
+    assert.ok(flows > 0);
+    const critical = await page.evaluate(() => document.querySelectorAll(".mxnb-canvas .mxnb-critical").length);
+    assert.equal(critical, fixtures.timeline_data.critical.length);
+    const op = fixtures.op_ids[1];
+    const point = await pointOn(`rect[id="${op}"]`);
+    await page.mouse.move(point.x, point.y);
+    const tip = await page.evaluate(() => document.querySelector(".mxnb-tooltip").textContent);
+    assert.match(tip, new RegExp(`^#${op.slice(2)} \\w+ \\[done\\] \\| worker cpu\\(0\\)/\\d \\| [\\d.]+ ms$`));
+    await page.mouse.click(point.x, point.y);
+    assert.equal((await model.state()).selected, op);
+  });
+
+  it("merges thousands of narrow bars into legible blocks, without arrows", async () => {
+    const bars = (lane) => Array.from({ length: 1500 }, (_, i) => [2 * i + lane, i * 0.01, i * 0.01 + 0.008, i % 2 ? "add" : "mul", "done", null]);
+    const data = {
+      title: "dense",
+      span: [0, 15],
+      lanes: [0, 1].map((lane) => ({ name: `cpu(0)/${lane}`, kind: "worker", device: "cpu(0)", bars: bars(lane) })),
+      critical: Array.from({ length: 1500 }, (_, i) => 2 * i),
+      flows: Array.from({ length: 2999 }, (_, i) => [i, i + 1, "RAW a"]),
+    };
+    await mount({ timeline: data });
+    const drawn = await barCount();
+    assert.ok(drawn > 20 && drawn < 400, `${drawn} blocks for 3000 bars in a 600 px frame`);
+    const dense = await page.evaluate(() => document.querySelectorAll(".mxnb-canvas rect.mxnb-dense").length);
+    assert.ok(dense > 0.9 * drawn, "nearly every block is a merged one");
+    const critical = await page.evaluate(() => document.querySelectorAll(".mxnb-canvas .mxnb-critical").length);
+    assert.ok(critical < drawn, "the critical path is a line over its blocks, not an outline of each bar");
+    const flows = await page.evaluate(() => document.querySelectorAll(".mxnb-canvas path.mxnb-flow").length);
+    assert.equal(flows, 0, "no arrows at this density");
+    const point = await pointOn("rect.mxnb-dense");
+    await page.mouse.move(point.x, point.y);
+    const tip = await page.evaluate(() => document.querySelector(".mxnb-tooltip").textContent);
+    assert.match(tip, /^\d+ ops #\d+\.\.#\d+ on cpu\(0\)\/\d: (mul, add|add, mul)$/);
+  });
+});
+
 describe("model changes", () => {
   it("change:svg redraws: the new SVG, its own viewBox (zoom reset), the selection re-marked", async () => {
     const op = fixtures.op_ids[1];
@@ -586,7 +634,7 @@ describe("model changes", () => {
     assert.equal(await model.listenerCount("change:svg"), 0);
     assert.equal(await model.listenerCount("change:selected"), 0);
     const registered = (await model.calls()).filter((c) => c[0] === "on" || c[0] === "off");
-    const traits = ["change:groups", "change:selected", "change:svg"];
+    const traits = ["change:groups", "change:selected", "change:svg", "change:timeline"];
     assert.deepEqual(registered.filter((c) => c[0] === "on").map((c) => c[1]).sort(), traits);
     assert.deepEqual(registered.filter((c) => c[0] === "off").map((c) => c[1]).sort(), traits);
 
