@@ -31,6 +31,12 @@ from . import widgets
 
 __version__ = "0.1.0"
 
+# Inside a Jupyter kernel: the lab extension's engine panels connect to this comm target
+# (mxnb/widgets/lab.py; nothing is recorded until a panel is open).
+from .widgets.lab import register_comm_target as _register_comm_target  # noqa: E402
+
+_register_comm_target()
+
 __all__ = [
     "Context",
     "MXNBError",
