@@ -44,6 +44,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
     const client = new EngineClient(tracker);
     const panels = new Map<ViewName, MainAreaWidget<EnginePanel>>();
+    let lastOpened: MainAreaWidget<EnginePanel> | null = null;
     const open = (view: ViewName): MainAreaWidget<EnginePanel> => {
       let panel = panels.get(view);
       if (!panel || panel.isDisposed) {
@@ -57,7 +58,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
         panel.title.closable = true;
         panels.set(view, panel);
       }
-      if (!panel.isAttached) app.shell.add(panel, "main", { mode: "split-right" });
+      if (!panel.isAttached) {
+        // the first panel docks right of the notebook, the next ones stack below it
+        const ref = lastOpened && lastOpened.isAttached ? lastOpened : null;
+        app.shell.add(panel, "main", ref ? { mode: "split-bottom", ref: ref.id } : { mode: "split-right" });
+      }
+      lastOpened = panel;
       app.shell.activateById(panel.id);
       return panel;
     };

@@ -183,13 +183,14 @@ function render({ model, el }) {
   }
 
   let timelineTips = {};
+  let drawnWidth = 0; // the frame's width the timeline was laid out for
 
   function draw() {
     const data = model.get("timeline");
     timelineTips = {};
     if (data && data.lanes) {
-      const width = Math.max(frame.clientWidth || el.clientWidth || 0, 600);
-      frame.innerHTML = renderTimeline(data, width, timelineTips);
+      drawnWidth = frame.clientWidth || el.clientWidth || 0;
+      frame.innerHTML = renderTimeline(data, Math.max(drawnWidth - 2, 400), timelineTips);
     } else {
       frame.innerHTML = model.get("svg") || "";
     }
@@ -309,12 +310,20 @@ function render({ model, el }) {
     }
   });
 
+  // a timeline is laid out for the frame's width: draw it again when that changes much
+  const resized = new ResizeObserver(() => {
+    const width = frame.clientWidth;
+    const data = model.get("timeline");
+    if (data && data.lanes && width && Math.abs(width - drawnWidth) > 0.1 * drawnWidth) draw();
+  });
+  resized.observe(frame);
   model.on("change:svg", draw);
   model.on("change:timeline", draw);
   model.on("change:selected", markSelected);
   model.on("change:groups", markSelected);
   draw();
   return () => {
+    resized.disconnect();
     model.off("change:svg", draw);
     model.off("change:timeline", draw);
     model.off("change:selected", markSelected);

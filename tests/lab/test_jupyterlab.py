@@ -1,0 +1,158 @@
+r"""The lab extension and the cell widgets in a real JupyterLab, driven in Chromium.
+
+A JupyterLab server (this venv's, with the extension ``make labextension`` built)
+starts on a free port of 127.0.0.1 with a temporary root holding copies of every
+notebook in ``notebooks/``, a panel notebook, an MXNet symbol JSON and a trace
+written by ``mx.engine.trace``.  ``lab/lab.test.mjs`` (node's test runner,
+playwright-core on Debian's chromium) then checks, as a user would see it:
+
+    notebooks    each opens, runs all cells; no "Error displaying widget", no
+                 traceback; every visible canvas drew an SVG with nodes
+    panels       the sidebar opens DAG and Timeline; a cell pushes ops; nodes and
+                 bars appear; a click on a node shows it in Inspect
+    viewers      a -symbol.json and a .trace.json opened from the file browser
+                 show the graph and the timeline
+
+Screenshots go to ``tests/lab/artifacts/`` (gitignored).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import nbformat
+import pytest
+
+HERE = pathlib.Path(__file__).parent
+ROOT = HERE.parents[1]
+ARTIFACTS = HERE / "artifacts"
+SYMBOL = ROOT / "tests" / "symbol" / "data" / "mxnet191_lenet-symbol.json"  # written by real MXNet
+
+PANEL_CELLS = [
+    "import mxnb as mx\nengine = mx.engine.get()",
+    # pushed after the panels opened: a chain of writes and two readers per write
+    "a = engine.new_var(name='a')\n"
+    "for i in range(6):\n"
+    "    engine.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[a], name=f'write{i}')\n"
+    "    engine.push_sync(lambda rctx: None, mx.cpu(), const_vars=[a], name=f'read{i}')\n"
+    "engine.wait_for_all()",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def write_trace(path: pathlib.Path) -> None:
+    """A chrome trace of a small diamond program, as ``mx.engine.trace`` writes it."""
+    import mxnb as mx
+    from mxnb.engine.trace import Trace
+
+    engine = mx.engine.get()
+    with Trace() as trace:
+        a = engine.new_var(name="a")
+        engine.push_sync(lambda rctx: time.sleep(0.002), mx.cpu(), mutate_vars=[a], name="write")
+        for name in ("read1", "read2"):
+            engine.push_sync(lambda rctx: time.sleep(0.002), mx.cpu(), const_vars=[a], name=name)
+        engine.push_sync(lambda rctx: time.sleep(0.002), mx.cpu(), mutate_vars=[a], name="write2")
+        engine.wait_for_all()
+    trace.to_chrome_trace(path)
+
+
+def lab_root(tmp_path: pathlib.Path) -> pathlib.Path:
+    root = tmp_path / "root"
+    root.mkdir()
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        shutil.copy(notebook, root / notebook.name)
+    panels = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in PANEL_CELLS])
+    panels.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(panels, root / "panels.ipynb")
+    shutil.copy(SYMBOL, root / SYMBOL.name)
+    write_trace(root / "diamond.trace.json")
+    return root
+
+
+@pytest.fixture
+def jupyterlab(tmp_path):
+    """A JupyterLab server on 127.0.0.1 (free port); yields (url, token, root)."""
+    root = lab_root(tmp_path)
+    port, token = free_port(), "mxnb-lab-test"
+    env = dict(os.environ, MPLBACKEND="Agg", JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp_path / "settings")
+    news = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)  # no "get notified about Jupyter news?" toast over the panels
+    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    env["JUPYTERLAB_WORKSPACES_DIR"] = str(tmp_path / "workspaces")
+    command = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+        "--ip=127.0.0.1", f"--port={port}", f"--ServerApp.token={token}",
+        f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
+        "--LabApp.news_url=", "--ServerApp.port_retries=0",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]  # fmt: skip
+    log = open(tmp_path / "jupyterlab.log", "w")  # noqa: SIM115 - closed below
+    server = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=5):
+                    break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"JupyterLab did not start:\n{(tmp_path / 'jupyterlab.log').read_text()}")
+                time.sleep(0.5)
+        yield url, token, root
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+        log.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_path):
+    """Every test in lab/lab.test.mjs passes in JupyterLab with Chromium, none skipped."""
+    url, token, root = jupyterlab
+    notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+    assert notebooks
+    ARTIFACTS.mkdir(exist_ok=True)
+    config = {
+        "url": url,
+        "token": token,
+        "notebooks": notebooks,
+        "panels": "panels.ipynb",
+        "symbol": SYMBOL.name,
+        "symbol_nodes": len(json.loads(SYMBOL.read_text())["nodes"]),
+        "trace": "diamond.trace.json",
+        "artifacts": str(ARTIFACTS),
+    }
+    path = tmp_path / "lab_config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    command = ["node", "--test-reporter=tap", str(HERE / "lab.test.mjs"), str(path)]
+    try:
+        result = subprocess.run(command, cwd=HERE, capture_output=True, text=True, timeout=840)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"node did not finish in {exc.timeout} s\n{exc.stdout}\n{exc.stderr}")
+    output = f"node exited with {result.returncode}\n{result.stdout}\n{result.stderr}"
+    assert result.returncode == 0, output
+    counts = dict(re.findall(r"^# (tests|pass|fail|skipped|todo|cancelled) (\d+)$", result.stdout, re.M))
+    assert int(counts.get("tests", 0)) >= len(notebooks) + 3, output
+    assert counts["pass"] == counts["tests"], output
+    assert (counts["fail"], counts["skipped"], counts["todo"]) == ("0", "0", "0"), output
