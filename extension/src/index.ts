@@ -4,6 +4,7 @@
 
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import { MainAreaWidget } from "@jupyterlab/apputils";
+import { DocumentRegistry } from "@jupyterlab/docregistry";
 import { INotebookTracker } from "@jupyterlab/notebook";
 import { Widget } from "@lumino/widgets";
 
@@ -44,7 +45,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
     const client = new EngineClient(tracker);
     const panels = new Map<ViewName, MainAreaWidget<EnginePanel>>();
-    let lastOpened: MainAreaWidget<EnginePanel> | null = null;
+    const docked: MainAreaWidget<EnginePanel>[] = []; // in the order they were docked
     const open = (view: ViewName): MainAreaWidget<EnginePanel> => {
       let panel = panels.get(view);
       if (!panel || panel.isDisposed) {
@@ -59,11 +60,18 @@ const plugin: JupyterFrontEndPlugin<void> = {
         panels.set(view, panel);
       }
       if (!panel.isAttached) {
-        // the first panel docks right of the notebook, the next ones stack below it
-        const ref = lastOpened && lastOpened.isAttached ? lastOpened : null;
-        app.shell.add(panel, "main", ref ? { mode: "split-bottom", ref: ref.id } : { mode: "split-right" });
+        // the first panel docks right of the notebook, the second below it, the next ones
+        // as tabs beside the second: each stays large enough to read
+        const open = docked.filter((p) => p.isAttached);
+        const options: DocumentRegistry.IOpenOptions =
+          open.length === 0
+            ? { mode: "split-right" }
+            : open.length === 1
+              ? { mode: "split-bottom", ref: open[0].id }
+              : { mode: "tab-after", ref: open[open.length - 1].id };
+        app.shell.add(panel, "main", options);
+        docked.splice(0, docked.length, ...open, panel);
       }
-      lastOpened = panel;
       app.shell.activateById(panel.id);
       return panel;
     };

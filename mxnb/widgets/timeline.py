@@ -108,7 +108,14 @@ class Timeline(FigureView):
         lanes: list[dict[str, Any]] = []
         for thread, spans in self.wait_lanes().items():
             bars = [
-                [None, _ms(begin), _ms(end if end is not None else last), f"wait {what}", "wait", None]
+                [
+                    None,
+                    _ms(begin),
+                    _ms(end if end is not None else last),
+                    f"wait {what}",
+                    "wait",
+                    None,
+                ]
                 for begin, end, what in spans
             ]
             lanes.append({"name": f"wait: {thread}", "kind": "wait", "device": "", "bars": bars})

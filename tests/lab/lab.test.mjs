@@ -146,6 +146,23 @@ describe("engine panels follow the notebook's kernel", () => {
     await inspect.screenshot({ path: path.join(config.artifacts, "panel-inspect.png") });
     await shot("panels");
   });
+
+  it("Memory and Stats panels draw the same kernel's engine", async () => {
+    for (const view of ["memory", "stats"]) {
+      await page.locator(`#mxnb-engine-sidebar button[data-view='${view}']`).click();
+    }
+    await page.waitForFunction(() => document.querySelector(".mxnb-panel[data-view='memory'] .mxnb-canvas svg"), null, { timeout: 30_000 });
+    await page.waitForFunction(() => {
+      const table = document.querySelector(".mxnb-panel[data-view='stats'] table");
+      return table && /write/.test(table.textContent) && /read/.test(table.textContent);
+    }, null, { timeout: 30_000 });
+    for (const view of ["memory", "stats"]) {
+      await page.evaluate((v) => window.jupyterapp.shell.activateById(`mxnb-engine-panel-${v}`), view);
+      const panel = page.locator(`.mxnb-panel[data-view='${view}']`);
+      await panel.waitFor({ state: "visible" });
+      await panel.screenshot({ path: path.join(config.artifacts, `panel-${view}.png`) });
+    }
+  });
 });
 
 describe("notebooks run in JupyterLab and every widget draws", () => {
@@ -175,6 +192,8 @@ describe("notebooks run in JupyterLab and every widget draws", () => {
         };
       });
       await shot(`notebook-${notebook.replace(/\.ipynb$/, "")}`);
+      const missing = consoleErrors.filter((text) => /widget model not found/i.test(text));
+      assert.deepEqual(missing, [], "no 'widget model not found' in the browser console");
       assert.ok(report.outputs > 0, "the notebook has outputs");
       assert.equal(report.notRun, 0, "every code cell ran");
       assert.equal(report.widgetErrors, 0, "no 'Error displaying widget'");

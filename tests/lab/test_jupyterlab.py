@@ -39,12 +39,18 @@ SYMBOL = ROOT / "tests" / "symbol" / "data" / "mxnet191_lenet-symbol.json"  # wr
 
 PANEL_CELLS = [
     "import mxnb as mx\nengine = mx.engine.get()",
-    # pushed after the panels opened: a chain of writes and two readers per write
-    "a = engine.new_var(name='a')\n"
-    "for i in range(6):\n"
-    "    engine.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[a], name=f'write{i}')\n"
-    "    engine.push_sync(lambda rctx: None, mx.cpu(), const_vars=[a], name=f'read{i}')\n"
-    "engine.wait_for_all()",
+    # pushed after the panels opened: a chain of writes and a reader after each write
+    (
+        "a = engine.new_var(name='a')\n"
+        "for i in range(6):\n"
+        "    engine.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[a], name=f'write{i}')\n"
+        "    engine.push_sync(lambda rctx: None, mx.cpu(), const_vars=[a], name=f'read{i}')\n"
+        "engine.wait_for_all()\n"
+        "x = mx.nd.ones((256, 256))\n"
+        "for _ in range(3):\n"
+        "    x = x * 0.5 + 1\n"
+        "x.wait_to_read()"
+    ),
 ]
 
 
@@ -76,7 +82,11 @@ def lab_root(tmp_path: pathlib.Path) -> pathlib.Path:
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         shutil.copy(notebook, root / notebook.name)
     panels = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in PANEL_CELLS])
-    panels.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    panels.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(panels, root / "panels.ipynb")
     shutil.copy(SYMBOL, root / SYMBOL.name)
     write_trace(root / "diamond.trace.json")
@@ -89,6 +99,7 @@ def jupyterlab(tmp_path):
     root = lab_root(tmp_path)
     port, token = free_port(), "mxnb-lab-test"
     env = dict(os.environ, MPLBACKEND="Agg", JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
+    env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "runtime")
     env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp_path / "settings")
     news = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)  # no "get notified about Jupyter news?" toast over the panels
@@ -112,7 +123,9 @@ def jupyterlab(tmp_path):
                     break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"JupyterLab did not start:\n{(tmp_path / 'jupyterlab.log').read_text()}")
+                    pytest.fail(
+                        f"JupyterLab did not start:\n{(tmp_path / 'jupyterlab.log').read_text()}"
+                    )
                 time.sleep(0.5)
         yield url, token, root
     finally:
@@ -129,7 +142,7 @@ def jupyterlab(tmp_path):
 @pytest.mark.timeout(900)
 def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_path):
     """Every test in lab/lab.test.mjs passes in JupyterLab with Chromium, none skipped."""
-    url, token, root = jupyterlab
+    url, token, _root = jupyterlab
     notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     assert notebooks
     ARTIFACTS.mkdir(exist_ok=True)
@@ -147,12 +160,15 @@ def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_pa
     path.write_text(json.dumps(config), encoding="utf-8")
     command = ["node", "--test-reporter=tap", str(HERE / "lab.test.mjs"), str(path)]
     try:
-        result = subprocess.run(command, cwd=HERE, capture_output=True, text=True, timeout=840)
+        result = subprocess.run(
+            command, cwd=HERE, capture_output=True, text=True, timeout=840, check=False
+        )
     except subprocess.TimeoutExpired as exc:
         pytest.fail(f"node did not finish in {exc.timeout} s\n{exc.stdout}\n{exc.stderr}")
     output = f"node exited with {result.returncode}\n{result.stdout}\n{result.stderr}"
     assert result.returncode == 0, output
-    counts = dict(re.findall(r"^# (tests|pass|fail|skipped|todo|cancelled) (\d+)$", result.stdout, re.M))
+    summary = r"^# (tests|pass|fail|skipped|todo|cancelled) (\d+)$"
+    counts = dict(re.findall(summary, result.stdout, re.MULTILINE))
     assert int(counts.get("tests", 0)) >= len(notebooks) + 3, output
     assert counts["pass"] == counts["tests"], output
     assert (counts["fail"], counts["skipped"], counts["todo"]) == ("0", "0", "0"), output

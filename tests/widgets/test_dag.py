@@ -171,7 +171,10 @@ def test_show_deletes_draws_them_as_nodes(loop_with_deletes):
     named = DependencyGraph(loop_with_deletes, name_filter="delete")
     assert [op.op_id for op in named.visible_ops()] == [3, 5]
     # so does the op/var picture when asked
-    assert "delete:nd1" in DependencyGraph(loop_with_deletes, show_vars=True, show_deletes=True).to_dot().source
+    assert (
+        "delete:nd1"
+        in DependencyGraph(loop_with_deletes, show_vars=True, show_deletes=True).to_dot().source
+    )
     assert "delete:nd1" not in DependencyGraph(loop_with_deletes, show_vars=True).to_dot().source
 
 
@@ -183,7 +186,9 @@ def test_independent_ops_are_laid_out_in_rows(push):
     invisible = re.findall(r"op(\d+) -> op(\d+) \[style=invis\]", source)
     assert [(int(a), int(b)) for a, b in invisible] == [(i, i + ROW) for i in range(1, 41 - ROW)]
     svg = graph.to_svg()
-    width, height = (float(v) for v in re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups())
+    width, height = (
+        float(v) for v in re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups()
+    )
     assert width < 1000, f"40 independent ops make {ROW} columns, not one {width:.0f} pt strip"
     assert height < 500
 
@@ -195,6 +200,8 @@ def test_a_short_chain_is_drawn_small(push):
         push(0.002, 3, "c", reads=[2], writes=[3], waits=[(2, 2, "RAW")]),
     ]
     svg = DependencyGraph(chain).to_svg()
-    width, height = (float(v) for v in re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups())
+    width, height = (
+        float(v) for v in re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups()
+    )
     # the browser shows the drawing at its natural size (canvas.js), about 1.33 px a pt
     assert width < 200 and height < 300
