@@ -44,6 +44,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   optional: [ILayoutRestorer],
   activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
     const client = new EngineClient(tracker);
+    const notebook7 = app.name === "Jupyter Notebook";
     const panels = new Map<ViewName, MainAreaWidget<EnginePanel>>();
     const docked: MainAreaWidget<EnginePanel>[] = []; // in the order they were docked
     const open = (view: ViewName): MainAreaWidget<EnginePanel> => {
@@ -59,7 +60,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
         panel.title.closable = true;
         panels.set(view, panel);
       }
-      if (!panel.isAttached) {
+      if (!panel.isAttached && notebook7) {
+        app.shell.add(panel, "right", { rank: 900 }); // Notebook 7: one document per page
+      } else if (!panel.isAttached) {
         // the first panel docks right of the notebook, the second below it, the next ones
         // as tabs beside the second: each stays large enough to read
         const open = docked.filter((p) => p.isAttached);

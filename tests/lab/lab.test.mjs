@@ -163,6 +163,41 @@ describe("engine panels follow the notebook's kernel", () => {
       await panel.screenshot({ path: path.join(config.artifacts, `panel-${view}.png`) });
     }
   });
+
+
+  it("another notebook made active switches the panels to its kernel", async () => {
+    await page.evaluate((name) => window.jupyterapp.commands.execute("docmanager:open", { path: name }), config.other);
+    await page.waitForFunction((name) => window.jupyterapp.shell.currentWidget?.context?.path === name, config.other);
+    await kernelIdle();
+    await runCell(0); // import mxnb; the panels connect to this kernel once it is idle again
+    await page.waitForFunction(() => {
+      const status = document.querySelector(".mxnb-panel[data-view='dag'] .mxnb-panel-status").textContent;
+      const texts = [...document.querySelectorAll(".mxnb-panel[data-view='dag'] svg g.node text")].map((t) => t.textContent);
+      return /^0 ops pushed/.test(status) && !texts.some((t) => /write5/.test(t));
+    }, null, { timeout: 30_000 });
+    await runCell(1);
+    const dag = page.locator(".mxnb-panel[data-view='dag']");
+    await page.waitForFunction(() => {
+      const texts = [...document.querySelectorAll(".mxnb-panel[data-view='dag'] svg g.node text")].map((t) => t.textContent);
+      return texts.some((t) => /other2/.test(t)) && !texts.some((t) => /write5/.test(t));
+    }, null, { timeout: 30_000 });
+    assert.equal(await dag.locator("svg g.node", { hasText: "other" }).count(), 3);
+  });
+});
+
+describe("Notebook 7", () => {
+  it("loads the extension; the DAG panel (right side) draws the ops a cell pushes", async () => {
+    await page.goto(`${config.url}/notebooks/${config.panels}?token=${config.token}`, { waitUntil: "domcontentloaded" });
+    await page.waitForFunction(() => window.jupyterapp && window.jupyterapp.name === "Jupyter Notebook" && document.querySelector(".jp-Notebook"), null, { timeout: 120_000 });
+    await page.waitForSelector("#mxnb-engine-sidebar", { state: "attached", timeout: 60_000 });
+    await kernelIdle();
+    await runCell(0);
+    await page.evaluate(() => window.jupyterapp.commands.execute("mxnb:open-panel", { view: "dag" }));
+    await page.locator(".mxnb-panel[data-view='dag']").waitFor({ timeout: 30_000 });
+    await runCell(1);
+    await page.waitForFunction(() => document.querySelectorAll(".mxnb-panel[data-view='dag'] svg g.node[id^='op']").length >= 12, null, { timeout: 30_000 });
+    await shot("notebook7-dag");
+  });
 });
 
 describe("notebooks run in JupyterLab and every widget draws", () => {

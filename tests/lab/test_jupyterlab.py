@@ -9,7 +9,9 @@ playwright-core on Debian's chromium) then checks, as a user would see it:
     notebooks    each opens, runs all cells; no "Error displaying widget", no
                  traceback; every visible canvas drew an SVG with nodes
     panels       the sidebar opens DAG and Timeline; a cell pushes ops; nodes and
-                 bars appear; a click on a node shows it in Inspect
+                 bars appear; a click on a node shows it in Inspect; Memory and Stats
+                 draw; another notebook made active switches the panels to its kernel;
+                 in Notebook 7 the DAG panel (right side) draws a cell's ops too
     viewers      a -symbol.json and a .trace.json opened from the file browser
                  show the graph and the timeline
 
@@ -54,6 +56,14 @@ PANEL_CELLS = [
 ]
 
 
+OTHER_CELLS = [
+    "import mxnb as mx\nengine = mx.engine.get()\nb = engine.new_var(name='b')",
+    "for i in range(3):\n"
+    "    engine.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[b], name=f'other{i}')\n"
+    "engine.wait_for_all()",
+]
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -81,13 +91,10 @@ def lab_root(tmp_path: pathlib.Path) -> pathlib.Path:
     root.mkdir()
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         shutil.copy(notebook, root / notebook.name)
-    panels = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in PANEL_CELLS])
-    panels.metadata["kernelspec"] = {
-        "name": "python3",
-        "display_name": "Python 3",
-        "language": "python",
-    }
-    nbformat.write(panels, root / "panels.ipynb")
+    for name, cells in (("panels.ipynb", PANEL_CELLS), ("other.ipynb", OTHER_CELLS)):
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+        nbformat.write(notebook, root / name)
     shutil.copy(SYMBOL, root / SYMBOL.name)
     write_trace(root / "diamond.trace.json")
     return root
@@ -109,6 +116,7 @@ def jupyterlab(tmp_path):
         sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
         "--ip=127.0.0.1", f"--port={port}", f"--ServerApp.token={token}",
         f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
+        "--JupyterNotebookApp.expose_app_in_browser=True",
         "--LabApp.news_url=", "--ServerApp.port_retries=0",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]  # fmt: skip
@@ -151,6 +159,7 @@ def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_pa
         "token": token,
         "notebooks": notebooks,
         "panels": "panels.ipynb",
+        "other": "other.ipynb",
         "symbol": SYMBOL.name,
         "symbol_nodes": len(json.loads(SYMBOL.read_text())["nodes"]),
         "trace": "diamond.trace.json",
@@ -169,6 +178,6 @@ def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_pa
     assert result.returncode == 0, output
     summary = r"^# (tests|pass|fail|skipped|todo|cancelled) (\d+)$"
     counts = dict(re.findall(summary, result.stdout, re.MULTILINE))
-    assert int(counts.get("tests", 0)) >= len(notebooks) + 3, output
+    assert int(counts.get("tests", 0)) >= len(notebooks) + 5, output
     assert counts["pass"] == counts["tests"], output
     assert (counts["fail"], counts["skipped"], counts["todo"]) == ("0", "0", "0"), output
