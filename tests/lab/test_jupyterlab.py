@@ -58,9 +58,11 @@ PANEL_CELLS = [
 
 OTHER_CELLS = [
     "import mxnb as mx\nengine = mx.engine.get()\nb = engine.new_var(name='b')",
-    "for i in range(3):\n"
-    "    engine.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[b], name=f'other{i}')\n"
-    "engine.wait_for_all()",
+    (
+        "for i in range(3):\n"
+        "    engine.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[b], name=f'other{i}')\n"
+        "engine.wait_for_all()"
+    ),
 ]
 
 
