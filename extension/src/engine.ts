@@ -37,6 +37,7 @@ export class EngineClient {
   private kernel: Kernel.IKernelConnection | null = null;
   private opening = false;
   private inspected: number | null = null;
+  private options: Update = { last: 40, show_deletes: false };
 
   constructor(private tracker: INotebookTracker) {
     tracker.currentChanged.connect(() => this.follow());
@@ -49,6 +50,12 @@ export class EngineClient {
     else this.views.delete(view);
     if (this.views.size && !this.comm) void this.connect();
     else this.send({ views: [...this.views] });
+  }
+
+  /** DAG options, as the monitor's DAG tab has them: the window and the deletes toggle. */
+  setDagOptions(last: number, showDeletes: boolean): void {
+    this.options = { last, show_deletes: showDeletes };
+    this.send(this.options);
   }
 
   /** Show op `opId` in the Inspect panel (a click on a DAG node or a timeline bar). */
@@ -117,7 +124,7 @@ export class EngineClient {
         }
       };
       this.comm = comm;
-      comm.open({ views: [...this.views], inspect: this.inspected });
+      comm.open({ views: [...this.views], inspect: this.inspected, ...this.options });
     } catch (error) {
       this.comm = null;
       this.setStatus(`cannot reach the kernel: ${error}`);
@@ -145,7 +152,9 @@ export class EnginePanel extends Widget {
     this.addClass("mxnb-panel");
     this.node.dataset.view = view;
     this.statusLine.className = "mxnb-panel-status";
-    this.node.append(this.statusLine, this.body);
+    this.node.append(this.statusLine);
+    if (view === "dag") this.node.append(this.dagControls());
+    this.node.append(this.body);
     if (view === "dag" || view === "timeline" || view === "memory") {
       this.model = mountCanvas(this.body);
       this.model.on("change:clicks", () => {
@@ -157,6 +166,29 @@ export class EnginePanel extends Widget {
     client.statusChanged.connect((_, text) => (this.statusLine.textContent = text));
     this.statusLine.textContent = client.status;
     this.draw(client.last);
+  }
+
+  /** "last ops" and "show deletes", sent to the kernel on change. */
+  private dagControls(): HTMLElement {
+    const bar = document.createElement("div");
+    bar.className = "mxnb-panel-controls";
+    const last = document.createElement("input");
+    last.type = "number";
+    last.min = "1";
+    last.value = "40";
+    last.title = "the DAG shows the most recent ops";
+    const deletes = document.createElement("input");
+    deletes.type = "checkbox";
+    deletes.className = "mxnb-show-deletes";
+    const send = () => this.client.setDagOptions(Math.max(1, Number(last.value) || 40), deletes.checked);
+    last.addEventListener("change", send);
+    deletes.addEventListener("change", send);
+    const lastLabel = document.createElement("label");
+    lastLabel.append("last ops ", last);
+    const deletesLabel = document.createElement("label");
+    deletesLabel.append(deletes, " show deletes");
+    bar.append(lastLabel, deletesLabel);
+    return bar;
   }
 
   protected onAfterAttach(): void {

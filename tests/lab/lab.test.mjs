@@ -144,6 +144,12 @@ describe("engine panels follow the notebook's kernel", () => {
       return pre && pre.textContent.startsWith(`#${opId} write5`);
     }, id.slice(2), { timeout: 30_000 });
     await inspect.screenshot({ path: path.join(config.artifacts, "panel-inspect.png") });
+    // the NDArray ops' deletes are folded into the ops that freed the arrays; the toggle shows them
+    const deleteNodes = () => dag.locator("svg g.node", { hasText: "delete:" }).count();
+    assert.equal(await deleteNodes(), 0);
+    await dag.locator("input.mxnb-show-deletes").check();
+    await page.waitForFunction(() => [...document.querySelectorAll(".mxnb-panel[data-view='dag'] svg g.node text")].some((t) => /^#\d+ delete:/.test(t.textContent)), null, { timeout: 30_000 });
+    await dag.locator("input.mxnb-show-deletes").uncheck();
     await shot("panels");
   });
 
