@@ -26,8 +26,10 @@ from . import symbol
 from . import symbol as sym
 from . import executor
 from . import autograd
+from . import rnn
 from . import testing
 from . import widgets
+from . import io
 
 __version__ = "0.1.0"
 
@@ -50,12 +52,14 @@ __all__ = [
     "engine",
     "executor",
     "gpu",
+    "io",
     "nd",
     "ndarray",
     "num_gpus",
     "operator",
     "random",
     "resource",
+    "rnn",
     "storage",
     "sym",
     "symbol",

@@ -8,7 +8,8 @@ Pad, ...), :mod:`.indexing` (Embedding, take, one_hot, topk, where, clip),
 :mod:`.conv` (Convolution, Deconvolution), :mod:`.pool` (Pooling,
 UpSampling, LRN),
 :mod:`.norm` (Activation, BatchNorm, Dropout, softmax, loss layers) and
-:mod:`.init` (_zeros, _ones, _full, _arange, zeros_like, ...).  Each module
+:mod:`.init` (_zeros, _ones, _full, _arange, zeros_like, ...) and :mod:`.rnn` (the
+fused RNN operator).  Each module
 registers its properties with :func:`mxnb.operator.register`, so after
 ``import mxnb`` every op is reachable by name through the registry, and
 through ``mx.nd.<name>`` / ``mx.sym.<name>``.
@@ -27,6 +28,17 @@ Example::
     'SliceChannel'
 """
 
-from . import conv, elemwise, indexing, init, join, matrix, norm, pool, reduce
+from . import conv, elemwise, indexing, init, join, matrix, norm, pool, reduce, rnn
 
-__all__ = ["conv", "elemwise", "indexing", "init", "join", "matrix", "norm", "pool", "reduce"]
+__all__ = [
+    "conv",
+    "elemwise",
+    "indexing",
+    "init",
+    "join",
+    "matrix",
+    "norm",
+    "pool",
+    "reduce",
+    "rnn",
+]

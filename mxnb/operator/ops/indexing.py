@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..param import DType, Param
+from ..partial import is_known, merge, merge_all, partial_shape
 from ..registry import register
 from ._common import KernelProp, fmt, normalize_axis, write
 
@@ -55,11 +56,19 @@ class EmbeddingProp(KernelProp):
         """``data, weight``."""
         return ["data", "weight"]
 
-    def infer_shape(self, in_shape):
-        """weight ``(input_dim, output_dim)``; output ``data.shape + (output_dim,)``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """weight ``(input_dim, output_dim)``; output ``data.shape + (output_dim,)`` (both ways)."""
         data = in_shape[0]
         weight = (self.input_dim, self.output_dim)
-        if in_shape[1] is not None and tuple(in_shape[1]) != weight:
+        out = (out_shape or [None])[0]
+        if out is not None:
+            data = merge(data, tuple(out[:-1]), "data and output")
+            out = merge(out, tuple(data) + (self.output_dim,), "output")
+        given = in_shape[1]
+        if given is not None and (
+            len(given) != 2 or any(dim not in (0, want) for dim, want in zip(given, weight))
+        ):
             raise self.shape_error(
                 f"weight has shape {fmt(in_shape[1])} but input_dim={self.input_dim}, "
                 f"output_dim={self.output_dim}; pass weight of shape {fmt(weight)}"
@@ -107,8 +116,9 @@ class TakeProp(KernelProp):
         """``a, indices``."""
         return ["a", "indices"]
 
-    def infer_shape(self, in_shape):
-        """``a.shape[:axis] + indices.shape + a.shape[axis+1:]``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """``a.shape[:axis] + indices.shape + a.shape[axis+1:]`` (partial shapes forward)."""
         a, index = in_shape
         if a is None or index is None:
             return None
@@ -164,14 +174,20 @@ class PickProp(KernelProp):
         """``data, index``."""
         return ["data", "index"]
 
-    def infer_shape(self, in_shape):
-        """data without ``axis``; index has that shape."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """data without ``axis``; index has that shape (partial: known dims flow both ways)."""
         data = in_shape[0]
         if data is None:
             return None
         data = tuple(data)
         axis = normalize_axis(self.axis, len(data), self.op_name)
-        index = data[:axis] + data[axis + 1 :]
+        index = merge(data[:axis] + data[axis + 1 :], in_shape[1], "data without axis and index")
+        out = (out_shape or [None])[0]
+        if out is not None and index:
+            out = tuple(out)
+            index = merge(index, out[:axis] + out[axis + 1 :] if self.keepdims else out, "output")
+        data = index[:axis] + (data[axis],) + index[axis:]
         out = data[:axis] + (1,) + data[axis + 1 :] if self.keepdims else index
         return [data, index], [out or (1,)], []
 
@@ -214,11 +230,14 @@ class OneHotProp(KernelProp):
         """``indices``."""
         return ["indices"]
 
-    def infer_shape(self, in_shape):
-        """Appends ``depth``."""
-        if in_shape[0] is None:
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Appends ``depth`` (the indices' shape also comes back from the output)."""
+        out = (out_shape or [None])[0]
+        data = merge(in_shape[0], None if out is None else tuple(out[:-1]), "indices and output")
+        if data is None:
             return None
-        return [tuple(in_shape[0])], [tuple(in_shape[0]) + (self.depth,)], []
+        return [tuple(data)], [tuple(data) + (self.depth,)], []
 
     def infer_type(self, in_type):
         """Output is ``dtype``."""
@@ -356,9 +375,22 @@ class WhereProp(KernelProp):
         """``condition, x, y``."""
         return ["condition", "x", "y"]
 
-    def infer_shape(self, in_shape):
-        """x and y share one shape; condition has it too, or is 1-D over the first axis."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """x and y share one shape; condition has it too, or is 1-D over the first axis.
+
+        Partial shapes: x, y and the output merge, both ways (and a condition of their rank).
+        """
         cond, x, y = in_shape
+        out = (out_shape or [None])[0]
+        if not all(shape is None or is_known(shape) for shape in (cond, x, y, out)):
+            known = merge_all([x, y, out], ["x", "y", "output"])
+            if known is None:
+                return None
+            if cond is not None and len(cond) == len(known):
+                known = merge(known, cond, "condition and x")
+                cond = known
+            return [cond, known, known], [known], []
         known = x if x is not None else y
         if known is None:
             return None

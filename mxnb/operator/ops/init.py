@@ -24,6 +24,7 @@ import numpy as np
 
 from ...base import NotSupportedError
 from ..param import DType, Param, Shape
+from ..partial import partial_shape
 from ..registry import register
 from ._common import KernelProp, write
 
@@ -46,8 +47,9 @@ class _CreateProp(KernelProp):
         """The output shape."""
         return tuple(self.shape)
 
-    def infer_shape(self, in_shape):
-        """``([], [shape], [])``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """``([], [shape], [])``; a 0 in ``shape`` is a dimension the graph infers (MXNet 1.x)."""
         return [], [self.out_shape()], []
 
     def infer_type(self, in_type):

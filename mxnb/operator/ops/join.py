@@ -29,6 +29,7 @@ import math
 from typing import Any
 
 from ..param import Param, Shape
+from ..partial import fmt_partial, is_known, merge, merge_all, partial_shape
 from ..registry import register, register_alias
 from ._common import KernelProp, fmt, normalize_axis, write
 
@@ -55,8 +56,18 @@ class ConcatProp(_MoveProp):
         """``arg0 … arg{num_args-1}``."""
         return [f"arg{i}" for i in range(self.num_args)]
 
-    def infer_shape(self, in_shape):
-        """Sizes along ``dim`` add up; the other axes must agree (an unknown input is filled when only it is)."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Sizes along ``dim`` add up; the other axes must agree.
+
+        Partial shapes (MXNet's ConcatShape, both ways): the other axes are
+        merged over every input and the output; the output's size along
+        ``dim`` is the sum once every input's is known, and a known output
+        size fills the one input whose size along ``dim`` is unknown.
+        """
+        out = (out_shape or [None])[0]
+        if not all(is_known(s) for s in in_shape):
+            return self._infer_partial(in_shape, out)
         known = [s for s in in_shape if s is not None]
         if not known:
             return None
@@ -78,6 +89,36 @@ class ConcatProp(_MoveProp):
         out = list(template)
         out[dim] = sum(s[dim] for s in in_shape)
         return [tuple(s) for s in in_shape], [tuple(out)], []
+
+    def _infer_partial(self, in_shape: list, out: tuple | None) -> Any:
+        sample = next((s for s in [*in_shape, out] if s is not None), None)
+        if sample is None:
+            return None
+        ndim = len(sample)
+        dim = normalize_axis(self.dim, ndim, self.op_name, "dim")
+
+        def others(shape: Any) -> Any:
+            return None if shape is None else tuple(shape[:dim]) + (0,) + tuple(shape[dim + 1 :])
+
+        names = [*self.list_arguments(), "output"]
+        template = merge_all([others(s) for s in [*in_shape, out]], names)
+        sizes = [0 if s is None else int(s[dim]) for s in in_shape]
+        total = 0 if out is None else int(out[dim])
+        if all(sizes):
+            total = merge((total,), (sum(sizes),), f"the output's size along dim={dim} and")[0]
+        elif total and sizes.count(0) == 1:
+            rest = total - sum(sizes)
+            if rest <= 0:
+                raise self.shape_error(
+                    f"the output has size {total} along dim={dim} but the known inputs "
+                    f"already sum to {sum(sizes)}"
+                )
+            sizes[sizes.index(0)] = rest
+
+        def with_size(size: int) -> tuple:
+            return template[:dim] + (size,) + template[dim + 1 :]
+
+        return [with_size(size) for size in sizes], [with_size(total)], []
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """xp.concatenate."""
@@ -112,8 +153,19 @@ class StackProp(_MoveProp):
         """``arg0 … arg{num_args-1}``."""
         return [f"arg{i}" for i in range(self.num_args)]
 
-    def infer_shape(self, in_shape):
-        """All inputs have one shape; the output inserts ``num_args`` at ``axis``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """All inputs have one shape; the output inserts ``num_args`` at ``axis`` (both ways)."""
+        out = (out_shape or [None])[0]
+        if not all(is_known(shape) for shape in in_shape):
+            merged = merge_all(in_shape, self.list_arguments())
+            if out is not None:
+                axis = normalize_axis(self.axis, len(out), self.op_name)
+                merged = merge(merged, tuple(out[:axis]) + tuple(out[axis + 1 :]), "output")
+            if merged is None:
+                return None
+            axis = normalize_axis(self.axis, len(merged) + 1, self.op_name)
+            return [merged] * self.num_args, [merged[:axis] + (self.num_args,) + merged[axis:]], []
         known = next((tuple(s) for s in in_shape if s is not None), None)
         if known is None:
             return None
@@ -165,11 +217,17 @@ class SliceChannelProp(_MoveProp):
         """``output0 … output{num_outputs-1}``."""
         return [f"output{i}" for i in range(self.num_outputs)]
 
-    def infer_shape(self, in_shape):
-        """Each output has ``size / num_outputs`` along ``axis`` (or drops it)."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Each output has ``size / num_outputs`` along ``axis`` (or drops it).
+
+        Partial shapes flow both ways: the outputs share one shape, and the
+        data is that shape with ``axis`` multiplied by ``num_outputs``.
+        """
         data = in_shape[0]
-        if data is None:
-            return None
+        outs = list(out_shape or [])
+        if not is_known(data):
+            return self._infer_partial(data, outs)
         data = tuple(data)
         axis = normalize_axis(self.axis, len(data), self.op_name)
         if data[axis] % self.num_outputs:
@@ -184,6 +242,29 @@ class SliceChannelProp(_MoveProp):
             )
         out = data[:axis] + (() if self.squeeze_axis else (part,)) + data[axis + 1 :]
         return [data], [out] * self.num_outputs, []
+
+    def _infer_partial(self, data: Any, outs: list) -> Any:
+        count = self.num_outputs
+        part = merge_all(outs, self.list_outputs())
+        if data is None and part is None:
+            return None
+        ndim = len(data) if data is not None else len(part) + (1 if self.squeeze_axis else 0)
+        axis = normalize_axis(self.axis, ndim, self.op_name)
+        if data is not None:
+            size = int(data[axis])
+            if size and size % count:
+                raise self.shape_error(
+                    f"axis {axis} of data {fmt_partial(data)} has size {size}, not divisible "
+                    f"by num_outputs={count}"
+                )
+            piece = () if self.squeeze_axis else (size // count,)
+            part = merge(part, tuple(data[:axis]) + piece + tuple(data[axis + 1 :]), "outputs")
+        assert part is not None
+        if self.squeeze_axis:
+            data = part[:axis] + (count,) + part[axis:]
+        else:
+            data = part[:axis] + (part[axis] * count,) + part[axis + 1 :]
+        return [data], [part] * count, []
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """xp.split."""
@@ -291,8 +372,9 @@ class TileProp(_MoveProp):
         reps = tuple(self.reps)
         return (1,) * (ndim - len(reps)) + reps
 
-    def infer_shape(self, in_shape):
-        """Each axis multiplied by its repetitions."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Each axis multiplied by its repetitions (an unknown axis stays unknown)."""
         data = in_shape[0]
         if data is None:
             return None
@@ -324,8 +406,9 @@ class RepeatProp(_MoveProp):
     repeats = Param(int, low=0, doc="Repetitions of each element.")
     axis = Param(int, default=None, optional=True, doc="The axis; None flattens first.")
 
-    def infer_shape(self, in_shape):
-        """The axis grows ``repeats`` times."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """The axis grows ``repeats`` times (an unknown axis stays unknown)."""
         data = in_shape[0]
         if data is None:
             return None

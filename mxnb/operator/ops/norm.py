@@ -33,6 +33,7 @@ from typing import Any
 from ...base import NotSupportedError
 from ..base import OpReqType, ResourceRequest
 from ..param import DType, Param, Shape
+from ..partial import is_known, merge, partial_shape
 from ..registry import register
 from ._common import KernelProp, fmt, normalize_axis, parallel_chunks, write
 
@@ -130,9 +131,10 @@ class LeakyReLUProp(KernelProp):
         """Only ``output``."""
         return 1
 
-    def infer_shape(self, in_shape):
-        """gamma of prelu is ``(C,)``."""
-        data = in_shape[0]
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """gamma of prelu is ``(C,)``; data and output share a shape (both ways)."""
+        data = merge(in_shape[0], (out_shape or [None])[0], "data and output")
         if data is None:
             return None
         data = tuple(data)
@@ -256,12 +258,23 @@ class BatchNormProp(KernelProp):
         """1, or 3 with ``output_mean_var``."""
         return 3 if self.output_mean_var else 1
 
-    def infer_shape(self, in_shape):
-        """gamma, beta, mean, var and the moving stats are ``(C,)``, C = data.shape[axis]."""
-        data = in_shape[0]
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """gamma, beta, mean, var and the moving stats are ``(C,)``, C = data.shape[axis].
+
+        Partial shapes: data and output share theirs, both ways.
+        """
+        data = merge(in_shape[0], (out_shape or [None])[0], "data and output")
         if data is None:
             return None
         data = tuple(data)
+        if not all(shape is None or is_known(shape) for shape in [data, *in_shape[1:]]):
+            axis = normalize_axis(self.axis, len(data), self.op_name)
+            channel = (data[axis],)
+            for given in in_shape[1:3]:
+                channel = merge(channel, given, "gamma / beta and the data's channels")
+            data = data[:axis] + channel + data[axis + 1 :]
+            return [data, channel, channel], [data, channel, channel], [channel, channel]
         axis = normalize_axis(self.axis, len(data), self.op_name)
         channel = (data[axis],)
         for name, given in zip(("gamma", "beta"), in_shape[1:3]):
@@ -561,12 +574,21 @@ class SoftmaxOutputProp(KernelProp):
             return tuple(data[:-1])
         return (data[0],)
 
-    def infer_shape(self, in_shape):
-        """label is ``(N,)`` (or data without the class axis); output has data's shape."""
-        data = in_shape[0]
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """label is ``(N,)`` (or data without the class axis); output has data's shape.
+
+        Partial shapes: data and output share theirs, both ways.
+        """
+        data = merge(in_shape[0], (out_shape or [None])[0], "data and output")
         if data is None:
             return None
-        data = tuple(data)
+        given = in_shape[1]
+        if not is_known(data) or (given is not None and not is_known(given)):
+            label = self._label_shape(data)
+            if given is not None:
+                label = merge(given, data if len(given) == len(data) else label, "label")
+            return [data, label], [data], []
         label = self._label_shape(data)
         given = in_shape[1]
         if given is not None and tuple(given) != label and tuple(given) != data:
@@ -649,12 +671,23 @@ class _RegressionOutput(KernelProp):
         """``data, label``."""
         return ["data", "label"]
 
-    def infer_shape(self, in_shape):
-        """label has data's shape (or ``(N,)`` when data is ``(N, 1)``)."""
-        data = in_shape[0]
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """label has data's shape (or ``(N,)`` when data is ``(N, 1)``).
+
+        Partial shapes: data and output share theirs, both ways, and a label
+        of the data's rank too.
+        """
+        data = merge(in_shape[0], (out_shape or [None])[0], "data and output")
         if data is None:
             return None
         data = tuple(data)
+        label = in_shape[1]
+        if not is_known(data) or (label is not None and not is_known(label)):
+            if label is None or len(label) == len(data):
+                data = merge(data, label, "data and label")
+                label = data
+            return [data, tuple(label)], [data], []
         label = in_shape[1]
         if label is not None and math.prod(label) != math.prod(data):
             raise self.shape_error(

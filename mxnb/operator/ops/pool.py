@@ -35,6 +35,7 @@ from typing import Any
 from ...base import NotSupportedError
 from ..base import OpReqType
 from ..param import Param, Shape
+from ..partial import merge, partial_shape
 from ..registry import register
 from ._common import KernelProp, fmt, parallel_chunks, write
 from .conv import _fill, _offsets
@@ -103,15 +104,27 @@ class PoolingProp(KernelProp):
                 out.append(-(-(size - kernel[i]) // stride[i]) + 1)
         return kernel, stride, pad, tuple(out)
 
-    def infer_shape(self, in_shape):
-        """``(N, C, *out)``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """``(N, C, *out)``; with partial shapes N and C flow both ways."""
         data = in_shape[0]
+        given = (out_shape or [None])[0]
+        if data is None and given is not None:
+            data = tuple(given[:2]) + (0,) * (len(given) - 2)
         if data is None:
             return None
         data = tuple(data)
         if len(data) < 3 or len(data) > 5:
             raise self.shape_error(f"data {fmt(data)} must be 3-D, 4-D or 5-D (N, C, *spatial)")
-        *_, out = self._geometry(data[2:])
+        if given is not None:
+            data = merge(data[:2], tuple(given[:2]), "batch and channels of data and output")
+            data = data + tuple(
+                in_shape[0][2:] if in_shape[0] is not None else (0,) * (len(given) - 2)
+            )
+        if all(data[2:]):
+            *_, out = self._geometry(data[2:])
+        else:
+            out = (1 if self.global_pool else 0,) * (len(data) - 2)
         return [data], [data[:2] + out], []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):

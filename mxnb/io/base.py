@@ -1,0 +1,152 @@
+"""The data-iterator protocol: ``DataDesc``, ``DataBatch`` and ``DataIter``.
+
+Idea: every loader in ``mx.io`` hands out the same object, a ``DataBatch`` of
+``batch_size`` examples, and describes what it hands out before the first
+batch (``provide_data`` / ``provide_label``, lists of ``DataDesc``) so that a
+Module can bind its executor from the descriptions alone.
+
+Rule: ``next()`` returns a batch or raises ``StopIteration``; ``reset()``
+starts the next epoch. A short last batch is filled up and says how many of
+its rows are filler in ``pad`` (prediction drops them).
+
+State kept: ``DataIter.batch_size`` only; subclasses keep their cursor.
+
+MXNet: python/mxnet/io/io.py (DataDesc, DataBatch, DataIter).
+
+Example::
+
+    >>> import mxnb as mx
+    >>> d = mx.io.DataDesc('data', (32, 784))
+    >>> d.name, d.shape, d.layout
+    ('data', (32, 784), 'NCHW')
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DataBatch", "DataDesc", "DataIter"]
+
+
+class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
+    """Name and shape (a tuple, as MXNet's) of one input, plus its ``dtype`` and ``layout``."""
+
+    def __new__(  # noqa: PYI034
+        cls, name: str, shape: Sequence[int], dtype: Any = np.float32, layout: str = "NCHW"
+    ) -> DataDesc:
+        desc = super().__new__(cls, name, tuple(shape))
+        desc.dtype = dtype
+        desc.layout = layout
+        return desc
+
+    def __repr__(self) -> str:
+        return f"DataDesc[{self.name},{self.shape},{self.dtype},{self.layout}]"
+
+    @staticmethod
+    def get_batch_axis(layout: str | None) -> int:
+        """The axis of ``layout`` that holds the batch ('N'); 0 when there is no layout."""
+        if layout is None:
+            return 0
+        return layout.find("N")
+
+    @staticmethod
+    def get_list(shapes: Sequence[tuple], types: Sequence[tuple] | None) -> list[DataDesc]:
+        """``DataDesc`` for each ``(name, shape)`` with the dtype ``types`` gives that name."""
+        if types is None:
+            return [DataDesc(name, shape) for name, shape in shapes]
+        type_of = dict(types)
+        return [DataDesc(name, shape, type_of[name]) for name, shape in shapes]
+
+
+class DataBatch:
+    """One batch: lists of data and label arrays, the filler row count ``pad`` and more.
+
+    Parameters
+    ----------
+    data, label : lists of NDArray with ``batch_size`` rows each.
+    pad : rows at the end that are filler (a short last batch filled up).
+    index : the example indices in the batch, when the iterator knows them.
+    bucket_key, provide_data, provide_label : as MXNet's (bucketing, descriptions).
+    """
+
+    def __init__(
+        self,
+        data: Sequence[Any] | None,
+        label: Sequence[Any] | None = None,
+        pad: int | None = None,
+        index: Any = None,
+        bucket_key: Any = None,
+        provide_data: list[DataDesc] | None = None,
+        provide_label: list[DataDesc] | None = None,
+    ) -> None:
+        if data is not None and not isinstance(data, (list, tuple)):
+            raise TypeError(f"DataBatch: data must be a list of NDArrays, got {type(data)}")
+        if label is not None and not isinstance(label, (list, tuple)):
+            raise TypeError(f"DataBatch: label must be a list of NDArrays, got {type(label)}")
+        self.data = data
+        self.label = label
+        self.pad = pad
+        self.index = index
+        self.bucket_key = bucket_key
+        self.provide_data = provide_data
+        self.provide_label = provide_label
+
+    def __str__(self) -> str:
+        data_shapes = [d.shape for d in self.data or []]
+        label_shapes = [x.shape for x in self.label] if self.label else None
+        return f"{type(self).__name__}: data shapes: {data_shapes} label shapes: {label_shapes}"
+
+
+class DataIter:
+    """Base of every iterator: Python iteration over ``next()``; subclasses fill the hooks.
+
+    A subclass either overrides ``next`` or the four hooks ``iter_next``,
+    ``getdata``, ``getlabel``, ``getpad`` (and ``getindex``).
+    """
+
+    def __init__(self, batch_size: int = 0) -> None:
+        self.batch_size = batch_size
+
+    def __iter__(self) -> DataIter:
+        return self
+
+    def __next__(self) -> DataBatch:
+        return self.next()
+
+    def reset(self) -> None:
+        """Start the next epoch."""
+
+    def next(self) -> DataBatch:
+        """The next batch; ``StopIteration`` at the end of the epoch."""
+        if self.iter_next():
+            return DataBatch(
+                data=self.getdata(),
+                label=self.getlabel(),
+                pad=self.getpad(),
+                index=self.getindex(),
+            )
+        raise StopIteration
+
+    def iter_next(self) -> bool:
+        """Move to the next batch; False at the end of the epoch."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement iter_next")
+
+    def getdata(self) -> list:
+        """The data arrays of the current batch."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement getdata")
+
+    def getlabel(self) -> list:
+        """The label arrays of the current batch."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement getlabel")
+
+    def getindex(self) -> Any:
+        """The example indices of the current batch, or None."""
+        return None
+
+    def getpad(self) -> int:
+        """How many rows at the end of the current batch are filler."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement getpad")
