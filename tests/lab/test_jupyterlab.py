@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import re
 import shutil
 import socket
 import subprocess
@@ -150,7 +149,7 @@ def jupyterlab(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_path):
+def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_path, node_tests):
     """Every test in lab/lab.test.mjs passes in JupyterLab with Chromium, none skipped."""
     url, token, _root = jupyterlab
     notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
@@ -169,17 +168,5 @@ def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_pa
     }
     path = tmp_path / "lab_config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
-    command = ["node", "--test-reporter=tap", str(HERE / "lab.test.mjs"), str(path)]
-    try:
-        result = subprocess.run(
-            command, cwd=HERE, capture_output=True, text=True, timeout=840, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"node did not finish in {exc.timeout} s\n{exc.stdout}\n{exc.stderr}")
-    output = f"node exited with {result.returncode}\n{result.stdout}\n{result.stderr}"
-    assert result.returncode == 0, output
-    summary = r"^# (tests|pass|fail|skipped|todo|cancelled) (\d+)$"
-    counts = dict(re.findall(summary, result.stdout, re.MULTILINE))
-    assert int(counts.get("tests", 0)) >= len(notebooks) + 5, output
-    assert counts["pass"] == counts["tests"], output
-    assert (counts["fail"], counts["skipped"], counts["todo"]) == ("0", "0", "0"), output
+    counts = node_tests(HERE / "lab.test.mjs", path, timeout=840)
+    assert int(counts["tests"]) >= len(notebooks) + 5, counts["output"]
