@@ -26,8 +26,8 @@ ratio <= 0.35), and the wall-clock overhead of a training step with
 recomputation on LeNet and ResNet-18 at a small batch (same step without, interleaved);
 
 then the time to plan ResNet-50 (target under 1 s), planning and binding
-chains of 2,000 and 20,000 small ops (O(n log n): 20k within 10x of 2k,
-planning 20k under 2 s), and the executor's
+chains of 1,000, 2,000, 4,000 and 20,000 small ops (O(n log n): 20k within 10x of 2k,
+planning 20k under 2 s, 4k about 4x 1k), and the executor's
 forward+backward time for the MLP and LeNet relative to the same network
 run op by op through mx.nd under autograd, interleaved in the same run, best of
 20 each (target: <= 1).
@@ -236,7 +236,7 @@ def long_chains() -> None:
 
     print(
         "\nlong chains of small ops, training (targets: 20k bind+fwd+bwd <= 10x the 2k one; "
-        "planning 20k < 2 s)"
+        "planning 20k < 2 s; 4k about 4x the 1k one)"
     )
     header = (
         f"{'ops':>7} {'steps':>7} {'build graph s':>14} {'planner s':>10} {'plan_memory s':>14} "
@@ -245,7 +245,7 @@ def long_chains() -> None:
     print(header)
     print("-" * len(header))
     totals = {}
-    for length in (2000, 20000):
+    for length in (1000, 2000, 4000, 20000):
         net = _chain(length)
         start = time.perf_counter()
         graph = build_graph(net, {"x": (4, 4)}, grad_req="write")
@@ -271,6 +271,7 @@ def long_chains() -> None:
             flush=True,
         )
     print(f"20k / 2k bind+fwd+bwd: {totals[20000] / totals[2000]:.1f}x (target <= 10x)")
+    print(f"4k / 1k bind+fwd+bwd: {totals[4000] / totals[1000]:.1f}x (linear: 4x; was 8x and more)")
 
 
 def imperative_step(sym, arrays: dict, aux: dict, heads) -> None:

@@ -30,6 +30,19 @@ from . import rnn
 from . import testing
 from . import widgets
 from . import io
+from . import optimizer
+from .optimizer import lr_scheduler
+from . import initializer
+from . import initializer as init
+from . import metric
+from . import kvstore
+from . import kvstore as kv
+from . import model
+from . import module
+from . import module as mod
+from . import callback
+from . import recordio
+from . import image
 
 __version__ = "0.1.0"
 
@@ -45,6 +58,7 @@ __all__ = [
     "RunContext",
     "autograd",
     "base",
+    "callback",
     "context",
     "cpu",
     "cpu_pinned",
@@ -52,12 +66,24 @@ __all__ = [
     "engine",
     "executor",
     "gpu",
+    "init",
+    "initializer",
+    "image",
     "io",
+    "kv",
+    "kvstore",
+    "lr_scheduler",
+    "metric",
+    "mod",
+    "model",
+    "module",
     "nd",
     "ndarray",
     "num_gpus",
     "operator",
+    "optimizer",
     "random",
+    "recordio",
     "resource",
     "rnn",
     "storage",

@@ -57,7 +57,7 @@ from ..ndarray.debug import check_written, poison_outputs, readonly_view
 from ..ndarray.ndarray import NDArray, _Chunk, _ctx_of
 from ..operator.base import OpContext, OpReqType
 from .graph import ExecGraph, Step, StepKind
-from .memory import plan_best
+from .memory import _without_gc_pauses, plan_best
 from .plan import MemoryPlan
 from .recompute import REPLAYED_OPS
 
@@ -674,18 +674,19 @@ def simple_bind(
         (1280, ['data', 'fc_bias', 'fc_weight'])
     """
     ctx = _context(ctx)
-    graph, plan = plan_best(
-        sym, shapes, grad_req=grad_req, type_dict=type_dict, recompute=recompute
-    )
+    with _without_gc_pauses():  # a long graph's objects would make every collection slower
+        graph, plan = plan_best(
+            sym, shapes, grad_req=grad_req, type_dict=type_dict, recompute=recompute
+        )
 
-    def zeros(entry: int) -> NDArray:
-        record = graph.entries[entry]
-        return _nd.zeros(record.shape, ctx=ctx, dtype=record.dtype)
+        def zeros(entry: int) -> NDArray:
+            record = graph.entries[entry]
+            return _nd.zeros(record.shape, ctx=ctx, dtype=record.dtype)
 
-    args = {name: zeros(entry) for name, entry in graph.arg_entries.items()}
-    grads = {name: zeros(graph.arg_entries[name]) for name in graph.grad_entries}
-    aux = {name: zeros(entry) for name, entry in graph.aux_entries.items()}
-    return Executor(sym, ctx, graph, plan, args, grads, aux)
+        args = {name: zeros(entry) for name, entry in graph.arg_entries.items()}
+        grads = {name: zeros(graph.arg_entries[name]) for name in graph.grad_entries}
+        aux = {name: zeros(entry) for name, entry in graph.aux_entries.items()}
+        return Executor(sym, ctx, graph, plan, args, grads, aux)
 
 
 def _as_dict(values: Any, names: Sequence[str], what: str, allow_missing: bool) -> dict[str, Any]:
@@ -750,6 +751,7 @@ def bind(
     shapes = {name: tuple(array.shape) for name, array in arg_map.items()}
     shapes.update({name: tuple(array.shape) for name, array in aux_map.items()})
     types = {name: array.dtype for name, array in arg_map.items()}
-    graph, plan = plan_best(sym, shapes, grad_req=req, type_dict=types, recompute=recompute)
-    grads = {name: grad_map[name] for name in graph.grad_entries}
-    return Executor(sym, ctx, graph, plan, arg_map, grads, aux_map)
+    with _without_gc_pauses():  # (see simple_bind)
+        graph, plan = plan_best(sym, shapes, grad_req=req, type_dict=types, recompute=recompute)
+        grads = {name: grad_map[name] for name in graph.grad_entries}
+        return Executor(sym, ctx, graph, plan, arg_map, grads, aux_map)

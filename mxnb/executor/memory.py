@@ -68,10 +68,15 @@ DEFAULT_MATCH_RANGE = 16
 _TRIED_MATCH_RANGES = (16, 4, 2, 1)
 #: Blocks the offline best-fit looks at in each direction before opening a new one.
 SCAN_LIMIT = 1024
+#: Above this many steps planning keeps to MXNet's order and drops the largest-first offline
+#: placement, whose best-fit scan grows with the square of the steps in a long chain (every
+#: forward activation lives until backward): a 4,000-step chain took 10 s to bind.  The
+#: walks (every match range) and the in-order placement, O(n log n) each, still compete.
+#: Every network of the zoo (the 35-step LSTM has 1,964 training steps) stays below it.
+MID_GRAPH_STEPS = 2500
 #: Above this many steps (an unrolled RNN of thousands of steps, a 5,000-layer chain)
-#: planning tries MXNet's order, MXNet's walk and the in-order offline placement only, in
-#: O(n log n): the 20-odd candidates of smaller graphs would take seconds.  Every network of
-#: the zoo (the 35-step LSTM has 1,964 training steps) stays below it.
+#: planning tries MXNet's walk and the in-order offline placement only: even the walks of
+#: every match range would take seconds.
 LARGE_GRAPH_STEPS = 5000
 
 
@@ -177,8 +182,8 @@ def _plan_best(
         plan = plan_graph(graph, inplace=inplace, coshare=coshare)
         if best is None or plan.internal_bytes < best[1].internal_bytes:
             best = (graph, plan)
-        if len(graph.steps) > LARGE_GRAPH_STEPS:
-            break  # a large graph is planned in MXNet's order only (see LARGE_GRAPH_STEPS)
+        if len(graph.steps) > MID_GRAPH_STEPS:
+            break  # a larger graph is planned in MXNet's order only (see MID_GRAPH_STEPS)
     assert best is not None
     chosen = choose(best[0], recompute, threshold)
     if chosen:
@@ -260,11 +265,12 @@ def plan_graph(
         candidates.append(_Planner(graph, inplace, coshare, DEFAULT_MATCH_RANGE).run())
         candidates.append(_offline_placements(graph, inplace, by_size=False)[0])
     else:
+        by_size = len(graph.steps) <= MID_GRAPH_STEPS  # (see MID_GRAPH_STEPS)
         for use_inplace in (True, False) if inplace else (False,):
             candidates.extend(
                 _Planner(graph, use_inplace, coshare, value).run() for value in _TRIED_MATCH_RANGES
             )
-            candidates.extend(_offline_placements(graph, use_inplace))
+            candidates.extend(_offline_placements(graph, use_inplace, by_size=by_size))
             if graph.recomputed_nodes and len(graph.steps) <= LARGE_GRAPH_STEPS:
                 # recomputation frees large values early and needs large gradients late:
                 # offsets in one arena let dead small values make room for them

@@ -32,6 +32,7 @@ __all__ = [
     "inception_bn",
     "input_shapes",
     "lenet",
+    "lenet5_digits",
     "lstm_unrolled",
     "mlp",
     "resnet",
@@ -74,6 +75,29 @@ def lenet(num_classes: int = 10, sym: Any = None) -> Any:
     tanh3 = sym.Activation(data=fc1, act_type="tanh", name="tanh3")
     fc2 = sym.FullyConnected(data=tanh3, num_hidden=num_classes, name="fc2")
     return sym.SoftmaxOutput(data=fc2, name="softmax")
+
+
+def lenet5_digits(num_classes: int = 10, sym: Any = None) -> Any:
+    """LeNet-5 with ReLU for 16x16 single-channel images (scikit-learn's digits upsampled 2x).
+
+    conv 5x5 (6, pad 2), relu, max-pool, conv 5x5 (16), relu, max-pool, fc 120, relu,
+    fc 84, relu, fc ``num_classes``, softmax: LeNet-5's widths (notebook 09, benchmarks/train.py).
+    """
+    sym = _default(sym)
+    x = sym.Variable("data")
+    x = sym.Convolution(x, kernel=(5, 5), pad=(2, 2), num_filter=6, name="conv1")
+    x = sym.Activation(x, act_type="relu", name="relu1")
+    x = sym.Pooling(x, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool1")
+    x = sym.Convolution(x, kernel=(5, 5), num_filter=16, name="conv2")
+    x = sym.Activation(x, act_type="relu", name="relu2")
+    x = sym.Pooling(x, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool2")
+    x = sym.Flatten(x, name="flatten")
+    x = sym.FullyConnected(x, num_hidden=120, name="fc1")
+    x = sym.Activation(x, act_type="relu", name="relu3")
+    x = sym.FullyConnected(x, num_hidden=84, name="fc2")
+    x = sym.Activation(x, act_type="relu", name="relu4")
+    x = sym.FullyConnected(x, num_hidden=num_classes, name="fc3")
+    return sym.SoftmaxOutput(x, name="softmax")
 
 
 def alexnet(num_classes: int = 1000, lrn: bool = False, sym: Any = None) -> Any:

@@ -6,6 +6,7 @@ Chapters of this package:
     csv_iter.py       CSVIter: CSV files, round_batch as MXNet's C++ iterator
     resize_iter.py    ResizeIter: a fixed number of batches per epoch
     prefetch.py       EnginePrefetcher and PrefetchingIter: loading as engine ops
+    image_record_iter.py   ImageRecordIter: RecordIO images, decoded in threads, prefetched
 
 Example::
 
@@ -17,6 +18,7 @@ Example::
 
 from .base import DataBatch, DataDesc, DataIter
 from .csv_iter import CSVIter
+from .image_record_iter import ImageRecordIter
 from .ndarray_iter import NDArrayIter
 from .prefetch import EnginePrefetcher, PrefetchingIter
 from .resize_iter import ResizeIter
@@ -27,6 +29,7 @@ __all__ = [
     "DataDesc",
     "DataIter",
     "EnginePrefetcher",
+    "ImageRecordIter",
     "NDArrayIter",
     "PrefetchingIter",
     "ResizeIter",

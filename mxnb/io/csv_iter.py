@@ -40,7 +40,7 @@ import numpy as np
 
 from ..base import FormatError, ParamError
 from ..ndarray import array as nd_array
-from .base import DataBatch, DataDesc, DataIter
+from .base import DataBatch, DataDesc, DataIter, round_batch_rows
 
 __all__ = ["CSVIter"]
 
@@ -143,18 +143,13 @@ class CSVIter(DataIter):
         total = len(self._data)
         if self._cursor >= total:
             raise StopIteration
-        stop = min(self._cursor + self.batch_size, total)
-        taken = stop - self._cursor
-        pad = self.batch_size - taken
-        data, label = self._buffer
-        data[:taken] = self._data[self._cursor : stop]
-        label[:taken] = self._label[self._cursor : stop]
+        rows, pad = round_batch_rows(self._cursor, total, self.batch_size, self.round_batch)
+        data, label = self._buffer  # round_batch=False: filler rows keep the previous batch's
+        data[: len(rows)] = self._data[rows]
+        label[: len(rows)] = self._label[rows]
         if pad and self.round_batch:
-            borrowed = np.arange(pad) % total
-            data[taken:] = self._data[borrowed]
-            label[taken:] = self._label[borrowed]
             self._carry = pad
-        self._cursor = stop
+        self._cursor += self.batch_size
         return DataBatch(
             data=[nd_array(data)],
             label=[nd_array(label)],

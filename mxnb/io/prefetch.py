@@ -37,7 +37,7 @@ from typing import Any
 
 from .. import engine as _engine
 from ..context import cpu
-from .base import DataBatch, DataDesc, DataIter
+from .base import DataBatch, DataDesc, DataIter, _CurrentBatchIter
 
 __all__ = ["EnginePrefetcher", "PrefetchingIter"]
 
@@ -137,7 +137,7 @@ class EnginePrefetcher:
         self._engine.push_delete([slot.var for slot in self._slots] + [self._cursor])
 
 
-class PrefetchingIter(DataIter):
+class PrefetchingIter(_CurrentBatchIter):
     """Prefetch the batches of one or more iterators on the engine (MXNet's ``PrefetchingIter``).
 
     Parameters
@@ -223,19 +223,3 @@ class PrefetchingIter(DataIter):
         except StopIteration:
             return False
         return True
-
-    def getdata(self) -> list:
-        """The current batch's data."""
-        return self.current_batch.data
-
-    def getlabel(self) -> list:
-        """The current batch's label."""
-        return self.current_batch.label
-
-    def getindex(self) -> Any:
-        """The current batch's index."""
-        return self.current_batch.index
-
-    def getpad(self) -> int:
-        """The current batch's pad."""
-        return self.current_batch.pad

@@ -22,14 +22,12 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
-
-from .base import DataBatch, DataIter
+from .base import DataBatch, DataIter, _CurrentBatchIter
 
 __all__ = ["ResizeIter"]
 
 
-class ResizeIter(DataIter):
+class ResizeIter(_CurrentBatchIter):
     """Give ``size`` batches per epoch from ``data_iter`` (MXNet's ``mx.io.ResizeIter``)."""
 
     def __init__(self, data_iter: DataIter, size: int, reset_internal: bool = True) -> None:
@@ -61,19 +59,3 @@ class ResizeIter(DataIter):
             self.current_batch = self.data_iter.next()
         self.cur += 1
         return True
-
-    def getdata(self) -> list:
-        """The current batch's data."""
-        return self.current_batch.data
-
-    def getlabel(self) -> list:
-        """The current batch's label."""
-        return self.current_batch.label
-
-    def getindex(self) -> Any:
-        """The current batch's index."""
-        return self.current_batch.index
-
-    def getpad(self) -> int:
-        """The current batch's pad."""
-        return self.current_batch.pad

@@ -54,6 +54,7 @@ import numpy as np
 
 from ..base import SUPPORTED_DTYPES, FormatError, MXNBError
 from ..context import Context
+from . import mxnet_format
 from .creation import array
 from .ndarray import NDArray
 
@@ -63,6 +64,8 @@ MAGIC = b"MXNBND\x00\x01"
 VERSION = 1
 _HEADER_LIMIT = 64 << 20  # a header larger than this is corrupt, not big
 _SUPPORTED_NAMES = {dtype.name for dtype in SUPPORTED_DTYPES}
+_MAX_NDIM = 32  # numpy 1.x's limit (2.x allows 64)
+_MAX_ARRAY_BYTES = 2**62  # numpy's bound is 2**63 - 1 bytes, counting only non-zero dimensions
 
 
 class NDArrayFileNotFoundError(MXNBError, FileNotFoundError):
@@ -209,7 +212,10 @@ def _bad(path: str, message: str) -> FormatError:
 def load(
     fname: str | os.PathLike, ctx: Context | None = None
 ) -> list[NDArray] | dict[str, NDArray]:
-    """Load what :func:`save` wrote: a list of NDArrays, or a dict when a dict was saved."""
+    """Load what :func:`save` wrote: a list of NDArrays, or a dict when a dict was saved.
+
+    MXNet's own binary ``.params`` files are read too (:mod:`.mxnet_format`).
+    """
     path = os.fspath(fname)
     try:
         with open(path, "rb") as stream:
@@ -220,10 +226,10 @@ def load(
         raise NDArrayFileNotFoundError(
             f"load: {path!r} is a directory, not a file saved by mx.nd.save"
         ) from None
+    if mxnet_format.is_mxnet_file(content):
+        return mxnet_format.load(path, content, ctx)
     if len(content) < 16 or content[:8] != MAGIC:
-        if content[:8] == b"\x12\x01\x00\x00\x00\x00\x00\x00":
-            raise _bad(path, "this is MXNet's own binary .params format, which mxnb does not read")
-        raise _bad(path, "it does not start with the mxnb magic bytes")
+        raise _bad(path, "it does not start with the mxnb magic bytes (nor MXNet's)")
     (header_len,) = struct.unpack("<Q", content[8:16])
     if header_len > _HEADER_LIMIT or 16 + header_len > len(content):
         raise _bad(
@@ -299,14 +305,22 @@ def _check_entry(path: str, index: int, entry: Any, data_size: int) -> tuple[int
     for field in ("offset", "nbytes", "crc32"):
         if not _is_count(entry.get(field)):
             raise _bad(path, f"array {index}: field {field!r} must be a non-negative int")
+    if len(shape) > _MAX_NDIM:
+        raise _bad(
+            path, f"array {index}: field 'shape' has {len(shape)} dimensions (at most {_MAX_NDIM})"
+        )
+    itemsize = np.dtype(dtype_name).itemsize
     offset, nbytes = entry["offset"], entry["nbytes"]
-    needed = math.prod(shape) * np.dtype(dtype_name).itemsize
+    needed = math.prod(shape) * itemsize
     if needed != nbytes:
         raise _bad(
             path,
             f"array {index}: shape {tuple(shape)} of {dtype_name} does not take the {nbytes} "
             f"bytes of field 'nbytes' (it takes {needed})",
         )
+    if math.prod(dim for dim in shape if dim) * itemsize > _MAX_ARRAY_BYTES:
+        # numpy refuses such a shape even when a zero dimension makes it empty
+        raise _bad(path, f"array {index}: field 'shape' {shape!r} is too big for any array")
     if offset + nbytes > data_size:
         raise _bad(
             path,

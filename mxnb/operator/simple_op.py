@@ -64,7 +64,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import NotSupportedError, ParamError
+from ..base import NotSupportedError, ParamError, as_shape
 from .base import REQUIRED, OpContext, Operator, OperatorProperty, OpReqType, ResourceRequest
 from .param import Param
 from .partial import is_known, partial_shape
@@ -405,7 +405,7 @@ class _SimpleOpProp(OperatorProperty):
             ) from exc
         if out is None:
             return None
-        return shapes, [tuple(int(d) for d in out)], []
+        return shapes, [as_shape(out, f"{self.op_name}: the shape function's answer")], []
 
     # -- backward ----------------------------------------------------------------------------
     def declare_backward_dependency(

@@ -60,7 +60,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..base import FLAG_TO_DTYPE, DTypeError, GraphError, MXNBError, ShapeError
+from ..base import FLAG_TO_DTYPE, DTypeError, GraphError, MXNBError, ShapeError, as_shape
 from ..operator.base import OperatorProperty
 from ..operator.partial import fmt_partial, is_known, known_or_none, merge, takes_partial
 
@@ -359,7 +359,7 @@ class _Inference:
                 continue
             changed |= self.set_value(
                 entry,
-                self.normalize(value),
+                self._normalize_at(node, value),
                 node,
                 lambda position=position: _describe_input(node, position),
             )
@@ -369,7 +369,7 @@ class _Inference:
                 continue
             changed |= self.set_value(
                 outputs[index],
-                self.normalize(value),
+                self._normalize_at(node, value),
                 node,
                 lambda index=index: f"output {node.op.list_outputs()[index]}",  # type: ignore[union-attr]
             )
@@ -377,6 +377,13 @@ class _Inference:
 
     def normalize(self, value: Any) -> Any:
         return value
+
+    def _normalize_at(self, node: Node, value: Any) -> Any:
+        """``normalize(value)``, an error naming ``node`` when the op answered no valid value."""
+        try:
+            return self.normalize(value)
+        except ShapeError as exc:
+            raise ShapeError(f"{_where(node)}: {exc}") from None
 
     def probe_same(self, node: Node, infer: Callable[[list[Any]], Any]) -> bool:
         """Backward through a same-shape (same-dtype) op: a known output fills unknown inputs.
@@ -449,6 +456,8 @@ class _ShapeInference(_Inference):
                 continue
             given = known.get(node.name)
             attr_shape = parse_shape_attr(node.attrs.get("__shape__"))
+            if given is not None:
+                given = as_shape(given, f"the shape passed for {node.name!r}")
             if given is not None and not is_known(given):
                 # MXNet: a 0 dim means "unknown"; let inference fill it
                 self.values[NodeEntry(node, 0)] = self.normalize(given) if given else None
@@ -514,7 +523,7 @@ class _ShapeInference(_Inference):
         return current is None or _compatible(tuple(current), tuple(value))
 
     def normalize(self, value: Any) -> tuple:
-        return tuple(int(dim) for dim in value)
+        return as_shape(value, "an inferred shape")
 
     def conflict(self, entry: NodeEntry, current: Any, value: Any, node: Node, slot: str) -> None:
         source = entry.node

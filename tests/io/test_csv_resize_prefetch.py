@@ -139,6 +139,17 @@ def test_prefetch_loads_in_order_on_their_own_lane_and_overlap_compute():
             if load.start < train.end and train.start < load.end
         ]
         assert overlapping, "no load ran while a training op ran"
+    lanes = {lane.worker: lane for lane in mx.widgets.Timeline(tr).lanes()}
+    load_lanes = {
+        worker
+        for worker, lane in lanes.items()
+        if any(iv.name.startswith("PrefetchingIter load") for iv in lane.intervals)
+    }
+    train_lanes = {
+        w for w, lane in lanes.items() if any(iv.name == "train" for iv in lane.intervals)
+    }
+    if eng.kind == "threaded_per_device":
+        assert load_lanes and not load_lanes & train_lanes  # the timeline draws loading apart
 
 
 @pytest.mark.timeout(60)

@@ -128,7 +128,11 @@ def _with_header(content: bytes, header: dict) -> bytes:
             "does not take",
         ),
         ("newer version", lambda c: _with_header(c, {**_header(c)[0], "version": 9}), "version 9"),
-        ("mxnet params", lambda c: b"\x12\x01\x00\x00\x00\x00\x00\x00" + c[8:], "MXNet's own"),
+        (
+            "mxnet params",
+            lambda c: b"\x12\x01\x00\x00\x00\x00\x00\x00" + c[8:],
+            "not an MXNet .params file",
+        ),
     ],
 )
 def test_corrupt_files_raise_format_errors(tmp_path, label, corrupt, message):

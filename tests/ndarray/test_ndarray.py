@@ -30,7 +30,9 @@ def test_creation_functions_give_shape_dtype_and_values(dtype):
     source = np.arange(6).reshape(2, 3).astype(dtype)
     assert np.array_equal(mx.nd.array(source, dtype=dtype).asnumpy(), source)
     assert mx.nd.array(source, dtype=dtype).dtype == np.dtype(dtype)
-    assert mx.nd.array(mx.nd.array(source, dtype=dtype)).dtype == np.dtype(dtype)  # NDArray keeps it
+    assert mx.nd.array(mx.nd.array(source, dtype=dtype)).dtype == np.dtype(
+        dtype
+    )  # NDArray keeps it
 
 
 def test_numpy_sources_become_float32_unless_dtype_is_given():
@@ -382,4 +384,6 @@ def test_mixed_dtypes_name_the_op_the_argument_and_both_dtypes():
     with pytest.raises(DTypeError, match="out= has dtype float64"):
         mx.nd.elemwise_add(a, a, out=mx.nd.zeros(2, dtype="float64"))
     assert (a + b.astype("float32")).asnumpy().tolist() == [2, 2]
-    assert mx.nd.array(np.ones(2)).dtype == np.float32  # MXNet 1.9.1: float32 unless dtype= is given
+    assert (
+        mx.nd.array(np.ones(2)).dtype == np.float32
+    )  # MXNet 1.9.1: float32 unless dtype= is given

@@ -23,7 +23,9 @@ def test_values_and_mxnet_strings_parse_alike():
 
 
 def test_errors_name_the_op_the_field_and_what_is_allowed():
-    with pytest.raises(ParamError, match="ConvLike parameter 'num_filter': 0 is below the minimum 1"):
+    with pytest.raises(
+        ParamError, match="ConvLike parameter 'num_filter': 0 is below the minimum 1"
+    ):
         _ConvLike(kernel=(3, 3), num_filter=0)
     with pytest.raises(ParamError, match="'pool_type': 'median' is not one of 'max', 'avg', 'sum'"):
         _ConvLike(kernel=(3, 3), num_filter=1, pool_type="median")

@@ -7,7 +7,8 @@ Reshape, transpose, ...), :mod:`.join` (Concat, SliceChannel, slice, tile,
 Pad, ...), :mod:`.indexing` (Embedding, take, one_hot, topk, where, clip),
 :mod:`.conv` (Convolution, Deconvolution), :mod:`.pool` (Pooling,
 UpSampling, LRN),
-:mod:`.norm` (Activation, BatchNorm, Dropout, softmax, loss layers) and
+:mod:`.norm` (Activation, BatchNorm, Dropout, softmax, loss layers),
+:mod:`.optimizer_ops` (sgd_update, adam_update, ...: fused optimizer steps),
 :mod:`.init` (_zeros, _ones, _full, _arange, zeros_like, ...) and :mod:`.rnn` (the
 fused RNN operator).  Each module
 registers its properties with :func:`mxnb.operator.register`, so after
@@ -28,7 +29,7 @@ Example::
     'SliceChannel'
 """
 
-from . import conv, elemwise, indexing, init, join, matrix, norm, pool, reduce, rnn
+from . import conv, elemwise, indexing, init, join, matrix, norm, optimizer_ops, pool, reduce, rnn
 
 __all__ = [
     "conv",
@@ -38,6 +39,7 @@ __all__ = [
     "join",
     "matrix",
     "norm",
+    "optimizer_ops",
     "pool",
     "reduce",
     "rnn",

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..param import DType, Param
+from ..param import ANY, DType, Param
 from ..partial import is_known, partial_shape
 from ..registry import register, register_alias
 from ._common import (
@@ -663,7 +663,7 @@ class ScalarProp(_OneToOneRuleProp):
     """Base of the generated scalar properties: ``op(data, scalar)``."""
 
     rule: ScalarRule
-    scalar = Param(float, default=1.0, doc="The scalar operand.")
+    scalar = Param(float, unbounded=ANY, default=1.0, doc="The scalar operand.")
     is_int = Param(
         bool, default=True, doc="Whether the scalar was given as an int (MXNet 1.9 flag)."
     )

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..param import DType, Param
+from ..param import ANY, AXIS, UNUSED, DType, Param
 from ..partial import is_known, merge, merge_all, partial_shape
 from ..registry import register
 from ._common import KernelProp, fmt, normalize_axis, write
@@ -107,7 +107,7 @@ class EmbeddingProp(KernelProp):
 class TakeProp(KernelProp):
     """Gather slices of ``a`` along ``axis`` at ``indices``."""
 
-    axis = Param(int, default=0, doc="The axis to take along.")
+    axis = Param(int, unbounded=AXIS, default=0, doc="The axis to take along.")
     mode = Param(
         str, default="clip", choices=("clip", "wrap", "raise"), doc="Out-of-range handling."
     )
@@ -166,7 +166,7 @@ class TakeProp(KernelProp):
 class PickProp(KernelProp):
     """Pick one element per position along ``axis``: ``out[i] = data[i, index[i]]``."""
 
-    axis = Param(int, default=-1, optional=True, doc="The axis to pick along.")
+    axis = Param(int, unbounded=AXIS, default=-1, optional=True, doc="The axis to pick along.")
     keepdims = Param(bool, default=False, doc="Keep the picked axis with size 1.")
     mode = Param(str, default="clip", choices=("clip", "wrap"), doc="Out-of-range handling.")
 
@@ -222,8 +222,8 @@ class OneHotProp(KernelProp):
     """One-hot encoding of integer indices: ``indices.shape + (depth,)``."""
 
     depth = Param(int, low=1, doc="Number of classes.")
-    on_value = Param(float, default=1.0, doc="Value at the index.")
-    off_value = Param(float, default=0.0, doc="Value elsewhere.")
+    on_value = Param(float, unbounded=ANY, default=1.0, doc="Value at the index.")
+    off_value = Param(float, unbounded=ANY, default=0.0, doc="Value elsewhere.")
     dtype = Param(DType, default="float32", doc="Output dtype.")
 
     def list_arguments(self):
@@ -264,8 +264,15 @@ class OneHotProp(KernelProp):
 class TopKProp(KernelProp):
     """The ``k`` largest (or smallest) entries along ``axis``: indices, values, a mask, or both."""
 
-    axis = Param(int, default=-1, optional=True, doc="The axis; None: the flattened array.")
-    k = Param(int, default=1, doc="How many; k < 1 means all.")
+    axis = Param(
+        int, unbounded=AXIS, default=-1, optional=True, doc="The axis; None: the flattened array."
+    )
+    k = Param(
+        int,
+        unbounded="any value; k < 1 means the whole axis",
+        default=1,
+        doc="How many; k < 1 means all.",
+    )
     ret_typ = Param(
         str, default="indices", choices=("value", "indices", "mask", "both"), doc="What to return."
     )
@@ -353,7 +360,7 @@ class TopKProp(KernelProp):
 class SortProp(TopKProp):
     """Sort along ``axis`` (ascending by default)."""
 
-    k = Param(int, default=0, doc="Unused (all entries).")
+    k = Param(int, unbounded=UNUSED, default=0, doc="Unused (all entries).")
     ret_typ = Param(str, default="value", choices=("value",), doc="Values.")
     is_ascend = Param(bool, default=True, doc="Ascending order.")
 
@@ -362,7 +369,7 @@ class SortProp(TopKProp):
 class ArgsortProp(TopKProp):
     """Indices that sort along ``axis`` (ascending by default)."""
 
-    k = Param(int, default=0, doc="Unused (all entries).")
+    k = Param(int, unbounded=UNUSED, default=0, doc="Unused (all entries).")
     ret_typ = Param(str, default="indices", choices=("indices",), doc="Indices.")
     is_ascend = Param(bool, default=True, doc="Ascending order.")
 
@@ -431,8 +438,8 @@ class WhereProp(KernelProp):
 class ClipProp(KernelProp):
     """Clip values into ``[a_min, a_max]``."""
 
-    a_min = Param(float, doc="Minimum value.")
-    a_max = Param(float, doc="Maximum value.")
+    a_min = Param(float, unbounded=ANY, doc="Minimum value.")
+    a_max = Param(float, unbounded=ANY, doc="Maximum value.")
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
         """Head gradient and input."""

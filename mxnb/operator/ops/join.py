@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..param import Param, Shape
+from ..param import ANY, AXIS, UNUSED, Param, Shape
 from ..partial import fmt_partial, is_known, merge, merge_all, partial_shape
 from ..registry import register, register_alias
 from ._common import KernelProp, fmt, normalize_axis, write
@@ -50,7 +50,7 @@ class ConcatProp(_MoveProp):
 
     key_var_num_args = "num_args"
     num_args = Param(int, low=1, doc="Number of inputs.")
-    dim = Param(int, default=1, doc="The axis to join along.")
+    dim = Param(int, unbounded=AXIS, default=1, doc="The axis to join along.")
 
     def list_arguments(self):
         """``arg0 … arg{num_args-1}``."""
@@ -146,7 +146,7 @@ class StackProp(_MoveProp):
     """Stack ``num_args`` arrays of the same shape along a new axis."""
 
     key_var_num_args = "num_args"
-    axis = Param(int, default=0, doc="Position of the new axis.")
+    axis = Param(int, unbounded=AXIS, default=0, doc="Position of the new axis.")
     num_args = Param(int, low=1, doc="Number of inputs.")
 
     def list_arguments(self):
@@ -203,7 +203,7 @@ class SliceChannelProp(_MoveProp):
     """Split ``axis`` into ``num_outputs`` equal parts."""
 
     num_outputs = Param(int, low=1, doc="Number of parts.")
-    axis = Param(int, default=1, doc="The axis to split.")
+    axis = Param(int, unbounded=AXIS, default=1, doc="The axis to split.")
     squeeze_axis = Param(
         bool, default=False, doc="Drop the split axis (each part must have size 1)."
     )
@@ -308,9 +308,17 @@ def _slice_index(op: Any, shape: tuple, begin: tuple, end: tuple, step: tuple) -
 class SliceProp(_MoveProp):
     """``data[begin:end:step]`` per axis (entries may be None)."""
 
-    begin = Param(Shape, doc="Start per axis (None: from the start).")
-    end = Param(Shape, doc="Stop per axis (None: to the end).")
-    step = Param(Shape, default=(), doc="Step per axis (default 1).")
+    begin = Param(
+        Shape,
+        unbounded="any index; negative counts from the end",
+        doc="Start per axis (None: from the start).",
+    )
+    end = Param(
+        Shape,
+        unbounded="any index; negative counts from the end",
+        doc="Stop per axis (None: to the end).",
+    )
+    step = Param(Shape, unbounded="any value but 0", default=(), doc="Step per axis (default 1).")
 
     def _index(self, shape: tuple) -> tuple:
         if len(self.begin) != len(self.end) or len(self.begin) > len(shape):
@@ -350,10 +358,20 @@ register_alias("crop", "slice")
 class SliceAxisProp(SliceProp):
     """``data[..., begin:end, ...]`` along one ``axis``."""
 
-    begin = Param(int, doc="Start (negative counts from the end).")
-    end = Param(int, default=None, optional=True, doc="Stop (None: to the end).")
-    step = Param(Shape, default=(), doc="Unused.")
-    axis = Param(int, doc="The axis to slice.")
+    begin = Param(
+        int,
+        unbounded="any index; negative counts from the end",
+        doc="Start (negative counts from the end).",
+    )
+    end = Param(
+        int,
+        unbounded="any index; negative counts from the end",
+        default=None,
+        optional=True,
+        doc="Stop (None: to the end).",
+    )
+    step = Param(Shape, unbounded=UNUSED, default=(), doc="Unused.")
+    axis = Param(int, unbounded=AXIS, doc="The axis to slice.")
 
     def _index(self, shape: tuple) -> tuple:
         axis = normalize_axis(self.axis, len(shape), self.op_name)
@@ -404,7 +422,9 @@ class RepeatProp(_MoveProp):
     """Repeat each element ``repeats`` times along ``axis`` (None: of the flattened array)."""
 
     repeats = Param(int, low=0, doc="Repetitions of each element.")
-    axis = Param(int, default=None, optional=True, doc="The axis; None flattens first.")
+    axis = Param(
+        int, unbounded=AXIS, default=None, optional=True, doc="The axis; None flattens first."
+    )
 
     @partial_shape
     def infer_shape(self, in_shape, out_shape=None):
@@ -442,7 +462,7 @@ class PadProp(_MoveProp):
 
     mode = Param(str, choices=("constant", "edge", "reflect"), doc="Padding type.")
     pad_width = Param(Shape, low=0, doc="Before/after widths per axis (first two axes must be 0).")
-    constant_value = Param(float, default=0.0, doc="Value of constant padding.")
+    constant_value = Param(float, unbounded=ANY, default=0.0, doc="Value of constant padding.")
 
     def _widths(self, ndim: int) -> list[tuple[int, int]]:
         widths = tuple(self.pad_width)

@@ -33,7 +33,7 @@ from typing import Any
 
 from ...base import ShapeError
 from ..base import OpReqType
-from ..param import Param, Shape
+from ..param import AXIS, UNUSED, Param, Shape
 from ..partial import fmt_partial, is_known, merge, partial_shape, product
 from ..registry import register, register_alias
 from ._common import KernelProp, fmt, normalize_axis, reduce_to, write
@@ -438,9 +438,9 @@ def infer_reshape(op: Any, data: tuple, codes: tuple, reverse: bool = False) -> 
 class ReshapeProp(ViewProp):
     """Reshape with MXNet's special codes 0, -1, -2, -3, -4."""
 
-    shape = Param(Shape, default=(), doc="The target shape (may use 0, -1, -2, -3, -4).")
+    shape = Param(Shape, low=-4, default=(), doc="The target shape (may use 0, -1, -2, -3, -4).")
     reverse = Param(bool, default=False, doc="Read the special codes from right to left.")
-    target_shape = Param(Shape, default=(), doc="Deprecated; use shape.")
+    target_shape = Param(Shape, low=0, default=(), doc="Deprecated; use shape.")
     keep_highest = Param(
         bool, default=False, doc="Deprecated; with target_shape keeps the first dim."
     )
@@ -504,7 +504,9 @@ register_alias("flatten", "Flatten")
 class ExpandDimsProp(ViewProp):
     """Insert an axis of size 1 at ``axis``."""
 
-    axis = Param(int, doc="Position of the new axis (negative counts from the end).")
+    axis = Param(
+        int, unbounded=AXIS, doc="Position of the new axis (negative counts from the end)."
+    )
 
     @partial_shape
     def infer_shape(self, in_shape, out_shape=None):
@@ -529,7 +531,13 @@ class ExpandDimsProp(ViewProp):
 class SqueezeProp(ViewProp):
     """Remove axes of size 1 (all of them, or those in ``axis``)."""
 
-    axis = Param(Shape, default=None, optional=True, doc="Axes to remove; None: every size-1 axis.")
+    axis = Param(
+        Shape,
+        unbounded=AXIS,
+        default=None,
+        optional=True,
+        doc="Axes to remove; None: every size-1 axis.",
+    )
 
     def infer_shape(self, in_shape):
         """Drop size-1 axes; a fully squeezed array has shape (1,)."""
@@ -558,7 +566,7 @@ class SqueezeProp(ViewProp):
 class TransposeProp(ViewProp):
     """Permute axes (default: reverse them)."""
 
-    axes = Param(Shape, default=(), doc="The permutation; empty reverses the axes.")
+    axes = Param(Shape, unbounded=AXIS, default=(), doc="The permutation; empty reverses the axes.")
     inplace = False
 
     def _axes(self, ndim: int) -> tuple:
@@ -603,8 +611,8 @@ class TransposeProp(ViewProp):
 class SwapAxisProp(ViewProp):
     """Swap two axes."""
 
-    dim1 = Param(int, default=0, doc="First axis.")
-    dim2 = Param(int, default=0, doc="Second axis.")
+    dim1 = Param(int, unbounded=AXIS, default=0, doc="First axis.")
+    dim2 = Param(int, unbounded=AXIS, default=0, doc="Second axis.")
     inplace = False
 
     @partial_shape
@@ -643,7 +651,7 @@ register_alias("swapaxes", "SwapAxis")
 class BroadcastToProp(ViewProp):
     """Broadcast size-1 axes to ``shape`` (0 keeps the input's size)."""
 
-    shape = Param(Shape, default=(), doc="The target shape; 0 keeps that axis.")
+    shape = Param(Shape, low=0, default=(), doc="The target shape; 0 keeps that axis.")
     inplace = False
 
     @partial_shape
@@ -689,9 +697,9 @@ class BroadcastToProp(ViewProp):
 class BroadcastAxisProp(BroadcastToProp):
     """Broadcast the given size-1 axes to ``size``."""
 
-    shape = Param(Shape, default=(), doc="Unused (see broadcast_to).")
-    axis = Param(Shape, default=(), doc="Axes to broadcast.")
-    size = Param(Shape, default=(), doc="Target size of each axis.")
+    shape = Param(Shape, unbounded=UNUSED, default=(), doc="Unused (see broadcast_to).")
+    axis = Param(Shape, unbounded=AXIS, default=(), doc="Axes to broadcast.")
+    size = Param(Shape, low=0, default=(), doc="Target size of each axis.")
 
     def infer_shape(self, in_shape):
         """The input shape with ``axis[i]`` set to ``size[i]``."""

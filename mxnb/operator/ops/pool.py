@@ -34,7 +34,7 @@ from typing import Any
 
 from ...base import NotSupportedError
 from ..base import OpReqType
-from ..param import Param, Shape
+from ..param import ANY, Param, Shape
 from ..partial import merge, partial_shape
 from ..registry import register
 from ._common import KernelProp, fmt, parallel_chunks, write
@@ -337,9 +337,9 @@ class UpSamplingProp(KernelProp):
 class LRNProp(KernelProp):
     """Local response normalization across channels: ``x / (knorm + alpha/nsize * sum x^2)^beta``."""
 
-    alpha = Param(float, default=1e-4, doc="Scale of the sum of squares.")
-    beta = Param(float, default=0.75, doc="Exponent.")
-    knorm = Param(float, default=2.0, doc="Additive constant.")
+    alpha = Param(float, unbounded=ANY, default=1e-4, doc="Scale of the sum of squares.")
+    beta = Param(float, unbounded=ANY, default=0.75, doc="Exponent.")
+    knorm = Param(float, unbounded=ANY, default=2.0, doc="Additive constant.")
     nsize = Param(int, low=1, doc="Number of channels in the window (odd).")
 
     def list_outputs(self):

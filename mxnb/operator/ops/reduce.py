@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..param import Param, Shape
+from ..param import AXIS, Param, Shape
 from ..partial import merge, partial_shape
 from ..registry import register, register_alias
 from ._common import KernelProp, normalize_axes, normalize_axis, write
@@ -60,7 +60,9 @@ def _reduced_shape(shape: tuple, axes: tuple, keepdims: bool) -> tuple[tuple, tu
 class ReduceProp(KernelProp):
     """Base of sum / mean / prod / max / min / nansum / nanprod."""
 
-    axis = Param(Shape, default=None, optional=True, doc="Axis or axes to reduce; None: all.")
+    axis = Param(
+        Shape, unbounded=AXIS, default=None, optional=True, doc="Axis or axes to reduce; None: all."
+    )
     keepdims = Param(bool, default=False, doc="Keep reduced axes with size 1.")
     exclude = Param(bool, default=False, doc="Reduce over every axis except those in `axis`.")
 
@@ -158,8 +160,8 @@ for _kind, (_doc, _uses, _aliases) in _REDUCTIONS.items():
 class NormProp(KernelProp):
     """L1 or L2 norm over the given axes (default: of the flattened array, shape (1,))."""
 
-    ord = Param(int, default=2, choices=None, doc="Order of the norm: 1 or 2.")
-    axis = Param(Shape, default=None, optional=True, doc="Axis or axes; None: all.")
+    ord = Param(int, low=1, high=2, default=2, choices=None, doc="Order of the norm: 1 or 2.")
+    axis = Param(Shape, unbounded=AXIS, default=None, optional=True, doc="Axis or axes; None: all.")
     keepdims = Param(bool, default=False, doc="Keep reduced axes with size 1.")
     out_dtype = Param(str, default=None, optional=True, doc="Ignored (MXNet: accumulation dtype).")
 
@@ -207,7 +209,13 @@ class NormProp(KernelProp):
 class ArgReduceProp(KernelProp):
     """Base of argmax / argmin: index of the extreme value along one axis."""
 
-    axis = Param(int, default=None, optional=True, doc="The axis; None: of the flattened array.")
+    axis = Param(
+        int,
+        unbounded=AXIS,
+        default=None,
+        optional=True,
+        doc="The axis; None: of the flattened array.",
+    )
     keepdims = Param(bool, default=False, doc="Keep the reduced axis with size 1.")
     kind = "argmax"
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from ...base import NotSupportedError
 from ..base import ResourceRequest
-from ..param import Param
+from ..param import ANY, Param
 from ..partial import merge, partial_shape
 from ..registry import register
 from ._common import KernelProp, write
@@ -105,9 +105,13 @@ class RNNProp(KernelProp):
     mode = Param(str, choices=("rnn_relu", "rnn_tanh", "lstm", "gru"), doc="The cell type.")
     p = Param(float, default=0.0, low=0.0, high=1.0, doc="Dropout between layers (training).")
     state_outputs = Param(bool, default=False, doc="Also return the final states.")
-    projection_size = Param(int, default=None, optional=True, doc="Unsupported (LSTMP).")
-    lstm_state_clip_min = Param(float, default=None, optional=True, doc="Clip c from below.")
-    lstm_state_clip_max = Param(float, default=None, optional=True, doc="Clip c from above.")
+    projection_size = Param(int, default=None, optional=True, low=1, doc="Unsupported (LSTMP).")
+    lstm_state_clip_min = Param(
+        float, default=None, optional=True, unbounded=ANY, doc="Clip c from below."
+    )
+    lstm_state_clip_max = Param(
+        float, default=None, optional=True, unbounded=ANY, doc="Clip c from above."
+    )
     lstm_state_clip_nan = Param(bool, default=False, doc="Unsupported.")
     use_sequence_length = Param(bool, default=False, doc="Unsupported (variable lengths).")
 

@@ -14,22 +14,9 @@ import os
 
 import mxnet as mx
 import numpy as np
+from iter_inputs import ndarray_iter_inputs as _inputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _inputs(kind, n):
-    x = np.arange(n * 4, dtype=np.float32).reshape(n, 2, 2)
-    y = np.arange(n, dtype=np.float32) * 10
-    if kind == "array":
-        return x, y
-    if kind == "list":
-        return [x, x[:, :1] + 1000], [y, y + 1]
-    if kind == "dict":
-        return {"b_img": x, "a_img": x[:, 0] - 5}, {"lab": y}
-    if kind == "nolabel":
-        return x, None
-    raise ValueError(kind)
 
 
 def _descs(descs):

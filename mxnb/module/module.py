@@ -1,0 +1,484 @@
+"""Module: a Symbol bound over a list of devices, with parameters, an optimizer and a KVStore.
+
+Idea (MXNet: python/mxnet/module/module.py): ``Module(symbol, data_names,
+label_names, context)`` separates the symbol's arguments into inputs (data,
+labels) and parameters.  ``bind`` builds a :class:`DataParallelExecutorGroup`;
+``init_params`` fills the parameters by name (:mod:`mxnb.initializer`);
+``init_optimizer`` decides where updates run; ``update`` runs them.
+
+Rules (MXNet 1.9.1's):
+    * with one device and a non-distributed kvstore name, no KVStore is used:
+      the Module's own Updater updates each device's weights (keys ``index``);
+    * with several devices (``kvstore='local'`` or ``'device'``) the optimizer
+      runs ON the kvstore (``update_on_kvstore``): each parameter's gradients
+      are pushed (summed over devices), updated on the store and pulled back to
+      every device — one ``pushpull`` per parameter, with priority ``-index``;
+    * ``rescale_grad`` defaults to ``1 / batch_size``;
+    * mxnb issues the pushes in backward order (last parameter first): the
+      executor's backward ops are already queued on the engine, so each push
+      starts as soon as its gradient is written, while the rest of backward runs.
+
+State kept:
+    _arg_params, _aux_params   the CPU copies (``get_params``); ``_params_dirty`` when devices are newer
+    _exec_group                the executors, one per device
+    _optimizer, _kvstore, _update_on_kvstore, _updater
+
+Example::
+
+    >>> import mxnb as mx
+    >>> net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=2, name='fc'), name='softmax')
+    >>> mod = mx.mod.Module(net)
+    >>> mod.bind(data_shapes=[('data', (4, 3))], label_shapes=[('softmax_label', (4,))])
+    >>> mod.init_params(mx.init.One())
+    >>> sorted(mod.get_params()[0])
+    ['fc_bias', 'fc_weight']
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from .. import optimizer as _opt
+from ..base import MXNBError
+from ..context import Context, cpu
+from ..initializer import InitDesc, Uniform
+from ..kvstore import KVStore
+from ..kvstore import create as _create_kv
+from ..model import load_checkpoint
+from ..ndarray import NDArray, load, mxnet_format, zeros
+from .base_module import BaseModule
+from .executor_group import DataParallelExecutorGroup, desc_name_shape
+
+__all__ = ["Module"]
+
+
+def _check_input_names(symbol: Any, names: Sequence[str], typename: str, throw: bool) -> None:
+    arguments = symbol.list_arguments()
+    for name in names:
+        if name in arguments:
+            continue
+        candidates = [
+            arg for arg in arguments if not arg.endswith(("_weight", "_bias", "_gamma", "_beta"))
+        ]
+        message = (
+            f"Module: you created a Module with {typename}_names containing {name!r}, which is not "
+            f"an input of the symbol; inputs that look like {typename}: {candidates}"
+        )
+        if throw:
+            raise MXNBError(message)
+        logging.getLogger(__name__).warning(message)
+
+
+def create_kvstore(kvstore: Any, num_device: int, arg_params: dict) -> tuple[KVStore | None, bool]:
+    """MXNet's ``_create_kvstore``: which store (None for one device) and whether it updates."""
+    update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
+    if kvstore is None:
+        store = None
+    elif isinstance(kvstore, KVStore):
+        store = kvstore
+    elif isinstance(kvstore, str):
+        if num_device == 1 and "dist" not in kvstore:
+            store = None
+        else:
+            store = _create_kv(kvstore)
+            if kvstore == "local":
+                biggest = max((param.size for param in arg_params.values()), default=0)
+                if biggest > 1024 * 1024 * 16:
+                    update_on_kvstore = False
+    else:
+        raise MXNBError(f"kvstore must be a KVStore, a str or None, got {kvstore!r}")
+    return store, (update_on_kvstore and store is not None)
+
+
+class Module(BaseModule):
+    """A symbol over one or more devices (``context``: a Context or a list), trained with ``fit``."""
+
+    def __init__(
+        self,
+        symbol: Any,
+        data_names: Sequence[str] = ("data",),
+        label_names: Sequence[str] | None = ("softmax_label",),
+        logger: Any = logging,
+        context: Context | Sequence[Context] | None = None,
+        work_load_list: Sequence[float] | None = None,
+        fixed_param_names: Sequence[str] | None = None,
+        state_names: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(logger=logger)
+        if context is None:
+            context = cpu()
+        self._context = [context] if isinstance(context, Context) else list(context)
+        self._work_load_list = list(work_load_list or [1] * len(self._context))
+        if len(self._work_load_list) != len(self._context):
+            raise MXNBError("Module: work_load_list needs one entry per context")
+        self._symbol = symbol
+        self._data_names = list(data_names or [])
+        self._label_names = list(label_names or [])
+        self._state_names = list(state_names or [])
+        self._fixed_param_names = list(fixed_param_names or [])
+        inputs = self._data_names + self._label_names + self._state_names
+        self._param_names = [name for name in symbol.list_arguments() if name not in inputs]
+        self._aux_names = symbol.list_auxiliary_states()
+        self._output_names = symbol.list_outputs()
+        _check_input_names(symbol, self._data_names, "data", True)
+        _check_input_names(symbol, self._label_names, "label", False)
+        _check_input_names(symbol, self._fixed_param_names, "fixed_param", True)
+        self._arg_params: dict[str, NDArray] | None = None
+        self._aux_params: dict[str, NDArray] | None = None
+        self._params_dirty = False
+        self._optimizer: Any = None
+        self._kvstore: KVStore | None = None
+        self._update_on_kvstore = False
+        self._updater: Any = None
+        self._preload_opt_states: str | None = None
+        self._exec_group: DataParallelExecutorGroup | None = None
+        self._data_shapes: list = []
+        self._label_shapes: list = []
+
+    # -- names and shapes ----------------------------------------------------------------------
+    @property
+    def data_names(self) -> list[str]:
+        """Names of the data inputs."""
+        return self._data_names
+
+    @property
+    def label_names(self) -> list[str]:
+        """Names of the label inputs."""
+        return self._label_names
+
+    @property
+    def output_names(self) -> list[str]:
+        """Names of the outputs."""
+        return self._output_names
+
+    @property
+    def data_shapes(self) -> list:
+        """``[(name, shape)]`` of the data the module is bound for."""
+        return self._data_shapes
+
+    @property
+    def label_shapes(self) -> list:
+        """``[(name, shape)]`` of the labels the module is bound for."""
+        return self._label_shapes
+
+    @property
+    def output_shapes(self) -> list[tuple[str, tuple]]:
+        """``[(name, shape)]`` of the merged outputs."""
+        outputs = self._group("output_shapes").get_outputs()
+        return [(name, out.shape) for name, out in zip(self._output_names, outputs)]
+
+    def _group(self, what: str) -> DataParallelExecutorGroup:
+        if self._exec_group is None:
+            raise MXNBError(f"{what}: call bind() first")
+        return self._exec_group
+
+    # -- binding and parameters -------------------------------------------------------------------
+    def bind(
+        self,
+        data_shapes: Sequence[Any],
+        label_shapes: Sequence[Any] | None = None,
+        for_training: bool = True,
+        inputs_need_grad: bool = False,
+        force_rebind: bool = False,
+        shared_module: Any = None,
+        grad_req: str = "write",
+    ) -> None:
+        """Bind an executor per device for ``data_shapes`` / ``label_shapes`` (the whole batch)."""
+        if shared_module is not None:
+            raise MXNBError("bind: shared_module is not supported by mxnb's Module")
+        if force_rebind:
+            self._exec_group = None
+            self.binded = False
+        if self.binded:
+            self.logger.warning("Already bound, ignoring bind()")
+            return
+        if inputs_need_grad and not for_training:
+            raise MXNBError("bind: inputs_need_grad=True needs for_training=True")
+        self.for_training = for_training
+        self.inputs_need_grad = inputs_need_grad
+        self._data_shapes = [desc_name_shape(d) for d in data_shapes]
+        self._label_shapes = [desc_name_shape(d) for d in label_shapes or []]
+        given = [name for name, _ in self._data_shapes]
+        if sorted(given) != sorted(self._data_names):
+            raise MXNBError(
+                f"bind: data_shapes name {given} but the module's data_names are {self._data_names}"
+            )
+        self._exec_group = DataParallelExecutorGroup(
+            self._symbol,
+            self._context,
+            self._work_load_list,
+            self._data_shapes,
+            self._label_shapes,
+            self._param_names,
+            for_training,
+            inputs_need_grad,
+            self._fixed_param_names,
+            grad_req,
+        )
+        self.binded = True
+        if self.params_initialized:
+            self._exec_group.set_params(self._arg_params, self._aux_params)
+        else:
+            group = self._exec_group
+            self._arg_params = {
+                name: zeros(block[0].shape, dtype=block[0].dtype)
+                for name, block in zip(self._param_names, group.param_arrays)
+            }
+            self._aux_params = {
+                name: zeros(block[0].shape, dtype=block[0].dtype)
+                for name, block in zip(self._aux_names, group.aux_arrays)
+            }
+
+    def init_params(
+        self,
+        initializer: Any = None,
+        arg_params: dict | None = None,
+        aux_params: dict | None = None,
+        allow_missing: bool = False,
+        force_init: bool = False,
+        allow_extra: bool = False,
+    ) -> None:
+        """Fill the parameters: from ``arg_params`` / ``aux_params`` by name, else by ``initializer``."""
+        if self.params_initialized and not force_init:
+            self.logger.warning(
+                "Parameters already initialized and force_init=False. init_params call ignored."
+            )
+            return
+        if not self.binded:
+            raise MXNBError("init_params: call bind() before initializing the parameters")
+        if initializer is None and arg_params is None and aux_params is None:
+            initializer = Uniform(0.01)
+        attrs = self._symbol.attr_dict()
+
+        def fill(name: str, array: NDArray, cache: dict | None) -> None:
+            desc = InitDesc(name, attrs.get(name))
+            if cache is not None and name in cache:
+                if cache[name] is not array:
+                    cache[name].copyto(array)
+                return
+            if cache is not None and not allow_missing:
+                raise MXNBError(
+                    f"init_params: {name!r} is not in the given parameters (pass allow_missing=True)"
+                )
+            if initializer is None:
+                raise MXNBError(f"init_params: {name!r} has no value and no initializer was given")
+            initializer(desc, array)
+
+        for name, array in sorted(self._arg_params.items()):
+            fill(name, array, arg_params)
+        for name, array in sorted(self._aux_params.items()):
+            fill(name, array, aux_params)
+        self.params_initialized = True
+        self._params_dirty = False
+        self._exec_group.set_params(self._arg_params, self._aux_params, allow_extra=allow_extra)
+
+    def set_params(
+        self,
+        arg_params: dict,
+        aux_params: dict,
+        allow_missing: bool = False,
+        force_init: bool = True,
+        allow_extra: bool = False,
+    ) -> None:
+        """Copy given parameters to the module (and every device)."""
+        self.init_params(None, arg_params, aux_params, allow_missing, force_init, allow_extra)
+
+    def get_params(self) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
+        """``(arg_params, aux_params)`` on the CPU, synchronised from the devices."""
+        if not (self.binded and self.params_initialized):
+            raise MXNBError("get_params: call bind() and init_params() first")
+        if self._params_dirty:
+            self._exec_group.get_params(self._arg_params, self._aux_params)
+            self._params_dirty = False
+        return self._arg_params, self._aux_params
+
+    # -- optimizer ---------------------------------------------------------------------------------
+    def init_optimizer(
+        self,
+        kvstore: Any = "local",
+        optimizer: Any = "sgd",
+        optimizer_params: Any = (("learning_rate", 0.01),),
+        force_init: bool = False,
+    ) -> None:
+        """Create the optimizer (``rescale_grad = 1/batch``) and the kvstore, MXNet's way."""
+        if not (self.binded and self.params_initialized):
+            raise MXNBError("init_optimizer: call bind() and init_params() first")
+        if self.optimizer_initialized and not force_init:
+            self.logger.warning("optimizer already initialized, ignoring...")
+            return
+        if self._params_dirty:
+            self.get_params()
+        store, update_on_kvstore = create_kvstore(kvstore, len(self._context), self._arg_params)
+        group = self._exec_group
+        batch_size = group.batch_size
+        if store is not None and "dist" in store.type and "_sync" in store.type:
+            batch_size *= store.num_workers
+        rescale_grad = 1.0 / batch_size
+        count = len(self._context)
+        if update_on_kvstore:
+            idx2name = dict(enumerate(group.param_names))
+        else:
+            idx2name = {
+                i * count + k: name
+                for k in range(count)
+                for i, name in enumerate(group.param_names)
+            }
+        if isinstance(optimizer, str):
+            params = dict(optimizer_params)
+            params.setdefault("rescale_grad", rescale_grad)
+            optimizer = _opt.create(optimizer, sym=self._symbol, param_idx2name=idx2name, **params)
+        elif not isinstance(optimizer, _opt.Optimizer):
+            raise MXNBError(
+                f"init_optimizer: optimizer must be a name or an Optimizer, got {optimizer!r}"
+            )
+        elif not optimizer.idx2name:
+            optimizer.idx2name = idx2name.copy()
+        self._optimizer = optimizer
+        self._kvstore = store
+        self._update_on_kvstore = update_on_kvstore
+        self._updater = None
+        if store is not None:
+            if update_on_kvstore:
+                store.set_optimizer(optimizer)
+            for name, on_devices in zip(self._param_names, group.param_arrays):
+                if update_on_kvstore:
+                    store.broadcast(name, self._arg_params[name], out=on_devices)
+                else:
+                    store.init(name, self._arg_params[name])
+        if not update_on_kvstore:
+            self._updater = _opt.get_updater(optimizer)
+        self.optimizer_initialized = True
+        if self._preload_opt_states is not None:
+            self.load_optimizer_states(self._preload_opt_states)
+            self._preload_opt_states = None
+
+    def save_optimizer_states(self, fname: str) -> None:
+        """Write the optimizer states (of the kvstore or of the module's updater)."""
+        if not self.optimizer_initialized:
+            raise MXNBError("save_optimizer_states: call init_optimizer() first")
+        if self._update_on_kvstore:
+            self._kvstore.save_optimizer_states(fname)
+        else:
+            with open(fname, "wb") as stream:
+                stream.write(self._updater.get_states())
+
+    def load_optimizer_states(self, fname: str) -> None:
+        """Read states written by :meth:`save_optimizer_states`."""
+        if not self.optimizer_initialized:
+            raise MXNBError("load_optimizer_states: call init_optimizer() first")
+        if self._update_on_kvstore:
+            self._kvstore.load_optimizer_states(fname)
+        else:
+            with open(fname, "rb") as stream:
+                self._updater.set_states(stream.read())
+
+    # -- computation ----------------------------------------------------------------------------------
+    def forward(self, data_batch: Any, is_train: bool | None = None) -> None:
+        """Run forward on every device for its slice of ``data_batch`` (rebinds on a new batch shape)."""
+        self._check_ready("forward")
+        new_shapes = [tuple(array.shape) for array in data_batch.data]
+        if new_shapes != [shape for _, shape in self._data_shapes]:
+            self._rebind_for(data_batch)
+        self._exec_group.forward(data_batch, is_train)
+
+    def _rebind_for(self, data_batch: Any) -> None:
+        arg_params, aux_params = self.get_params()
+        data = [(name, tuple(a.shape)) for name, a in zip(self._data_names, data_batch.data)]
+        labels = getattr(data_batch, "label", None) or []
+        label = [
+            (name, tuple(a.shape)) for name, a in zip(self._label_names, labels)
+        ] or self._label_shapes
+        self.bind(data, label, self.for_training, self.inputs_need_grad, force_rebind=True)
+        self._exec_group.set_params(arg_params, aux_params)
+        if self._update_on_kvstore:
+            for name, on_devices in zip(self._param_names, self._exec_group.param_arrays):
+                self._kvstore.pull(name, out=on_devices)
+
+    def backward(self, out_grads: Sequence[NDArray] | None = None) -> None:
+        """Run backward on every device."""
+        self._check_ready("backward")
+        self._exec_group.backward(out_grads)
+
+    def update(self) -> None:
+        """Update the parameters from the gradients (see the module docstring for where)."""
+        if not self.optimizer_initialized:
+            raise MXNBError("update: call init_optimizer() first")
+        self._params_dirty = True
+        group = self._exec_group
+        count = len(self._context)
+        # Backward order: the last parameters' gradients are written first.
+        for index in reversed(range(len(group.param_names))):
+            params, grads = group.param_arrays[index], group.grad_arrays[index]
+            if grads[0] is None:
+                continue
+            name = group.param_names[index]
+            if self._update_on_kvstore:
+                self._kvstore.pushpull(name, grads, out=params, priority=-index)
+                continue
+            if self._kvstore is not None:
+                self._kvstore.pushpull(name, grads, priority=-index)
+            for k, (weight, grad) in enumerate(zip(params, grads)):
+                self._updater(index * count + k, grad, weight)
+
+    def get_outputs(self, merge_multi_context: bool = True) -> list:
+        """The outputs of the last forward (merged over devices)."""
+        self._check_ready("get_outputs")
+        return self._exec_group.get_outputs(merge_multi_context)
+
+    def get_input_grads(self, merge_multi_context: bool = True) -> list:
+        """Gradients of the data inputs (bind with ``inputs_need_grad=True``)."""
+        return self._group("get_input_grads").get_input_grads(merge_multi_context)
+
+    def update_metric(
+        self, eval_metric: Any, labels: Sequence[NDArray], pre_sliced: bool = False
+    ) -> None:
+        """Feed the last outputs and ``labels`` to ``eval_metric``."""
+        self._group("update_metric").update_metric(eval_metric, labels, pre_sliced)
+
+    # -- checkpoints -----------------------------------------------------------------------------------
+    def save_params(self, fname: str) -> None:
+        """Write the parameters in MXNet's .params format (``arg:`` / ``aux:`` names)."""
+        arg_params, aux_params = self.get_params()
+        save_dict = {f"arg:{k}": v.as_in_context(cpu()) for k, v in arg_params.items()}
+        save_dict.update({f"aux:{k}": v.as_in_context(cpu()) for k, v in aux_params.items()})
+        mxnet_format.save(fname, save_dict)
+
+    def load_params(self, fname: str) -> None:
+        """Read parameters written by :meth:`save_params` (or by MXNet)."""
+        arg_params, aux_params = {}, {}
+        for key, value in load(fname).items():
+            kind, _, name = key.partition(":")
+            if kind not in ("arg", "aux") or not name:
+                raise MXNBError(f"load_params {fname!r}: invalid parameter name {key!r}")
+            (arg_params if kind == "arg" else aux_params)[name] = value
+        self.set_params(arg_params, aux_params)
+
+    def save_checkpoint(
+        self,
+        prefix: str,
+        epoch: int,
+        save_optimizer_states: bool = False,
+        remove_amp_cast: bool = True,
+    ) -> None:
+        """Write ``prefix-symbol.json``, ``prefix-%04d.params`` (and ``.states``)."""
+        self._symbol.save(f"{prefix}-symbol.json", remove_amp_cast=remove_amp_cast)
+        param_name = f"{prefix}-{epoch:04d}.params"
+        self.save_params(param_name)
+        self.logger.info('Saved checkpoint to "%s"', param_name)
+        if save_optimizer_states:
+            self.save_optimizer_states(f"{prefix}-{epoch:04d}.states")
+
+    @staticmethod
+    def load(prefix: str, epoch: int, load_optimizer_states: bool = False, **kwargs: Any) -> Module:
+        """A Module from a checkpoint (bind it, then ``init_optimizer`` loads the states)."""
+        sym, args, auxs = load_checkpoint(prefix, epoch)
+        module = Module(symbol=sym, **kwargs)
+        module._arg_params = args
+        module._aux_params = auxs
+        module.params_initialized = True
+        if load_optimizer_states:
+            module._preload_opt_states = f"{prefix}-{epoch:04d}.states"
+        return module
