@@ -55,7 +55,6 @@ $(JS_STAMP): $(JS_TEST)/package-lock.json | node
 	@cd $(JS_TEST) && npm ci --no-audit --no-fund --loglevel=error >/dev/null
 	@touch $@
 
-# Jupyter refuses to start as root (containers, CI machines) unless told it may.
 # The JupyterLab extension (extension/README.md): TypeScript built with @jupyterlab/builder
 # into mxnb/labextension/ (shipped in the wheel as share/jupyter/labextensions/mxnb), linked
 # into the venv's Jupyter data dir. Rebuilt only when a source changes (stamp file).
@@ -78,8 +77,10 @@ $(LABEXT_LINK): | $(STAMP)
 	mkdir -p $(dir $@)
 	ln -sfn $(abspath $(EXT_OUT)) $@
 
+# Jupyter refuses to start as root (containers, CI machines) unless told it may.
+# LAB_ARGS: more options for jupyter lab (e.g. LAB_ARGS="--no-browser --port=8899").
 lab: setup labextension
-	$(VENV)/bin/jupyter lab $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) notebooks/
+	$(VENV)/bin/jupyter lab $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) $(LAB_ARGS) notebooks/
 
 # The whole suite, notebooks and the tests marked `slow` included.
 test: test-setup

@@ -11,11 +11,23 @@ Figures (each against a peer measured in the same run):
      test's screenshots, not here.  Peer: one DAG redraw of the same model;
   3. a Timeline redraw at 3,000 ops as the monitor and the panel now do it
      (``Timeline.to_data()``, drawn by the browser) relative to the matplotlib
-     SVG they used to send (peer, measured once: it takes seconds).
+     SVG they used to send (peer, measured once: it takes seconds);
+  4. timeline lag (issue 22: a 1,362-op run showed "640 pending" for 27-40 s):
+     a loop of NDArray ops (``x = x * 0.5 + 1``, deletes included) runs with
+     the EngineMonitor's Timeline tab shown, then with a Timeline panel open;
+     every update the view receives is stamped with its time and how many ops
+     it shows finished.  "Seconds behind" at a moment is how long ago the
+     engine finished the first op the view does not show yet; the table gives
+     the worst of the run (median of ``--repeat`` runs, and their range) and
+     the catch-up after the engine went idle (target: within ~1 s at a few
+     thousand ops).  A second recorder, attached alongside, gives the engine's
+     op end times.  The ops stream over ``--lag-seconds`` (3 s), the pushing
+     thread doing Python work between steps.  Peer: the run's own duration.
 
 The comm is a stand-in that serialises each message to JSON, as ipykernel does.
 
-Run: ``.venv/bin/python benchmarks/extension.py [--ops 20000] [--repeat 3]``.
+Run: ``.venv/bin/python benchmarks/extension.py [--ops 20000] [--repeat 3]
+[--lag-ops 1362 4000] [--lag-seconds 3]``.
 """
 
 from __future__ import annotations
@@ -146,6 +158,129 @@ def timeline_redraw(ops: int, repeat: int) -> list[list[str]]:
     ]
 
 
+class _Stamps:
+    """(time, ops shown finished) of each timeline update a view received."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[float, int]] = []
+
+    def record(self, data: dict) -> None:
+        done = sum(
+            bar[4] in ("done", "failed", "skipped")
+            for lane in data.get("lanes", ())
+            if lane["kind"] == "worker"
+            for bar in lane["bars"]
+        )
+        self.updates.append((time.perf_counter(), done))
+
+
+def _behind(updates: list[tuple[float, int]], ends: list[float]) -> tuple[float, float]:
+    """Worst seconds behind while running, and the catch-up after the last op ended.
+
+    ``ends``: the engine's op end times, sorted.  Before an update arrives the
+    view still shows the previous update's count ``k``; it is behind by
+    ``now - ends[k]`` when op ``k + 1`` had ended by then.
+    """
+    worst, shown = 0.0, 0
+    for when, count in updates:
+        if shown < len(ends) and ends[shown] < when:
+            worst = max(worst, when - ends[shown])
+        shown = max(shown, count)
+        if shown >= len(ends):
+            return worst, max(0.0, when - ends[-1])
+    return float("inf"), float("inf")  # never caught up
+
+
+def _ndarray_loop(ops: int, seconds: float) -> None:
+    """``x = x * 0.5 + 1`` until ``ops`` ops (deletes included) were pushed, over ``seconds``.
+
+    Between steps the pushing thread does Python work (holding the interpreter
+    as a training loop's Python does), so the ops stream in as in a notebook.
+    """
+    x = mx.nd.ones((256, 256))
+    steps = ops // 4  # a mul, an add and two deletes per step
+    began = time.perf_counter()
+    for step in range(steps):
+        x = x * 0.5 + 1
+        until = began + seconds * (step + 1) / steps
+        while time.perf_counter() < until:
+            sum(range(100))
+    x.wait_to_read()
+
+
+def _monitor_view(stamps: _Stamps):
+    """An EngineMonitor on its Timeline tab; each new timeline is stamped."""
+    from mxnb.widgets import EngineMonitor
+
+    monitor = EngineMonitor()
+    monitor.tabs.selected_index = 1
+    monitor.timeline_canvas.observe(lambda change: stamps.record(change["new"]), "timeline")
+    return monitor
+
+
+def _panel_view(stamps: _Stamps):
+    """A lab channel with the Timeline panel open; each timeline it sends is stamped."""
+    comm = JsonComm()
+    send = comm.send
+
+    def stamped_send(data: dict) -> None:
+        send(data)
+        if "timeline" in data:
+            stamps.record(data["timeline"]["data"])
+
+    comm.send = stamped_send
+    return EngineChannel(comm, {"views": ["timeline"]})
+
+
+def _lag_once(make_view, ops: int, seconds: float, settle: float) -> tuple[float, ...]:
+    """One run under a fresh view: (ops, run s, worst s behind, s behind at idle, updates)."""
+    from mxnb.engine.trace import OpEnd, Trace
+
+    stamps = _Stamps()
+    view = make_view(stamps)
+    reference = Trace().attach()  # the engine's own clock; building it leaves the view's alone
+    try:
+        began = time.perf_counter()
+        _ndarray_loop(ops, seconds)
+        mx.engine.get().wait_for_all()
+        run = time.perf_counter() - began
+        reference.detach()
+        ends = sorted(e.time for e in reference.events if type(e) is OpEnd)
+        deadline = time.perf_counter() + settle
+        while time.perf_counter() < deadline and (
+            not stamps.updates or stamps.updates[-1][1] < len(ends)
+        ):
+            time.sleep(0.02)
+    finally:
+        reference.detach()
+        view.close()
+    worst, catch_up = _behind(stamps.updates, ends)
+    return len(ends), run, worst, catch_up, len(stamps.updates)
+
+
+def timeline_lag(ops: int, seconds: float, repeat: int, settle: float = 10.0) -> list[list[str]]:
+    """Seconds the Timeline (monitor tab, then panel) shows the engine behind, at ``ops`` ops.
+
+    Median of ``repeat`` runs by the worst lag (the machine's load varies run to run).
+    """
+    rows = []
+    for label, make_view in (
+        ("EngineMonitor Timeline tab", _monitor_view),
+        ("Timeline panel (lab extension)", _panel_view),
+    ):
+        runs = sorted(
+            (_lag_once(make_view, ops, seconds, settle) for _ in range(repeat)),
+            key=lambda result: result[2],
+        )
+        count, run, worst, catch_up, updates = runs[len(runs) // 2]
+        spread = f"{runs[0][2]:.2f}-{runs[-1][2]:.2f}"
+        rows.append(
+            [f"{label}, {count} ops", f"{run:.2f}", f"{worst:.2f}", spread, f"{catch_up:.2f}",
+             ratio(worst, run), str(updates)]
+        )  # fmt: skip
+    return rows
+
+
 def _seconds(fn) -> float:
     began = time.perf_counter()
     fn()
@@ -156,6 +291,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--lag-ops", type=int, nargs="+", default=[1362, 4000])
+    parser.add_argument("--lag-seconds", type=float, default=3.0, help="how long the ops stream")
     args = parser.parse_args()
     print(f"engine: {mx.engine.engine_type()}, load average {os.getloadavg()[0]:.2f}")
     print(
@@ -179,6 +316,14 @@ def main() -> None:
             title="3. Timeline redraw at 3,000 ops (monitor tab and panel)",
         )
     )
+    print(
+        table(
+            ["view, ops run", "run s", "worst s behind", "range", "s behind at idle",
+             "worst vs run", "updates"],
+            [row for ops in args.lag_ops for row in timeline_lag(ops, args.lag_seconds, args.repeat)],
+            title="4. Timeline lag behind the engine (target: within ~1 s at a few thousand ops)",
+        )
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

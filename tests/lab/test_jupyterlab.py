@@ -21,17 +21,15 @@ Screenshots go to ``tests/lab/artifacts/`` (gitignored).
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import shutil
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 
 import nbformat
 import pytest
+
+from .server import free_port, jupyter_server, server_options
 
 HERE = pathlib.Path(__file__).parent
 ROOT = HERE.parents[1]
@@ -63,12 +61,6 @@ OTHER_CELLS = [
         "engine.wait_for_all()"
     ),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def write_trace(path: pathlib.Path) -> None:
@@ -105,46 +97,14 @@ def lab_root(tmp_path: pathlib.Path) -> pathlib.Path:
 def jupyterlab(tmp_path):
     """A JupyterLab server on 127.0.0.1 (free port); yields (url, token, root)."""
     root = lab_root(tmp_path)
-    port, token = free_port(), "mxnb-lab-test"
-    env = dict(os.environ, MPLBACKEND="Agg", JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
-    env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "runtime")
-    env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp_path / "settings")
-    news = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
-    news.mkdir(parents=True)  # no "get notified about Jupyter news?" toast over the panels
-    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
-    env["JUPYTERLAB_WORKSPACES_DIR"] = str(tmp_path / "workspaces")
+    port = free_port()
     command = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
-        "--ip=127.0.0.1", f"--port={port}", f"--ServerApp.token={token}",
+        sys.executable, "-m", "jupyterlab", "--allow-root", *server_options(port),
         f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
         "--JupyterNotebookApp.expose_app_in_browser=True",
-        "--LabApp.news_url=", "--ServerApp.port_retries=0",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]  # fmt: skip
-    log = open(tmp_path / "jupyterlab.log", "w")  # noqa: SIM115 - closed below
-    server = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=5):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(
-                        f"JupyterLab did not start:\n{(tmp_path / 'jupyterlab.log').read_text()}"
-                    )
-                time.sleep(0.5)
+    with jupyter_server(command, root, tmp_path, port, wait=90) as (url, token):
         yield url, token, root
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
-        log.close()
 
 
 @pytest.mark.slow

@@ -99,3 +99,27 @@ def test_background_thread_sends_updates_and_stops_on_close():
         comm.handlers["close"]({})
     channel._thread.join(timeout=5)
     assert not channel._thread.is_alive() and not channel.trace.attached
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_timeline_panel_shows_every_op_of_thousands_soon_after_the_run(
+    stream_tiny_ops, finished_bars
+):
+    """The Timeline panel catches up with a few thousand ops (issue 22; lag in benchmarks/extension.py)."""
+    import time
+
+    count = 4000
+    comm = FakeComm()
+    channel = EngineChannel(comm, {"views": ["timeline"]})
+    try:
+        stream_tiny_ops(mx.engine.get(), count)
+        deadline = time.monotonic() + 15
+        shown = 0
+        while time.monotonic() < deadline and shown < count:
+            time.sleep(0.05)
+            timelines = [m["timeline"]["data"] for m in comm.sent if "timeline" in m]
+            shown = finished_bars(timelines[-1]) if timelines else 0
+        assert shown >= count
+    finally:
+        channel.close()
