@@ -129,6 +129,8 @@ describe("engine panels follow the notebook's kernel", () => {
     await runCell(1);
     await page.waitForFunction(() => document.querySelectorAll(".mxnb-panel[data-view='dag'] svg g.node[id^='op']").length >= 12, null, { timeout: 30_000 });
     await page.waitForFunction(() => document.querySelectorAll(".mxnb-panel[data-view='timeline'] rect.mxnb-bar").length >= 1, null, { timeout: 30_000 });
+    // the cell finished: the panels catch up with every op of it
+    await page.waitForFunction(() => / 0 pending$/.test(document.querySelector(".mxnb-panel[data-view='dag'] .mxnb-panel-status").textContent.trim()), null, { timeout: 30_000 });
     const labels = await dag.locator("svg g.node text").allTextContents();
     assert.ok(labels.some((t) => /write5/.test(t)), `the last write is drawn: ${labels.join(" | ")}`);
     await dag.screenshot({ path: path.join(config.artifacts, "panel-dag.png") });
@@ -150,6 +152,7 @@ describe("engine panels follow the notebook's kernel", () => {
     await dag.locator("input.mxnb-show-deletes").check();
     await page.waitForFunction(() => [...document.querySelectorAll(".mxnb-panel[data-view='dag'] svg g.node text")].some((t) => /^#\d+ delete:/.test(t.textContent)), null, { timeout: 30_000 });
     await dag.locator("input.mxnb-show-deletes").uncheck();
+    await page.waitForFunction(() => ![...document.querySelectorAll(".mxnb-panel[data-view='dag'] svg g.node text")].some((t) => /^#\d+ delete:/.test(t.textContent)), null, { timeout: 30_000 });
     await shot("panels");
   });
 
@@ -172,7 +175,7 @@ describe("engine panels follow the notebook's kernel", () => {
 
 
   it("another notebook made active switches the panels to its kernel", async () => {
-    await page.evaluate((name) => window.jupyterapp.commands.execute("docmanager:open", { path: name }), config.other);
+    await page.evaluate(async (name) => void (await window.jupyterapp.commands.execute("docmanager:open", { path: name })), config.other);
     await page.waitForFunction((name) => window.jupyterapp.shell.currentWidget?.context?.path === name, config.other);
     await kernelIdle();
     await runCell(0); // import mxnb; the panels connect to this kernel once it is idle again
@@ -207,12 +210,23 @@ describe("Notebook 7", () => {
 });
 
 describe("notebooks run in JupyterLab and every widget draws", () => {
+  before(async () => {
+    await openLab(); // one page load; each notebook then opens in it, as a user opens files
+  });
+
   for (const notebook of config.notebooks) {
     it(`${notebook}: all cells run, no widget error, no traceback, every canvas drew nodes`, async () => {
-      await openLab(notebook);
+      await page.evaluate(async (name) => void (await window.jupyterapp.commands.execute("docmanager:open", { path: name })), notebook);
+      await page.waitForFunction((name) => window.jupyterapp.shell.currentWidget?.context?.path === name, notebook, { timeout: 60_000 });
       await kernelIdle();
       await runAll();
-      await page.waitForTimeout(1500); // let the last widgets render
+      // let the last widgets render: every visible canvas drew (the report below says which did not)
+      await page
+        .waitForFunction(() => {
+          const canvases = [...window.jupyterapp.shell.currentWidget.node.querySelectorAll(".mxnb-canvas")].filter((c) => c.offsetParent !== null);
+          return canvases.every((c) => c.querySelector("svg g.node, svg [id^='op'], svg [id^='entry-'], svg g.patch, svg rect"));
+        }, null, { timeout: 10_000, polling: 200 })
+        .catch(() => {});
       const report = await page.evaluate(() => {
         const panel = window.jupyterapp.shell.currentWidget;
         const notebook = panel.node;
@@ -240,7 +254,12 @@ describe("notebooks run in JupyterLab and every widget draws", () => {
       assert.equal(report.widgetErrors, 0, "no 'Error displaying widget'");
       assert.deepEqual(report.tracebacks, [], "no traceback");
       assert.equal(report.emptyCanvases, 0, `every visible canvas drew an SVG with nodes (${report.canvases} canvases)`);
-      await page.evaluate(() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown());
+      await page.evaluate(async () => {
+        const panel = window.jupyterapp.shell.currentWidget;
+        await panel.sessionContext.shutdown();
+        panel.context.model.dirty = false; // closes without the "save your work?" dialog
+        panel.dispose();
+      });
     });
   }
 });
