@@ -96,6 +96,19 @@ describe("file viewers (no kernel)", () => {
     await shot("viewer-symbol");
   });
 
+  it("mxnb's own -symbol.json opens too, with the input's shape on its node and its edge", async () => {
+    await page.locator(".jp-DirListing-item", { hasText: config.own_symbol }).dblclick();
+    const viewer = page.locator(".jp-MainAreaWidget:not(.lm-mod-hidden) .mxnb-panel[data-nodes]");
+    await viewer.locator(".mxnb-canvas svg g.node").first().waitFor({ timeout: 60_000 });
+    assert.equal(await viewer.getAttribute("data-nodes"), String(config.own_symbol_nodes));
+    assert.equal(await viewer.locator(".mxnb-canvas svg g.node").count(), config.own_symbol_nodes);
+    const data = viewer.locator(".mxnb-canvas svg g.node", { hasText: "data" }).first();
+    assert.match(await data.textContent(), new RegExp(config.own_symbol_shape.replace(/[()]/g, "\\$&")));
+    const edgeLabels = await viewer.locator(".mxnb-canvas svg g.edge text").allTextContents();
+    assert.ok(edgeLabels.includes(config.own_symbol_shape), `the shape labels the data's edge: ${edgeLabels.join(" | ")}`);
+    await shot("viewer-own-symbol");
+  });
+
   it("a .trace.json opens as the engine timeline with dependency arrows", async () => {
     const item = page.locator(".jp-DirListing-item", { hasText: config.trace });
     await item.dblclick();

@@ -12,8 +12,9 @@ playwright-core on Debian's chromium) then checks, as a user would see it:
                  bars appear; a click on a node shows it in Inspect; Memory and Stats
                  draw; another notebook made active switches the panels to its kernel;
                  in Notebook 7 the DAG panel (right side) draws a cell's ops too
-    viewers      a -symbol.json and a .trace.json opened from the file browser
-                 show the graph and the timeline
+    viewers      a -symbol.json (MXNet's, and mxnb's own with a shape) and a
+                 .trace.json opened from the file browser show the graph (shapes,
+                 hover attributes) and the timeline (dependency arrows)
 
 Screenshots go to ``tests/lab/artifacts/`` (gitignored).
 """
@@ -35,6 +36,7 @@ HERE = pathlib.Path(__file__).parent
 ROOT = HERE.parents[1]
 ARTIFACTS = HERE / "artifacts"
 SYMBOL = ROOT / "tests" / "symbol" / "data" / "mxnet191_lenet-symbol.json"  # written by real MXNet
+OWN_SYMBOL = "mlp-symbol.json"  # written by mxnb, with the data's shape
 
 PANEL_CELLS = [
     "import mxnb as mx\nengine = mx.engine.get()",
@@ -79,6 +81,18 @@ def write_trace(path: pathlib.Path) -> None:
     trace.to_chrome_trace(path)
 
 
+def write_own_symbol(path: pathlib.Path) -> None:
+    """mxnb's own symbol JSON of a small MLP whose input has a shape (``__shape__``)."""
+    import mxnb as mx
+
+    data = mx.sym.Variable("data", shape=(1, 784))
+    hidden = mx.sym.Activation(
+        mx.sym.FullyConnected(data, num_hidden=16, name="fc1"), act_type="relu"
+    )
+    net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(hidden, num_hidden=10, name="fc2"))
+    net.save(str(path))
+
+
 def lab_root(tmp_path: pathlib.Path) -> pathlib.Path:
     root = tmp_path / "root"
     root.mkdir()
@@ -89,6 +103,7 @@ def lab_root(tmp_path: pathlib.Path) -> pathlib.Path:
         notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
         nbformat.write(notebook, root / name)
     shutil.copy(SYMBOL, root / SYMBOL.name)
+    write_own_symbol(root / OWN_SYMBOL)
     write_trace(root / "diamond.trace.json")
     return root
 
@@ -111,7 +126,7 @@ def jupyterlab(tmp_path):
 @pytest.mark.timeout(900)
 def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_path, node_tests):
     """Every test in lab/lab.test.mjs passes in JupyterLab with Chromium, none skipped."""
-    url, token, _root = jupyterlab
+    url, token, root = jupyterlab
     notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     assert notebooks
     ARTIFACTS.mkdir(exist_ok=True)
@@ -123,6 +138,9 @@ def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_pa
         "other": "other.ipynb",
         "symbol": SYMBOL.name,
         "symbol_nodes": len(json.loads(SYMBOL.read_text())["nodes"]),
+        "own_symbol": OWN_SYMBOL,
+        "own_symbol_nodes": len(json.loads((root / OWN_SYMBOL).read_text())["nodes"]),
+        "own_symbol_shape": "(1, 784)",
         "trace": "diamond.trace.json",
         "artifacts": str(ARTIFACTS),
     }
