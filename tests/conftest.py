@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
+import pickle
 import re
 import subprocess
 import tracemalloc
@@ -44,11 +46,27 @@ def _traced_peak(call: Callable[[], Any]) -> tuple[Any, int]:
             tracemalloc.stop()
 
 
+class _PickleBomb:
+    """Unpickling this runs ``touch <marker>``: a file appearing means a reader unpickled."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, ("touch " + self.marker,))
+
+
+@pytest.fixture
+def pickle_bomb(tmp_path) -> tuple[bytes, Any]:
+    """``(payload, marker path)``: a pickle that creates ``marker`` if anything ever loads it."""
+    marker = tmp_path / "unpickled"
+    return pickle.dumps(_PickleBomb(str(marker))), marker
+
+
 @pytest.fixture
 def traced_peak() -> Callable[[Callable[[], Any]], tuple[Any, int]]:
     """``traced_peak(call) -> (result, peak bytes)``: memory bounds without timing anything."""
     return _traced_peak
-
 
 
 def _run_node_tests(script: pathlib.Path, argument: pathlib.Path, timeout: float) -> dict:
