@@ -153,9 +153,10 @@ def timeline_redraw(ops: int, repeat: int) -> list[list[str]]:
     data = min(_seconds(lambda: json.dumps(Timeline(model).to_data())) for _ in range(repeat))
     svg = _seconds(lambda: Timeline(model).to_svg())
     return [
-        [f"Timeline.to_data() + JSON, {ops} ops", f"{data * 1e3:.1f}", ratio(data, svg)],
-        [f"matplotlib Timeline.to_svg(), {ops} ops (peer)", f"{svg * 1e3:.1f}", "1.00x"],
-    ]
+        [f"Timeline.to_data() + JSON, {ops} ops", f"{data * 1e3:.1f}", ratio(data, svg),
+         f"{svg / data:.0f}x faster"],
+        [f"matplotlib Timeline.to_svg(), {ops} ops (peer)", f"{svg * 1e3:.1f}", "1.00x", ""],
+    ]  # fmt: skip
 
 
 class _Stamps:
@@ -311,7 +312,7 @@ def main() -> None:
     )
     print(
         table(
-            ["what", "ms", "vs matplotlib"],
+            ["what", "ms", "vs matplotlib", ""],
             timeline_redraw(3000, args.repeat),
             title="3. Timeline redraw at 3,000 ops (monitor tab and panel)",
         )
