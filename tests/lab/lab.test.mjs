@@ -222,6 +222,26 @@ describe("Notebook 7", () => {
   });
 });
 
+describe("EngineMonitor in a cell", () => {
+  it("a click on a DAG node, before any other tab was opened, shows the op in the Inspect tab", async () => {
+    await openLab(config.monitor);
+    await kernelIdle();
+    await runCell(0);
+    await runCell(1);
+    await page.waitForFunction(() => [...document.querySelectorAll(".jp-OutputArea .mxnb-canvas svg g.node text")].some((t) => /mon2/.test(t.textContent)), null, { timeout: 30_000 });
+    const node = page.locator(".jp-OutputArea .mxnb-canvas svg g.node", { hasText: "mon2" }).first();
+    const id = (await node.getAttribute("id")).slice(2);
+    await node.locator("text").first().click();
+    await page.waitForFunction(
+      (opId) => [...document.querySelectorAll(".jp-OutputArea pre")].some((pre) => pre.offsetParent !== null && pre.textContent.startsWith(`#${opId} mon2`)),
+      id,
+      { timeout: 30_000 }
+    );
+    await shot("monitor-inspect");
+    await page.evaluate(() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown());
+  });
+});
+
 describe("notebooks run in JupyterLab and every widget draws", () => {
   before(async () => {
     await openLab(); // one page load; each notebook then opens in it, as a user opens files

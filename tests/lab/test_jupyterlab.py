@@ -12,6 +12,8 @@ playwright-core on Debian's chromium) then checks, as a user would see it:
                  bars appear; a click on a node shows it in Inspect; Memory and Stats
                  draw; another notebook made active switches the panels to its kernel;
                  in Notebook 7 the DAG panel (right side) draws a cell's ops too
+    monitor      an EngineMonitor in a cell: a click on a DAG node, before any
+                 other tab was opened, shows the op in its Inspect tab
     viewers      a -symbol.json (MXNet's, and mxnb's own with a shape) and a
                  .trace.json opened from the file browser show the graph (shapes,
                  hover attributes) and the timeline (dependency arrows)
@@ -65,6 +67,22 @@ OTHER_CELLS = [
 ]
 
 
+# an EngineMonitor in a cell: a click on a DAG node before any other tab was opened inspects it
+MONITOR_CELLS = [
+    (
+        "import mxnb as mx\nfrom mxnb import widgets\nengine = mx.engine.get()\n"
+        "monitor = widgets.EngineMonitor()\nmonitor"
+    ),
+    (
+        "m = engine.new_var(name='m')\n"
+        "for i in range(3):\n"
+        "    engine.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[m], name=f'mon{i}')\n"
+        "engine.wait_for_all()\n"
+        "monitor.refresh()"
+    ),
+]
+
+
 def write_trace(path: pathlib.Path) -> None:
     """A chrome trace of a small diamond program, as ``mx.engine.trace`` writes it."""
     import mxnb as mx
@@ -98,7 +116,12 @@ def lab_root(tmp_path: pathlib.Path) -> pathlib.Path:
     root.mkdir()
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         shutil.copy(notebook, root / notebook.name)
-    for name, cells in (("panels.ipynb", PANEL_CELLS), ("other.ipynb", OTHER_CELLS)):
+    notebooks = (
+        ("panels.ipynb", PANEL_CELLS),
+        ("other.ipynb", OTHER_CELLS),
+        ("monitor.ipynb", MONITOR_CELLS),
+    )
+    for name, cells in notebooks:
         notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
         notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
         nbformat.write(notebook, root / name)
@@ -136,6 +159,7 @@ def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_pa
         "notebooks": notebooks,
         "panels": "panels.ipynb",
         "other": "other.ipynb",
+        "monitor": "monitor.ipynb",
         "symbol": SYMBOL.name,
         "symbol_nodes": len(json.loads(SYMBOL.read_text())["nodes"]),
         "own_symbol": OWN_SYMBOL,
@@ -147,4 +171,4 @@ def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_pa
     path = tmp_path / "lab_config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     counts = node_tests(HERE / "lab.test.mjs", path, timeout=840)
-    assert int(counts["tests"]) >= len(notebooks) + 5, counts["output"]
+    assert int(counts["tests"]) >= len(notebooks) + 8, counts["output"]
