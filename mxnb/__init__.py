@@ -52,6 +52,12 @@ from . import image
 
 __version__ = "0.1.0"
 
+# Inside a Jupyter kernel: the lab extension's engine panels connect to this comm target
+# (mxnb/widgets/lab.py; nothing is recorded until a panel is open).
+from .widgets.lab import register_comm_target as _register_comm_target
+
+_register_comm_target()
+
 __all__ = [
     "AttrScope",
     "Context",
