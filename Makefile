@@ -5,6 +5,8 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 JS_TEST := tests/widgets/js
 JS_STAMP := $(JS_TEST)/node_modules/.installed
+LAB_TEST := tests/lab
+LAB_STAMP := $(LAB_TEST)/node_modules/.installed
 EXT := extension
 EXT_NPM := $(EXT)/node_modules/.installed
 EXT_OUT := mxnb/labextension
@@ -18,7 +20,7 @@ LABEXT_LINK := $(VENV)/share/jupyter/labextensions/mxnb
 setup: $(STAMP) dot
 
 # What only the tests need on top (make lab does not install a browser).
-test-setup: setup node chromium $(JS_STAMP) labextension
+test-setup: setup node chromium $(JS_STAMP) $(LAB_STAMP) labextension
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -53,6 +55,13 @@ chromium:
 $(JS_STAMP): $(JS_TEST)/package-lock.json | node
 	@echo "installing playwright-core with npm ci in $(JS_TEST)"
 	@cd $(JS_TEST) && npm ci --no-audit --no-fund --loglevel=error >/dev/null
+	@touch $@
+
+# Galata (@jupyterlab/galata on @playwright/test, pinned in tests/lab/package-lock.json) runs
+# the real-JupyterLab tests on Debian's chromium: no browser is downloaded.
+$(LAB_STAMP): $(LAB_TEST)/package-lock.json | node
+	@echo "installing Galata with npm ci in $(LAB_TEST)"
+	@cd $(LAB_TEST) && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null
 	@touch $@
 
 # The JupyterLab extension (extension/README.md): TypeScript built with @jupyterlab/builder
@@ -98,5 +107,5 @@ bench: setup
 	for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info $(JS_TEST)/node_modules \
+	rm -rf $(VENV) .pytest_cache build *.egg-info $(JS_TEST)/node_modules $(LAB_TEST)/node_modules \
 	  $(EXT)/node_modules $(EXT)/lib $(EXT_OUT)

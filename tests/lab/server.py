@@ -31,10 +31,10 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def server_options(port: int) -> list[str]:
-    """jupyter lab options: no browser, 127.0.0.1:``port`` only, the test token, no news."""
+def server_options(port: int, token: str = TOKEN) -> list[str]:
+    """jupyter lab options: no browser, 127.0.0.1:``port`` only, ``token`` (the test's), no news."""
     return [
-        "--no-browser", "--ip=127.0.0.1", f"--port={port}", f"--ServerApp.token={TOKEN}",
+        "--no-browser", "--ip=127.0.0.1", f"--port={port}", f"--ServerApp.token={token}",
         "--ServerApp.port_retries=0", "--LabApp.news_url=",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]  # fmt: skip

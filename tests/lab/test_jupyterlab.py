@@ -1,10 +1,11 @@
-r"""The lab extension and the cell widgets in a real JupyterLab, driven in Chromium.
+r"""The lab extension and the cell widgets in a real JupyterLab, driven by Galata in Chromium.
 
-A JupyterLab server (this venv's, with the extension ``make labextension`` built)
-starts on a free port of 127.0.0.1 with a temporary root holding copies of every
-notebook in ``notebooks/``, a panel notebook, an MXNet symbol JSON and a trace
-written by ``mx.engine.trace``.  ``lab/lab.test.mjs`` (node's test runner,
-playwright-core on Debian's chromium) then checks, as a user would see it:
+A JupyterLab server (this venv's, with the extension ``make labextension`` built and
+Galata's helper extension) starts on a free port of 127.0.0.1 with a temporary root
+holding copies of every notebook in ``notebooks/``, a panel notebook, an MXNet symbol
+JSON and a trace written by ``mx.engine.trace``.  ``lab/lab.spec.mjs`` (Galata,
+``@jupyterlab/galata`` on ``@playwright/test``, with Debian's chromium: see
+``playwright.config.mjs``) then checks, as a user would see it:
 
     notebooks    each opens, runs all cells; no "Error displaying widget", no
                  traceback; every visible canvas drew an SVG with nodes
@@ -17,15 +18,19 @@ playwright-core on Debian's chromium) then checks, as a user would see it:
     viewers      a -symbol.json (MXNet's, and mxnb's own with a shape) and a
                  .trace.json opened from the file browser show the graph (shapes,
                  hover attributes) and the timeline (dependency arrows)
+    console      no test's page logged "widget model not found"
 
-Screenshots go to ``tests/lab/artifacts/`` (gitignored).
+Screenshots, Playwright's results and failure traces go to ``tests/lab/artifacts/``
+(gitignored).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import shutil
+import subprocess
 import sys
 import time
 
@@ -131,31 +136,42 @@ def lab_root(tmp_path: pathlib.Path) -> pathlib.Path:
     return root
 
 
+def galata_extension() -> str:
+    """The folder of Galata's in-page helper extension, shipped with this venv's JupyterLab."""
+    import jupyterlab.galata
+
+    return str(pathlib.Path(jupyterlab.galata.__file__).parent)
+
+
 @pytest.fixture
 def jupyterlab(tmp_path):
-    """A JupyterLab server on 127.0.0.1 (free port); yields (url, token, root)."""
+    """A JupyterLab server for Galata on 127.0.0.1 (free port); yields (url, root).
+
+    As Galata's ``configure_jupyter_server``: its helper extension, the app exposed in the
+    browser, no token and no XSRF check (Galata's API requests carry neither): a test server
+    on the loopback only.
+    """
     root = lab_root(tmp_path)
     port = free_port()
     command = [
-        sys.executable, "-m", "jupyterlab", "--allow-root", *server_options(port),
-        f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
-        "--JupyterNotebookApp.expose_app_in_browser=True",
+        sys.executable, "-m", "jupyterlab", "--allow-root", *server_options(port, token=""),
+        f"--ServerApp.root_dir={root}", "--ServerApp.disable_check_xsrf=True",
+        f"--LabServerApp.extra_labextensions_path={galata_extension()}",
+        "--LabApp.expose_app_in_browser=True", "--JupyterNotebookApp.expose_app_in_browser=True",
     ]  # fmt: skip
-    with jupyter_server(command, root, tmp_path, port, wait=90) as (url, token):
-        yield url, token, root
+    with jupyter_server(command, root, tmp_path, port, wait=90) as (url, _token):
+        yield url, root
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_path, node_tests):
-    """Every test in lab/lab.test.mjs passes in JupyterLab with Chromium, none skipped."""
-    url, token, root = jupyterlab
+@pytest.mark.timeout(1200)
+def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_path):
+    """Every Galata test of lab.spec.mjs passes in JupyterLab with Chromium, none skipped."""
+    url, root = jupyterlab
     notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     assert notebooks
     ARTIFACTS.mkdir(exist_ok=True)
     config = {
-        "url": url,
-        "token": token,
         "notebooks": notebooks,
         "panels": "panels.ipynb",
         "other": "other.ipynb",
@@ -170,5 +186,22 @@ def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_pa
     }
     path = tmp_path / "lab_config.json"
     path.write_text(json.dumps(config), encoding="utf-8")
-    counts = node_tests(HERE / "lab.test.mjs", path, timeout=840)
-    assert int(counts["tests"]) >= len(notebooks) + 8, counts["output"]
+    results = ARTIFACTS / "results.json"
+    results.unlink(missing_ok=True)
+    env = dict(os.environ, MXNB_LAB_URL=url, MXNB_LAB_CONFIG=str(path))
+    env["MXNB_LAB_ARTIFACTS"] = str(ARTIFACTS)
+    env.pop("CI", None)  # Galata's config reads it; our reporters are fixed in playwright.config
+    command = [str(HERE / "node_modules" / ".bin" / "playwright"), "test"]
+    command += ["--config", "playwright.config.mjs"]
+    try:
+        run = subprocess.run(
+            command, cwd=HERE, env=env, capture_output=True, text=True, timeout=1100, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"playwright did not finish in {exc.timeout} s\n{exc.stdout}\n{exc.stderr}")
+    output = f"playwright exited with {run.returncode}\n{run.stdout}\n{run.stderr}"
+    assert run.returncode == 0, output
+    stats = json.loads(results.read_text())["stats"]
+    assert (stats["unexpected"], stats["flaky"], stats["skipped"]) == (0, 0, 0), output
+    # 3 viewers, the panels, Notebook 7, the monitor, and one test per notebook
+    assert stats["expected"] == len(notebooks) + 6, output

@@ -1,0 +1,287 @@
+// mxnb in a real JupyterLab, with Galata (Playwright for JupyterLab) on Debian's Chromium.
+//
+//   MXNB_LAB_URL=... MXNB_LAB_CONFIG=CONFIG.json npx playwright test   (playwright.config.mjs)
+//
+// CONFIG.json is written by tests/lab/test_jupyterlab.py, which started the JupyterLab server
+// (127.0.0.1, a free port, Galata's helper extension, the app exposed as `window.jupyterapp`)
+// with a root holding the notebooks, the panel notebooks, two symbol JSONs and a trace. Galata's
+// `page` fixture opens JupyterLab for each test (fresh page, workspace reset, settings mocked)
+// in a test folder of its own; the files are in the server's root, opened by path.
+// Every test also fails if the browser console said "widget model not found".
+
+import { expect, galata, test as galataTest } from "@jupyterlab/galata";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+
+const config = JSON.parse(readFileSync(process.env.MXNB_LAB_CONFIG, "utf8"));
+
+const test = galataTest.extend({
+  // the browser console's errors, from the first request of the page on (the page fixture
+  // loads JupyterLab before the test body runs; the context is there before it)
+  consoleErrors: [
+    async ({ context }, use) => {
+      const errors = [];
+      context.on("console", (message) => {
+        if (message.type() === "error") errors.push(message.text());
+      });
+      await use(errors);
+      const missing = errors.filter((text) => /widget model not found/i.test(text));
+      expect(missing, "no 'widget model not found' in the browser console").toEqual([]);
+    },
+    { auto: true },
+  ],
+});
+
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(config.artifacts, `${name}.png`) });
+}
+
+async function extensionLoaded(page) {
+  await page.waitForSelector("#mxnb-engine-sidebar", { state: "attached", timeout: 60_000 });
+}
+
+/** Open `name` (a path in the server's root) as a user does from the file browser. */
+async function openFile(page, name) {
+  await page.evaluate(async (p) => void (await window.jupyterapp.commands.execute("docmanager:open", { path: p })), name);
+  await page.waitForFunction((p) => window.jupyterapp.shell.currentWidget?.context?.path === p, name, { timeout: 60_000 });
+}
+
+/** Wait until the current notebook's kernel is connected and idle. */
+async function kernelIdle(page, timeout = 120_000) {
+  await page.waitForFunction(() => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    const kernel = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+    return kernel && kernel.connectionStatus === "connected" && kernel.status === "idle";
+  }, null, { timeout, polling: 250 });
+}
+
+async function runCell(page, index) {
+  await page.evaluate(async (i) => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    panel.content.activeCellIndex = i;
+    await window.jupyterapp.commands.execute("notebook:run-cell");
+  }, index);
+  await kernelIdle(page);
+}
+
+/** Shut the current notebook's kernel down and close it without the "save?" dialog. */
+async function closeNotebook(page) {
+  await page.evaluate(async () => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    await panel.sessionContext.shutdown();
+    panel.context.model.dirty = false;
+    panel.dispose();
+  });
+}
+
+test.describe("file viewers (no kernel)", () => {
+  test.beforeEach(async ({ page }) => {
+    await extensionLoaded(page);
+    await page.filebrowser.openHomeDirectory(); // the files are in the server's root
+  });
+
+  test("a -symbol.json double-clicked in the file browser opens as the network graph", async ({ page }) => {
+    await page.locator(".jp-DirListing-item", { hasText: config.symbol }).dblclick();
+    const viewer = page.locator(".jp-MainAreaWidget .mxnb-panel[data-nodes]");
+    await viewer.waitFor({ timeout: 60_000 });
+    await expect(viewer).toHaveAttribute("data-nodes", String(config.symbol_nodes));
+    const nodes = viewer.locator(".mxnb-canvas svg g.node");
+    await nodes.first().waitFor();
+    await expect(nodes).toHaveCount(config.symbol_nodes);
+    // hover an op node: its attributes show
+    await viewer.locator(".mxnb-canvas svg g.node", { hasText: "Convolution" }).first().hover();
+    expect(await viewer.locator(".mxnb-tooltip").textContent()).toMatch(/\(Convolution\)\nkernel = \(5, 5\)/);
+    await shot(page, "viewer-symbol");
+  });
+
+  test("mxnb's own -symbol.json opens too, with the input's shape on its node and its edge", async ({ page }) => {
+    await page.locator(".jp-DirListing-item", { hasText: config.own_symbol }).dblclick();
+    const viewer = page.locator(".jp-MainAreaWidget:not(.lm-mod-hidden) .mxnb-panel[data-nodes]");
+    await viewer.locator(".mxnb-canvas svg g.node").first().waitFor({ timeout: 60_000 });
+    await expect(viewer).toHaveAttribute("data-nodes", String(config.own_symbol_nodes));
+    await expect(viewer.locator(".mxnb-canvas svg g.node")).toHaveCount(config.own_symbol_nodes);
+    const data = viewer.locator(".mxnb-canvas svg g.node", { hasText: "data" }).first();
+    expect(await data.textContent()).toContain(config.own_symbol_shape);
+    const edgeLabels = await viewer.locator(".mxnb-canvas svg g.edge text").allTextContents();
+    expect(edgeLabels, "the shape labels the data's edge").toContain(config.own_symbol_shape);
+    await shot(page, "viewer-own-symbol");
+  });
+
+  test("a .trace.json opens as the engine timeline with dependency arrows", async ({ page }) => {
+    await page.locator(".jp-DirListing-item", { hasText: config.trace }).dblclick();
+    const viewer = page.locator(".jp-MainAreaWidget .mxnb-panel", { has: page.locator("svg.mxnb-timeline") });
+    await viewer.locator("svg.mxnb-timeline rect.mxnb-bar").first().waitFor({ timeout: 60_000 });
+    await expect(viewer.locator("svg.mxnb-timeline rect.mxnb-bar[id^='op']"), "a bar per op of the diamond").toHaveCount(4);
+    expect(await viewer.locator("svg.mxnb-timeline path.mxnb-flow").count(), "RAW, WAR arrows drawn").toBeGreaterThanOrEqual(3);
+    await shot(page, "viewer-trace");
+  });
+});
+
+test("engine panels follow the active notebook's kernel", async ({ page }) => {
+  await extensionLoaded(page);
+  const dag = page.locator(".mxnb-panel[data-view='dag']");
+  const timeline = page.locator(".mxnb-panel[data-view='timeline']");
+  const dagText = (pattern) => dag.locator("svg g.node text").filter({ hasText: pattern });
+
+  await test.step("DAG and Timeline draw the ops a cell pushes; a click on a node shows it in Inspect", async () => {
+    await openFile(page, config.panels);
+    await kernelIdle(page);
+    await runCell(page, 0); // import mxnb: registers the comm target
+    await page.locator(".jp-SideBar .lm-TabBar-tab[title='mxnb engine'], .jp-SideBar li[title='mxnb engine']").first().click();
+    await page.locator("#mxnb-engine-sidebar button[data-view='dag']").click();
+    await page.locator("#mxnb-engine-sidebar button[data-view='timeline']").click();
+    await dag.waitFor();
+    await timeline.waitFor();
+    await expect(dag.locator(".mxnb-panel-status")).toContainText("ops pushed");
+    // back to the notebook and push ops: the panels show them with no widget in any cell
+    await page.evaluate(() => {
+      const notebook = [...window.jupyterapp.shell.widgets("main")].find((w) => w.context && w.context.path.endsWith(".ipynb"));
+      window.jupyterapp.shell.activateById(notebook.id);
+    });
+    await runCell(page, 1);
+    await page.waitForFunction(() => document.querySelectorAll(".mxnb-panel[data-view='dag'] svg g.node[id^='op']").length >= 12, null, { timeout: 30_000 });
+    await page.waitForFunction(() => document.querySelectorAll(".mxnb-panel[data-view='timeline'] rect.mxnb-bar").length >= 1, null, { timeout: 30_000 });
+    // the cell finished: the panels catch up with every op of it
+    await expect(dag.locator(".mxnb-panel-status")).toHaveText(/ 0 pending\s*$/);
+    const labels = await dag.locator("svg g.node text").allTextContents();
+    expect(labels.some((t) => /write5/.test(t)), `the last write is drawn: ${labels.join(" | ")}`).toBe(true);
+    await dag.screenshot({ path: path.join(config.artifacts, "panel-dag.png") });
+    await timeline.screenshot({ path: path.join(config.artifacts, "panel-timeline.png") });
+    // click a node: Inspect opens and explains that op
+    const node = dag.locator("svg g.node", { hasText: "write5" }).first();
+    const id = (await node.getAttribute("id")).slice(2);
+    await node.locator("text").first().click();
+    const inspect = page.locator(".mxnb-panel[data-view='inspect']");
+    await inspect.waitFor({ timeout: 30_000 });
+    await expect(inspect.locator("pre").first()).toHaveText(new RegExp(`^#${id} write5`));
+    await inspect.screenshot({ path: path.join(config.artifacts, "panel-inspect.png") });
+  });
+
+  await test.step("deletes are folded into the ops that freed the arrays; the toggle shows them", async () => {
+    await expect(dag.locator("svg g.node", { hasText: "delete:" })).toHaveCount(0);
+    await dag.locator("input.mxnb-show-deletes").check();
+    await expect(dagText(/^#\d+ delete:/)).not.toHaveCount(0);
+    await dag.locator("input.mxnb-show-deletes").uncheck();
+    await expect(dagText(/^#\d+ delete:/)).toHaveCount(0);
+    await shot(page, "panels");
+  });
+
+  await test.step("Memory and Stats panels draw the same kernel's engine", async () => {
+    for (const view of ["memory", "stats"]) {
+      await page.locator(`#mxnb-engine-sidebar button[data-view='${view}']`).click();
+    }
+    await page.waitForFunction(() => document.querySelector(".mxnb-panel[data-view='memory'] .mxnb-canvas svg"), null, { timeout: 30_000 });
+    await page.waitForFunction(() => {
+      const table = document.querySelector(".mxnb-panel[data-view='stats'] table");
+      return table && /write/.test(table.textContent) && /read/.test(table.textContent);
+    }, null, { timeout: 30_000 });
+    for (const view of ["memory", "stats"]) {
+      await page.evaluate((v) => window.jupyterapp.shell.activateById(`mxnb-engine-panel-${v}`), view);
+      const panel = page.locator(`.mxnb-panel[data-view='${view}']`);
+      await panel.waitFor({ state: "visible" });
+      await panel.screenshot({ path: path.join(config.artifacts, `panel-${view}.png`) });
+    }
+  });
+
+  await test.step("another notebook made active switches the panels to its kernel", async () => {
+    await openFile(page, config.other);
+    await kernelIdle(page);
+    await runCell(page, 0); // import mxnb; the panels connect to this kernel once it is idle again
+    await expect(dag.locator(".mxnb-panel-status")).toHaveText(/^0 ops pushed/);
+    await expect(dagText(/write5/)).toHaveCount(0);
+    await runCell(page, 1);
+    await expect(dagText(/other2/)).not.toHaveCount(0);
+    await expect(dagText(/write5/)).toHaveCount(0);
+    await expect(dag.locator("svg g.node", { hasText: "other" })).toHaveCount(3);
+  });
+});
+
+test.describe("Notebook 7", () => {
+  // Galata's page fixture opens /notebooks/<file> and waits for Notebook 7, not for a Launcher
+  test.use({
+    appPath: "/notebooks",
+    autoGoto: false,
+    waitForApplication: async ({}, use) => {
+      await use(async (page) => {
+        await page.waitForFunction(() => window.jupyterapp.name === "Jupyter Notebook" && document.querySelector(".jp-Notebook"), null, { timeout: 120_000 });
+      });
+    },
+  });
+
+  test("loads the extension; the DAG panel (right side) draws the ops a cell pushes", async ({ page }) => {
+    await page.goto(config.panels);
+    await extensionLoaded(page);
+    await kernelIdle(page);
+    await runCell(page, 0);
+    await page.evaluate(() => window.jupyterapp.commands.execute("mxnb:open-panel", { view: "dag" }));
+    await page.locator(".mxnb-panel[data-view='dag']").waitFor({ timeout: 30_000 });
+    await runCell(page, 1);
+    await page.waitForFunction(() => document.querySelectorAll(".mxnb-panel[data-view='dag'] svg g.node[id^='op']").length >= 12, null, { timeout: 30_000 });
+    await shot(page, "notebook7-dag");
+    await page.evaluate(() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown());
+  });
+});
+
+test("EngineMonitor in a cell: a click on a DAG node, before any other tab was opened, shows the op in Inspect", async ({ page }) => {
+  await extensionLoaded(page);
+  await openFile(page, config.monitor);
+  await kernelIdle(page);
+  await runCell(page, 0);
+  await runCell(page, 1);
+  await page.waitForFunction(() => [...document.querySelectorAll(".jp-OutputArea .mxnb-canvas svg g.node text")].some((t) => /mon2/.test(t.textContent)), null, { timeout: 30_000 });
+  const node = page.locator(".jp-OutputArea .mxnb-canvas svg g.node", { hasText: "mon2" }).first();
+  const id = (await node.getAttribute("id")).slice(2);
+  await node.locator("text").first().click();
+  await page.waitForFunction(
+    (opId) => [...document.querySelectorAll(".jp-OutputArea pre")].some((pre) => pre.offsetParent !== null && pre.textContent.startsWith(`#${opId} mon2`)),
+    id,
+    { timeout: 30_000 }
+  );
+  await shot(page, "monitor-inspect");
+  await closeNotebook(page);
+});
+
+const DRAWN = "svg g.node, svg [id^='op'], svg [id^='entry-'], svg g.patch, svg rect";
+
+test.describe("notebooks run in JupyterLab and every widget draws", () => {
+  for (const notebook of config.notebooks) {
+    test(`${notebook}: all cells run, no widget error, no traceback, every canvas drew nodes`, async ({ page }) => {
+      await extensionLoaded(page);
+      await openFile(page, notebook);
+      await kernelIdle(page);
+      // resolves when the last cell ran (or one failed: the checks below then fail)
+      await page.evaluate(() => window.jupyterapp.commands.execute("notebook:run-all-cells"));
+      await kernelIdle(page);
+      // let the last widgets render: every visible canvas drew (the report below says which did not)
+      await page
+        .waitForFunction((drawn) => {
+          const canvases = [...window.jupyterapp.shell.currentWidget.node.querySelectorAll(".mxnb-canvas")].filter((c) => c.offsetParent !== null);
+          return canvases.every((c) => c.querySelector(drawn));
+        }, DRAWN, { timeout: 10_000, polling: 200 })
+        .catch(() => {});
+      const report = await page.evaluate((drawn) => {
+        const panel = window.jupyterapp.shell.currentWidget;
+        const node = panel.node;
+        const code = panel.content.widgets.filter((cell) => cell.model.type === "code");
+        const outputs = [...node.querySelectorAll(".jp-OutputArea-output")];
+        const texts = outputs.map((o) => o.textContent);
+        const canvases = [...node.querySelectorAll(".mxnb-canvas")].filter((c) => c.offsetParent !== null);
+        return {
+          outputs: outputs.length,
+          notRun: code.filter((cell) => cell.model.executionCount === null).length,
+          widgetErrors: texts.filter((t) => t.includes("Error displaying widget")).length,
+          tracebacks: texts.filter((t) => /Traceback \(most recent call last\)|Error: .*\n.*File "/.test(t)).map((t) => t.slice(0, 400)),
+          canvases: canvases.length,
+          emptyCanvases: canvases.filter((c) => !c.querySelector(drawn)).length,
+        };
+      }, DRAWN);
+      await shot(page, `notebook-${notebook.replace(/\.ipynb$/, "")}`);
+      expect(report.outputs, "the notebook has outputs").toBeGreaterThan(0);
+      expect(report.notRun, "every code cell ran").toBe(0);
+      expect(report.widgetErrors, "no 'Error displaying widget'").toBe(0);
+      expect(report.tracebacks, "no traceback").toEqual([]);
+      expect(report.emptyCanvases, `every visible canvas drew an SVG with nodes (${report.canvases} canvases)`).toBe(0);
+      await closeNotebook(page);
+    });
+  }
+});
