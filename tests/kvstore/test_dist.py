@@ -1,0 +1,278 @@
+"""dist_sync / dist_async on a local Ray instance (one per module): workers are Ray tasks here,
+processes of the launcher in test_launch.py."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+import ray
+
+import mxnb as mx
+from mxnb.kvstore.dist import DistError, DistKVStore, JobConfig
+from mxnb.kvstore.dist_server import start_servers, states_from_bytes
+from mxnb.launch import start_ray
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+BATCH, EPOCHS = 8, 3
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One private Ray instance for the module (loopback node address, small object store)."""
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    address = start_ray(num_cpus=4, object_store_mb=200)
+    yield address
+    ray.shutdown()
+
+
+def run_job(fn, workers: int, servers: int, kvtype: str, timeout: float = 30.0, **kwargs):
+    """Start a job's servers, run ``fn(kv, **kwargs)`` in ``workers`` Ray tasks; return the
+    results (or the exception each task raised) and the server handles."""
+    job = f"test-{uuid.uuid4().hex[:8]}"
+    handles = start_servers(job, servers, workers, timeout)
+
+    @ray.remote(num_cpus=1, max_retries=0)
+    def worker(rank):
+        config = JobConfig(None, job, rank, workers, servers, timeout)
+        return fn(DistKVStore(kvtype, config), **kwargs)
+
+    refs = [worker.remote(rank) for rank in range(workers)]
+    results = []
+    for ref in refs:
+        try:
+            results.append(ray.get(ref, timeout=timeout + 120))
+        except ray.exceptions.RayError as exc:
+            results.append(exc)
+    return results, handles
+
+
+def network():
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(data, num_hidden=6, name="fc1")
+    net = mx.sym.Activation(net, act_type="relu", name="relu1")
+    net = mx.sym.FullyConnected(net, num_hidden=3, name="fc2")
+    return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+def problem():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(48, 5)).astype("float32")
+    y = rng.integers(0, 3, size=48).astype("float32")
+    params = {
+        "fc1_weight": rng.normal(scale=0.3, size=(6, 5)),
+        "fc1_bias": np.zeros(6),
+        "fc2_weight": rng.normal(scale=0.3, size=(3, 6)),
+        "fc2_bias": np.zeros(3),
+    }
+    return x, y, {k: mx.nd.array(v.astype("float32")) for k, v in params.items()}
+
+
+def fit(x, y, params, batch, kvstore):
+    module = mx.mod.Module(network(), context=mx.cpu())
+    train = mx.io.NDArrayIter(x, y, batch_size=batch, shuffle=False)
+    module.fit(
+        train,
+        num_epoch=EPOCHS,
+        kvstore=kvstore,
+        optimizer="sgd",
+        optimizer_params={"learning_rate": 0.5, "momentum": 0.9, "wd": 0.001},
+        arg_params=params,
+        initializer=None,
+    )
+    return {k: v.asnumpy() for k, v in module.get_params()[0].items()}
+
+
+def shard(x, batch, rank, workers):
+    """Worker ``rank``'s part of every batch of ``batch`` rows (the NDArrayIter sharding pattern)."""
+    part = batch // workers
+    rows = [
+        x[start + rank * part : start + (rank + 1) * part] for start in range(0, len(x), batch)
+    ]
+    return np.concatenate(rows)
+
+
+def sync_fit(kv):
+    x, y, params = problem()
+    return fit(
+        shard(x, BATCH, kv.rank, kv.num_workers),
+        shard(y, BATCH, kv.rank, kv.num_workers),
+        params,
+        BATCH // kv.num_workers,
+        kv,
+    )
+
+
+def test_sync_sgd_momentum_two_workers_equal_one_process(cluster):
+    x, y, params = problem()
+    alone = fit(x, y, params, BATCH, "local")
+    results, _ = run_job(sync_fit, workers=2, servers=2, kvtype="dist_sync")
+    for result in results:
+        assert not isinstance(result, Exception), result
+        for name, value in alone.items():
+            np.testing.assert_allclose(result[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+    moved = np.abs(alone["fc1_weight"] - params["fc1_weight"].asnumpy()).max()
+    assert moved > 0.05  # the comparison is not of untouched parameters
+
+
+def async_regression(kv, steps=60):
+    rng = np.random.default_rng(kv.rank)
+    truth = np.array([1.5, -2.0, 0.5], dtype="float32")
+    kv.init("w", mx.nd.zeros(3))
+    kv.set_optimizer(mx.optimizer.create("sgd", learning_rate=0.1))
+    w = mx.nd.zeros(3)
+    losses = []
+    for _ in range(steps):
+        x = rng.normal(size=(16, 3)).astype("float32")
+        kv.pull("w", out=w)
+        err = x @ w.asnumpy() - x @ truth
+        losses.append(float((err**2).mean()))
+        kv.push("w", mx.nd.array(x.T @ err / len(x)))
+    kv.pull("w", out=w)
+    return losses, w.asnumpy()
+
+
+def test_async_converges(cluster):
+    results, _ = run_job(async_regression, workers=2, servers=1, kvtype="dist_async")
+    for losses, w in results:
+        assert losses[-1] < 0.01 * losses[0]
+        np.testing.assert_allclose(w, [1.5, -2.0, 0.5], atol=0.05)
+
+
+def big_array(kv):
+    os.environ["MXNET_KVSTORE_BIGARRAY_BOUND"] = "1000"
+    size = 3001
+    kv.init("big", mx.nd.zeros(size))
+    kv.init("small", mx.nd.zeros(10))
+    placement = [(server, part) for server, part, _ in kv.placement("big", size)]
+    kv.push("big", mx.nd.array(np.arange(size, dtype="float32")))
+    out = mx.nd.zeros(size)
+    kv.pull("big", out=out)
+    return placement, out.asnumpy()
+
+
+def test_big_array_is_split_across_servers(cluster):
+    results, servers = run_job(big_array, workers=2, servers=2, kvtype="dist_sync")
+    for placement, value in results:
+        assert placement == [(0, 0), (1, 1)]
+        np.testing.assert_array_equal(value, 2 * np.arange(3001, dtype="float32"))
+    held = ray.get([server.keys.remote() for server in servers])
+    assert ("big", 0) in held[0] and ("big", 1) in held[1]
+    assert held[0][("big", 0)] + held[1][("big", 1)] == 3001
+
+
+def barrier_times(kv):
+    if kv.rank == 1:
+        time.sleep(1.0)
+    arrived = time.time()
+    kv.barrier()
+    return arrived, time.time()
+
+
+def test_barrier_waits_for_every_worker(cluster):
+    results, _ = run_job(barrier_times, workers=3, servers=1, kvtype="dist_sync")
+    last_arrival = max(arrived for arrived, _ in results)
+    assert all(left >= last_arrival for _, left in results)
+
+
+def states_round_trip(kv, path):
+    kv.init(["a", "b"], [mx.nd.ones(4), mx.nd.ones((2, 3))])
+    kv.set_optimizer(mx.optimizer.create("sgd", learning_rate=0.1, momentum=0.9))
+    for step in range(2):
+        kv.push(["a", "b"], [mx.nd.ones(4) * step, mx.nd.ones((2, 3))])
+    kv.save_optimizer_states(path)
+    kv.push("a", mx.nd.ones(4) * 5)  # changes the momentum of "a"
+    kv.load_optimizer_states(path)
+    again = path + ".again"
+    kv.save_optimizer_states(again)
+    first, second = np.load(path), np.load(again)
+    return sorted(first.files), all(
+        np.array_equal(first[name], second[name]) for name in first.files
+    )
+
+
+def test_optimizer_states_round_trip(cluster, tmp_path):
+    path = str(tmp_path / "states")
+    results, _ = run_job(states_round_trip, workers=1, servers=2, kvtype="dist_sync", path=path)
+    files, equal = results[0]
+    assert files == ["server0", "server1"] and equal
+    with open(path, "rb") as stream, pytest.raises(DistError, match="2 servers, this job has 3"):
+        states_from_bytes(stream.read(), 3, path)
+
+
+def traced_steps(kv):
+    kv.init(["w", "v"], [mx.nd.zeros(3), mx.nd.zeros(5)])
+    kv.set_optimizer(mx.optimizer.create("sgd", learning_rate=0.1, momentum=0.9))
+    out = [mx.nd.zeros(3), mx.nd.zeros(5)]
+    with kv.trace():
+        for _ in range(2):
+            kv.push(["w", "v"], [mx.nd.ones(3), mx.nd.ones(5)])
+            kv.pull(["w", "v"], out=out)
+        mx.nd.waitall()
+    merged = kv.gather_trace()
+    if merged is None:
+        return None
+    names = {}
+    for pid, _ in enumerate(merged.process_names(), start=1):
+        names[pid] = {
+            e["name"]
+            for e in merged.to_chrome_trace()["traceEvents"]
+            if e.get("pid") == pid and e.get("ph") == "X"
+        }
+    lanes = [lane.worker for lane in mx.widgets.Timeline(merged.trace()).lanes()]
+    return merged.process_names(), names, merged.links(), lanes
+
+
+def test_merged_trace_has_every_workers_and_servers_ops(cluster):
+    results, _ = run_job(traced_steps, workers=2, servers=2, kvtype="dist_sync")
+    assert results[1] is None  # only rank 0 gets the merged trace
+    processes, names, links, lanes = results[0]
+    assert processes == ["worker 0", "worker 1", "server 0", "server 1"]
+    for pid in (1, 2):  # workers: engine push / pull ops and the kvstore lane
+        assert {"kvstore.push:w", "kvstore.pull:v", "push w", "pull v"} <= names[pid]
+    updates = names[3] | names[4]  # the servers ran the optimizer's fused op per key
+    assert {"sgd_mom_update:w", "sgd_mom_update:v", "update w", "update v"} <= updates
+    kinds = {(src[0], dst[0]) for src, dst in links}
+    assert kinds == {("push", "update"), ("update", "pull")}
+    # 2 keys x 2 steps: 2 pushes into each update, each update read by 2 pulls
+    assert len(links) == 2 * 2 * (2 + 2)
+    assert any(lane.startswith("worker1 ") for lane in lanes)
+    assert any(lane.startswith("server0 ") for lane in lanes)
+
+
+def dies_mid_training(kv):
+    kv.init("w", mx.nd.zeros(4))
+    out = mx.nd.zeros(4)
+    for step in range(5):
+        if kv.rank == 1 and step == 2:
+            os._exit(3)
+        kv.push("w", mx.nd.ones(4))
+        kv.pull("w", out=out)
+        out.wait_to_read()
+    return "finished"
+
+
+def survivor(kv):
+    started = time.time()
+    try:
+        dies_mid_training(kv)
+    except mx.base.MXNBError as exc:  # the engine's OpError, caused by the DistError
+        return type(exc.__cause__).__name__, str(exc), time.time() - started
+    return None, "no error", time.time() - started
+
+
+def test_dead_worker_makes_the_others_fail_within_the_bound(cluster):
+    def scenario(kv):
+        return dies_mid_training(kv) if kv.rank == 1 else survivor(kv)
+
+    results, _ = run_job(scenario, workers=2, servers=1, kvtype="dist_sync", timeout=4.0)
+    assert isinstance(results[1], ray.exceptions.RayError)  # the killed worker
+    cause, message, took = results[0]
+    assert cause == "DistError", message
+    assert "step 3" in message and "workers [1]" in message, message
+    assert took < 4.0 + 30.0
