@@ -8,7 +8,7 @@ environment (``MXNB_DIST_ADDRESS``, ``MXNB_DIST_JOB``, ``MXNB_DIST_RANK``,
 ``MXNB_DIST_NUM_WORKERS``, ``MXNB_DIST_NUM_SERVERS``, ``MXNB_DIST_TIMEOUT``;
 see :mod:`mxnb.kvstore.dist`).  ``local`` runs the workers as child processes
 of the launcher; ``ray`` runs each in a small runner actor spread over the
-cluster's nodes.
+cluster's nodes, whose output the launcher prints prefixed ``[worker R]``.
 
 Rules:
     * ``local`` starts a private Ray instance (no dashboard, loopback node
@@ -31,6 +31,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -88,14 +89,35 @@ def start_ray(num_cpus: int = 2, object_store_mb: int = 256, address: str | None
 
 
 class WorkerRunner:
-    """Runs one worker's command on a node of the cluster (``--launcher ray``; a Ray actor)."""
+    """Runs one worker's command on a node of the cluster (``--launcher ray``; a Ray actor).
+
+    The command's output (stdout and stderr) is kept by line until the launcher polls it.
+    """
 
     def __init__(self, command: list[str], env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(command, env={**os.environ, **env}, start_new_session=True)
+        self.process = subprocess.Popen(
+            command,
+            env={**os.environ, **env},
+            start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
-    def poll(self) -> int | None:
-        """The exit code, or None while it runs."""
-        return self.process.poll()
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def poll(self) -> tuple[int | None, list[str]]:
+        """The exit code (None while it runs) and the output lines since the last poll."""
+        code = self.process.poll()
+        if code is not None:
+            self.reader.join(timeout=10)
+        lines, self.lines = self.lines, []
+        return code, lines
 
     def stop(self) -> None:
         """Kill the worker's process group."""
@@ -142,7 +164,13 @@ class _Job:
 
         if self.local:
             return [process.poll() for process in self.handles]
-        return ray.get([runner.poll.remote() for runner in self.handles], timeout=120)
+        codes = []
+        polled = ray.get([runner.poll.remote() for runner in self.handles], timeout=120)
+        for rank, (code, lines) in enumerate(polled):
+            for line in lines:
+                print(f"[worker {rank}] {line}", end="", flush=True)
+            codes.append(code)
+        return codes
 
     def stop(self) -> None:
         import ray

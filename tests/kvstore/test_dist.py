@@ -4,6 +4,7 @@ processes of the launcher in test_launch.py."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 import uuid
@@ -276,3 +277,30 @@ def test_dead_worker_makes_the_others_fail_within_the_bound(cluster):
     assert cause == "DistError", message
     assert "step 3" in message and "workers [1]" in message, message
     assert took < 4.0 + 30.0
+
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "dist_script.py")
+
+
+def launch(cluster, mode, timeout):
+    command = [sys.executable, "-m", "mxnb.launch", "-n", "2", "-s", "1", "--launcher", "ray"]
+    command += ["--address", cluster, "--timeout", str(timeout), sys.executable, SCRIPT, mode]
+    started = time.time()
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    return result, time.time() - started
+
+
+def test_launcher_runs_every_worker_with_its_rank(cluster):
+    result, _ = launch(cluster, "train", 30)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # no updater: each step's value is the sum of the pushes, 1 + 2
+    for rank in (0, 1):
+        assert f"[worker {rank}] rank {rank} of 2: w = [3.0, 3.0]" in result.stdout
+
+
+def test_launcher_stops_the_job_when_a_worker_dies(cluster):
+    result, took = launch(cluster, "die", 5)
+    assert result.returncode == 3, result.stderr[-3000:]
+    assert "worker 1 exited with code 3; stopping the others" in result.stderr
+    assert "rank 0 of 2" not in result.stdout  # the survivor was stopped, not finished
+    assert took < 200
