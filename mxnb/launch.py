@@ -193,7 +193,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.launcher == "ray" and not address:
         print("mxnb.launch: --launcher ray needs --address or RAY_ADDRESS", file=sys.stderr)
         return 2
-    gcs = start_ray(args.num_cpus, args.object_store_mb, address if args.launcher == "ray" else None)
+    gcs = start_ray(
+        args.num_cpus, args.object_store_mb, address if args.launcher == "ray" else None
+    )
     job = f"job-{uuid.uuid4().hex[:8]}"
     code = 0
     try:

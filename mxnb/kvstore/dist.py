@@ -73,7 +73,7 @@ __all__ = ["DistError", "DistKVStore", "JobConfig", "big_array_bound"]
 
 def big_array_bound() -> int:
     """Elements above which a key is split across all servers (``MXNET_KVSTORE_BIGARRAY_BOUND``)."""
-    return int(os.environ.get("MXNET_KVSTORE_BIGARRAY_BOUND", 1_000_000))
+    return int(os.environ.get("MXNET_KVSTORE_BIGARRAY_BOUND", "1000000"))
 
 
 @dataclass(frozen=True)
@@ -333,7 +333,7 @@ class DistKVStore(LocalKVStore):
 
         try:
             return ray.get(refs, timeout=self.config.timeout + 30.0)
-        except Exception as exc:  # noqa: BLE001 - every Ray failure becomes a DistError
+        except Exception as exc:
             raise _remote_error(exc, what) from exc
 
     def barrier(self) -> None:

@@ -124,7 +124,8 @@ class KVServer:
         slot = (key, part)
         if slot not in self._values:
             await self._wait(
-                lambda: slot in self._values, lambda: f"push of key {key!r}: it was never initialised"
+                lambda: slot in self._values,
+                lambda: f"push of key {key!r}: it was never initialised",
             )
         t0 = time.perf_counter()
         if not sync:
@@ -293,7 +294,9 @@ def start_servers(job: str, num_servers: int, num_workers: int, timeout: float) 
 def states_to_bytes(blobs: list[bytes]) -> bytes:
     """One file of every server's states (an ``.npz``, no pickle)."""
     buffer = io.BytesIO()
-    np.savez(buffer, **{f"server{i}": np.frombuffer(b, dtype=np.uint8) for i, b in enumerate(blobs)})
+    np.savez(
+        buffer, **{f"server{i}": np.frombuffer(b, dtype=np.uint8) for i, b in enumerate(blobs)}
+    )
     return buffer.getvalue()
 
 
@@ -303,7 +306,9 @@ def states_from_bytes(payload: bytes, num_servers: int, fname: str) -> list[byte
         archive = np.load(io.BytesIO(payload), allow_pickle=False)
         blobs = [archive[f"server{i}"].tobytes() for i in range(len(archive.files))]
     except Exception as exc:
-        raise DistError(f"kvstore.load_optimizer_states: {fname} is not a dist states file ({exc})")
+        raise DistError(
+            f"kvstore.load_optimizer_states: {fname} is not a dist states file ({exc})"
+        ) from exc
     if len(blobs) != num_servers:
         raise DistError(
             f"kvstore.load_optimizer_states: {fname} holds the states of {len(blobs)} servers, "

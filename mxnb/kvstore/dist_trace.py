@@ -34,6 +34,7 @@ import json
 import os
 from typing import Any
 
+from ..base import FormatError
 from ..engine.trace import Event, OpEnd, OpPush, OpStart, Trace, VarName, VarNew, WaitBegin, WaitEnd
 
 __all__ = ["ClusterTrace"]
@@ -81,11 +82,19 @@ class ClusterTrace:
                     event["id"] = f"{pid}.{event['id']}"
                 out.append(event)
             out.append(
-                {"name": "thread_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": "kvstore"}}
+                {
+                    "name": "thread_name",
+                    "ph": "M",
+                    "pid": pid,
+                    "tid": 0,
+                    "args": {"name": "kvstore"},
+                }
             )
             for entry in part["log"]:
                 ts, end = self._us(part, entry["t0"]), self._us(part, entry["t1"])
-                name = f"{entry['kind']} {entry['key']}" + (f"#{entry['part']}" if entry["part"] else "")
+                name = f"{entry['kind']} {entry['key']}" + (
+                    f"#{entry['part']}" if entry["part"] else ""
+                )
                 out.append(
                     {
                         "name": name,
@@ -111,7 +120,15 @@ class ClusterTrace:
             flow = f"flow.{len(arrows)}"
             name = f"{source[0]} -> {target[0]}"
             arrows.append(
-                {"name": name, "cat": "kvstore", "ph": "s", "id": flow, "ts": sts, "pid": spid, "tid": 0}
+                {
+                    "name": name,
+                    "cat": "kvstore",
+                    "ph": "s",
+                    "id": flow,
+                    "ts": sts,
+                    "pid": spid,
+                    "tid": 0,
+                }
             )
             arrows.append(
                 {
@@ -155,6 +172,61 @@ class ClusterTrace:
             with open(path, "w", encoding="utf-8") as handle:
                 json.dump(document, handle)
         return document
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the participants' parts as JSON (:meth:`load` reads them back)."""
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump({"mxnb_cluster_trace": 1, "parts": self.parts}, handle)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> ClusterTrace:
+        """Read a file written by :meth:`save`."""
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+        if not isinstance(document, dict) or "mxnb_cluster_trace" not in document:
+            raise FormatError(f"ClusterTrace.load: {path} is not a file of ClusterTrace.save")
+        return cls(document["parts"])
+
+    def figure(self, width: float = 10.0) -> Any:
+        """The kvstore lane of every participant (pushes, updates, pulls) with the arrows of
+        :meth:`links`, on a matplotlib ``Figure`` (milliseconds on the shared clock)."""
+        from matplotlib.figure import Figure
+
+        figure = Figure(figsize=(width, 1.0 + 0.6 * len(self.parts)))
+        axes = figure.add_subplot(1, 1, 1)
+        colours = {"push": "#1f77b4", "update": "#2ca02c", "pull": "#ff7f0e"}
+        where: dict[tuple, tuple[float, int]] = {}
+        for row, part in enumerate(self.parts):
+            for entry in part["log"]:
+                start = self._us(part, entry["t0"]) / 1e3
+                stop = self._us(part, entry["t1"]) / 1e3
+                axes.barh(
+                    row,
+                    max(stop - start, 0.05),
+                    left=start,
+                    height=0.5,
+                    color=colours[entry["kind"]],
+                    edgecolor="#333333",
+                    linewidth=0.3,
+                )
+                where[_record_id(entry)] = ((start + stop) / 2, row)
+        for source, target in self.links():
+            if source in where and target in where:
+                (x0, y0), (x1, y1) = where[source], where[target]
+                axes.annotate(
+                    "",
+                    xy=(x1, y1),
+                    xytext=(x0, y0),
+                    arrowprops={"arrowstyle": "->", "color": "#555555", "lw": 0.6},
+                )
+        axes.set_yticks(range(len(self.parts)), self.process_names())
+        axes.invert_yaxis()
+        axes.set_xlabel("ms (one clock for every process)")
+        for kind, colour in colours.items():
+            axes.barh(0, 0, color=colour, label=kind)
+        axes.legend(loc="upper right", fontsize=7)
+        figure.tight_layout()
+        return figure
 
     # -- one Trace for the widgets --------------------------------------------------------------------
     def trace(self) -> Trace:
