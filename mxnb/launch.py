@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["WorkerRunner", "main", "parse_args", "start_ray"]
+__all__ = ["WorkerRunner", "main", "parse_args", "run_tasks", "start_ray"]
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -86,6 +86,44 @@ def start_ray(num_cpus: int = 2, object_store_mb: int = 256, address: str | None
     else:
         ray.init(address=address, namespace="mxnb", log_to_driver=False, configure_logging=False)
     return ray.get_runtime_context().gcs_address
+
+
+def run_tasks(
+    fn: Any,
+    num_workers: int,
+    num_servers: int,
+    kvtype: str = "dist_sync",
+    timeout: float = 60.0,
+    **kwargs: Any,
+) -> list[Any]:
+    """Run ``fn(kv, **kwargs)`` as a job of ``num_workers`` Ray tasks (in a running Ray driver).
+
+    The in-cluster form of the launcher, for tests, benchmarks and notebooks: it starts
+    the job's servers, gives each task its :class:`~mxnb.kvstore.dist.DistKVStore`, and
+    returns each worker's result, or the Ray error of a worker that failed.
+    """
+    import ray
+
+    from .kvstore.dist import DistKVStore, JobConfig
+    from .kvstore.dist_server import start_servers
+
+    job = f"tasks-{uuid.uuid4().hex[:8]}"
+    servers = start_servers(job, num_servers, num_workers, timeout)
+
+    @ray.remote(num_cpus=1, max_retries=0)
+    def worker(rank: int) -> Any:
+        config = JobConfig(None, job, rank, num_workers, num_servers, timeout)
+        return fn(DistKVStore(kvtype, config), **kwargs)
+
+    refs = [worker.remote(rank) for rank in range(num_workers)]
+    results: list[Any] = []
+    for ref in refs:
+        try:
+            results.append(ray.get(ref, timeout=timeout + 120))
+        except ray.exceptions.RayError as exc:
+            results.append(exc)
+    del servers  # the job's servers end with their last handle
+    return results
 
 
 class WorkerRunner:

@@ -179,6 +179,11 @@ class DistKVStore(LocalKVStore):
         """How many servers hold the keys."""
         return self.config.num_servers
 
+    @property
+    def servers(self) -> list:
+        """The job's server actor handles (server ``i`` is ``servers[i]``)."""
+        return list(self._servers)
+
     # -- where a key lives -----------------------------------------------------------------------
     def placement(self, key: Key, size: int) -> list[tuple[int, int, slice]]:
         """``[(server, part, flat slice), ...]``: one server for a small key, all for a big one."""

@@ -253,7 +253,7 @@ class KVServer:
         deposits, self._deposits = self._deposits, {}
         return deposits
 
-    def keys(self) -> dict[tuple, int]:
+    def held(self) -> dict[tuple, int]:
         """``{(key, part): elements}`` of what this server holds."""
         return {slot: value.size for slot, value in self._values.items()}
 

@@ -7,16 +7,15 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 
 import numpy as np
 import pytest
 import ray
 
 import mxnb as mx
-from mxnb.kvstore.dist import DistError, DistKVStore, JobConfig
-from mxnb.kvstore.dist_server import start_servers, states_from_bytes
-from mxnb.launch import start_ray
+from mxnb.kvstore.dist import DistError
+from mxnb.kvstore.dist_server import states_from_bytes
+from mxnb.launch import run_tasks, start_ray
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 BATCH, EPOCHS = 8, 3
@@ -29,27 +28,6 @@ def cluster():
     address = start_ray(num_cpus=4, object_store_mb=200)
     yield address
     ray.shutdown()
-
-
-def run_job(fn, workers: int, servers: int, kvtype: str, timeout: float = 30.0, **kwargs):
-    """Start a job's servers, run ``fn(kv, **kwargs)`` in ``workers`` Ray tasks; return the
-    results (or the exception each task raised) and the server handles."""
-    job = f"test-{uuid.uuid4().hex[:8]}"
-    handles = start_servers(job, servers, workers, timeout)
-
-    @ray.remote(num_cpus=1, max_retries=0)
-    def worker(rank):
-        config = JobConfig(None, job, rank, workers, servers, timeout)
-        return fn(DistKVStore(kvtype, config), **kwargs)
-
-    refs = [worker.remote(rank) for rank in range(workers)]
-    results = []
-    for ref in refs:
-        try:
-            results.append(ray.get(ref, timeout=timeout + 120))
-        except ray.exceptions.RayError as exc:
-            results.append(exc)
-    return results, handles
 
 
 def network():
@@ -109,7 +87,7 @@ def sync_fit(kv):
 def test_sync_sgd_momentum_two_workers_equal_one_process(cluster):
     x, y, params = problem()
     alone = fit(x, y, params, BATCH, "local")
-    results, _ = run_job(sync_fit, workers=2, servers=2, kvtype="dist_sync")
+    results = run_tasks(sync_fit, 2, 2, "dist_sync")
     for result in results:
         assert not isinstance(result, Exception), result
         for name, value in alone.items():
@@ -136,7 +114,7 @@ def async_regression(kv, steps=60):
 
 
 def test_async_converges(cluster):
-    results, _ = run_job(async_regression, workers=2, servers=1, kvtype="dist_async")
+    results = run_tasks(async_regression, 2, 1, "dist_async")
     for losses, w in results:
         assert losses[-1] < 0.01 * losses[0]
         np.testing.assert_allclose(w, [1.5, -2.0, 0.5], atol=0.05)
@@ -151,17 +129,18 @@ def big_array(kv):
     kv.push("big", mx.nd.array(np.arange(size, dtype="float32")))
     out = mx.nd.zeros(size)
     kv.pull("big", out=out)
-    return placement, out.asnumpy()
+    value = out.asnumpy()  # waits for the engine's init, push and pull ops
+    held = ray.get([server.held.remote() for server in kv.servers])
+    return placement, value, held
 
 
 def test_big_array_is_split_across_servers(cluster):
-    results, servers = run_job(big_array, workers=2, servers=2, kvtype="dist_sync")
-    for placement, value in results:
+    results = run_tasks(big_array, 2, 2, "dist_sync")
+    for placement, value, held in results:
         assert placement == [(0, 0), (1, 1)]
         np.testing.assert_array_equal(value, 2 * np.arange(3001, dtype="float32"))
-    held = ray.get([server.keys.remote() for server in servers])
-    assert ("big", 0) in held[0] and ("big", 1) in held[1]
-    assert held[0][("big", 0)] + held[1][("big", 1)] == 3001
+        assert ("big", 0) in held[0] and ("big", 1) in held[1], held
+        assert held[0][("big", 0)] + held[1][("big", 1)] == 3001
 
 
 def barrier_times(kv):
@@ -173,7 +152,7 @@ def barrier_times(kv):
 
 
 def test_barrier_waits_for_every_worker(cluster):
-    results, _ = run_job(barrier_times, workers=3, servers=1, kvtype="dist_sync")
+    results = run_tasks(barrier_times, 3, 1, "dist_sync")
     last_arrival = max(arrived for arrived, _ in results)
     assert all(left >= last_arrival for _, left in results)
 
@@ -196,7 +175,7 @@ def states_round_trip(kv, path):
 
 def test_optimizer_states_round_trip(cluster, tmp_path):
     path = str(tmp_path / "states")
-    results, _ = run_job(states_round_trip, workers=1, servers=2, kvtype="dist_sync", path=path)
+    results = run_tasks(states_round_trip, 1, 2, "dist_sync", path=path)
     files, equal = results[0]
     assert files == ["server0", "server1"] and equal
     with open(path, "rb") as stream, pytest.raises(DistError, match="2 servers, this job has 3"):
@@ -227,7 +206,7 @@ def traced_steps(kv):
 
 
 def test_merged_trace_has_every_workers_and_servers_ops(cluster):
-    results, _ = run_job(traced_steps, workers=2, servers=2, kvtype="dist_sync")
+    results = run_tasks(traced_steps, 2, 2, "dist_sync", 30.0)
     assert results[1] is None  # only rank 0 gets the merged trace
     processes, names, links, lanes = results[0]
     assert processes == ["worker 0", "worker 1", "server 0", "server 1"]
@@ -268,7 +247,7 @@ def test_dead_worker_makes_the_others_fail_within_the_bound(cluster):
     def scenario(kv):
         return dies_mid_training(kv) if kv.rank == 1 else survivor(kv)
 
-    results, _ = run_job(scenario, workers=2, servers=1, kvtype="dist_sync", timeout=4.0)
+    results = run_tasks(scenario, 2, 1, "dist_sync", timeout=4.0)
     assert isinstance(results[1], ray.exceptions.RayError)  # the killed worker
     cause, message, took = results[0]
     assert cause == "DistError", message
