@@ -1,7 +1,10 @@
 """Memory planning figures for the zoo networks, beside MXNet 1.9.1's own, and executor speed.
 
 Prints, for MLP, LeNet, AlexNet, VGG-16, ResNet-18, Inception-BN (ImageNet
-shapes) and the unrolled 2-layer LSTM (35 steps, 200 hidden), at batch 1, 32 and 64, for
+shapes), the unrolled 2-layer LSTM (35 steps, 200 hidden) and the language
+model MXNet's ``mx.rnn`` exported (``lstm_lm``: the same LSTM as two
+``LSTMCell(200)`` with zero begin states of unknown batch, ``_zeros`` of
+shape (0, 200), inferred here), at batch 1, 32 and 64, for
 inference (grad_req='null') and training (grad_req='write'):
 
     naive        every internal entry its own storage
@@ -14,9 +17,17 @@ inference (grad_req='null') and training (grad_req='write'):
                  else its "Total N MB allocated", N floored)
     both/mxnet   below 1.00: mxnb plans less
 
+then recomputation (issue #19) for ResNet-18, VGG-16, Inception-BN and the
+LSTM at batch 32, training: the plain plan, MXNet's plain and mirror plans
+(benchmarks/mxnet_mirror_reference.json), mxnb's 'mirror' and 'sqrt' plans and
+the best points of the trade-off family, each as MiB and
+recompute_flops / forward_flops (targets for ResNet-18: <= 376 MiB with a
+ratio <= 0.35), and the wall-clock overhead of a training step with
+recomputation on LeNet and ResNet-18 at a small batch (same step without, interleaved);
+
 then the time to plan ResNet-50 (target under 1 s), planning and binding
-chains of 2,000 and 20,000 small ops (O(n log n): 20k within 10x of 2k,
-planning 20k under 2 s), and the executor's
+chains of 1,000, 2,000, 4,000 and 20,000 small ops (O(n log n): 20k within 10x of 2k,
+planning 20k under 2 s, 4k about 4x 1k), and the executor's
 forward+backward time for the MLP and LeNet relative to the same network
 run op by op through mx.nd under autograd, interleaved in the same run, best of
 20 each (target: <= 1).
@@ -40,7 +51,17 @@ from mxnb.ndarray.invoke import invoke
 from mxnb.symbol.graph import NodeEntry, topo_sort
 
 HERE = Path(__file__).resolve().parent
-NETWORKS = ("mlp", "lenet", "alexnet", "vgg16", "resnet18", "inception_bn", "lstm")
+NETWORKS = ("mlp", "lenet", "alexnet", "vgg16", "resnet18", "inception_bn", "lstm", "lstm_lm")
+LSTM_LM = HERE.parent / "tests" / "rnn" / "data" / "lstm_lm-symbol.json"  # MXNet's export
+
+
+def network(name: str, batch: int) -> tuple:
+    """The symbol and input shapes of a network of the table."""
+    if name == "lstm_lm":
+        return mx.sym.load(str(LSTM_LM)), {"data": (batch, 35), "softmax_label": (batch, 35)}
+    return zoo.build(name), zoo.input_shapes(name, batch)
+
+
 MB = float(1 << 20)
 
 
@@ -67,9 +88,8 @@ def plan_table(batches: tuple[int, ...]) -> None:
     print(header)
     print("-" * len(header))
     for name in NETWORKS:
-        sym = zoo.build(name)
         for batch in batches:
-            shapes = zoo.input_shapes(name, batch)
+            sym, shapes = network(name, batch)
             for mode, req in (("inference", "null"), ("training", "write")):
                 plans = {}
                 for key, plan in mx.executor.plan_strategies(sym, shapes, grad_req=req).items():
@@ -85,6 +105,103 @@ def plan_table(batches: tuple[int, ...]) -> None:
                     f"{theirs_text:>10} {versus:>10}",
                     flush=True,
                 )
+
+
+def mxnet_mirror() -> dict:
+    path = HERE / "mxnet_mirror_reference.json"
+    if not path.exists():
+        return {}
+    return {(r["network"], r["mirror"]): r["mb"] for r in json.loads(path.read_text())["runs"]}
+
+
+def recompute_table() -> None:
+    """Planned MiB and recompute/forward FLOPs: plain, mirror, sqrt and the trade-off family."""
+    theirs = mxnet_mirror()
+    print("\nrecomputation, training at batch 32 (MiB, and recompute_flops/forward_flops)")
+    header = (
+        f"{'network':<12} {'plain':>8} {'mxnet':>7} {'mx mirror':>9} {'mirror':>14} "
+        f"{'sqrt':>14} {'<= 0.35 fwd':>14} {'<= 1 fwd':>14}  best <= 1 fwd"
+    )
+    print(header)
+    print("-" * len(header))
+    for name in ("resnet18", "vgg16", "inception_bn", "lstm"):
+        sym = zoo.build(name)
+        shapes = zoo.input_shapes(name, 32)
+        cells = {}
+        for mode in (None, "mirror", "sqrt"):
+            plan = mx.executor.plan_memory(sym, shapes, grad_req="write", recompute=mode)
+            plan.check()
+            cells[mode] = plan
+        points = mx.executor.tradeoff_curve(sym, shapes)
+        within = {
+            limit: min(
+                (p for p in points if p.recompute_ratio <= limit), key=lambda p: p.internal_bytes
+            )
+            for limit in (0.35, 1.0)
+        }
+
+        def cell(size: int, ratio: float) -> str:
+            return f"{size / MB:7.1f} ({ratio:.2f})"
+
+        plain, mirror_mb = theirs.get((name, 0)), theirs.get((name, 1))
+        print(
+            f"{name:<12} {cells[None].internal_bytes / MB:>8.1f} "
+            f"{plain if plain is not None else '-':>7} {mirror_mb if mirror_mb is not None else '-':>9} "
+            f"{cell(cells['mirror'].internal_bytes, cells['mirror'].recompute_ratio):>14} "
+            f"{cell(cells['sqrt'].internal_bytes, cells['sqrt'].recompute_ratio):>14} "
+            f"{cell(within[0.35].internal_bytes, within[0.35].recompute_ratio):>14} "
+            f"{cell(within[1.0].internal_bytes, within[1.0].recompute_ratio):>14}  "
+            f"{within[1.0].label}",
+            flush=True,
+        )
+        if name == "resnet18":
+            best = within[0.35]
+            print(
+                f"  ResNet-18 target (issue #19: <= 376 MiB, half of MXNet's 753) at ratio <= 0.35: "
+                f"{best.internal_bytes / MB:.1f} MiB at {best.recompute_ratio:.2f} "
+                f"(peak live {best.plan.peak_bytes / MB:.1f} MiB) -> "
+                f"{'met' if best.internal_bytes <= 376 * MB else 'MISSED'}"
+            )
+
+
+def recompute_overhead(repeats: int = 5) -> None:
+    """Wall-clock of a training step with recomputation against the same step without."""
+    print("\ntraining step with recomputation / without (best of interleaved runs)")
+    for name, batch in (("lenet", 64), ("resnet18", 2)):
+        sym = zoo.build(name)
+        shapes = zoo.input_shapes(name, batch)
+        executors = {}
+        for mode in (None, "mirror", "sqrt"):
+            exe = sym.simple_bind(mx.cpu(), grad_req="write", recompute=mode, **shapes)
+            rng = np.random.default_rng(0)  # the same values in every executor
+            for key, array in exe.arg_dict.items():
+                if key == "softmax_label":
+                    array[:] = rng.integers(0, 10, array.shape)
+                else:
+                    array[:] = rng.standard_normal(array.shape).astype("float32") * 0.1
+            executors[mode] = exe
+
+        def step(exe) -> None:
+            exe.forward(is_train=True)
+            exe.backward()
+            mx.nd.waitall()
+
+        for exe in executors.values():
+            step(exe)  # warm up
+        timings: dict = {mode: [] for mode in executors}
+        for _ in range(repeats):
+            for mode, exe in executors.items():
+                start = time.perf_counter()
+                step(exe)
+                timings[mode].append(time.perf_counter() - start)
+        plain = min(timings[None])
+        for mode in ("mirror", "sqrt"):
+            plan = executors[mode].memory_plan
+            print(
+                f"  {name:<9} batch {batch:>3} {mode:<7} {min(timings[mode]) / plain:5.2f}x time "
+                f"({plain * 1e3:.1f} ms plain), FLOPs ratio {plan.recompute_ratio:.2f}, "
+                f"{len(plan.recompute_steps)} extra steps"
+            )
 
 
 def planning_time() -> None:
@@ -119,7 +236,7 @@ def long_chains() -> None:
 
     print(
         "\nlong chains of small ops, training (targets: 20k bind+fwd+bwd <= 10x the 2k one; "
-        "planning 20k < 2 s)"
+        "planning 20k < 2 s; 4k about 4x the 1k one)"
     )
     header = (
         f"{'ops':>7} {'steps':>7} {'build graph s':>14} {'planner s':>10} {'plan_memory s':>14} "
@@ -128,7 +245,7 @@ def long_chains() -> None:
     print(header)
     print("-" * len(header))
     totals = {}
-    for length in (2000, 20000):
+    for length in (1000, 2000, 4000, 20000):
         net = _chain(length)
         start = time.perf_counter()
         graph = build_graph(net, {"x": (4, 4)}, grad_req="write")
@@ -154,6 +271,7 @@ def long_chains() -> None:
             flush=True,
         )
     print(f"20k / 2k bind+fwd+bwd: {totals[20000] / totals[2000]:.1f}x (target <= 10x)")
+    print(f"4k / 1k bind+fwd+bwd: {totals[4000] / totals[1000]:.1f}x (linear: 4x; was 8x and more)")
 
 
 def imperative_step(sym, arrays: dict, aux: dict, heads) -> None:
@@ -220,6 +338,8 @@ def executor_speed(batch: int = 64, repeats: int = 20) -> None:
 def main() -> None:
     batches = (32,) if "--quick" in sys.argv else (1, 32, 64)
     plan_table(batches)
+    recompute_table()
+    recompute_overhead()
     planning_time()
     long_chains()
     executor_speed()

@@ -26,6 +26,7 @@ from . import symbol
 from . import symbol as sym
 from . import executor
 from . import autograd
+from . import rnn
 from . import testing
 from . import widgets
 from . import io
@@ -40,6 +41,8 @@ from . import model
 from . import module
 from . import module as mod
 from . import callback
+from . import recordio
+from . import image
 
 __version__ = "0.1.0"
 
@@ -59,6 +62,7 @@ __all__ = [
     "gpu",
     "init",
     "initializer",
+    "image",
     "io",
     "kv",
     "kvstore",
@@ -73,7 +77,9 @@ __all__ = [
     "operator",
     "optimizer",
     "random",
+    "recordio",
     "resource",
+    "rnn",
     "storage",
     "sym",
     "symbol",

@@ -1,4 +1,10 @@
-"""Fixtures shared across test folders."""
+"""Fixtures shared by the whole suite."""
+
+from __future__ import annotations
+
+import tracemalloc
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -13,3 +19,29 @@ def two_virtual_gpus():
     yield [mx.gpu(0), mx.gpu(1)]
     mx.nd.waitall()
     mx.context.set_virtual_gpus(before)
+
+
+def _traced_peak(call: Callable[[], Any]) -> tuple[Any, int]:
+    """Run ``call()``; return its result and the peak of traced memory (bytes) while it ran.
+
+    The peak counts what the result still holds (it is measured before the
+    result is handed back); exceptions propagate.
+    """
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    base, _ = tracemalloc.get_traced_memory()
+    try:
+        result = call()
+        _, peak = tracemalloc.get_traced_memory()
+        return result, peak - base
+    finally:
+        if not was_tracing:
+            tracemalloc.stop()
+
+
+@pytest.fixture
+def traced_peak() -> Callable[[Callable[[], Any]], tuple[Any, int]]:
+    """``traced_peak(call) -> (result, peak bytes)``: memory bounds without timing anything."""
+    return _traced_peak

@@ -2,7 +2,8 @@
 
 Specification: whatever the bytes, ``mx.nd.load`` and ``mx.sym.load_json``
 either load or raise :class:`FormatError`; nothing else escapes.  What
-``mx.nd.load`` returns never outweighs the file it read.  A symbol that loads
+``mx.nd.load`` returns never outweighs the file it read, and the memory a load
+takes (traced peak) stays within a small multiple of the file.  A symbol that loads
 can be shape-inferred without a Python error of another kind.
 """
 
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import struct
+import zlib
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -68,30 +71,32 @@ def _params_file(tmp_path_factory) -> tuple[dict, bytes]:
     return json.loads(content[16 : 16 + length]), content[16 + length :]
 
 
-def _check_nd_load(path, content: bytes) -> None:
+def _check_nd_load(path, content: bytes, traced_peak) -> None:
     path.write_bytes(content)
     try:
-        loaded = mx.nd.load(path)
+        loaded, peak = traced_peak(lambda: mx.nd.load(path))
     except FormatError:
         return
+    # memory stays bounded: a small multiple of the file, plus a fixed allowance
+    assert peak <= 64 * len(content) + (1 << 20)
     arrays = loaded.values() if isinstance(loaded, dict) else loaded
     assert sum(array.size * array.dtype.itemsize for array in arrays) <= len(content)
 
 
 @FUZZ
 @given(data=st.data())
-def test_nd_load_of_mutated_headers_only_raises_format_error(tmp_path_factory, data):
+def test_nd_load_of_mutated_headers_only_raises_format_error(tmp_path_factory, traced_peak, data):
     header, payload = _params_file(tmp_path_factory)
     path = data.draw(st.sampled_from(list(_paths(header))))
     mutated = _replace(header, path, data.draw(json_values))
     raw = json.dumps(mutated).encode()
     content = MAGIC + struct.pack("<Q", len(raw)) + raw + payload
-    _check_nd_load(tmp_path_factory.mktemp("case") / "f.mxnb", content)
+    _check_nd_load(tmp_path_factory.mktemp("case") / "f.mxnb", content, traced_peak)
 
 
 @FUZZ
 @given(data=st.data())
-def test_nd_load_of_mutated_bytes_only_raises_format_error(tmp_path_factory, data):
+def test_nd_load_of_mutated_bytes_only_raises_format_error(tmp_path_factory, traced_peak, data):
     header, payload = _params_file(tmp_path_factory)
     raw = json.dumps(header).encode()
     content = bytearray(MAGIC + struct.pack("<Q", len(raw)) + raw + payload)
@@ -99,7 +104,26 @@ def test_nd_load_of_mutated_bytes_only_raises_format_error(tmp_path_factory, dat
         position = data.draw(st.integers(0, len(content) - 1))
         content[position] = data.draw(st.integers(0, 255))
     cut = data.draw(st.integers(0, len(content)))
-    _check_nd_load(tmp_path_factory.mktemp("case") / "f.mxnb", bytes(content[:cut]))
+    _check_nd_load(tmp_path_factory.mktemp("case") / "f.mxnb", bytes(content[:cut]), traced_peak)
+
+
+@FUZZ
+@given(
+    shape=st.lists(st.integers(0, 2**70) | st.sampled_from([0, 1, 2]), max_size=70),
+    dtype=st.sampled_from(["float32", "int8", "float64"]),
+)
+def test_nd_load_of_any_shape_with_a_consistent_nbytes_only_raises_format_error(
+    tmp_path_factory, traced_peak, shape, dtype
+):
+    # nbytes agrees with the shape, so only the shape itself can be wrong (too many
+    # dimensions, too big for numpy although empty, ...)
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    payload = bytes(nbytes) if nbytes <= 4096 else b""
+    entry = {"dtype": dtype, "shape": shape, "offset": 0, "nbytes": nbytes}
+    entry["crc32"] = zlib.crc32(payload)
+    raw = json.dumps({"format": "mxnb.ndarray", "version": 1, "names": None, "arrays": [entry]})
+    content = MAGIC + struct.pack("<Q", len(raw)) + raw.encode() + payload
+    _check_nd_load(tmp_path_factory.mktemp("case") / "f.mxnb", content, traced_peak)
 
 
 def _symbol_document() -> dict:

@@ -558,6 +558,7 @@ class Engine(Waiting):
         self._waiters_all = 0  # ... waiting for everything (woken when nothing is left)
         self._waiters_var: dict[Var, list[int]] = {}  # ... waiting for writes on a var: targets
         self._suspended = 0  # ops on the stacks of threads inside a nested wait_for_all
+        self._blocked_waits: dict[int, tuple] = {}  # thread -> (its ops, var, target): see waiting
         self._errors: list[_ErrorRef] = []  # failures not yet raised by a wait (bounded)
         self._errors_dropped = 0  # failures dropped from _errors to keep it bounded
         self._failures = 0  # vars ever marked failed: 0 means no op can be skipped

@@ -62,6 +62,7 @@ class Waiting:
     _waiters_any: int
     _waiters_all: int
     _waiters_var: dict[Var, list[int]]
+    _blocked_waits: dict[int, tuple[list[Any], Var, int]]  # thread -> ops on its stack, var, target
     _wait_poll: float
     _var_type: type  # Var (set by Engine: this module cannot import it at load time)
 
@@ -162,22 +163,37 @@ class Waiting:
         """
         if type(var) is not self._var_type:
             raise EngineError(f"wait_for_var: expected an engine var, got {var!r}")
+        _check_timeout(timeout, "wait_for_var")
         stack = _local.__dict__.get("stack")
+        blocked = None
         with self._lock:
             if self._inline is not None:
                 self._book_inline()
             target = var.writes_pushed
             if stack:
-                chain = _waits_for_stack(var, stack)
+                chain = _waits_for_stack(var, stack, self._blocked_waits)
                 if chain is not None:
                     raise EngineError(_deadlock_message(var, chain))
-        if var.writes_done < target and not self._wait_until(
-            lambda: var.writes_done >= target, var, timeout, wake="var", target=target
-        ):
-            raise EngineError(
-                f"wait_for_var({var.name!r}) timed out after {timeout} s: "
-                f"{target - var.writes_done} write(s) still pending ({self._pending_names(var)})"
-            )
+                if var.writes_done < target:  # others may find a cycle through this wait
+                    blocked = threading.get_ident()
+                    outer = self._blocked_waits.get(blocked)
+                    self._blocked_waits[blocked] = (list(stack), var, target)
+        try:
+            if var.writes_done < target and not self._wait_until(
+                lambda: var.writes_done >= target, var, timeout, wake="var", target=target
+            ):
+                raise EngineError(
+                    f"wait_for_var({var.name!r}) timed out after {timeout} s: "
+                    f"{target - var.writes_done} write(s) still pending "
+                    f"({self._pending_names(var)})"
+                )
+        finally:
+            if blocked is not None:
+                with self._lock:
+                    if outer is None:
+                        del self._blocked_waits[blocked]
+                    else:
+                        self._blocked_waits[blocked] = outer
         ref = var.error
         if ref is not None:  # raised on every wait while the var carries it
             with self._lock:
@@ -194,6 +210,7 @@ class Waiting:
         stack.  Raises the first failure not yet raised (then forgets them all),
         or :class:`~mxnb.base.EngineError` when ``timeout`` seconds pass first.
         """
+        _check_timeout(timeout, "wait_for_all")
         stack = _local.__dict__.get("stack")
         depth = len(stack) if stack else 0
         if depth:
@@ -254,7 +271,21 @@ class Waiting:
 # -- waits that can never be met ------------------------------------------------------------
 
 
-def _waits_for_stack(var: Var, stack: list[Any]) -> list[tuple[Any, Var]] | None:
+def _check_timeout(timeout: Any, what: str) -> None:
+    """``timeout`` is None or a number of seconds >= 0; anything else names the wait."""
+    if timeout is None:
+        return
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not timeout >= 0  # (nan too)
+    ):
+        raise EngineError(f"{what}: timeout must be None or seconds >= 0, got {timeout!r}")
+
+
+def _waits_for_stack(
+    var: Var, stack: list[Any], blocked: dict[int, tuple[list[Any], Var, int]] | None = None
+) -> list[tuple[Any, Var]] | None:
     """The dependency chain from ``var``'s pending writes back to an op running on this thread.
 
     A thread running op R that waits for ``var`` waits for every write
@@ -267,8 +298,20 @@ def _waits_for_stack(var: Var, stack: list[Any]) -> list[tuple[Any, Var]] | None
     The rule is MXNet's: an op not yet runnable waits for the incomplete ops
     pushed before it on each of its vars (the oldest pending write, and
     every op queued ahead of it); two reads do not wait for each other.
+
+    ``blocked`` holds the waits other threads are blocked in, inside their
+    ops: an op running there waits for the writes its thread waits for, so
+    two ops on two threads each waiting for the other's var are found too
+    (the second of the two waits raises).
     """
     running = set(map(id, stack))
+    me = threading.get_ident()
+    waiting_on = {
+        id(op): (waited, target)
+        for thread, (ops, waited, target) in (blocked or {}).items()
+        if thread != me
+        for op in ops
+    }
     start = [op for op in _pending_writes(var) if id(op) not in running]
     if any(id(op) in running for op in _pending_writes(var)):
         writer = next(op for op in _pending_writes(var) if id(op) in running)
@@ -277,9 +320,17 @@ def _waits_for_stack(var: Var, stack: list[Any]) -> list[tuple[Any, Var]] | None
     todo: list[tuple[Any, list[tuple[Any, Var]]]] = [(op, [(op, var)]) for op in start]
     while todo:
         op, path = todo.pop()
-        if id(op) in seen or op.wait_count == 0:  # a runnable op waits for nothing
+        if id(op) in running:
+            return path  # back on this thread's stack, through another thread's wait
+        if id(op) in seen:
             continue
         seen.add(id(op))
+        if op.wait_count == 0:  # runnable or running: it waits only if its thread does
+            if id(op) in waiting_on:
+                waited, target = waiting_on[id(op)]
+                for write in _pending_writes(waited)[: max(target - waited.writes_done, 0)]:
+                    todo.append((write, [*path, (write, waited)]))
+            continue
         for used in (*op.const_vars, *op.mutate_vars):
             writes = used in op.mutate_vars
             for runner in stack:

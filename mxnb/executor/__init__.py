@@ -1,11 +1,16 @@
 """The graph executor: gradient graph, memory planning and execution through the engine.
 
 Modules, in the order data flows:
-    graph.py     the forward+backward steps built from a Symbol (gradient graph)
+    graph.py     the forward+backward steps built from a Symbol
+    gradient.py  the gradient pass: backward, sum and zeros steps (MXNet: nnvm Gradient)
     memory.py    memory planning: in-place and co-share (plan_memory, plan_strategies)
     executor.py  the Executor: one engine op per step, one engine var per storage block
     zoo.py       model-zoo networks (MLP, LeNet, AlexNet, VGG-16, ResNet, Inception-BN, LSTM)
     plan.py      the MemoryPlan data objects (entries, storage blocks, figures)
+    recompute.py recomputation: which forward values backward computes again (mirror, sqrt)
+    tradeoff.py  the memory-compute trade-off curve and the search within a byte budget
+    flops.py     FLOPs per operator (what recomputation costs)
+    arena.py     offset placement: many entries in one block at byte offsets
 
 Example::
 
@@ -20,17 +25,22 @@ from . import zoo
 from .executor import Executor, bind, simple_bind
 from .memory import plan_memory, plan_strategies
 from .plan import EXTERNAL_STORAGE_ID, EntryKind, MemoryPlan, PlanEntry, StorageBlock
+from .tradeoff import MemoryBudgetError, TradeoffPoint, pareto, tradeoff_curve
 
 __all__ = [
     "EXTERNAL_STORAGE_ID",
     "EntryKind",
     "Executor",
+    "MemoryBudgetError",
     "MemoryPlan",
     "PlanEntry",
     "StorageBlock",
+    "TradeoffPoint",
     "bind",
+    "pareto",
     "plan_memory",
     "plan_strategies",
     "simple_bind",
+    "tradeoff_curve",
     "zoo",
 ]

@@ -9,6 +9,10 @@ const vars are the vars of what it reads and whose mutate vars are the vars
 of what it writes (plus aux states and resources).  Because a reused block
 keeps its var, a step writing into a block waits for the earlier steps that
 still read it: memory reuse becomes real ordering, visible in the DAG view.
+Recompute steps (:mod:`.recompute`) are engine ops like the others: a node's
+forward run again in backward into planned storage.  An *arena* block
+(:mod:`.arena`, entries at byte offsets) gets one var per byte segment, and an
+entry uses the vars of the segments it covers.
 
 Rule: the arrays the user sees (``arg_dict``, ``grad_dict``, ``aux_dict``,
 ``outputs``) are NDArrays; ``outputs`` are views of their blocks and stay
@@ -53,8 +57,9 @@ from ..ndarray.debug import check_written, poison_outputs, readonly_view
 from ..ndarray.ndarray import NDArray, _Chunk, _ctx_of
 from ..operator.base import OpContext, OpReqType
 from .graph import ExecGraph, Step, StepKind
-from .memory import plan_best
+from .memory import _without_gc_pauses, plan_best
 from .plan import MemoryPlan
+from .recompute import REPLAYED_OPS
 
 __all__ = ["Executor", "bind", "simple_bind"]
 
@@ -92,6 +97,7 @@ class Executor:
         self.memory_plan = plan
         self._monitor: Callable[[str, NDArray], None] | None = None
         self._monitor_all = False
+        self._forward_is_train = True
         self.arg_dict: dict[str, NDArray] = {name: args[name] for name in graph.arg_names}
         self.grad_dict: dict[str, NDArray] = {
             name: grads[name] for name in graph.arg_names if name in grads
@@ -110,6 +116,8 @@ class Executor:
             record = graph.entries[entry]
             self._head_grads[output] = _nd.zeros(record.shape, ctx=ctx, dtype=record.dtype)
             self._arrays[entry] = self._head_grads[output]
+        self._entry_vars: dict[int, list[Any]] = {}  # arena entries: the vars of their segments
+        self._arena_reads: dict[int, Any] = {}  # arena entries: the arena chunk's var
         self._blocks = self._allocate_blocks()
         self._forward_steps = {
             id(step.node): step for step in graph.steps[: graph.num_forward_steps]
@@ -169,13 +177,28 @@ class Executor:
                     _Chunk(handle, var, ctx), var, raw, 0, (block.nbytes,), raw.dtype, ctx
                 )
             )
+        arenas = {
+            block.id: _segment_vars(block, self.memory_plan)
+            for block in self.memory_plan.blocks
+            if any(self.memory_plan.entry(name).offset for name in block.entries)
+        }
         for entry, planned in zip(self._graph.entries, self.memory_plan.entries):
             if planned.external:
                 continue
             block = blocks[planned.storage_id]
-            raw = block._array[: entry.nbytes].view(entry.dtype).reshape(entry.shape)
+            start, stop = planned.offset, planned.offset + entry.nbytes
+            raw = block._array[start:stop].view(entry.dtype).reshape(entry.shape)
+            var = block._var
+            if planned.storage_id in arenas:
+                # an arena holds several entries at once: an entry's vars are those of the byte
+                # segments it covers, plus a read of the arena's own var (freed after every use)
+                bounds, segment_vars = arenas[planned.storage_id]
+                covered = segment_vars[bounds.index(start) : bounds.index(stop)]
+                self._entry_vars[entry.id] = covered
+                self._arena_reads[entry.id] = block._var
+                var = covered[0]
             self._arrays[entry.id] = NDArray._make(
-                block._chunk, block._var, raw, 0, entry.shape, entry.dtype, ctx
+                block._chunk, var, raw, 0, entry.shape, entry.dtype, ctx
             )
         return blocks
 
@@ -188,13 +211,28 @@ class Executor:
 
         const: list[Any] = []
         mutate: list[Any] = []
+        for entry in [*step.inputs, *step.outputs]:
+            if entry in self._arena_reads:
+                const.append(self._arena_reads[entry])
         for entry in step.inputs:
-            const.append(arrays[entry]._var)
+            const.extend(self._entry_vars.get(entry) or [arrays[entry]._var])
         for entry in step.outputs:
-            mutate.append(arrays[entry]._var)
+            mutate.extend(self._entry_vars.get(entry) or [arrays[entry]._var])
         if step.kind is StepKind.FORWARD:
             # forward updates aux states in training (BatchNorm's moving stats); backward reads them
             mutate.extend(arrays[entry]._var for entry in step.aux)
+        replay = step.kind is StepKind.RECOMPUTE and step.op_type in REPLAYED_OPS
+        if step.kind is StepKind.RECOMPUTE and not replay:
+            # a recompute step runs the forward again: its own operator, its own resources
+            prop = step.prop
+            assert prop is not None
+            in_shapes = [self._graph.entries[e].shape for e in self._forward_inputs(step)]
+            in_types = [self._graph.entries[e].dtype for e in self._forward_inputs(step)]
+            prepared.operator = prop.create_operator_ex(self._ctx, in_shapes, in_types)
+            requests = prop.forward_resource(in_shapes)
+            if requests:
+                prepared.resources = _resource.manager.request_all(self._ctx, requests)
+                mutate.extend(resource.var for resource in prepared.resources)
         if step.kind in (StepKind.FORWARD, StepKind.BACKWARD):
             prop = step.prop
             assert prop is not None
@@ -251,6 +289,7 @@ class Executor:
                 value.copyto(target)
             else:
                 target[:] = np.asarray(value)
+        self._forward_is_train = is_train  # recompute steps run forward the same way
         for prepared in self._prepared[: self._graph.num_forward_steps]:
             self._push(prepared, is_train)
         return self.outputs
@@ -290,7 +329,8 @@ class Executor:
                 else:
                     target[:] = np.asarray(value)
         for prepared in self._prepared[graph.num_forward_steps :]:
-            self._push(prepared, is_train)
+            recompute = prepared.step.kind is StepKind.RECOMPUTE
+            self._push(prepared, self._forward_is_train if recompute else is_train)
 
     def _push(self, prepared: _Prepared, is_train: bool) -> None:
         step = prepared.step
@@ -340,6 +380,8 @@ class Executor:
                 out[...] = 0
 
             return run_zeros
+        if step.kind is StepKind.RECOMPUTE:
+            return self._recompute_runner(prepared, is_train)
         operator = prepared.operator
         resources = prepared.resources
         if step.kind is StepKind.FORWARD:
@@ -401,6 +443,34 @@ class Executor:
             )
 
         return run_backward
+
+    def _recompute_runner(self, prepared: _Prepared, is_train: bool) -> Callable[[Any], None]:
+        """Run a node's forward again into its recomputed entries (see :mod:`.recompute`).
+
+        Dropout is replayed from its kept mask; any other op runs its forward
+        on scratch copies of its aux states, so moving statistics update once.
+        """
+        step = prepared.step
+        raw = prepared.raw
+        in_data, out_data, aux = raw["in_data"], raw["out_data"], raw["aux"]
+        kept = REPLAYED_OPS.get(step.op_type)
+        if kept is not None:
+            out, mask, x = out_data[0], out_data[kept], in_data[0]
+
+            def run_replay(run_ctx: Any) -> None:
+                out[...] = x * mask  # as Dropout's forward wrote it: the same bits
+
+            return run_replay
+        forward = prepared.operator.forward
+        resources = prepared.resources
+        xp = prepared.xp
+        req = step.req
+
+        def run_recompute(run_ctx: Any) -> None:
+            scratch = [array.copy() for array in aux]  # the real aux states were updated once
+            forward(OpContext(is_train, run_ctx, resources, xp), in_data, req, out_data, scratch)
+
+        return run_recompute
 
     def _operator_for(self, step: Step) -> Any:
         """The operator object of the forward step of ``step.node`` (forward and backward share it)."""
@@ -509,7 +579,10 @@ class Executor:
             if name not in shapes:
                 raise ParamError(f"reshape: {name!r} is not an argument of the symbol")
             shapes[name] = tuple(shape)
-        new_graph, plan = plan_best(self._symbol, dict(kwargs), grad_req=graph.grad_req)
+        mode = graph.recompute if graph.recompute in ("mirror", "sqrt") else None
+        new_graph, plan = plan_best(
+            self._symbol, dict(kwargs), grad_req=graph.grad_req, recompute=mode
+        )
         args: dict[str, NDArray] = {}
         grads: dict[str, NDArray] = {}
         for name in new_graph.arg_names:
@@ -542,6 +615,21 @@ class Executor:
         )
 
 
+def _segment_vars(block: Any, plan: MemoryPlan) -> tuple[list[int], list[Any]]:
+    """An arena block cut at every entry's first and last byte: the cut points and a var each.
+
+    Two entries overlapping in bytes share the vars of their common segments,
+    so a write into reused bytes waits for the earlier readers of exactly those.
+    """
+    bounds = sorted(
+        {plan.entry(name).offset for name in block.entries}
+        | {plan.entry(name).offset + plan.entry(name).nbytes for name in block.entries}
+    )
+    engine = _engine_mod.get()
+    segment_vars = [engine.new_var(f"storage{block.id}@{start}") for start in bounds[:-1]]
+    return bounds, segment_vars
+
+
 def _sid(storage_id: int) -> str:
     return "external" if storage_id < 0 else str(storage_id)
 
@@ -569,9 +657,13 @@ def simple_bind(
     ctx: Any = None,
     grad_req: str | Mapping[str, str] | Sequence[str] = "write",
     type_dict: Mapping[str, Any] | None = None,
+    recompute: str | int | None = None,
     **shapes: Any,
 ) -> Executor:
     """Infer shapes from ``shapes``, allocate every array (zeros) and plan memory.
+
+    ``recompute`` (None, 'mirror', 'sqrt' or a byte budget) is passed to the
+    planner (:func:`mxnb.executor.plan_memory`).
 
     Example::
 
@@ -582,16 +674,19 @@ def simple_bind(
         (1280, ['data', 'fc_bias', 'fc_weight'])
     """
     ctx = _context(ctx)
-    graph, plan = plan_best(sym, shapes, grad_req=grad_req, type_dict=type_dict)
+    with _without_gc_pauses():  # a long graph's objects would make every collection slower
+        graph, plan = plan_best(
+            sym, shapes, grad_req=grad_req, type_dict=type_dict, recompute=recompute
+        )
 
-    def zeros(entry: int) -> NDArray:
-        record = graph.entries[entry]
-        return _nd.zeros(record.shape, ctx=ctx, dtype=record.dtype)
+        def zeros(entry: int) -> NDArray:
+            record = graph.entries[entry]
+            return _nd.zeros(record.shape, ctx=ctx, dtype=record.dtype)
 
-    args = {name: zeros(entry) for name, entry in graph.arg_entries.items()}
-    grads = {name: zeros(graph.arg_entries[name]) for name in graph.grad_entries}
-    aux = {name: zeros(entry) for name, entry in graph.aux_entries.items()}
-    return Executor(sym, ctx, graph, plan, args, grads, aux)
+        args = {name: zeros(entry) for name, entry in graph.arg_entries.items()}
+        grads = {name: zeros(graph.arg_entries[name]) for name in graph.grad_entries}
+        aux = {name: zeros(entry) for name, entry in graph.aux_entries.items()}
+        return Executor(sym, ctx, graph, plan, args, grads, aux)
 
 
 def _as_dict(values: Any, names: Sequence[str], what: str, allow_missing: bool) -> dict[str, Any]:
@@ -629,11 +724,12 @@ def bind(
     args_grad: Any = None,
     grad_req: str | Mapping[str, str] | Sequence[str] = "write",
     aux_states: Any = None,
+    recompute: str | int | None = None,
 ) -> Executor:
     """Bind the given arrays (lists in argument order, or dicts by name) and plan memory.
 
     With ``args_grad=None`` no gradient is computed; arguments missing from a
-    ``args_grad`` dict get ``grad_req='null'``.
+    ``args_grad`` dict get ``grad_req='null'``.  ``recompute`` as in :func:`simple_bind`.
     """
     ctx = _context(ctx)
     arg_names = sym.list_arguments()
@@ -655,6 +751,7 @@ def bind(
     shapes = {name: tuple(array.shape) for name, array in arg_map.items()}
     shapes.update({name: tuple(array.shape) for name, array in aux_map.items()})
     types = {name: array.dtype for name, array in arg_map.items()}
-    graph, plan = plan_best(sym, shapes, grad_req=req, type_dict=types)
-    grads = {name: grad_map[name] for name in graph.grad_entries}
-    return Executor(sym, ctx, graph, plan, arg_map, grads, aux_map)
+    with _without_gc_pauses():  # (see simple_bind)
+        graph, plan = plan_best(sym, shapes, grad_req=req, type_dict=types, recompute=recompute)
+        grads = {name: grad_map[name] for name in graph.grad_entries}
+        return Executor(sym, ctx, graph, plan, arg_map, grads, aux_map)

@@ -1,23 +1,13 @@
 """The forward+backward graph the executor runs and the memory planner places.
 
-Idea (MXNet: ``nnvm::pass::Gradient`` with the legacy operators' ``FGradient``,
-``GraphExecutor::InitFullGraph``): a symbol's nodes become forward *steps* in
-topological order.  For training, each node one of whose inputs needs a
-gradient gets a backward step, in reverse order.  A backward step reads only
-what its property's ``declare_backward_dependency`` names — the rest of the
-forward values may be freed early — and writes one gradient per argument.
-Where an internal entry feeds several consumers its gradient is the sum of
-their contributions (an ``ElementWiseSum`` step); an argument read by
-several nodes (a weight shared across time steps) has its gradient
-accumulated straight into the bound array (the first contribution writes,
-the others ``ADD_TO``); an output gradient nobody produces is zeros (a
-``zeros`` step).  Loss operators (their backward does
-not declare ``out_grad``) need no head gradient.
+Idea (MXNet: ``GraphExecutor::InitFullGraph``): a symbol's nodes become
+forward *steps* in topological order.  For training, the gradient pass
+(:mod:`.gradient`, MXNet's ``nnvm::pass::Gradient``) appends a backward step
+per node one of whose inputs needs a gradient, in reverse order, plus the
+gradient sums and zeros around them.
 
 Rule: every step lists every entry it reads (``inputs``, one item per read)
-and writes (``outputs``).  An argument's gradient entry is written straight
-into (or accumulated into) the bound gradient array; only a variable read
-twice by one node (``x * x``) gets its contributions summed into it.
+and writes (``outputs``).
 
 State kept:
     ExecGraph.entries     every DataEntry (arguments, aux, forward, backward, gradients)
@@ -37,7 +27,7 @@ Example::
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +59,7 @@ class StepKind(enum.Enum):
     BACKWARD = "backward"  # an operator's backward
     SUM = "sum"  # ElementWiseSum of gradient contributions
     ZEROS = "zeros"  # an output gradient nobody produced
+    RECOMPUTE = "recompute"  # a forward op run again in backward (see .recompute)
 
 
 @dataclass(eq=False)
@@ -87,6 +78,7 @@ class DataEntry:
     readers: list[int] = field(default_factory=list)  # step index per read (repeats allowed)
     is_output: bool = False  # a graph output: kept alive to the end
     variable: str | None = None  # the argument / aux / head this entry is bound to
+    recompute_of: int | None = None  # RECOMPUTED entries: the forward entry computed again
 
     nbytes: int = 0  # bytes of the value (set from shape and dtype)
     dtype_name: str = ""  # 'float32'
@@ -101,7 +93,7 @@ class DataEntry:
     @property
     def external(self) -> bool:
         """True for entries bound by the user (not planned)."""
-        return self.kind not in (EntryKind.FORWARD, EntryKind.BACKWARD)
+        return self.kind not in (EntryKind.FORWARD, EntryKind.BACKWARD, EntryKind.RECOMPUTED)
 
 
 @dataclass(eq=False)
@@ -145,6 +137,8 @@ class ExecGraph:
     grad_entries: dict[str, int]  # argument name -> ARG_GRAD entry (req != 'null')
     head_grad_entries: dict[int, int]  # output entry -> HEAD_GRAD entry (when backward needs it)
     num_forward_steps: int
+    recomputed_nodes: list[str] = field(default_factory=list)  # forward steps run again
+    recompute: str = "none"  # how they were chosen ('none', 'mirror', 'sqrt', a budget)
 
 
 def normalize_grad_req(
@@ -247,6 +241,7 @@ def build_graph(
     grad_req: str | Mapping[str, str] | Sequence[str] = "write",
     type_dict: Mapping[str, Any] | None = None,
     order: str = "dfs",
+    recompute: Collection[str] = (),
 ) -> ExecGraph:
     """Infer shapes and dtypes and build the forward (+ backward) steps of ``sym``.
 
@@ -266,6 +261,9 @@ def build_graph(
         ``'dfs'`` (MXNet's: inputs visited first to last) or ``'reverse_dfs'``
         (inputs visited last to first: parallel branches run in the other
         order, which changes how many of their outputs are alive at once).
+    recompute : collection of str
+        Names of forward steps whose outputs backward recomputes instead of
+        keeping (chosen by :func:`mxnb.executor.recompute.choose`).
     """
     if order not in ORDERS:
         raise ParamError(f"order must be one of {', '.join(ORDERS)}; got {order!r}")
@@ -358,10 +356,22 @@ def build_graph(
 
     grad_entries: dict[str, int] = {}
     head_grad_entries: dict[int, int] = {}
+    recomputed_nodes: list[str] = []
     if any(value != "null" for value in req.values()):
-        _build_backward(
-            builder, step_nodes, heads, entry_id, arg_entries, req, grad_entries, head_grad_entries
-        )
+        # the passes build on this module's Step and _Builder
+        from .gradient import GradientPass
+        from .recompute import RecomputePass
+
+        if recompute:
+            gradient_pass: GradientPass = RecomputePass(
+                builder, step_nodes, heads, entry_id, arg_entries, req, frozenset(recompute)
+            )
+        else:
+            gradient_pass = GradientPass(builder, step_nodes, heads, entry_id, arg_entries, req)
+        gradient_pass.run()
+        recomputed_nodes = gradient_pass.recomputed_nodes()
+        grad_entries = gradient_pass.grad_entries
+        head_grad_entries = gradient_pass.head_grad_entries
     return ExecGraph(
         entries=builder.entries,
         steps=builder.steps,
@@ -374,6 +384,7 @@ def build_graph(
         grad_entries=grad_entries,
         head_grad_entries=head_grad_entries,
         num_forward_steps=num_forward,
+        recomputed_nodes=recomputed_nodes,
     )
 
 
@@ -398,232 +409,3 @@ def _reverse_dfs(heads: Sequence[NodeEntry]) -> list[Node]:
                 done.add(id(node))
                 order.append(node)
     return order
-
-
-def _build_backward(
-    builder: _Builder,
-    nodes: list[Node],
-    heads: list[NodeEntry],
-    entry_id: dict[NodeEntry, int],
-    arg_entries: dict[str, int],
-    req: dict[str, str],
-    grad_entries: dict[str, int],
-    head_grad_entries: dict[int, int],
-) -> None:
-    """Append backward, sum and zeros steps (MXNet: the nnvm Gradient pass)."""
-    entries = builder.entries
-    # needs_grad: entry ids whose gradient someone wants (arguments with req != null, and
-    # every output of a node with such an input).
-    needs_grad: set[int] = {entry for name, entry in arg_entries.items() if req[name] != "null"}
-    for node in nodes:
-        if node.op is None:
-            continue
-        if any(entry_id[entry] in needs_grad for entry in node.inputs[: node.num_arguments()]):
-            needs_grad.update(
-                entry_id[NodeEntry(node, index)] for index in range(node.num_outputs())
-            )
-    # How many argument slots read each variable that wants a gradient (1: write it directly).
-    consumers: dict[int, int] = {}
-    repeated: set[int] = set()  # variables read twice by one node (x * x): summed, not accumulated
-    accumulated: set[int] = set()  # variables whose gradient array was written already
-    for node in nodes:
-        if node.op is None:
-            continue
-        for entry in node.inputs[: node.num_arguments()]:
-            consumers[entry_id[entry]] = consumers.get(entry_id[entry], 0) + 1
-        arguments = [entry_id[entry] for entry in node.inputs[: node.num_arguments()]]
-        repeated.update(entry for entry in arguments if arguments.count(entry) > 1)
-    contributions: dict[int, list[int]] = {}  # forward entry id -> gradient entry ids so far
-    head_set = {entry_id[head] for head in heads}
-
-    def argument_grad(variable_entry: int) -> int:
-        name = entries[variable_entry].variable
-        assert name is not None
-        if name not in grad_entries:
-            grad_entries[name] = builder.new_entry(
-                f"{name}_grad",
-                EntryKind.ARG_GRAD,
-                name,
-                "null",
-                0,
-                entries[variable_entry].shape,
-                entries[variable_entry].dtype,
-                variable=name,
-            )
-        return grad_entries[name]
-
-    def gradient_of(forward_entry: int, step_name: str) -> int:
-        """The summed gradient of ``forward_entry``, adding sum / zeros steps as needed."""
-        parts = contributions.get(forward_entry, [])
-        source = entries[forward_entry]
-        if forward_entry in head_set:
-            head_grad = builder.new_entry(
-                f"{source.name}_head_grad",
-                EntryKind.HEAD_GRAD,
-                source.node,
-                "null",
-                source.output_index,
-                source.shape,
-                source.dtype,
-                variable=source.name,
-            )
-            head_grad_entries[forward_entry] = head_grad
-            parts = [head_grad, *parts]
-        if len(parts) == 1:
-            return parts[0]
-        if not parts:
-            output = builder.new_entry(
-                f"{source.name}_zero_grad",
-                EntryKind.BACKWARD,
-                f"{source.name}_zeros",
-                "zeros",
-                0,
-                source.shape,
-                source.dtype,
-            )
-            step = Step(
-                0, builder.step_name(f"{source.name}_zeros"), StepKind.ZEROS, "zeros", None, None
-            )
-            step.outputs = [output]
-            step.out_data = [output]
-            step.req = [OpReqType.WRITE_TO]
-            builder.add_step(step)
-            return output
-        node_name = builder.step_name(f"{source.name}_grad_sum")
-        output = builder.new_entry(
-            f"{source.name}_grad",
-            EntryKind.BACKWARD,
-            node_name,
-            "ElementWiseSum",
-            0,
-            source.shape,
-            source.dtype,
-        )
-        _add_sum(builder, node_name, parts, output, OpReqType.WRITE_TO)
-        return output
-
-    for node in reversed(nodes):
-        prop = node.op
-        if prop is None:
-            continue
-        num_args = node.num_arguments()
-        arg_inputs = [entry_id[entry] for entry in node.inputs[:num_args]]
-        if not any(entry in needs_grad for entry in arg_inputs):
-            continue
-        num_visible = prop.num_visible_outputs()
-        outputs = [entry_id[NodeEntry(node, index)] for index in range(node.num_outputs())]
-        grad_tokens = [("out_grad", i) for i in range(num_visible)]
-        in_tokens = [("in_data", i) for i in range(num_args)]
-        out_tokens = [("out_data", i) for i in range(len(outputs))]
-        declared = set(prop.declare_backward_dependency(grad_tokens, in_tokens, out_tokens))
-        step_name = builder.step_name(f"{node.name}_backward")
-        out_grad: list[int | None] = []
-        for index in range(num_visible):
-            if ("out_grad", index) in declared:
-                out_grad.append(gradient_of(outputs[index], step_name))
-            else:
-                out_grad.append(None)
-        in_data = [
-            entry if ("in_data", i) in declared else None for i, entry in enumerate(arg_inputs)
-        ]
-        out_data = [
-            entry if ("out_data", i) in declared else None for i, entry in enumerate(outputs)
-        ]
-        aux = [entry_id[entry] for entry in node.inputs[num_args:]]
-        in_grad: list[int] = []
-        step_req: list[OpReqType] = []
-        finished_variables: list[int] = []
-        arg_names = prop.list_arguments()
-        for position, entry in enumerate(arg_inputs):
-            source = entries[entry]
-            if entry not in needs_grad:
-                # Not wanted: a scratch output written with req NULL (MXNet allocates it too).
-                in_grad.append(
-                    builder.new_entry(
-                        f"{step_name}_{arg_names[position]}",
-                        EntryKind.BACKWARD,
-                        step_name,
-                        f"_backward_{prop.op_name}",
-                        position,
-                        source.shape,
-                        source.dtype,
-                    )
-                )
-                step_req.append(OpReqType.NULL)
-                continue
-            if source.kind is EntryKind.ARGUMENT and entry not in repeated:
-                # Straight into the bound gradient: the first contribution writes (or adds,
-                # for grad_req 'add'), later ones add (MXNet's kAddTo), so shared weights
-                # need no buffer per contribution and no sum.
-                first = entry not in accumulated
-                accumulated.add(entry)
-                in_grad.append(argument_grad(entry))
-                step_req.append(
-                    OpReqType.WRITE_TO
-                    if first and req[source.variable] != "add"
-                    else OpReqType.ADD_TO
-                )
-                continue
-            part = builder.new_entry(
-                f"{step_name}_{arg_names[position]}",
-                EntryKind.BACKWARD,
-                step_name,
-                f"_backward_{prop.op_name}",
-                position,
-                source.shape,
-                source.dtype,
-            )
-            contributions.setdefault(entry, []).append(part)
-            in_grad.append(part)
-            step_req.append(OpReqType.WRITE_TO)
-            if source.kind is EntryKind.ARGUMENT and len(contributions[entry]) == consumers[entry]:
-                finished_variables.append(entry)
-        options = []
-        grad_out_tokens = [("in_grad", i) for i in range(num_args)]
-        slots = {"out_grad": out_grad, "in_data": in_data, "out_data": out_data}
-        for source_token, target_token in (
-            prop.backward_inplace_option(grad_tokens, in_tokens, out_tokens, grad_out_tokens) or []
-        ):
-            source_entry = slots[source_token[0]][source_token[1]]
-            target_index = target_token[1]
-            if source_entry is None or step_req[target_index] == OpReqType.NULL:
-                continue
-            options.append((source_entry, in_grad[target_index]))
-        step = Step(0, step_name, StepKind.BACKWARD, f"_backward_{prop.op_name}", prop, node)
-        step.out_grad = out_grad
-        step.in_data = in_data
-        step.out_data = out_data
-        step.aux = aux
-        step.in_grad = in_grad
-        step.req = step_req
-        step.inputs = [
-            entry for entry in [*out_grad, *in_data, *out_data] if entry is not None
-        ] + aux
-        step.outputs = list(in_grad)
-        step.inplace_options = options
-        builder.add_step(step)
-        for variable_entry in finished_variables:
-            name = entries[variable_entry].variable
-            assert name is not None
-            target = argument_grad(variable_entry)
-            step_req_value = OpReqType.ADD_TO if req[name] == "add" else OpReqType.WRITE_TO
-            _add_sum(
-                builder,
-                builder.step_name(f"{name}_grad_sum"),
-                contributions[variable_entry],
-                target,
-                step_req_value,
-            )
-
-
-def _add_sum(builder: _Builder, name: str, parts: list[int], output: int, req: OpReqType) -> None:
-    """Append an ElementWiseSum step writing ``output`` (in place over the first part when allowed)."""
-    step = Step(0, name, StepKind.SUM, "ElementWiseSum", None, None)
-    step.in_data = list(parts)
-    step.out_data = [output]
-    step.req = [req]
-    step.inputs = list(parts)
-    step.outputs = [output]
-    if req == OpReqType.WRITE_TO:
-        step.inplace_options = [(parts[0], output)]
-    builder.add_step(step)

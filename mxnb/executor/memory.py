@@ -23,7 +23,9 @@ result depends on the match range.  :func:`plan_memory` also tries a few
 match ranges and two *offline* placements — every lifetime is known before
 anything runs, so in-place chains can be placed, largest first or in order
 of writing, into the best-fitting block whose other lifetimes they do not
-overlap — and keeps the smallest plan.
+overlap — and keeps the smallest plan.  Plans with recomputation also try an *arena*
+(:mod:`.arena`): every chain at a byte offset of one block, so that values
+freed early make room for the large gradients backward needs late.
 
 State kept while planning (one ``_Planner`` per plan):
     storage_of        entry id -> block id
@@ -49,11 +51,14 @@ import contextlib
 import gc
 import heapq
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .graph import ORDERS, DataEntry, ExecGraph, build_graph
+from .arena import place_at_offsets
+from .flops import step_flops
+from .graph import ORDERS, DataEntry, ExecGraph, StepKind, build_graph
 from .plan import EXTERNAL_STORAGE_ID, MemoryPlan, PlanEntry, StorageBlock
+from .recompute import choose
 
 __all__ = ["DEFAULT_MATCH_RANGE", "plan_best", "plan_graph", "plan_memory", "plan_strategies"]
 
@@ -63,10 +68,15 @@ DEFAULT_MATCH_RANGE = 16
 _TRIED_MATCH_RANGES = (16, 4, 2, 1)
 #: Blocks the offline best-fit looks at in each direction before opening a new one.
 SCAN_LIMIT = 1024
+#: Above this many steps planning keeps to MXNet's order and drops the largest-first offline
+#: placement, whose best-fit scan grows with the square of the steps in a long chain (every
+#: forward activation lives until backward): a 4,000-step chain took 10 s to bind.  The
+#: walks (every match range) and the in-order placement, O(n log n) each, still compete.
+#: Every network of the zoo (the 35-step LSTM has 1,964 training steps) stays below it.
+MID_GRAPH_STEPS = 2500
 #: Above this many steps (an unrolled RNN of thousands of steps, a 5,000-layer chain)
-#: planning tries MXNet's order, MXNet's walk and the in-order offline placement only, in
-#: O(n log n): the 20-odd candidates of smaller graphs would take seconds.  Every network of
-#: the zoo (the 35-step LSTM has 1,964 training steps) stays below it.
+#: planning tries MXNet's walk and the in-order offline placement only: even the walks of
+#: every match range would take seconds.
 LARGE_GRAPH_STEPS = 5000
 
 
@@ -77,6 +87,7 @@ def plan_memory(
     inplace: bool = True,
     coshare: bool = True,
     type_dict: Mapping[str, Any] | None = None,
+    recompute: str | int | None = None,
 ) -> MemoryPlan:
     """Plan the memory of ``sym`` bound with ``shapes``; return the :class:`MemoryPlan`.
 
@@ -93,6 +104,11 @@ def plan_memory(
         Switch a strategy off to compare (both off: every entry its own block).
     type_dict : mapping, optional
         Argument dtypes (default float32).
+    recompute : None, 'mirror', 'sqrt' or int
+        Recompute forward values in backward instead of keeping them
+        (:mod:`.recompute`): MXNet's mirror rule, the paper's sqrt(n)
+        segments, or a byte budget — the plan with the least recomputation
+        whose planned bytes fit (:mod:`.tradeoff`; MemoryBudgetError when none does).
 
     Example::
 
@@ -103,7 +119,9 @@ def plan_memory(
         >>> plan.internal_bytes < plan.naive_internal_bytes
         True
     """
-    return plan_best(sym, shapes, grad_req, type_dict, inplace=inplace, coshare=coshare)[1]
+    return plan_best(
+        sym, shapes, grad_req, type_dict, inplace=inplace, coshare=coshare, recompute=recompute
+    )[1]
 
 
 def plan_best(
@@ -113,14 +131,21 @@ def plan_best(
     type_dict: Mapping[str, Any] | None = None,
     inplace: bool = True,
     coshare: bool = True,
+    recompute: str | int | None = None,
+    threshold: float | None = None,
 ) -> tuple[ExecGraph, MemoryPlan]:
     """Build the graph in each topological order of ``ORDERS``, plan each; keep the smallest.
 
     Returns the graph and its plan (the executor runs the steps in that order).
-    MXNet's DFS order wins ties.
+    MXNet's DFS order wins ties.  ``recompute`` as :func:`plan_memory`;
+    ``threshold`` sets the segment size of ``'sqrt'`` (bytes).
     """
+    if isinstance(recompute, (int, float)) and not isinstance(recompute, bool):
+        from .tradeoff import plan_within_budget
+
+        return plan_within_budget(sym, shapes, int(recompute), grad_req, type_dict)
     with _without_gc_pauses():
-        return _plan_best(sym, shapes, grad_req, type_dict, inplace, coshare)
+        return _plan_best(sym, shapes, grad_req, type_dict, inplace, coshare, recompute, threshold)
 
 
 @contextlib.contextmanager
@@ -148,6 +173,8 @@ def _plan_best(
     type_dict: Mapping[str, Any] | None,
     inplace: bool,
     coshare: bool,
+    recompute: str | None = None,
+    threshold: float | None = None,
 ) -> tuple[ExecGraph, MemoryPlan]:
     best: tuple[ExecGraph, MemoryPlan] | None = None
     for order in ORDERS if coshare or inplace else ORDERS[:1]:
@@ -155,10 +182,34 @@ def _plan_best(
         plan = plan_graph(graph, inplace=inplace, coshare=coshare)
         if best is None or plan.internal_bytes < best[1].internal_bytes:
             best = (graph, plan)
-        if len(graph.steps) > LARGE_GRAPH_STEPS:
-            break  # a large graph is planned in MXNet's order only (see LARGE_GRAPH_STEPS)
+        if len(graph.steps) > MID_GRAPH_STEPS:
+            break  # a larger graph is planned in MXNet's order only (see MID_GRAPH_STEPS)
     assert best is not None
+    chosen = choose(best[0], recompute, threshold)
+    if chosen:
+        # Recomputation keeps the plain plan's order: the same steps in the same order (plus
+        # the recompute steps), so gradients are summed in the same order, bit for bit.
+        forward = best[0].steps[: best[0].num_forward_steps]
+        order = "dfs" if len(forward) < 2 else _order_of(sym, shapes, grad_req, type_dict, forward)
+        graph = build_graph(
+            sym, shapes, grad_req=grad_req, type_dict=type_dict, order=order, recompute=chosen
+        )
+        graph.recompute = recompute or "attributes"
+        best = (graph, plan_graph(graph, inplace=inplace, coshare=coshare))
     return best
+
+
+def _order_of(
+    sym: Any,
+    shapes: Mapping[str, tuple],
+    grad_req: str | Mapping[str, str] | Sequence[str],
+    type_dict: Mapping[str, Any] | None,
+    forward: Sequence[Any],
+) -> str:
+    """The order of ``ORDERS`` whose forward steps are ``forward``."""
+    names = [step.name for step in forward]
+    dfs = build_graph(sym, shapes, grad_req="null", type_dict=type_dict, order="dfs")
+    return "dfs" if [step.name for step in dfs.steps] == names else "reverse_dfs"
 
 
 def plan_strategies(
@@ -214,11 +265,16 @@ def plan_graph(
         candidates.append(_Planner(graph, inplace, coshare, DEFAULT_MATCH_RANGE).run())
         candidates.append(_offline_placements(graph, inplace, by_size=False)[0])
     else:
+        by_size = len(graph.steps) <= MID_GRAPH_STEPS  # (see MID_GRAPH_STEPS)
         for use_inplace in (True, False) if inplace else (False,):
             candidates.extend(
                 _Planner(graph, use_inplace, coshare, value).run() for value in _TRIED_MATCH_RANGES
             )
-            candidates.extend(_offline_placements(graph, use_inplace))
+            candidates.extend(_offline_placements(graph, use_inplace, by_size=by_size))
+            if graph.recomputed_nodes and len(graph.steps) <= LARGE_GRAPH_STEPS:
+                # recomputation frees large values early and needs large gradients late:
+                # offsets in one arena let dead small values make room for them
+                candidates.append(_arena_placement(graph, use_inplace))
     best = min(candidates, key=lambda result: sum(result.block_bytes))
     return _make_plan(graph, best, inplace, coshare)
 
@@ -230,6 +286,7 @@ class _Placement:
     storage_of: dict[int, int]  # entry id -> block
     block_bytes: list[int]  # block -> size
     inplace_source: dict[int, int]  # entry id -> the entry whose block it took in place
+    offsets: dict[int, int] = field(default_factory=dict)  # entry id -> bytes into its block
 
 
 def _last_step(entry: DataEntry, last_step: int) -> int:
@@ -238,6 +295,33 @@ def _last_step(entry: DataEntry, last_step: int) -> int:
     if entry.readers:
         return max(entry.readers)
     return entry.writer
+
+
+def _chains(
+    graph: ExecGraph, inplace: bool
+) -> tuple[_Placement, list[tuple[int, int, int, list[int]]]]:
+    """The walk's in-place chains as ``(size, first step, last step, entries)`` intervals."""
+    walk = _Planner(graph, inplace, coshare=False, match_range=DEFAULT_MATCH_RANGE).run()
+    entries = graph.entries
+    last_step = len(graph.steps) - 1
+    chains: dict[int, list[int]] = {}
+    for entry_id, block in walk.storage_of.items():
+        chains.setdefault(block, []).append(entry_id)
+    items = []
+    for members in chains.values():
+        first = min(entries[e].writer for e in members)
+        last = max(_last_step(entries[e], last_step) for e in members)
+        size = max(entries[e].nbytes for e in members)
+        items.append((size, first, last, members))
+    return walk, items
+
+
+def _arena_placement(graph: ExecGraph, inplace: bool) -> _Placement:
+    """Every chain at a byte offset of one block (:mod:`.arena`); used for recomputation plans."""
+    walk, items = _chains(graph, inplace)
+    offsets, arena = place_at_offsets(items)
+    storage_of = dict.fromkeys(walk.storage_of, 0)
+    return _Placement(storage_of, [arena] if storage_of else [], walk.inplace_source, offsets)
 
 
 def _offline_placements(graph: ExecGraph, inplace: bool, by_size: bool = True) -> list[_Placement]:
@@ -255,18 +339,7 @@ def _offline_placements(graph: ExecGraph, inplace: bool, by_size: bool = True) -
 
     ``by_size=False`` skips the first (the in-order one is O(n log n)).
     """
-    walk = _Planner(graph, inplace, coshare=False, match_range=DEFAULT_MATCH_RANGE).run()
-    entries = graph.entries
-    last_step = len(graph.steps) - 1
-    chains: dict[int, list[int]] = {}
-    for entry_id, block in walk.storage_of.items():
-        chains.setdefault(block, []).append(entry_id)
-    items = []
-    for members in chains.values():
-        first = min(entries[e].writer for e in members)
-        last = max(_last_step(entries[e], last_step) for e in members)
-        size = max(entries[e].nbytes for e in members)
-        items.append((size, first, last, members))
+    walk, items = _chains(graph, inplace)
     by_start = sorted(items, key=lambda item: (item[1], -item[0], item[2]))
     placements = [_Placement(*_place_in_start_order(by_start), walk.inplace_source)]
     if by_size:
@@ -485,6 +558,10 @@ def _make_plan(graph: ExecGraph, placement: _Placement, inplace: bool, coshare: 
                 inplace_source=entries[source].name if source is not None else None,
                 first_step=first,
                 last_step=final,
+                offset=placement.offsets.get(entry.id, 0),
+                recompute_of=(
+                    entries[entry.recompute_of].name if entry.recompute_of is not None else None
+                ),
             )
         )
     blocks = tuple(
@@ -513,6 +590,13 @@ def _make_plan(graph: ExecGraph, placement: _Placement, inplace: bool, coshare: 
         coshare=coshare,
         grad_req=tuple((name, graph.grad_req[name]) for name in graph.arg_names),
         step_ops=tuple(step.op_type for step in graph.steps),
+        recompute=graph.recompute,
+        recomputed_nodes=tuple(graph.recomputed_nodes),
+        recompute_steps=tuple(s.name for s in graph.steps if s.kind is StepKind.RECOMPUTE),
+        forward_flops=sum(step_flops(s, entries) for s in graph.steps[: graph.num_forward_steps]),
+        recompute_flops=sum(
+            step_flops(s, entries) for s in graph.steps if s.kind is StepKind.RECOMPUTE
+        ),
     )
     live = plan.live_bytes()
     object.__setattr__(plan, "peak_bytes", max(live) if live else 0)

@@ -11,6 +11,8 @@ Rule the plan must obey (:meth:`MemoryPlan.check`):
       later one took the earlier one's storage *in place* at the earlier one's
       last reading step;
     * a block is at least as large as every entry it holds;
+    * in an *arena* block (entries at non-zero ``offset``), entries alive at
+      the same step occupy disjoint byte ranges;
     * the planned internal bytes never exceed the naive total.
 
 Lifetimes are step indices into :attr:`MemoryPlan.steps` (the op nodes in
@@ -71,6 +73,7 @@ class EntryKind(enum.Enum):
     BACKWARD = "backward"  # a gradient of an internal entry (or a partial sum); planned
     ARG_GRAD = "arg_grad"  # the gradient written into an argument's grad array; external
     HEAD_GRAD = "head_grad"  # the gradient handed in for a graph output; external
+    RECOMPUTED = "recomputed"  # a forward value computed again for backward; planned
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,8 @@ class PlanEntry:
     inplace_source: str | None  # entry whose storage this one took in place
     first_step: int  # (first) step that writes it; -1 for entries bound before the run
     last_step: int  # last step that reads it; == first_step when never read
+    offset: int = 0  # bytes into its block (non-zero only in an arena: several entries at once)
+    recompute_of: str | None = None  # RECOMPUTED entries: the forward entry computed again
 
     @property
     def external(self) -> bool:
@@ -128,6 +133,11 @@ class MemoryPlan:
     coshare: bool  # co-share strategy was on
     grad_req: tuple[tuple[str, str], ...]  # (argument, 'null' | 'write' | 'add'), in argument order
     step_ops: tuple[str, ...] = ()  # op type of each step, same order as ``steps``
+    recompute: str = "none"  # how recomputed nodes were chosen: 'none', 'mirror', 'sqrt', a budget
+    recomputed_nodes: tuple[str, ...] = ()  # forward steps whose outputs backward recomputes
+    recompute_steps: tuple[str, ...] = ()  # the extra steps that recompute them
+    forward_flops: int = 0  # FLOPs of the forward steps (mxnb.executor.flops)
+    recompute_flops: int = 0  # FLOPs of the recompute steps
     _index: dict[str, PlanEntry] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -157,6 +167,28 @@ class MemoryPlan:
     def grad_req_dict(self) -> dict[str, str]:
         """The per-argument gradient request as a dict."""
         return dict(self.grad_req)
+
+    @property
+    def recompute_ratio(self) -> float:
+        """``recompute_flops / forward_flops``: the extra compute, in forward passes."""
+        return self.recompute_flops / self.forward_flops if self.forward_flops else 0.0
+
+    def recomputed_entries(self) -> tuple[str, ...]:
+        """Names of the forward entries that backward reads as recomputed copies."""
+        return tuple(e.recompute_of for e in self.entries if e.recompute_of is not None)
+
+    def segments(self) -> tuple[tuple[str, ...], ...]:
+        """Runs of recomputed forward steps, consecutive in forward order (between checkpoints)."""
+        chosen = set(self.recomputed_nodes)
+        runs: list[list[str]] = []
+        previous = False
+        for step in self.steps:
+            if step in chosen:
+                if not previous:
+                    runs.append([])
+                runs[-1].append(step)
+            previous = step in chosen
+        return tuple(tuple(run) for run in runs)
 
     @property
     def ratio(self) -> float:
@@ -200,6 +232,8 @@ class MemoryPlan:
                     "inplace_source": e.inplace_source,
                     "first_step": e.first_step,
                     "last_step": e.last_step,
+                    "offset": e.offset,
+                    "recompute_of": e.recompute_of,
                 }
                 for e in self.entries
             ],
@@ -213,6 +247,11 @@ class MemoryPlan:
             "inplace": self.inplace,
             "coshare": self.coshare,
             "grad_req": dict(self.grad_req),
+            "recompute": self.recompute,
+            "recomputed_nodes": list(self.recomputed_nodes),
+            "recompute_steps": list(self.recompute_steps),
+            "forward_flops": self.forward_flops,
+            "recompute_flops": self.recompute_flops,
         }
 
     # -- invariants ------------------------------------------------------------------
@@ -236,9 +275,11 @@ class MemoryPlan:
             if entry.external:
                 assert entry.inplace_source is None, f"{entry.name}: external entry taken in place"
             else:
-                assert entry.kind in (EntryKind.FORWARD, EntryKind.BACKWARD), (
-                    f"{entry.name}: a {entry.kind.value} entry must be external"
-                )
+                assert entry.kind in (
+                    EntryKind.FORWARD,
+                    EntryKind.BACKWARD,
+                    EntryKind.RECOMPUTED,
+                ), f"{entry.name}: a {entry.kind.value} entry must be external"
                 assert 0 <= entry.storage_id < len(self.blocks), (
                     f"{entry.name}: storage id {entry.storage_id} out of range"
                 )
@@ -277,11 +318,14 @@ class MemoryPlan:
             )
             assert members, f"block {block.id} is empty"
             for member in members:
-                assert member.nbytes <= block.nbytes, (
-                    f"{member.name} ({member.nbytes} B) does not fit block {block.id} "
-                    f"({block.nbytes} B)"
+                assert member.offset + member.nbytes <= block.nbytes, (
+                    f"{member.name} ({member.nbytes} B at offset {member.offset}) does not fit "
+                    f"block {block.id} ({block.nbytes} B)"
                 )
-            _assert_disjoint(members, pairs)
+            if any(member.offset for member in members):
+                _assert_disjoint_in_arena(members, pairs)
+            else:
+                _assert_disjoint(members, pairs)
             total += block.nbytes
         assert total == self.internal_bytes, f"internal_bytes {self.internal_bytes} != {total}"
         naive = sum(entry.nbytes for entry in self.internal_entries())
@@ -290,6 +334,16 @@ class MemoryPlan:
         )
         assert self.internal_bytes <= self.naive_internal_bytes, "plan exceeds the naive total"
         assert self.peak_bytes <= self.naive_internal_bytes, "peak exceeds the naive total"
+        for entry in self.entries:
+            if entry.recompute_of is not None:
+                original = self.entry(entry.recompute_of)
+                assert entry.kind is EntryKind.RECOMPUTED, f"{entry.name}: recomputed, not marked"
+                assert (original.shape, original.nbytes) == (entry.shape, entry.nbytes), (
+                    f"{entry.name}: recomputed copy differs in shape from {original.name}"
+                )
+                assert original.first_step < entry.first_step, (
+                    f"{entry.name}: recomputed before {original.name} was first computed"
+                )
 
     # -- text -------------------------------------------------------------------------
     def summary(self) -> str:
@@ -320,6 +374,12 @@ class MemoryPlan:
         lines.append(f"naive internal: {_mb(self.naive_internal_bytes)}")
         lines.append(f"planned:        {_mb(self.internal_bytes)}  ({self.ratio:.2f}x less)")
         lines.append(f"peak live:      {_mb(self.peak_bytes)}")
+        if self.recompute_steps:
+            lines.append(
+                f"recompute ({self.recompute}): {len(self.recomputed_nodes)} nodes in "
+                f"{len(self.segments())} segments, {len(self.recompute_steps)} extra steps, "
+                f"recompute/forward FLOPs {self.recompute_ratio:.3f}"
+            )
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -362,6 +422,35 @@ def _assert_disjoint(members: list[PlanEntry], pairs: set[tuple[str, str]]) -> N
             latest = entry
         else:
             runner_up = max(runner_up, entry.last_step)
+
+
+def _assert_disjoint_in_arena(members: list[PlanEntry], pairs: set[tuple[str, str]]) -> None:
+    """Entries of an arena block alive at the same step occupy disjoint byte ranges.
+
+    An in-place pair shares its range at exactly the step that hands it over.
+    """
+    active: list[PlanEntry] = []
+    for entry in sorted(members, key=lambda e: (e.first_step, e.last_step)):
+        active = [other for other in active if other.last_step >= entry.first_step]
+        for other in active:
+            apart = (
+                other.offset + other.nbytes <= entry.offset
+                or entry.offset + entry.nbytes <= other.offset
+            )
+            handed_over = (
+                (other.name, entry.name) in pairs
+                and other.last_step == entry.first_step
+                and other.offset == entry.offset
+            )
+            if not apart and not handed_over:
+                raise AssertionError(
+                    f"{other.name} (alive {other.first_step}..{other.last_step}, bytes "
+                    f"{other.offset}..{other.offset + other.nbytes}) and {entry.name} (alive "
+                    f"{entry.first_step}..{entry.last_step}, bytes {entry.offset}.."
+                    f"{entry.offset + entry.nbytes}) share storage block {entry.storage_id} "
+                    f"while both are alive"
+                )
+        active.append(entry)
 
 
 def _mb(nbytes: int) -> str:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DataBatch", "DataDesc", "DataIter"]
+__all__ = ["DataBatch", "DataDesc", "DataIter", "image_descs", "round_batch_rows"]
 
 
 class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
@@ -150,3 +150,50 @@ class DataIter:
     def getpad(self) -> int:
         """How many rows at the end of the current batch are filler."""
         raise NotImplementedError(f"{type(self).__name__} does not implement getpad")
+
+
+def round_batch_rows(
+    cursor: int, total: int, batch_size: int, round_batch: bool
+) -> tuple[np.ndarray, int]:
+    """Rows of the batch starting at ``cursor`` and its pad (MXNet's C++ BatchLoader).
+
+    A short last batch is completed with rows 0, 1, ... (cyclically) when
+    ``round_batch``; ``pad`` counts the missing rows either way. The caller
+    starts its next epoch at row ``pad % total`` after a rounded batch.
+    """
+    stop = min(cursor + batch_size, total)
+    pad = batch_size - (stop - cursor)
+    rows = np.arange(cursor, stop)
+    if pad and round_batch:
+        rows = np.concatenate([rows, np.arange(pad) % total])
+    return rows, pad
+
+
+class _CurrentBatchIter(DataIter):
+    """An iterator that wraps others and answers the getters from ``current_batch``."""
+
+    current_batch: DataBatch | None = None
+
+    def getdata(self) -> list:
+        """The current batch's data."""
+        return self.current_batch.data
+
+    def getlabel(self) -> list:
+        """The current batch's label."""
+        return self.current_batch.label
+
+    def getindex(self) -> Any:
+        """The current batch's index."""
+        return self.current_batch.index
+
+    def getpad(self) -> int:
+        """The current batch's pad."""
+        return self.current_batch.pad
+
+
+def image_descs(
+    names: tuple[str, str], batch_size: int, data_shape: tuple, label_width: int
+) -> tuple[list[DataDesc], list[DataDesc]]:
+    """provide_data and provide_label of an image iterator: (B, C, H, W) and (B,) or (B, width)."""
+    label_shape = (batch_size,) if label_width == 1 else (batch_size, label_width)
+    return [DataDesc(names[0], (batch_size, *data_shape))], [DataDesc(names[1], label_shape)]

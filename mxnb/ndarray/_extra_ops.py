@@ -34,7 +34,7 @@ from ..operator.base import (
     ResourceRequest,
     assign,
 )
-from ..operator.param import DType, Param, Shape
+from ..operator.param import ANY, DType, Param, Shape
 from ..operator.registry import find, register, register_alias
 
 __all__ = ["SamplerProp"]
@@ -63,7 +63,7 @@ class _SamplerOperator(Operator):
 class SamplerProp(OperatorProperty):
     """Base of the input-less samplers: output of ``shape`` and ``dtype`` from the RANDOM resource."""
 
-    shape = Param(Shape, default=Shape(), doc="Shape of the output.")
+    shape = Param(Shape, low=0, default=Shape(), doc="Shape of the output.")
     ctx = Param(str, default="", doc="Context of the output (given to mx.nd as ctx=).")
     dtype = Param(DType, default=DType("float32"), doc="Data type of the output.")
 
@@ -99,8 +99,8 @@ class SamplerProp(OperatorProperty):
 class _UniformProp(SamplerProp):
     """Draw samples from a uniform distribution on [low, high)."""
 
-    low = Param(float, default=0.0, doc="Lower bound of the distribution.")
-    high = Param(float, default=1.0, doc="Upper bound of the distribution.")
+    low = Param(float, unbounded=ANY, default=0.0, doc="Lower bound of the distribution.")
+    high = Param(float, unbounded=ANY, default=1.0, doc="Upper bound of the distribution.")
 
     def sample(self, generator: np.random.Generator, shape: tuple) -> np.ndarray:
         """Uniform samples on [low, high)."""
@@ -110,7 +110,7 @@ class _UniformProp(SamplerProp):
 class _NormalProp(SamplerProp):
     """Draw samples from a normal (Gaussian) distribution."""
 
-    loc = Param(float, default=0.0, doc="Mean of the distribution.")
+    loc = Param(float, unbounded=ANY, default=0.0, doc="Mean of the distribution.")
     scale = Param(float, default=1.0, low=0.0, doc="Standard deviation of the distribution.")
 
     def sample(self, generator: np.random.Generator, shape: tuple) -> np.ndarray:
@@ -121,8 +121,8 @@ class _NormalProp(SamplerProp):
 class _RandintProp(SamplerProp):
     """Draw integers uniformly from [low, high)."""
 
-    low = Param(int, doc="Lower bound (inclusive).")
-    high = Param(int, doc="Upper bound (exclusive).")
+    low = Param(int, unbounded=ANY, doc="Lower bound (inclusive).")
+    high = Param(int, unbounded=ANY, doc="Upper bound (exclusive).")
     dtype = Param(DType, default=DType("int32"), doc="Data type of the output (int32 or int64).")
 
     def sample(self, generator: np.random.Generator, shape: tuple) -> np.ndarray:

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import DTypeError, ShapeError, np_dtype
+from ..base import DTypeError, ParamError, ShapeError, np_dtype
 from . import chunk as _chunk_module
 from .ndarray import (
     NDArray,
@@ -91,6 +91,7 @@ def full(
     if out is not None:
         out[:] = val
         return out
+    _check_source(val, "full: val")
     return _filled(shape, ctx, dtype, val, "_full")
 
 
@@ -125,27 +126,28 @@ def array(source_array: Any, ctx: Any = None, dtype: Any = None) -> NDArray:
     return result
 
 
-def _check_source(source_array: Any) -> None:
+def _check_source(source_array: Any, what: str = "array: source_array") -> None:
     """Refuse what numpy would convert into something the user did not mean.
 
     ``None`` would become ``nan``, complex numbers would lose their imaginary
     part, strings would be parsed as numbers and ragged lists become objects.
+    ``what`` names the argument in the error (values for ``full`` and
+    ``a[...] = value`` are checked alike).
     """
     if source_array is None:
-        raise DTypeError("array: source_array is None; pass a numpy array, a list or an NDArray")
+        raise DTypeError(f"{what} is None; pass a number, a numpy array, a list or an NDArray")
     try:
         kind = np.asarray(source_array).dtype.kind
     except ValueError as exc:  # ragged nested lists
-        raise DTypeError(f"array: source_array is not rectangular: {exc}") from None
+        raise DTypeError(f"{what} is not rectangular: {exc}") from None
     if kind == "c":
         raise DTypeError(
-            "array: source_array is complex, which mxnb does not store; pass its .real, "
-            ".imag or abs() explicitly"
+            f"{what} is complex, which mxnb does not store; pass its .real, .imag or abs() "
+            f"explicitly"
         )
     if kind in "OUSV":
         raise DTypeError(
-            f"array: source_array holds {np.asarray(source_array).dtype} values, not numbers; "
-            f"convert them first"
+            f"{what} holds {np.asarray(source_array).dtype} values, not numbers; convert them first"
         )
 
 
@@ -159,6 +161,13 @@ def arange(
 ) -> NDArray:
     """Return evenly spaced values in ``[start, stop)`` (MXNet's ``arange``, with ``repeat``)."""
     dtype = np_dtype(dtype)
+    for what, value in (("start", start), ("stop", stop), ("step", step)):
+        if value is not None and not (
+            isinstance(value, (int, float, np.integer, np.floating)) and np.isfinite(value)
+        ):
+            raise ParamError(f"arange: {what} must be a finite number, got {value!r}")
+    if step == 0:
+        raise ParamError("arange: step must not be 0 (the range would never end)")
     values = (
         np.arange(start, stop, step, dtype=np.float64)
         if stop is not None

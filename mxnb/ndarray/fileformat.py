@@ -64,6 +64,8 @@ MAGIC = b"MXNBND\x00\x01"
 VERSION = 1
 _HEADER_LIMIT = 64 << 20  # a header larger than this is corrupt, not big
 _SUPPORTED_NAMES = {dtype.name for dtype in SUPPORTED_DTYPES}
+_MAX_NDIM = 32  # numpy 1.x's limit (2.x allows 64)
+_MAX_ARRAY_BYTES = 2**62  # numpy's bound is 2**63 - 1 bytes, counting only non-zero dimensions
 
 
 class NDArrayFileNotFoundError(MXNBError, FileNotFoundError):
@@ -303,14 +305,22 @@ def _check_entry(path: str, index: int, entry: Any, data_size: int) -> tuple[int
     for field in ("offset", "nbytes", "crc32"):
         if not _is_count(entry.get(field)):
             raise _bad(path, f"array {index}: field {field!r} must be a non-negative int")
+    if len(shape) > _MAX_NDIM:
+        raise _bad(
+            path, f"array {index}: field 'shape' has {len(shape)} dimensions (at most {_MAX_NDIM})"
+        )
+    itemsize = np.dtype(dtype_name).itemsize
     offset, nbytes = entry["offset"], entry["nbytes"]
-    needed = math.prod(shape) * np.dtype(dtype_name).itemsize
+    needed = math.prod(shape) * itemsize
     if needed != nbytes:
         raise _bad(
             path,
             f"array {index}: shape {tuple(shape)} of {dtype_name} does not take the {nbytes} "
             f"bytes of field 'nbytes' (it takes {needed})",
         )
+    if math.prod(dim for dim in shape if dim) * itemsize > _MAX_ARRAY_BYTES:
+        # numpy refuses such a shape even when a zero dimension makes it empty
+        raise _bad(path, f"array {index}: field 'shape' {shape!r} is too big for any array")
     if offset + nbytes > data_size:
         raise _bad(
             path,

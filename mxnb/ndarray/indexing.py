@@ -128,6 +128,10 @@ def set_item(nd: NDArray, key: Any, value: Any) -> None:
         const = [] if same_chunk else [value._var]
         _push(run_copy, nd.context, const, [nd._var], "_slice_assign")
         return
+    from .creation import _check_source  # (creation imports this module's users)
+
+    if not isinstance(value, _NUMBER_TYPES) or isinstance(value, (complex, np.complexfloating)):
+        _check_source(value, "__setitem__: value")  # None, complex, strings, ragged lists
     if isinstance(value, _NUMBER_TYPES):
         scalar = value
 

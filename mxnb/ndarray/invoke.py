@@ -61,7 +61,7 @@ import numpy as np
 
 from .. import engine as _engine_mod
 from .. import resource as _resource
-from ..base import ContextError, DTypeError, MXNBError, OpError, ShapeError
+from ..base import ContextError, DTypeError, MXNBError, OpError, ShapeError, as_shape
 from ..context import Context
 from ..operator import registry
 from ..operator.base import OpContext, OperatorProperty, OpReqType
@@ -235,10 +235,9 @@ def _make_plan(
                 f"{np.dtype(wanted).name} (inferred from its other inputs); cast it with "
                 f".astype('{np.dtype(wanted).name}')"
             )
-    out_shapes = [tuple(int(dim) for dim in shape) for shape in out_shapes]
-    for index, shape in enumerate(out_shapes):
-        if any(dim < 0 for dim in shape):
-            raise ShapeError(f"{op}: inferred output {index} has a negative dimension: {shape}")
+    out_shapes = [  # never truncated: an op answering 2.5 is a bug to report, not to round
+        as_shape(shape, f"{op}: inferred output {index}") for index, shape in enumerate(out_shapes)
+    ]
     requests = prop.forward_resource([tuple(shape) for shape in in_shapes])
     resources = _resource.manager.request_all(ctx, requests) if requests else []
     num_outputs = prop.num_outputs()

@@ -50,7 +50,7 @@ import numpy as np
 
 from .. import engine as _engine_mod
 from .. import storage
-from ..base import ContextError, MXNBError, ShapeError, as_shape, np_dtype
+from ..base import ContextError, DTypeError, MXNBError, ShapeError, as_shape, np_dtype
 from ..context import Context, current_context
 from .chunk import _Chunk, _deferred_deletes, _flush_deferred_deletes
 
@@ -423,6 +423,14 @@ class NDArray:
         reverse = bool(kwargs.pop("reverse", False))
         if kwargs:
             raise MXNBError(f"reshape: unknown keyword arguments {sorted(kwargs)}")
+        bad = [
+            dim for dim in shape if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool)
+        ]
+        if bad:
+            raise ShapeError(
+                f"reshape: shape {shape!r} holds {bad[0]!r}, which is not an int; pass ints "
+                f"(0 keeps a dimension, -1 infers one)"
+            )
         target = _resolve_reshape(self.shape, tuple(int(dim) for dim in shape), reverse)
         if _recording():
             return _invoke("Reshape", [self], {"shape": target})
@@ -880,6 +888,11 @@ def _arith(
     invoke = _invoke_visible or _bind_invoke()
     if type(rhs) is not NDArray:
         if type(rhs) is float or type(rhs) is int or isinstance(rhs, _NUMBER_TYPES):
+            if isinstance(rhs, (complex, np.complexfloating)):
+                raise DTypeError(
+                    f"{kind}: the scalar {rhs!r} is complex, which mxnb does not store; pass "
+                    f"its .real, .imag or abs() explicitly"
+                )
             ops = _ARITH[kind]
             op = ops[3] if reverse else ops[2]
             return invoke(op, [lhs], {"scalar": float(rhs)}, out)

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..base import ParamError, ShapeError
 from .param import REQUIRED, Param, format_value
+from .partial import is_known, merge_all, partial_shape
 
 __all__ = [
     "OpReqType",
@@ -238,28 +239,38 @@ class OperatorProperty:
         return self.num_outputs()
 
     # -- inference -------------------------------------------------------------
+    @partial_shape
     def infer_shape(
-        self, in_shape: list[tuple | None]
+        self, in_shape: list[tuple | None], out_shape: list[tuple | None] | None = None
     ) -> tuple[list[tuple], list[tuple], list[tuple]] | None:
         """Return ``(in_shapes, out_shapes, aux_shapes)``, or None if not enough is known yet.
 
-        Default: every input and output has the shape of the first known input.
+        Default: every input, output and aux state has one shape, merged from
+        whatever is known of any of them (MXNet's ``ElemwiseShape``: both ways).
+        Shapes may be partial (0: unknown dimension, see :mod:`mxnb.operator.partial`).
         Raise :class:`~mxnb.base.ShapeError` (see :meth:`shape_error`) on a conflict.
         """
-        known = next((shape for shape in in_shape if shape is not None), None)
-        if known is None:
-            return None
-        for name, shape in zip(self.list_arguments(), in_shape):
-            if shape is not None and tuple(shape) != tuple(known):
+        names = self.list_arguments()
+        known = next((shape for shape in in_shape if is_known(shape)), None)
+        for name, shape in zip(names, in_shape):
+            if known is not None and is_known(shape) and tuple(shape) != tuple(known):
                 raise self.shape_error(
-                    f"{name} has shape {tuple(shape)} but {self.list_arguments()[0]} has "
+                    f"{name} has shape {tuple(shape)} but {names[0]} has "
                     f"{tuple(known)}; they must match"
                 )
-        known = tuple(known)
+        outputs = list(out_shape or [])
+        try:
+            merged = merge_all(
+                [*in_shape, *outputs], [*names, *self.list_outputs()[: len(outputs)]]
+            )
+        except ShapeError as exc:
+            raise self.shape_error(str(exc)) from None
+        if merged is None:
+            return None
         return (
-            [known] * len(self.list_arguments()),
-            [known] * self.num_outputs(),
-            [known] * len(self.list_auxiliary_states()),
+            [merged] * len(names),
+            [merged] * self.num_outputs(),
+            [merged] * len(self.list_auxiliary_states()),
         )
 
     def infer_type(

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..base import ParamError, np_dtype
 
-__all__ = ["Param", "Shape", "DType", "REQUIRED", "format_value"]
+__all__ = ["ANY", "AXIS", "Param", "Shape", "DType", "REQUIRED", "UNUSED", "format_value"]
 
 
 class _Required:
@@ -38,6 +38,13 @@ class _Required:
 
 #: Marker default of a parameter that must be given.
 REQUIRED: Any = _Required()
+
+#: ``Param(unbounded=...)`` reasons: every value of the type means something ...
+ANY = "any value"
+#: ... an axis (negative counts from the end), checked against the input's dimensions ...
+AXIS = "an axis of the input, checked against its dimensions"
+#: ... accepted for MXNet compatibility and ignored.
+UNUSED = "unused"
 
 
 class Shape(tuple):
@@ -74,6 +81,11 @@ class Param:
         Allowed values of an enum-like string parameter.
     optional : bool
         ``None`` (or ``'None'``) is accepted, as MXNet's ``dmlc::optional``.
+    unbounded : str
+        For a number or Shape without ``low`` / ``high``: why no fixed range
+        applies, shown in the docs (``ANY``: every value means something;
+        ``AXIS``: an axis, checked against the input's dimensions).  Every
+        numeric parameter declares a range or says why it has none.
     doc : str
         One line describing the parameter (shown by ``help(mx.nd.Name)``).
     """
@@ -84,6 +96,7 @@ class Param:
     high: float | None = None
     choices: Sequence[str] | None = None
     optional: bool = False
+    unbounded: str = ""
     doc: str = ""
     name: str = ""  # set by __set_name__ when declared on an OperatorProperty
 
@@ -182,6 +195,8 @@ class Param:
             low = "-inf" if self.low is None else f"{self.low:g}"
             high = "inf" if self.high is None else f"{self.high:g}"
             text += f" in [{low}, {high}]"
+        elif self.unbounded:
+            text += f" ({self.unbounded})"
         if self.required:
             return text + ", required"
         return f"{text}, optional, default={self.format(self.default)}"

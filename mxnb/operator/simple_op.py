@@ -64,9 +64,10 @@ from typing import Any
 
 import numpy as np
 
-from ..base import NotSupportedError, ParamError
+from ..base import NotSupportedError, ParamError, as_shape
 from .base import REQUIRED, OpContext, Operator, OperatorProperty, OpReqType, ResourceRequest
 from .param import Param
+from .partial import is_known, partial_shape
 from .registry import register
 
 __all__ = ["EnvArguments", "GradUses", "SimpleOpBuilder", "SimpleOpInplace", "simple_op"]
@@ -380,12 +381,19 @@ class _SimpleOpProp(OperatorProperty):
         return ["data"] if self._spec.num_inputs == 1 else ["lhs", "rhs"]
 
     # -- inference -------------------------------------------------------------------------
-    def infer_shape(self, in_shape: list[tuple | None]) -> Any:
-        """Use the shape function; default: the output (and the other operand) takes the input's shape."""
+    @partial_shape
+    def infer_shape(
+        self, in_shape: list[tuple | None], out_shape: list[tuple | None] | None = None
+    ) -> Any:
+        """Use the shape function; default: the output (and the other operand) takes the input's shape.
+
+        Without a shape function known dimensions flow both ways (partial
+        shapes); a shape function is called once every input is fully known.
+        """
         spec = self._spec
         if spec.shape_function is None:
-            return super().infer_shape(in_shape)
-        if any(shape is None for shape in in_shape):
+            return super().infer_shape(in_shape, out_shape)
+        if not all(is_known(shape) for shape in in_shape):
             return None
         shapes = [tuple(shape) for shape in in_shape]  # type: ignore[arg-type]
         try:
@@ -397,7 +405,7 @@ class _SimpleOpProp(OperatorProperty):
             ) from exc
         if out is None:
             return None
-        return shapes, [tuple(int(d) for d in out)], []
+        return shapes, [as_shape(out, f"{self.op_name}: the shape function's answer")], []
 
     # -- backward ----------------------------------------------------------------------------
     def declare_backward_dependency(

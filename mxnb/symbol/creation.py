@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import DTYPE_TO_FLAG, GraphError, NotSupportedError, ParamError, np_dtype
+from ..base import DTYPE_TO_FLAG, GraphError, NotSupportedError, ParamError, as_shape, np_dtype
 from ..operator import registry
 from ..operator.param import REQUIRED
 from .graph import Node, NodeEntry
@@ -77,7 +77,7 @@ def Variable(
         raise TypeError(f"Variable: name must be a string, got {type(name).__name__}")
     attrs = AttrScope.current().get(attr)
     if shape is not None:
-        attrs["__shape__"] = param_string(tuple(int(dim) for dim in shape))
+        attrs["__shape__"] = param_string(as_shape(shape, f"Variable {name!r}: shape"))
     if lr_mult is not None:
         attrs["__lr_mult__"] = str(lr_mult)
     if wd_mult is not None:

@@ -22,6 +22,14 @@ propagation).  Passes run forward and then backward over the topological
 order until nothing changes.  A shape that disagrees with one already known
 is an error naming the node, the argument and both shapes.
 
+Shapes may be partial (MXNet 1.x's rule, :mod:`mxnb.operator.partial`): a 0
+is a dimension nobody has said yet, as in the ``_zeros`` begin states
+``(0, 200)`` of an exported LSTM.  What each operator says of an entry is
+*merged* into what is known, so dimensions arrive from either side; a
+property marked ``@partial_shape`` sees partial shapes of its inputs and
+outputs, any other one sees complete shapes or None.  An entry still
+partial at the fixed point is an error naming its node and what is known.
+
 State kept:
     Node.op       the OperatorProperty (parameters parsed), None for a variable
     Node.name     unique-ish node name (``fc1``, ``data``)
@@ -52,8 +60,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..base import FLAG_TO_DTYPE, DTypeError, GraphError, MXNBError, ShapeError
+from ..base import FLAG_TO_DTYPE, DTypeError, GraphError, MXNBError, ShapeError, as_shape
 from ..operator.base import OperatorProperty
+from ..operator.partial import fmt_partial, is_known, known_or_none, merge, takes_partial
 
 __all__ = [
     "Node",
@@ -202,16 +211,18 @@ def parse_shape_attr(text: str | None, partial: bool = False) -> tuple | None:
         return None
     body = text.strip().strip("()[]")
     dims = tuple(int(part) for part in body.replace(" ", "").split(",") if part != "")
+    if not dims:
+        return None  # MXNet 1.x: () is an unknown shape
     if any(dim <= 0 for dim in dims):
         return tuple(max(dim, 0) for dim in dims) if partial else None
     return dims
 
 
 def _compatible(partial_shape: tuple, shape: tuple) -> bool:
-    """Whether ``shape`` fits a partial shape whose 0 dims are unknown."""
+    """Whether ``shape`` (maybe partial too) fits a partial shape whose 0 dims are unknown."""
     if len(partial_shape) != len(shape):
         return False
-    return all(want in (0, got) for want, got in zip(partial_shape, shape))
+    return all(want == 0 or got in (0, want) for want, got in zip(partial_shape, shape))
 
 
 def parse_dtype_attr(text: str | None) -> np.dtype | None:
@@ -318,10 +329,19 @@ class _Inference:
                 break
 
     def complete(self, node: Node) -> bool:
+        known = self.is_complete
         values = self.values
-        if any(values.get(entry) is None for entry in node.inputs):
+        if not all(known(values.get(entry)) for entry in node.inputs):
             return False
-        return all(values[entry] is not None for entry in self.outputs[id(node)])
+        return all(known(values[entry]) for entry in self.outputs[id(node)])
+
+    def is_complete(self, value: Any) -> bool:
+        """Whether a value is fully known (shapes: no unknown dimension)."""
+        return value is not None
+
+    def fits(self, current: Any, value: Any) -> bool:
+        """Whether ``value`` agrees with what is known (shapes: a partial shape)."""
+        return current is None or current == value
 
     def infer_node(self, node: Node) -> bool:
         raise NotImplementedError
@@ -339,7 +359,7 @@ class _Inference:
                 continue
             changed |= self.set_value(
                 entry,
-                self.normalize(value),
+                self._normalize_at(node, value),
                 node,
                 lambda position=position: _describe_input(node, position),
             )
@@ -349,7 +369,7 @@ class _Inference:
                 continue
             changed |= self.set_value(
                 outputs[index],
-                self.normalize(value),
+                self._normalize_at(node, value),
                 node,
                 lambda index=index: f"output {node.op.list_outputs()[index]}",  # type: ignore[union-attr]
             )
@@ -358,26 +378,39 @@ class _Inference:
     def normalize(self, value: Any) -> Any:
         return value
 
+    def _normalize_at(self, node: Node, value: Any) -> Any:
+        """``normalize(value)``, an error naming ``node`` when the op answered no valid value."""
+        try:
+            return self.normalize(value)
+        except ShapeError as exc:
+            raise ShapeError(f"{_where(node)}: {exc}") from None
+
     def probe_same(self, node: Node, infer: Callable[[list[Any]], Any]) -> bool:
         """Backward through a same-shape (same-dtype) op: a known output fills unknown inputs.
 
         MXNet's elementwise ops infer in both directions; a property only sees
-        its inputs.  So when inputs are still unknown and every output is known
-        and equal, ask the property with the unknown inputs set to that value:
-        if it answers that every input and output is that value, the op keeps
+        its inputs.  So when inputs are still unknown and the known outputs
+        agree, ask the property with the unknown inputs set to that value: if
+        it answers that every input and output is that value, the op keeps
         shapes (dtypes) as they are, and the guess is the only consistent one.
         A FullyConnected, a Concat or a Reshape answer something else (or fail)
-        and are left alone.
+        and are left alone.  For dtypes a second probe with another dtype must
+        echo too: a ``Cast`` to float16 echoes float16 but not float64.
         """
         num_args = node.num_arguments()
+        usable = self.is_complete
         in_values = [self.values.get(entry) for entry in node.inputs[:num_args]]
+        in_values = [value if usable(value) else None for value in in_values]
         out_values = [self.values[entry] for entry in self.outputs[id(node)]]
-        if all(value is not None for value in in_values) or not out_values:
+        known_outputs = [value for value in out_values if usable(value)]
+        if all(value is not None for value in in_values) or not known_outputs:
             return False
-        known = out_values[0]
-        if known is None or any(value != known for value in out_values):
+        known = known_outputs[0]
+        if any(value != known for value in known_outputs):
             return False
         probe = [known if value is None else value for value in in_values]
+        if not all(self.fits(self.values.get(entry), known) for entry in node.inputs[:num_args]):
+            return False
         try:
             result = infer(probe)
         except (MXNBError, ValueError, TypeError, IndexError):
@@ -389,7 +422,29 @@ class _Inference:
             return False
         if any(value is None or self.normalize(value) != known for value in answered):
             return False
+        other = self.another(known)
+        if other is not None and not self.echoes(infer, num_args, in_values, other):
+            return False
         return self.apply(node, result)
+
+    def another(self, value: Any) -> Any:
+        """A second probe value different from ``value``, or None to trust one probe."""
+        return None
+
+    def echoes(
+        self, infer: Callable[[list[Any]], Any], num_args: int, in_values: list, value: Any
+    ) -> bool:
+        """Whether the property answers ``value`` everywhere when the unknown inputs are ``value``."""
+        try:
+            result = infer([value if known is None else known for known in in_values])
+        except (MXNBError, ValueError, TypeError, IndexError):
+            return False
+        if result is None:
+            return False
+        outputs = list(result[1] or [])
+        return bool(outputs) and all(
+            item is not None and self.normalize(item) == value for item in outputs
+        )
 
 
 class _ShapeInference(_Inference):
@@ -401,8 +456,12 @@ class _ShapeInference(_Inference):
                 continue
             given = known.get(node.name)
             attr_shape = parse_shape_attr(node.attrs.get("__shape__"))
-            if given is not None and any(int(dim) <= 0 for dim in given):
-                given = None  # MXNet: a 0 dim means "unknown"; let inference fill it
+            if given is not None:
+                given = as_shape(given, f"the shape passed for {node.name!r}")
+            if given is not None and not is_known(given):
+                # MXNet: a 0 dim means "unknown"; let inference fill it
+                self.values[NodeEntry(node, 0)] = self.normalize(given) if given else None
+                given = None
             if given is not None:
                 given = self.normalize(given)
                 if attr_shape is not None and attr_shape != given:
@@ -412,26 +471,59 @@ class _ShapeInference(_Inference):
                     )
                 self.values[NodeEntry(node, 0)] = given
             elif attr_shape is not None:
-                self.values[NodeEntry(node, 0)] = attr_shape
+                entry = NodeEntry(node, 0)
+                if not _compatible(attr_shape, self.values[entry] or attr_shape):
+                    raise ShapeError(
+                        f"variable '{node.name}' was declared with shape {attr_shape} but "
+                        f"{fmt_partial(self.values[entry])} was passed; pass {attr_shape} or "
+                        f"re-create the variable"
+                    )
+                self.values[entry] = attr_shape
             else:
                 hint = parse_shape_attr(node.attrs.get("__shape__"), partial=True)
-                if hint is not None:
+                if hint:
                     self.hints[NodeEntry(node, 0)] = hint
+                    entry = NodeEntry(node, 0)
+                    self.values[entry] = merge(self.values[entry], hint, f"'{node.name}':")
 
     def set_value(self, entry: NodeEntry, value: Any, node: Node, slot: Callable[[], str]) -> bool:
-        """As the base class, and check the value against a partial ``__shape__`` hint."""
+        """Merge ``value`` (maybe partial) into what is known of ``entry``; True if it added.
+
+        A value that conflicts with a partial ``__shape__`` declaration says so.
+        """
+        if value is None:
+            return False
         hint = self.hints.get(entry)
-        if hint is not None and value is not None and not _compatible(hint, tuple(value)):
-            pretty = "(" + ", ".join("?" if dim == 0 else str(dim) for dim in hint) + ")"
+        if hint is not None and not _compatible(hint, tuple(value)):
             raise ShapeError(
-                f"{_where(node)}: {slot()} is inferred as {tuple(value)} but variable "
-                f"'{entry.node.name}' was declared with shape {pretty}; fix the declared "
-                f"shape or the shapes you passed"
+                f"{_where(node)}: {slot()} is inferred as {fmt_partial(value)} but variable "
+                f"'{entry.node.name}' was declared with shape {fmt_partial(hint)}; fix the "
+                f"declared shape or the shapes you passed"
             )
-        return super().set_value(entry, value, node, slot)
+        current = self.values.get(entry)
+        if current is None:
+            self.values[entry] = value
+            return True
+        if current == value:
+            return False
+        try:
+            merged = merge(current, value)
+        except ShapeError:
+            self.conflict(entry, current, value, node, slot())
+            raise  # conflict() raises; this keeps type checkers content
+        if merged == current:
+            return False
+        self.values[entry] = merged
+        return True
+
+    def is_complete(self, value: Any) -> bool:
+        return is_known(value)
+
+    def fits(self, current: Any, value: Any) -> bool:
+        return current is None or _compatible(tuple(current), tuple(value))
 
     def normalize(self, value: Any) -> tuple:
-        return tuple(int(dim) for dim in value)
+        return as_shape(value, "an inferred shape")
 
     def conflict(self, entry: NodeEntry, current: Any, value: Any, node: Node, slot: str) -> None:
         source = entry.node
@@ -450,6 +542,9 @@ class _ShapeInference(_Inference):
         num_args = node.num_arguments()
         in_shapes = [self.values.get(entry) for entry in node.inputs[:num_args]]
         out_shapes = [self.values[entry] for entry in self.outputs[id(node)]]
+        if not takes_partial(type(prop)):  # the simple contract: complete shapes or None
+            in_shapes = [known_or_none(shape) for shape in in_shapes]
+            out_shapes = [known_or_none(shape) for shape in out_shapes]
         try:
             if _accepts_out_shape(type(prop)):
                 result = prop.infer_shape(list(in_shapes), out_shape=list(out_shapes))  # type: ignore[call-arg]
@@ -458,7 +553,8 @@ class _ShapeInference(_Inference):
         except ShapeError as exc:
             raise _reword_error(node, exc, ShapeError) from exc
         changed = self.apply(node, result)
-        changed |= self.probe_same(node, prop.infer_shape)
+        if not takes_partial(type(prop)):  # partial-aware ops infer backward themselves
+            changed |= self.probe_same(node, prop.infer_shape)
         return changed
 
 
@@ -478,6 +574,9 @@ class _TypeInference(_Inference):
 
     def normalize(self, value: Any) -> np.dtype:
         return np.dtype(value)
+
+    def another(self, value: Any) -> Any:
+        return np.dtype("float64") if np.dtype(value) != np.float64 else np.dtype("float32")
 
     def conflict(self, entry: NodeEntry, current: Any, value: Any, node: Node, slot: str) -> None:
         raise DTypeError(
@@ -501,27 +600,47 @@ class _TypeInference(_Inference):
 
 def _unknown_report(inference: _Inference, kind: str) -> str:
     """Explain which arguments (or which nodes) are still unknown and what to pass."""
+    complete = inference.is_complete
+    values = inference.values
+
+    def pretty(value: Any) -> str:
+        return fmt_partial(value) if kind == "shape" else "unknown"
+
     unknown_vars = [
         node.name
         for node in inference.nodes
-        if node.op is None and inference.values[NodeEntry(node, 0)] is None
+        if node.op is None and not complete(values[NodeEntry(node, 0)])
     ]
     if unknown_vars:
         example = ", ".join(f"{name}=..." for name in unknown_vars[:3])
+        found = ""
+        if kind == "shape":
+            found = (
+                " (known so far: "
+                + ", ".join(
+                    f"{name} {pretty(values[NodeEntry(node, 0)])}"
+                    for node in inference.nodes
+                    for name in [node.name]
+                    if node.op is None and name in unknown_vars[:5]
+                )
+                + ")"
+            )
         return (
-            f"cannot infer the {kind} of {', '.join(map(repr, unknown_vars))}; "
+            f"cannot infer the {kind} of {', '.join(map(repr, unknown_vars))}{found}; "
             f"pass {'them' if len(unknown_vars) > 1 else 'it'} (infer_{kind}({example})) "
             f"or declare it on the variable ({kind}=...)"
         )
     stuck = [
-        f"{node.op.op_name} '{node.name}'"  # type: ignore[union-attr]
+        f"{node.op.op_name} '{node.name}' output {pretty(values[NodeEntry(node, i)])}"  # type: ignore[union-attr]
         for node in inference.nodes
         if node.op is not None
-        and any(inference.values[NodeEntry(node, i)] is None for i in range(node.num_outputs()))
+        for i in range(node.num_outputs())
+        if not complete(values[NodeEntry(node, i)])
     ]
     return (
-        f"every input {kind} is known but {', '.join(stuck[:5])} could not infer "
-        f"its output {kind}; check that operator's parameters"
+        f"cannot infer the {kind} of {', '.join(stuck[:5])}: every argument's {kind} is known "
+        f"but nothing in the graph fixes it; check that operator's parameters (a 0 in a shape "
+        f"parameter is an unknown dimension that an operator connected to it must fix)"
     )
 
 
@@ -546,7 +665,7 @@ def infer_shapes(
     """
     inference = _ShapeInference(heads, known)
     inference.run()
-    if not partial and any(value is None for value in inference.values.values()):
+    if not partial and not all(map(inference.is_complete, inference.values.values())):
         raise ShapeError(_unknown_report(inference, "shape"))
     return inference.values
 

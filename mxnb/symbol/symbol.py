@@ -41,6 +41,7 @@ import numpy as np
 from ..base import DTypeError, GraphError, NotSupportedError, as_shape
 from ..operator import registry
 from ..operator.param import format_value
+from ..operator.partial import is_known
 from .graph import (
     Node,
     NodeEntry,
@@ -360,7 +361,7 @@ class Symbol:
         arg_values = [values[NodeEntry(n, 0)] for n in nodes if n.op is None and id(n) not in aux]
         aux_values = [values[NodeEntry(n, 0)] for n in nodes if n.op is None and id(n) in aux]
         out_values = [values[entry] for entry in self._outputs]
-        complete = all(value is not None for value in values.values())
+        complete = all(is_known(value) for value in values.values())
         return values, arg_values, out_values, aux_values, complete
 
     def infer_shape(self, *args: Any, **kwargs: Any):
@@ -376,9 +377,9 @@ class Symbol:
         _, arg_values, out_values, aux_values, complete = self._infer_shape(False, args, kwargs)
         if not complete:
             unknown = [
-                f"{name}: ()"
+                f"{name}: {() if value is None else value}"
                 for name, value in zip(self.list_arguments(), arg_values)
-                if value is None
+                if not is_known(value)
             ]
             warnings.warn(
                 "infer_shape: cannot decide the shape of the following arguments; pass them "
@@ -491,9 +492,14 @@ class Symbol:
         shared_arg_names: list[str] | None = None,
         shared_exec: Any = None,
         shared_buffer: dict[str, Any] | None = None,
+        recompute: str | int | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Infer shapes from ``kwargs``, allocate arrays and return an Executor (``mx.executor``)."""
+        """Infer shapes from ``kwargs``, allocate arrays and return an Executor (``mx.executor``).
+
+        ``recompute`` (None, 'mirror', 'sqrt' or a byte budget) trades memory for
+        compute, as ``mx.executor.plan_memory`` describes.
+        """
         _reject_unsupported(
             "simple_bind",
             stype_dict=stype_dict,
@@ -504,7 +510,9 @@ class Symbol:
         )
         from .. import executor
 
-        return executor.simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict, **kwargs)
+        return executor.simple_bind(
+            self, ctx, grad_req=grad_req, type_dict=type_dict, recompute=recompute, **kwargs
+        )
 
     def bind(
         self,
@@ -515,12 +523,16 @@ class Symbol:
         aux_states: Any = None,
         group2ctx: dict[str, Any] | None = None,
         shared_exec: Any = None,
+        recompute: str | int | None = None,
     ) -> Any:
-        """Bind given argument arrays (list or dict) and return an Executor (``mx.executor``)."""
+        """Bind given argument arrays (list or dict) and return an Executor (``mx.executor``).
+
+        ``recompute`` as in :meth:`simple_bind`.
+        """
         _reject_unsupported("bind", group2ctx=group2ctx, shared_exec=shared_exec)
         from .. import executor
 
-        return executor.bind(self, ctx, args, args_grad, grad_req, aux_states)
+        return executor.bind(self, ctx, args, args_grad, grad_req, aux_states, recompute=recompute)
 
     def eval(self, ctx: Any = None, **kwargs: Any) -> Any:
         """Bind ``kwargs`` (name -> NDArray), run forward and return the list of outputs."""

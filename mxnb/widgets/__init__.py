@@ -14,7 +14,8 @@ Names (loaded on first use so ``import mxnb`` stays fast):
     MemoryChart       bytes in use per context over time, pool hits / misses
     StatsTable        per op name timing, per worker utilisation
     EngineMonitor     the live ipywidgets Tab (DAG / Timeline / Memory / Stats / Inspect)
-    MemoryPlanView    storage blocks and entry lifetimes of a memory plan
+    MemoryPlanView    storage blocks and entry lifetimes of a memory plan (recomputed ones hatched)
+    TradeoffView      planned bytes against recompute FLOPs, one point's segments explained
     plot_network, print_summary   like ``mx.viz``
     SvgCanvas         the anywidget front end (hover, click to inspect, zoom)
 
@@ -42,6 +43,7 @@ __all__ = [
     "StatsTable",
     "SvgCanvas",
     "Timeline",
+    "TradeoffView",
     "plot_network",
     "print_summary",
 ]
@@ -55,6 +57,7 @@ _WHERE = {
     "StatsTable": "stats",
     "EngineMonitor": "monitor",
     "MemoryPlanView": "plan_view",
+    "TradeoffView": "tradeoff",
     "plot_network": "network",
     "print_summary": "network",
     "SvgCanvas": "canvas",

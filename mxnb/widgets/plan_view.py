@@ -187,6 +187,7 @@ class MemoryPlanView(FigureView):
                 edgecolor="#333333",
                 linewidth=0.4,
             )
+        _mark_recomputed(chart, rows)
         place = {e.name: y for y, row in enumerate(rows) for e in row.entries}
         for source, target in self.plan.inplace_pairs:
             if source in place and target in place:
@@ -209,7 +210,9 @@ class MemoryPlanView(FigureView):
         )
         chart.set_ylim(len(rows) - 0.5, -0.5)
         chart.set_xlim(-1, max(steps, 1))
-        chart.set_xlabel("step (topological order); red arcs: in-place pairs")
+        chart.set_xlabel(
+            "step (topological order); red arcs: in-place pairs; hatched: recomputed in backward"
+        )
         chart.set_title(
             f"storage blocks: {len(rows)} blocks, {format_bytes(self.plan.internal_bytes)} "
             f"(naive {format_bytes(self.plan.naive_internal_bytes)}), "
@@ -306,8 +309,17 @@ class MemoryPlanView(FigureView):
         )
         lines = [head]
         for row in self.rows():
-            life = ", ".join(f"{e.name}[{e.first_step}..{e.last_step}]" for e in row.entries)
+            life = ", ".join(
+                f"{e.name}[{e.first_step}..{e.last_step}]{' (recomputed)' if e.recompute_of else ''}"
+                for e in row.entries
+            )
             lines.append(f"  block {row.block.id:>3} {format_bytes(row.block.nbytes):>10}: {life}")
+        if getattr(self.plan, "recompute_steps", ()):
+            lines.append(
+                f"  recomputed ({self.plan.recompute}): {len(self.plan.recompute_steps)} steps, "
+                f"recompute/forward FLOPs {self.plan.recompute_ratio:.3f}, segments: "
+                + "; ".join(" ".join(run) for run in self.plan.segments())
+            )
         if self.plan.inplace_pairs:
             lines.append(
                 "  in-place: " + ", ".join(f"{s} -> {t}" for s, t in self.plan.inplace_pairs)
@@ -323,3 +335,20 @@ class MemoryPlanView(FigureView):
                 f"  block {entry.storage_id}"
             )
         return "\n".join(lines)
+
+
+def _mark_recomputed(chart: Any, rows: list[BlockRow]) -> None:
+    """Hatch the bars of recomputed entries (a forward value computed again in backward)."""
+    ys, lefts, widths = [], [], []
+    for y, row in enumerate(rows):
+        for entry in row.entries:
+            if getattr(entry, "recompute_of", None):
+                start = max(entry.first_step, 0)
+                ys.append(y)
+                lefts.append(start - 0.5)
+                widths.append(max(entry.last_step - start + 1, 1))
+    if ys:
+        chart.barh(
+            ys, widths, left=lefts, height=0.7, color="none", hatch="////", edgecolor="#222222",
+            linewidth=0.0,
+        )  # fmt: skip

@@ -16,7 +16,8 @@
 # 2. what each strategy saves, on an MLP, LeNet and ResNet-18;
 # 3. how batch size and training vs inference change the plan, and why;
 # 4. that storage reuse becomes real engine dependencies (write-after-read on a block);
-# 5. how mxnb's plans compare with the figures MXNet 1.9.1 reports for the same graphs.
+# 5. how mxnb's plans compare with the figures MXNet 1.9.1 reports for the same graphs;
+# 6. how recomputation trades compute for memory, and where each point of the trade-off lies.
 
 # %%
 import io
@@ -254,6 +255,103 @@ for run in reference["runs"]:
         theirs = f"{run['mb']:>11d} MiB"
         assert ours >> 20 <= run["mb"], run
     print(f"{run['network']:9s} {run['batch']:5d} {run['mode']:9s} {ours:>12,} B {theirs}")
+
+# %% [markdown]
+# ## 6. Recomputation: trading compute for memory
+#
+# In training most of the plan is forward values kept alive for backward. Chen, Xu, Zhang and
+# Guestrin ("Training Deep Nets with Sublinear Memory Cost", 2016) drop most of them after the
+# forward pass and **recompute** them when backward reaches them. `recompute=` on
+# `plan_memory`, `simple_bind` and `bind` chooses how:
+#
+# * `'mirror'` — MXNet's `MXNET_BACKWARD_DO_MIRROR` rule: recompute cheap ops (activations,
+#   elementwise, BatchNorm, pooling; Dropout replays its kept mask) from the expensive
+#   outputs kept around them;
+# * `'sqrt'` — the paper's segments: about √n checkpoints, each segment recomputed from its
+#   checkpoint when backward reaches it;
+# * a byte budget — the plan with the least recomputation whose planned bytes fit.
+#
+# Every point below is a real plan (in-place and co-share included) of ResNet-18 training at
+# batch 32; the cost is counted in FLOPs per operator, so the x axis is a property of the
+# plan: `recompute_flops / forward_flops`, in extra forward passes. The dashed lines are
+# MXNet 1.9.1's own plans for the same graph, plain and with its mirror.
+#
+# Recomputation frees large forward values early and needs large gradients late, which whole
+# blocks (one entry at a time) serve badly; so plans with recomputation may also pack their
+# entries at byte offsets into one *arena* block, which brings them down to their peak of
+# live bytes.
+
+# %%
+resnet = zoo.resnet(18)
+resnet_shapes = zoo.input_shapes("resnet18", 32)
+mirror_path = reference_path.parent / "mxnet_mirror_reference.json"
+mxnet_mirror = {
+    (r["network"], r["mirror"]): r["mb"] for r in json.loads(mirror_path.read_text())["runs"]
+}
+marks = {
+    "MXNet 1.9.1": mxnet_mirror["resnet18", 0] * 2**20,
+    "MXNet mirror": mxnet_mirror["resnet18", 1] * 2**20,
+}
+curve = widgets.TradeoffView(resnet, resnet_shapes, marks=marks, select="mirror")
+show(curve.figure())
+plain = curve.points[0]
+mirror = curve.selected
+print(
+    f"plain {mib(plain.internal_bytes):.0f} MiB; mirror {mib(mirror.internal_bytes):.0f} MiB "
+    f"for {mirror.recompute_ratio:.3f} of a forward pass; MXNet's mirror "
+    f"{mxnet_mirror['resnet18', 1]} MiB"
+)
+assert mirror.internal_bytes < 0.8 * plain.internal_bytes
+assert mirror.internal_bytes < marks["MXNet mirror"] and mirror.recompute_ratio < 0.05
+assert mirror.internal_bytes <= marks["MXNet 1.9.1"] / 2  # half of MXNet's own plan
+
+# %% [markdown]
+# **One point explained.** At `'mirror'` the kept values are the convolution outputs and the
+# residual sums read by two nodes; everything between them is a *segment* recomputed in
+# backward. The strip under the curve colours them; the text lists them, and the plan view
+# hatches the recomputed entries: they live only from their recompute step to their backward
+# reader.
+
+# %%
+print("\n".join(curve.to_text().splitlines()[-6:]))
+assert all("conv" not in step for run in curve.segments() for step in run)
+show(widgets.MemoryPlanView(mirror.plan).figure())
+
+# %% [markdown]
+# **Training LeNet with `recompute='sqrt'`.** Recompute steps are engine ops like any other
+# (they are on the timeline, their outputs live in the plan's blocks). Dropout would replay its
+# mask and BatchNorm would update its moving statistics once, so the gradients are not close
+# to the plain plan's: they are the same bits, step after step.
+
+# %%
+lenet = zoo.lenet()
+lenet_shapes = zoo.input_shapes("lenet", 16)
+executors = {
+    mode: lenet.simple_bind(mx.cpu(), recompute=mode, **lenet_shapes) for mode in (None, "sqrt")
+}
+print(executors["sqrt"].memory_plan.summary().splitlines()[-1])
+rng = np.random.default_rng(0)
+start = {
+    name: rng.standard_normal(array.shape).astype("float32") * 0.1
+    for name, array in executors[None].arg_dict.items()
+}
+for exe in executors.values():
+    for name, value in start.items():
+        exe.arg_dict[name][:] = value
+for step in range(3):
+    images = rng.standard_normal(lenet_shapes["data"]).astype("float32")
+    labels = rng.integers(0, 10, lenet_shapes["softmax_label"]).astype("float32")
+    grads = {}
+    for mode, exe in executors.items():
+        exe.forward(is_train=True, data=images, softmax_label=labels)
+        exe.backward()
+        grads[mode] = {name: g.asnumpy() for name, g in exe.grad_dict.items()}
+        for name, weight in exe.arg_dict.items():
+            if name not in ("data", "softmax_label"):
+                weight[:] = weight.asnumpy() - 0.1 * grads[mode][name]
+    for name in grads[None]:
+        np.testing.assert_array_equal(grads["sqrt"][name], grads[None][name])
+    print(f"step {step}: all {len(grads[None])} gradients identical")
 
 # %% [markdown]
 # **Summary.** A plan is data: entries with lifetimes, blocks, in-place pairs. In-place needs

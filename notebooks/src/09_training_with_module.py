@@ -162,7 +162,11 @@ assert len(lanes) == 2 and len(conv1_backward) == 2
 assert not {push.op_id for push in conv1_backward} & ancestors(first_sync.op_id)
 last_backward_end = max(ended[push.op_id] for push in pushes if push.name.endswith("_backward"))
 lead = (last_backward_end - started[first_sync.op_id]) * 1e3
-print(f"the fc3 gradient sync started {lead:.2f} ms before the last backward op ended")
+if lead > 0:
+    print(f"overlap: the fc3 gradient sync started {lead:.2f} ms before the last backward op ended")
+else:
+    print(f"no overlap in this run (the fc3 sync started {-lead:.2f} ms after backward ended):")
+    print("the DAG allows it, but the workers ran the ops in this order; run the cell again")
 
 # %% [markdown]
 # ## 4. Checkpoints in MXNet's files

@@ -309,6 +309,37 @@ def test_bad_pushes_fail_at_push_time_and_enqueue_nothing(engine):
 
 
 @pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("priority", "high", "priority must be an int"),
+        ("priority", 1.5, "priority must be an int"),
+        ("priority", None, "priority must be an int"),
+        ("name", 5, "name must be a str"),
+    ],
+)
+def test_wrongly_typed_push_options_are_refused_before_anything_is_booked(
+    engine, option, value, message
+):
+    """Validate before booking: a refused push leaves no trace, so every wait still returns."""
+    a = engine.new_var(name="a")
+    ran: list[str] = []
+    with pytest.raises(EngineError, match=message):
+        engine.push_sync(lambda rctx: ran.append("sync"), CPU, mutate_vars=[a], **{option: value})
+    with pytest.raises(EngineError, match=message):
+        engine.push_async(lambda rctx, done: done(), CPU, mutate_vars=[a], **{option: value})
+    if option == "priority":
+        handle = engine.new_operator(lambda rctx, done: done(), [], [a], name="h")
+        with pytest.raises(EngineError, match=message):
+            engine.push(handle, CPU, priority=value)
+    assert engine.num_pending() == 0 and not ran
+    engine.push_sync(lambda rctx: ran.append("after"), CPU, mutate_vars=[a])
+    engine.wait_for_var(a, timeout=10)
+    engine.wait_for_all(timeout=10)
+    assert ran == ["after"]
+
+
+@pytest.mark.timeout(30)
 def test_failure_is_stored_skips_dependents_and_is_raised_on_every_read(engine):
     r"""
     boom (writes a) -- raises ValueError

@@ -122,7 +122,12 @@ def test_ctrl_c_always_stops_a_busy_ndarray_loop():
         "    except KeyboardInterrupt:\n"
         "        print('caught', flush=True)\n"
     ).replace("ROUNDS", "30")
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout.readline().strip() == "ready"
         for _ in range(30):
@@ -132,7 +137,10 @@ def test_ctrl_c_always_stops_a_busy_ndarray_loop():
             assert ready, "a Ctrl-C was lost: the loop kept running"
             assert child.stdout.readline().strip() == "caught"
         assert child.wait(30) == 0
+        # a KeyboardInterrupt swallowed in a finalizer prints "Exception ignored in ..."
+        assert "Exception ignored" not in child.stderr.read()
     finally:
         child.kill()
         child.stdout.close()
+        child.stderr.close()
         child.wait()

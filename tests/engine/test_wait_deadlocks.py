@@ -15,7 +15,7 @@ import mxnb as mx
 from mxnb.base import EngineError, OpError
 
 CPU = mx.cpu()
-ENGINES = ["naive", "threaded", "threaded_per_device"]
+ENGINES = ["naive", "threaded", "threaded_per_device", "step"]
 
 
 @pytest.fixture(params=ENGINES)
@@ -147,3 +147,69 @@ def test_wait_for_all_inside_an_op_with_independent_work_is_fine(eng):
     seen = _run_outer(eng, body, mutate=[eng.new_var("x")])
     eng.wait_for_all()
     assert not seen and log == ["inner", "after"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["threaded", "threaded_per_device"])
+def test_two_ops_on_two_threads_waiting_for_each_other_raise(kind):
+    """Op A (writes a) waits for b while op B (writes b) waits for a: the later wait raises."""
+    import threading
+
+    eng = mx.engine.create(kind)
+    try:
+        a, b = eng.new_var("a"), eng.new_var("b")
+        both_running = threading.Barrier(2, timeout=2)
+        seen: list[BaseException] = []
+
+        def waiter(other):
+            def body(rctx):
+                try:
+                    both_running.wait()  # (with one worker the second runs inside the first's wait)
+                except threading.BrokenBarrierError:
+                    pass
+                try:
+                    eng.wait_for_var(other)
+                except (EngineError, OpError) as exc:
+                    seen.append(exc)
+                    raise
+
+            return body
+
+        eng.push_sync(waiter(b), CPU, mutate_vars=[a], name="A")
+        eng.push_sync(waiter(a), CPU, mutate_vars=[b], name="B")
+        with pytest.raises(OpError):
+            eng.wait_for_all(timeout=30)  # never the timeout: the cycle is found
+        cycle = [exc for exc in seen if isinstance(exc, EngineError)]
+        assert len(cycle) == 1 and "can never finish" in str(cycle[0])
+        assert "'A' (on 'a')" in str(cycle[0]) and "'B' (on 'b')" in str(cycle[0])
+        assert eng.num_pending() == 0
+        eng.push_sync(_nothing, CPU, mutate_vars=[a], name="after")
+        eng.wait_for_var(a)  # written again: usable
+    finally:
+        eng.shutdown(timeout=10)
+
+
+@pytest.mark.timeout(60)
+def test_a_wait_on_another_threads_op_that_will_finish_is_untouched(eng):
+    """Waiting inside an op for an op that waits for something else (not us) is fine."""
+    x, y, z = eng.new_var("x"), eng.new_var("y"), eng.new_var("z")
+    log: list[str] = []
+    eng.push_sync(lambda rctx: log.append("z"), CPU, mutate_vars=[z], name="zw")
+
+    def middle(rctx):
+        eng.wait_for_var(z)
+        log.append("y")
+
+    eng.push_sync(middle, CPU, mutate_vars=[y], name="middle")
+    seen = _run_outer(eng, lambda engine: (engine.wait_for_var(y), log.append("x")), mutate=[x])
+    eng.wait_for_all()
+    assert not seen and log == ["z", "y", "x"]
+
+
+@pytest.mark.parametrize("timeout", ["1", -1, float("nan"), True])
+def test_a_wait_refuses_a_timeout_that_is_not_seconds(eng, timeout):
+    v = eng.new_var("v")
+    with pytest.raises(EngineError, match="timeout must be None or seconds"):
+        eng.wait_for_var(v, timeout=timeout)
+    with pytest.raises(EngineError, match="timeout must be None or seconds"):
+        eng.wait_for_all(timeout=timeout)

@@ -6,10 +6,25 @@ import doctest
 
 import pytest
 
-from mxnb.executor import executor, graph, memory, plan, zoo
+from mxnb.executor import (
+    arena,
+    executor,
+    flops,
+    gradient,
+    graph,
+    memory,
+    plan,
+    recompute,
+    tradeoff,
+    zoo,
+)
 
 
-@pytest.mark.parametrize("module", [plan, graph, memory, executor, zoo], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module",
+    [plan, graph, gradient, flops, recompute, tradeoff, arena, memory, executor, zoo],
+    ids=lambda m: m.__name__,
+)
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0

@@ -1,8 +1,9 @@
 """Long graphs take the large-graph planning path and still plan and run correctly.
 
-Specification: above ``LARGE_GRAPH_STEPS`` steps the planner tries fewer
-candidates (MXNet's walk and the in-order offline placement, both
-O(n log n)); the plan is still valid (no two live entries share a block)
+Specification: above ``MID_GRAPH_STEPS`` steps the planner keeps to MXNet's
+order and drops the largest-first offline placement (quadratic in a long
+chain); above ``LARGE_GRAPH_STEPS`` it tries MXNet's walk and the in-order
+offline placement only (both O(n log n)); the plan is still valid (no two live entries share a block)
 and the executor computes the same values and gradients as numpy.  The
 offline best-fit looks at no more than ``SCAN_LIMIT`` blocks per interval.
 """
@@ -10,6 +11,7 @@ offline best-fit looks at no more than ``SCAN_LIMIT`` blocks per interval.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import mxnb as mx
 from mxnb.executor import memory
@@ -22,11 +24,12 @@ def _chain(length: int):
     return x
 
 
-def test_a_chain_above_the_large_graph_bound_plans_validly_and_runs():
-    length = memory.LARGE_GRAPH_STEPS // 2 + 200  # forward + backward steps exceed the bound
+@pytest.mark.parametrize("bound", ["MID_GRAPH_STEPS", "LARGE_GRAPH_STEPS"])
+def test_a_chain_above_a_graph_size_bound_plans_validly_and_runs(bound):
+    length = getattr(memory, bound) // 2 + 200  # forward + backward steps exceed the bound
     net = _chain(length)
     plan = mx.executor.plan_memory(net, {"x": (2, 3)}, grad_req="write")
-    assert len(plan.steps) > memory.LARGE_GRAPH_STEPS
+    assert len(plan.steps) > getattr(memory, bound)
     plan.check()
     assert plan.internal_bytes < plan.naive_internal_bytes
     exe = net.simple_bind(mx.cpu(), x=(2, 3))
@@ -49,3 +52,12 @@ def test_offline_best_fit_with_a_scan_limit_never_shares_overlapping_blocks(monk
     storage_of, block_bytes = memory._place_intervals(items)
     assert len(block_bytes) == count  # still correct: nothing overlapping shares a block
     assert len(set(storage_of.values())) == count
+
+
+def test_every_zoo_network_is_planned_with_every_candidate():
+    """The size bounds must not cost the zoo anything: its largest training graph is below them."""
+    from mxnb.executor import zoo
+    from mxnb.executor.graph import build_graph
+
+    graph = build_graph(zoo.build("lstm"), zoo.input_shapes("lstm", 1), grad_req="write")
+    assert len(graph.steps) <= memory.MID_GRAPH_STEPS < memory.LARGE_GRAPH_STEPS

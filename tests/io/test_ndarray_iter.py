@@ -1,6 +1,7 @@
 """NDArrayIter against MXNet 1.9.1's batches (vectors from tests/io/data/make_vectors.py)."""
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -9,21 +10,10 @@ import pytest
 import mxnb as mx
 from mxnb.base import ParamError, ShapeError
 
-VECTORS = json.loads((Path(__file__).parent / "data" / "ndarray_iter.json").read_text())
-
-
-def _inputs(kind, n):
-    x = np.arange(n * 4, dtype=np.float32).reshape(n, 2, 2)
-    y = np.arange(n, dtype=np.float32) * 10
-    if kind == "array":
-        return x, y
-    if kind == "list":
-        return [x, x[:, :1] + 1000], [y, y + 1]
-    if kind == "dict":
-        return {"b_img": x, "a_img": x[:, 0] - 5}, {"lab": y}
-    if kind == "nolabel":
-        return x, None
-    raise ValueError(kind)
+DATA = Path(__file__).parent / "data"
+VECTORS = json.loads((DATA / "ndarray_iter.json").read_text())
+sys.path.insert(0, str(DATA))
+from iter_inputs import ndarray_iter_inputs as _inputs
 
 
 def _case_id(case):

@@ -156,3 +156,66 @@ def test_a_killed_save_leaves_debris_that_the_next_save_removes(tmp_path):
     mx.nd.save(target, {"w": mx.nd.zeros((3,))})
     assert os.listdir(tmp_path) == ["params.mxnb"]
     assert mx.nd.load(target)["w"].shape == (3,)
+
+
+@pytest.mark.parametrize(
+    ("label", "shape"),
+    [
+        ("empty but too big for numpy", [0, 2**62]),
+        ("empty, beyond int64", [0, 2**70]),
+        ("empty, two big dims", [0, 2**31, 2**31]),
+    ],
+)
+def test_an_empty_shape_too_big_for_any_array_is_a_format_error(tmp_path, label, shape):
+    with pytest.raises(FormatError, match="'shape'.*too big") as info:
+        _load_bytes(tmp_path, _file(_header([_entry(shape, 0)]), b""))
+    assert "hostile.mxnb" in str(info.value), label
+
+
+def test_more_dimensions_than_an_array_can_have_is_a_format_error(tmp_path):
+    data = bytes(4)  # a correct CRC, so only the shape is wrong
+    with pytest.raises(FormatError, match="'shape' has 65 dimensions"):
+        _load_bytes(tmp_path, _file(_header([_entry([1] * 65, 4, 0, data)]), data))
+
+
+def _raw_file(header: bytes, data: bytes = b"") -> bytes:
+    return MAGIC + struct.pack("<Q", len(header)) + header + data
+
+
+_HEAD = b'{"format":"mxnb.ndarray","version":1,"names":null,'
+_MANY = 20_000
+
+
+@pytest.mark.parametrize(
+    ("label", "content"),
+    [
+        (
+            "many empty arrays",
+            _raw_file(
+                _HEAD
+                + b'"arrays":['
+                + b",".join(
+                    [b'{"dtype":"float32","shape":[0],"offset":0,"nbytes":0,"crc32":0}'] * _MANY
+                )
+                + b"]}"
+            ),
+        ),
+        (
+            "a header of empty lists",
+            _raw_file(_HEAD + b'"arrays":[],"x":[' + b"[]," * _MANY + b"[]]}"),
+        ),
+        (
+            "a header of empty dicts",
+            _raw_file(_HEAD + b'"arrays":[],"x":[' + b"{}," * _MANY + b"{}]}"),
+        ),
+    ],
+)
+def test_memory_of_a_load_stays_within_a_small_multiple_of_the_file(
+    tmp_path, traced_peak, label, content
+):
+    # the worst a header can do is cost Python objects per byte: linear, never a bomb
+    path = tmp_path / "many.mxnb"
+    path.write_bytes(content)
+    mx.nd.load(path)  # first call: imports and caches are not the file's cost
+    _, peak = traced_peak(lambda: mx.nd.load(path))
+    assert peak <= 40 * len(content), label

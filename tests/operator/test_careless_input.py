@@ -112,6 +112,12 @@ class _Honest(mx.operator.CustomOp):
         pass  # leaves in_grad[0] unwritten: it becomes zeros, not stale memory
 
 
+NOT_WRITING = [
+    (_Forgetful, r"never wrote out_data\[0\].*self.assign"),
+    (_Rebinding, r"replaced out_data\[0\].*self.assign"),
+]
+
+
 def _prop(op_class, shape_answer=None):
     class Prop(mx.operator.CustomOpProp):
         def list_arguments(self):
@@ -128,13 +134,7 @@ def _prop(op_class, shape_answer=None):
     return Prop
 
 
-@pytest.mark.parametrize(
-    ("op_class", "message"),
-    [
-        (_Forgetful, r"never wrote out_data\[0\].*self.assign"),
-        (_Rebinding, r"replaced out_data\[0\].*self.assign"),
-    ],
-)
+@pytest.mark.parametrize(("op_class", "message"), NOT_WRITING)
 def test_custom_forward_that_does_not_write_its_output_is_an_error(op_class, message):
     mx.operator.register(f"careless_{op_class.__name__}")(_prop(op_class))
     with pytest.raises(OpError, match=message):
@@ -172,3 +172,114 @@ def test_too_many_inputs_names_the_inputs_the_op_takes():
     a, w, b = mx.nd.ones((2, 3)), mx.nd.ones((4, 3)), mx.nd.ones((4,))
     with pytest.raises(MXNBError, match=r"takes 3 input array\(s\) \(data, weight, bias\), got 4"):
         mx.nd.FullyConnected(a, w, b, b, num_hidden=4)
+
+
+@pytest.mark.parametrize(("op_class", "message"), NOT_WRITING)
+def test_custom_forward_that_does_not_write_is_an_error_in_an_executor_too(op_class, message):
+    mx.operator.register(f"careless_sym_{op_class.__name__}")(_prop(op_class))
+    net = mx.sym.Custom(mx.sym.var("data"), op_type=f"careless_sym_{op_class.__name__}")
+    exe = net.simple_bind(mx.cpu(), data=(3,))
+    exe.forward(data=mx.nd.ones((3,)))
+    with pytest.raises(OpError, match=message):
+        exe.outputs[0].asnumpy()
+
+
+# -- shapes are never truncated, wherever they come from --------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(4, 2.5), (4, -2), ("4",)])
+def test_bind_shapes_must_be_shapes(shape):
+    net = mx.sym.var("x") + 1
+    with pytest.raises(ShapeError, match="shape passed for 'x'"):
+        net.simple_bind(mx.cpu(), x=shape)
+
+
+@pytest.mark.parametrize("shape", [(2.5,), (-1, 3), "ab"])
+def test_a_variables_declared_shape_must_be_a_shape(shape):
+    with pytest.raises(ShapeError, match="Variable 'x': shape"):
+        mx.sym.Variable("x", shape=shape)
+
+
+@pytest.mark.parametrize("shape", [(2.5, 10), (np.float32(25),), (True, 25)])
+def test_reshape_refuses_dimensions_that_are_not_ints(shape):
+    with pytest.raises(ShapeError, match="not an int"):
+        mx.nd.ones((5, 5)).reshape(shape)
+
+
+def test_reshape_codes_still_work():
+    assert mx.nd.ones((2, 3, 4)).reshape((0, -1)).shape == (2, 12)
+    assert mx.nd.ones((2, 3)).reshape(np.int64(6)).shape == (6,)
+
+
+def test_an_operator_answering_a_float_shape_is_an_error_naming_it():
+    def copy(src, env, ret, req, run_ctx):
+        mx.operator.assign(ret, req, src)
+
+    builder = mx.operator.simple_op("careless_half_shape").set_function(copy)
+    builder.set_shape_function(lambda shape, env: tuple(dim / 2 for dim in shape))
+    net = mx.sym.careless_half_shape(mx.sym.var("x"), name="halve")
+    with pytest.raises(ShapeError, match=r"careless_half_shape.*answer \(2.0,\).*not an int"):
+        net.infer_shape(x=(4,))
+    with pytest.raises(ShapeError, match=r"careless_half_shape.*answer \(2.0,\).*not an int"):
+        mx.nd.careless_half_shape(mx.nd.ones((4,)))
+
+
+# -- values numpy would quietly turn into something else -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "message"), [(None, "None"), (1j, "complex"), ("ab", "not numbers"), ([1, [2]], "")]
+)
+def test_assigned_and_filled_values_must_be_real_numbers(value, message):
+    target = mx.nd.zeros((2,))
+    with pytest.raises(DTypeError, match=f"__setitem__: value.*{message}"):
+        target[:] = value
+    with pytest.raises(DTypeError, match=f"full: val.*{message}"):
+        mx.nd.full((2,), value)
+    assert target.asnumpy().tolist() == [0.0, 0.0]
+
+
+def test_arithmetic_with_a_complex_scalar_is_an_error():
+    with pytest.raises(DTypeError, match="complex"):
+        mx.nd.ones((2,)) + 1j
+    with pytest.raises(DTypeError, match="complex"):
+        np.complex64(1j) * mx.nd.ones((2,))
+
+
+# -- parameters whose bad values used to compute something ------------------------------------
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_a_zero_temperature_is_refused_not_taken_as_one(op):
+    with pytest.raises(ParamError, match=f"{op} parameter 'temperature': 0"):
+        getattr(mx.nd, op)(mx.nd.ones((2, 3)), temperature=0)
+    twice = getattr(mx.nd, op)(mx.nd.array([[0.0, 2.0]]), temperature=2.0).asnumpy()
+    plain = getattr(mx.nd, op)(mx.nd.array([[0.0, 1.0]])).asnumpy()
+    np.testing.assert_allclose(twice, plain, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((0, 5, 0), "step must not be 0"),
+        ((0, float("inf")), "stop must be a finite"),
+        ((float("nan"), 3), "start must be a finite"),
+    ],
+)
+def test_arange_refuses_ranges_that_never_end(args, message):
+    with pytest.raises(ParamError, match=message):
+        mx.nd.arange(*args)
+
+
+def test_dropout_axes_are_axes_of_the_input():
+    with pytest.raises(ParamError, match="Dropout: axes=5 is out of range"):
+        mx.nd.Dropout(mx.nd.ones((2, 3)), p=0.5, axes=(5,), mode="always")
+    with pytest.raises(ParamError, match="Dropout: axes=5"):
+        mx.sym.Dropout(mx.sym.var("x"), p=0.5, axes=(5,)).infer_shape(x=(2, 3))
+
+
+@pytest.mark.parametrize(("param", "value"), [("eps", -1.0), ("momentum", 2.0)])
+def test_batchnorm_statistics_parameters_have_ranges(param, value):
+    x, c = mx.nd.ones((1, 2, 3, 3)), mx.nd.ones((2,))
+    with pytest.raises(ParamError, match=f"BatchNorm parameter '{param}'"):
+        mx.nd.BatchNorm(x, c, c, c, c, **{param: value})

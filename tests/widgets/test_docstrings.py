@@ -17,6 +17,7 @@ MODULES = [
     "mxnb.widgets.stats",
     "mxnb.widgets.network",
     "mxnb.widgets.plan_view",
+    "mxnb.widgets.tradeoff",
     "mxnb.widgets.canvas",
     "mxnb.widgets.monitor",
 ]

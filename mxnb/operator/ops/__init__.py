@@ -8,8 +8,9 @@ Pad, ...), :mod:`.indexing` (Embedding, take, one_hot, topk, where, clip),
 :mod:`.conv` (Convolution, Deconvolution), :mod:`.pool` (Pooling,
 UpSampling, LRN),
 :mod:`.norm` (Activation, BatchNorm, Dropout, softmax, loss layers),
-:mod:`.optimizer_ops` (sgd_update, adam_update, ...: fused optimizer steps) and
-:mod:`.init` (_zeros, _ones, _full, _arange, zeros_like, ...).  Each module
+:mod:`.optimizer_ops` (sgd_update, adam_update, ...: fused optimizer steps),
+:mod:`.init` (_zeros, _ones, _full, _arange, zeros_like, ...) and :mod:`.rnn` (the
+fused RNN operator).  Each module
 registers its properties with :func:`mxnb.operator.register`, so after
 ``import mxnb`` every op is reachable by name through the registry, and
 through ``mx.nd.<name>`` / ``mx.sym.<name>``.
@@ -28,7 +29,7 @@ Example::
     'SliceChannel'
 """
 
-from . import conv, elemwise, indexing, init, join, matrix, norm, optimizer_ops, pool, reduce
+from . import conv, elemwise, indexing, init, join, matrix, norm, optimizer_ops, pool, reduce, rnn
 
 __all__ = [
     "conv",
@@ -41,4 +42,5 @@ __all__ = [
     "optimizer_ops",
     "pool",
     "reduce",
+    "rnn",
 ]

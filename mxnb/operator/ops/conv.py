@@ -42,6 +42,7 @@ from typing import Any
 from ...base import NotSupportedError
 from ..base import OpReqType, ResourceRequest
 from ..param import Param, Shape
+from ..partial import is_known, merge, partial_shape
 from ..registry import register
 from ._common import KernelProp, fmt, parallel_chunks, write
 
@@ -247,11 +248,17 @@ class ConvolutionProp(_ConvBase):
 
     no_bias = Param(bool, default=False, doc="Whether to leave out the bias.")
 
-    def infer_shape(self, in_shape):
-        """Fill weight ``(F, C/g, *kernel)`` and bias ``(F,)`` from data; compute the output."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Fill weight ``(F, C/g, *kernel)`` and bias ``(F,)`` from data; compute the output.
+
+        Partial shapes (MXNet's ConvolutionShape): the batch comes from the
+        output, the channels from the weight, and a spatial size from the
+        output's where the stride is 1.
+        """
         data = in_shape[0]
-        if data is None:
-            return None
+        if not (is_known(data) and all(s is None or is_known(s) for s in in_shape)):
+            return self._infer_partial(in_shape, (out_shape or [None])[0])
         data = tuple(data)
         kernel, stride, dilate, pad = self._geometry()
         nd = len(kernel)
@@ -279,6 +286,36 @@ class ConvolutionProp(_ConvBase):
         shapes = [data, weight] + ([] if self.no_bias else [(self.num_filter,)])
         self._check_given(in_shape, shapes, self.list_arguments())
         return shapes, [(data[0], self.num_filter) + tuple(out_spatial)], []
+
+    def _infer_partial(self, in_shape: list, out: tuple | None) -> Any:
+        kernel, stride, dilate, pad = self._geometry()
+        nd = len(kernel)
+        groups, filters = self.num_group, self.num_filter
+        weight = merge((filters, 0) + tuple(kernel), in_shape[1], "weight")
+        bias = None if self.no_bias else merge((filters,), in_shape[2], "bias")
+        data = in_shape[0]
+        if data is None and out is None:
+            return None
+        data = merge(data, (0,) * (nd + 2), f"data of a {nd}-d convolution")
+        out = merge(out, (0, filters) + (0,) * nd, "output")
+        channels = merge(data[1:2], (weight[1] * groups,), "data channels and weight")
+        spatial = []
+        out_spatial = []
+        for i in range(nd):
+            extent = dilate[i] * (kernel[i] - 1) + 1
+            size, got = data[2 + i], out[2 + i]
+            if size:
+                got = merge((got,), ((size + 2 * pad[i] - extent) // stride[i] + 1,), "output")[0]
+            elif got and stride[i] == 1:
+                size = got + extent - 1 - 2 * pad[i]
+            spatial.append(size)
+            out_spatial.append(got)
+        batch = merge(data[:1], out[:1], "batch sizes of data and output")
+        data = batch + channels + tuple(spatial)
+        if channels[0]:
+            weight = (filters, channels[0] // groups) + tuple(kernel)
+        shapes = [data, weight] + ([] if self.no_bias else [bias])
+        return shapes, [batch + (filters,) + tuple(out_spatial)], []
 
     def forward_resource(self, in_shape):
         """TEMP_SPACE holds the im2col columns."""

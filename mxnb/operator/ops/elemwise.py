@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from ..param import DType, Param
+from ..param import ANY, DType, Param
+from ..partial import is_known, partial_shape
 from ..registry import register, register_alias
 from ._common import (
     KernelProp,
@@ -417,14 +418,18 @@ class BinaryProp(KernelProp):
         """``['lhs', 'rhs']``."""
         return ["lhs", "rhs"]
 
-    def infer_shape(self, in_shape):
-        """Same shape (elemwise_*, unknown operands filled from known) or broadcast shape."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Same shape (elemwise_*: known dims flow both ways) or broadcast shape (forward)."""
         lhs, rhs = in_shape
         if not self.broadcast:
-            return super().infer_shape(in_shape)
+            return super().infer_shape(in_shape, out_shape)
         if lhs is None or rhs is None:
             return None
-        out = broadcast_shape(self, tuple(lhs), tuple(rhs))
+        if is_known(lhs) and is_known(rhs):
+            out = broadcast_shape(self, tuple(lhs), tuple(rhs))
+        else:
+            out = _partial_broadcast(self, tuple(lhs), tuple(rhs))
         return [tuple(lhs), tuple(rhs)], [out], []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
@@ -484,6 +489,24 @@ class BinaryProp(KernelProp):
                 if self.broadcast:
                     value = reduce_to(xp, xp.broadcast_to(value, g.shape), in_grad[i].shape)
                 write(in_grad[i], req[i], value)
+
+
+def _partial_broadcast(op: Any, lhs: tuple, rhs: tuple) -> tuple:
+    """Broadcast two partial shapes: an unknown dim (0) meets 1 or itself as unknown."""
+    ndim = max(len(lhs), len(rhs))
+    left = (1,) * (ndim - len(lhs)) + lhs
+    right = (1,) * (ndim - len(rhs)) + rhs
+    probe_left = tuple(a or 1 for a in left)  # check the known dims with the usual rule
+    probe_right = tuple(b or 1 for b in right)
+    broadcast_shape(op, probe_left, probe_right)
+    out = []
+    for a, b in zip(left, right):
+        if a == 0 or b == 0:
+            known = a or b
+            out.append(known if known > 1 else 0)
+        else:
+            out.append(max(a, b))
+    return tuple(out)
 
 
 def _make_binary(name: str, rule: BinaryRule, broadcast: bool) -> type:
@@ -640,7 +663,7 @@ class ScalarProp(_OneToOneRuleProp):
     """Base of the generated scalar properties: ``op(data, scalar)``."""
 
     rule: ScalarRule
-    scalar = Param(float, default=1.0, doc="The scalar operand.")
+    scalar = Param(float, unbounded=ANY, default=1.0, doc="The scalar operand.")
     is_int = Param(
         bool, default=True, doc="Whether the scalar was given as an int (MXNet 1.9 flag)."
     )
@@ -695,10 +718,9 @@ class CastProp(KernelProp):
     dtype = Param(DType, doc="Output data type.")
 
     def infer_type(self, in_type):
-        """Output has ``dtype``; the input keeps its own."""
-        if in_type[0] is None:
-            return None
-        return [np.dtype(in_type[0])], [np.dtype(self.dtype)], []
+        """Output has ``dtype`` (known before the input is); the input keeps its own."""
+        data = None if in_type[0] is None else np.dtype(in_type[0])
+        return [data], [np.dtype(self.dtype)], []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
         """Only the head gradient."""

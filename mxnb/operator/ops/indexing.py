@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ..param import DType, Param
+from ..param import ANY, AXIS, UNUSED, DType, Param
+from ..partial import is_known, merge, merge_all, partial_shape
 from ..registry import register
 from ._common import KernelProp, fmt, normalize_axis, write
 
@@ -55,11 +56,19 @@ class EmbeddingProp(KernelProp):
         """``data, weight``."""
         return ["data", "weight"]
 
-    def infer_shape(self, in_shape):
-        """weight ``(input_dim, output_dim)``; output ``data.shape + (output_dim,)``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """weight ``(input_dim, output_dim)``; output ``data.shape + (output_dim,)`` (both ways)."""
         data = in_shape[0]
         weight = (self.input_dim, self.output_dim)
-        if in_shape[1] is not None and tuple(in_shape[1]) != weight:
+        out = (out_shape or [None])[0]
+        if out is not None:
+            data = merge(data, tuple(out[:-1]), "data and output")
+            out = merge(out, tuple(data) + (self.output_dim,), "output")
+        given = in_shape[1]
+        if given is not None and (
+            len(given) != 2 or any(dim not in (0, want) for dim, want in zip(given, weight))
+        ):
             raise self.shape_error(
                 f"weight has shape {fmt(in_shape[1])} but input_dim={self.input_dim}, "
                 f"output_dim={self.output_dim}; pass weight of shape {fmt(weight)}"
@@ -98,7 +107,7 @@ class EmbeddingProp(KernelProp):
 class TakeProp(KernelProp):
     """Gather slices of ``a`` along ``axis`` at ``indices``."""
 
-    axis = Param(int, default=0, doc="The axis to take along.")
+    axis = Param(int, unbounded=AXIS, default=0, doc="The axis to take along.")
     mode = Param(
         str, default="clip", choices=("clip", "wrap", "raise"), doc="Out-of-range handling."
     )
@@ -107,8 +116,9 @@ class TakeProp(KernelProp):
         """``a, indices``."""
         return ["a", "indices"]
 
-    def infer_shape(self, in_shape):
-        """``a.shape[:axis] + indices.shape + a.shape[axis+1:]``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """``a.shape[:axis] + indices.shape + a.shape[axis+1:]`` (partial shapes forward)."""
         a, index = in_shape
         if a is None or index is None:
             return None
@@ -156,7 +166,7 @@ class TakeProp(KernelProp):
 class PickProp(KernelProp):
     """Pick one element per position along ``axis``: ``out[i] = data[i, index[i]]``."""
 
-    axis = Param(int, default=-1, optional=True, doc="The axis to pick along.")
+    axis = Param(int, unbounded=AXIS, default=-1, optional=True, doc="The axis to pick along.")
     keepdims = Param(bool, default=False, doc="Keep the picked axis with size 1.")
     mode = Param(str, default="clip", choices=("clip", "wrap"), doc="Out-of-range handling.")
 
@@ -164,14 +174,20 @@ class PickProp(KernelProp):
         """``data, index``."""
         return ["data", "index"]
 
-    def infer_shape(self, in_shape):
-        """data without ``axis``; index has that shape."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """data without ``axis``; index has that shape (partial: known dims flow both ways)."""
         data = in_shape[0]
         if data is None:
             return None
         data = tuple(data)
         axis = normalize_axis(self.axis, len(data), self.op_name)
-        index = data[:axis] + data[axis + 1 :]
+        index = merge(data[:axis] + data[axis + 1 :], in_shape[1], "data without axis and index")
+        out = (out_shape or [None])[0]
+        if out is not None and index:
+            out = tuple(out)
+            index = merge(index, out[:axis] + out[axis + 1 :] if self.keepdims else out, "output")
+        data = index[:axis] + (data[axis],) + index[axis:]
         out = data[:axis] + (1,) + data[axis + 1 :] if self.keepdims else index
         return [data, index], [out or (1,)], []
 
@@ -206,19 +222,22 @@ class OneHotProp(KernelProp):
     """One-hot encoding of integer indices: ``indices.shape + (depth,)``."""
 
     depth = Param(int, low=1, doc="Number of classes.")
-    on_value = Param(float, default=1.0, doc="Value at the index.")
-    off_value = Param(float, default=0.0, doc="Value elsewhere.")
+    on_value = Param(float, unbounded=ANY, default=1.0, doc="Value at the index.")
+    off_value = Param(float, unbounded=ANY, default=0.0, doc="Value elsewhere.")
     dtype = Param(DType, default="float32", doc="Output dtype.")
 
     def list_arguments(self):
         """``indices``."""
         return ["indices"]
 
-    def infer_shape(self, in_shape):
-        """Appends ``depth``."""
-        if in_shape[0] is None:
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Appends ``depth`` (the indices' shape also comes back from the output)."""
+        out = (out_shape or [None])[0]
+        data = merge(in_shape[0], None if out is None else tuple(out[:-1]), "indices and output")
+        if data is None:
             return None
-        return [tuple(in_shape[0])], [tuple(in_shape[0]) + (self.depth,)], []
+        return [tuple(data)], [tuple(data) + (self.depth,)], []
 
     def infer_type(self, in_type):
         """Output is ``dtype``."""
@@ -245,8 +264,15 @@ class OneHotProp(KernelProp):
 class TopKProp(KernelProp):
     """The ``k`` largest (or smallest) entries along ``axis``: indices, values, a mask, or both."""
 
-    axis = Param(int, default=-1, optional=True, doc="The axis; None: the flattened array.")
-    k = Param(int, default=1, doc="How many; k < 1 means all.")
+    axis = Param(
+        int, unbounded=AXIS, default=-1, optional=True, doc="The axis; None: the flattened array."
+    )
+    k = Param(
+        int,
+        unbounded="any value; k < 1 means the whole axis",
+        default=1,
+        doc="How many; k < 1 means all.",
+    )
     ret_typ = Param(
         str, default="indices", choices=("value", "indices", "mask", "both"), doc="What to return."
     )
@@ -334,7 +360,7 @@ class TopKProp(KernelProp):
 class SortProp(TopKProp):
     """Sort along ``axis`` (ascending by default)."""
 
-    k = Param(int, default=0, doc="Unused (all entries).")
+    k = Param(int, unbounded=UNUSED, default=0, doc="Unused (all entries).")
     ret_typ = Param(str, default="value", choices=("value",), doc="Values.")
     is_ascend = Param(bool, default=True, doc="Ascending order.")
 
@@ -343,7 +369,7 @@ class SortProp(TopKProp):
 class ArgsortProp(TopKProp):
     """Indices that sort along ``axis`` (ascending by default)."""
 
-    k = Param(int, default=0, doc="Unused (all entries).")
+    k = Param(int, unbounded=UNUSED, default=0, doc="Unused (all entries).")
     ret_typ = Param(str, default="indices", choices=("indices",), doc="Indices.")
     is_ascend = Param(bool, default=True, doc="Ascending order.")
 
@@ -356,9 +382,22 @@ class WhereProp(KernelProp):
         """``condition, x, y``."""
         return ["condition", "x", "y"]
 
-    def infer_shape(self, in_shape):
-        """x and y share one shape; condition has it too, or is 1-D over the first axis."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """x and y share one shape; condition has it too, or is 1-D over the first axis.
+
+        Partial shapes: x, y and the output merge, both ways (and a condition of their rank).
+        """
         cond, x, y = in_shape
+        out = (out_shape or [None])[0]
+        if not all(shape is None or is_known(shape) for shape in (cond, x, y, out)):
+            known = merge_all([x, y, out], ["x", "y", "output"])
+            if known is None:
+                return None
+            if cond is not None and len(cond) == len(known):
+                known = merge(known, cond, "condition and x")
+                cond = known
+            return [cond, known, known], [known], []
         known = x if x is not None else y
         if known is None:
             return None
@@ -399,8 +438,8 @@ class WhereProp(KernelProp):
 class ClipProp(KernelProp):
     """Clip values into ``[a_min, a_max]``."""
 
-    a_min = Param(float, doc="Minimum value.")
-    a_max = Param(float, doc="Maximum value.")
+    a_min = Param(float, unbounded=ANY, doc="Minimum value.")
+    a_max = Param(float, unbounded=ANY, doc="Maximum value.")
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
         """Head gradient and input."""

@@ -23,7 +23,8 @@ import math
 import numpy as np
 
 from ...base import NotSupportedError
-from ..param import DType, Param, Shape
+from ..param import ANY, UNUSED, DType, Param, Shape
+from ..partial import partial_shape
 from ..registry import register
 from ._common import KernelProp, write
 
@@ -33,7 +34,7 @@ __all__ = ["ArangeProp", "FullProp", "LikeProp"]
 class _CreateProp(KernelProp):
     """Base of the creation ops: no inputs, shape and dtype from parameters."""
 
-    shape = Param(Shape, default=(), doc="Output shape.")
+    shape = Param(Shape, low=0, default=(), doc="Output shape.")
     ctx = Param(str, default="", doc="Device context (the caller places the output).")
     dtype = Param(DType, default="float32", doc="Output dtype.")
     fill = 0.0
@@ -46,8 +47,9 @@ class _CreateProp(KernelProp):
         """The output shape."""
         return tuple(self.shape)
 
-    def infer_shape(self, in_shape):
-        """``([], [shape], [])``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """``([], [shape], [])``; a 0 in ``shape`` is a dimension the graph infers (MXNet 1.x)."""
         return [], [self.out_shape()], []
 
     def infer_type(self, in_type):
@@ -82,7 +84,7 @@ class OnesProp(_CreateProp):
 class FullProp(_CreateProp):
     """An array filled with ``value``."""
 
-    value = Param(float, doc="The fill value.")
+    value = Param(float, unbounded=ANY, doc="The fill value.")
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """Fill with ``value``."""
@@ -93,10 +95,21 @@ class FullProp(_CreateProp):
 class ArangeProp(_CreateProp):
     """Evenly spaced values in ``[start, stop)``, each repeated ``repeat`` times."""
 
-    shape = Param(Shape, default=(), doc="Unused.")
-    start = Param(float, default=0.0, doc="Start value (the stop when stop is None).")
-    stop = Param(float, default=None, optional=True, doc="Stop value (exclusive).")
-    step = Param(float, default=1.0, doc="Spacing.")
+    shape = Param(Shape, unbounded=UNUSED, default=(), doc="Unused.")
+    start = Param(
+        float,
+        unbounded="any finite value",
+        default=0.0,
+        doc="Start value (the stop when stop is None).",
+    )
+    stop = Param(
+        float,
+        unbounded="any finite value",
+        default=None,
+        optional=True,
+        doc="Stop value (exclusive).",
+    )
+    step = Param(float, unbounded="any finite value but 0", default=1.0, doc="Spacing.")
     repeat = Param(int, default=1, low=1, doc="Repetitions of each value.")
     infer_range = Param(bool, default=False, doc="Unsupported in mxnb (symbolic range inference).")
 
@@ -131,10 +144,10 @@ class ArangeProp(_CreateProp):
 class EyeProp(_CreateProp):
     """A 2-D array with ones on the ``k``-th diagonal."""
 
-    shape = Param(Shape, default=(), doc="Unused.")
+    shape = Param(Shape, unbounded=UNUSED, default=(), doc="Unused.")
     N = Param(int, low=0, doc="Rows.")
     M = Param(int, default=0, low=0, doc="Columns (0: N).")
-    k = Param(int, default=0, doc="Diagonal index.")
+    k = Param(int, unbounded=ANY, default=0, doc="Diagonal index.")
 
     def out_shape(self) -> tuple:
         """``(N, M or N)``."""

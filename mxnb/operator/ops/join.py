@@ -28,7 +28,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..param import Param, Shape
+from ..param import ANY, AXIS, UNUSED, Param, Shape
+from ..partial import fmt_partial, is_known, merge, merge_all, partial_shape
 from ..registry import register, register_alias
 from ._common import KernelProp, fmt, normalize_axis, write
 
@@ -49,14 +50,24 @@ class ConcatProp(_MoveProp):
 
     key_var_num_args = "num_args"
     num_args = Param(int, low=1, doc="Number of inputs.")
-    dim = Param(int, default=1, doc="The axis to join along.")
+    dim = Param(int, unbounded=AXIS, default=1, doc="The axis to join along.")
 
     def list_arguments(self):
         """``arg0 … arg{num_args-1}``."""
         return [f"arg{i}" for i in range(self.num_args)]
 
-    def infer_shape(self, in_shape):
-        """Sizes along ``dim`` add up; the other axes must agree (an unknown input is filled when only it is)."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Sizes along ``dim`` add up; the other axes must agree.
+
+        Partial shapes (MXNet's ConcatShape, both ways): the other axes are
+        merged over every input and the output; the output's size along
+        ``dim`` is the sum once every input's is known, and a known output
+        size fills the one input whose size along ``dim`` is unknown.
+        """
+        out = (out_shape or [None])[0]
+        if not all(is_known(s) for s in in_shape):
+            return self._infer_partial(in_shape, out)
         known = [s for s in in_shape if s is not None]
         if not known:
             return None
@@ -78,6 +89,36 @@ class ConcatProp(_MoveProp):
         out = list(template)
         out[dim] = sum(s[dim] for s in in_shape)
         return [tuple(s) for s in in_shape], [tuple(out)], []
+
+    def _infer_partial(self, in_shape: list, out: tuple | None) -> Any:
+        sample = next((s for s in [*in_shape, out] if s is not None), None)
+        if sample is None:
+            return None
+        ndim = len(sample)
+        dim = normalize_axis(self.dim, ndim, self.op_name, "dim")
+
+        def others(shape: Any) -> Any:
+            return None if shape is None else tuple(shape[:dim]) + (0,) + tuple(shape[dim + 1 :])
+
+        names = [*self.list_arguments(), "output"]
+        template = merge_all([others(s) for s in [*in_shape, out]], names)
+        sizes = [0 if s is None else int(s[dim]) for s in in_shape]
+        total = 0 if out is None else int(out[dim])
+        if all(sizes):
+            total = merge((total,), (sum(sizes),), f"the output's size along dim={dim} and")[0]
+        elif total and sizes.count(0) == 1:
+            rest = total - sum(sizes)
+            if rest <= 0:
+                raise self.shape_error(
+                    f"the output has size {total} along dim={dim} but the known inputs "
+                    f"already sum to {sum(sizes)}"
+                )
+            sizes[sizes.index(0)] = rest
+
+        def with_size(size: int) -> tuple:
+            return template[:dim] + (size,) + template[dim + 1 :]
+
+        return [with_size(size) for size in sizes], [with_size(total)], []
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """xp.concatenate."""
@@ -105,15 +146,26 @@ class StackProp(_MoveProp):
     """Stack ``num_args`` arrays of the same shape along a new axis."""
 
     key_var_num_args = "num_args"
-    axis = Param(int, default=0, doc="Position of the new axis.")
+    axis = Param(int, unbounded=AXIS, default=0, doc="Position of the new axis.")
     num_args = Param(int, low=1, doc="Number of inputs.")
 
     def list_arguments(self):
         """``arg0 … arg{num_args-1}``."""
         return [f"arg{i}" for i in range(self.num_args)]
 
-    def infer_shape(self, in_shape):
-        """All inputs have one shape; the output inserts ``num_args`` at ``axis``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """All inputs have one shape; the output inserts ``num_args`` at ``axis`` (both ways)."""
+        out = (out_shape or [None])[0]
+        if not all(is_known(shape) for shape in in_shape):
+            merged = merge_all(in_shape, self.list_arguments())
+            if out is not None:
+                axis = normalize_axis(self.axis, len(out), self.op_name)
+                merged = merge(merged, tuple(out[:axis]) + tuple(out[axis + 1 :]), "output")
+            if merged is None:
+                return None
+            axis = normalize_axis(self.axis, len(merged) + 1, self.op_name)
+            return [merged] * self.num_args, [merged[:axis] + (self.num_args,) + merged[axis:]], []
         known = next((tuple(s) for s in in_shape if s is not None), None)
         if known is None:
             return None
@@ -151,7 +203,7 @@ class SliceChannelProp(_MoveProp):
     """Split ``axis`` into ``num_outputs`` equal parts."""
 
     num_outputs = Param(int, low=1, doc="Number of parts.")
-    axis = Param(int, default=1, doc="The axis to split.")
+    axis = Param(int, unbounded=AXIS, default=1, doc="The axis to split.")
     squeeze_axis = Param(
         bool, default=False, doc="Drop the split axis (each part must have size 1)."
     )
@@ -165,11 +217,17 @@ class SliceChannelProp(_MoveProp):
         """``output0 … output{num_outputs-1}``."""
         return [f"output{i}" for i in range(self.num_outputs)]
 
-    def infer_shape(self, in_shape):
-        """Each output has ``size / num_outputs`` along ``axis`` (or drops it)."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Each output has ``size / num_outputs`` along ``axis`` (or drops it).
+
+        Partial shapes flow both ways: the outputs share one shape, and the
+        data is that shape with ``axis`` multiplied by ``num_outputs``.
+        """
         data = in_shape[0]
-        if data is None:
-            return None
+        outs = list(out_shape or [])
+        if not is_known(data):
+            return self._infer_partial(data, outs)
         data = tuple(data)
         axis = normalize_axis(self.axis, len(data), self.op_name)
         if data[axis] % self.num_outputs:
@@ -184,6 +242,29 @@ class SliceChannelProp(_MoveProp):
             )
         out = data[:axis] + (() if self.squeeze_axis else (part,)) + data[axis + 1 :]
         return [data], [out] * self.num_outputs, []
+
+    def _infer_partial(self, data: Any, outs: list) -> Any:
+        count = self.num_outputs
+        part = merge_all(outs, self.list_outputs())
+        if data is None and part is None:
+            return None
+        ndim = len(data) if data is not None else len(part) + (1 if self.squeeze_axis else 0)
+        axis = normalize_axis(self.axis, ndim, self.op_name)
+        if data is not None:
+            size = int(data[axis])
+            if size and size % count:
+                raise self.shape_error(
+                    f"axis {axis} of data {fmt_partial(data)} has size {size}, not divisible "
+                    f"by num_outputs={count}"
+                )
+            piece = () if self.squeeze_axis else (size // count,)
+            part = merge(part, tuple(data[:axis]) + piece + tuple(data[axis + 1 :]), "outputs")
+        assert part is not None
+        if self.squeeze_axis:
+            data = part[:axis] + (count,) + part[axis:]
+        else:
+            data = part[:axis] + (part[axis] * count,) + part[axis + 1 :]
+        return [data], [part] * count, []
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """xp.split."""
@@ -227,9 +308,17 @@ def _slice_index(op: Any, shape: tuple, begin: tuple, end: tuple, step: tuple) -
 class SliceProp(_MoveProp):
     """``data[begin:end:step]`` per axis (entries may be None)."""
 
-    begin = Param(Shape, doc="Start per axis (None: from the start).")
-    end = Param(Shape, doc="Stop per axis (None: to the end).")
-    step = Param(Shape, default=(), doc="Step per axis (default 1).")
+    begin = Param(
+        Shape,
+        unbounded="any index; negative counts from the end",
+        doc="Start per axis (None: from the start).",
+    )
+    end = Param(
+        Shape,
+        unbounded="any index; negative counts from the end",
+        doc="Stop per axis (None: to the end).",
+    )
+    step = Param(Shape, unbounded="any value but 0", default=(), doc="Step per axis (default 1).")
 
     def _index(self, shape: tuple) -> tuple:
         if len(self.begin) != len(self.end) or len(self.begin) > len(shape):
@@ -269,10 +358,20 @@ register_alias("crop", "slice")
 class SliceAxisProp(SliceProp):
     """``data[..., begin:end, ...]`` along one ``axis``."""
 
-    begin = Param(int, doc="Start (negative counts from the end).")
-    end = Param(int, default=None, optional=True, doc="Stop (None: to the end).")
-    step = Param(Shape, default=(), doc="Unused.")
-    axis = Param(int, doc="The axis to slice.")
+    begin = Param(
+        int,
+        unbounded="any index; negative counts from the end",
+        doc="Start (negative counts from the end).",
+    )
+    end = Param(
+        int,
+        unbounded="any index; negative counts from the end",
+        default=None,
+        optional=True,
+        doc="Stop (None: to the end).",
+    )
+    step = Param(Shape, unbounded=UNUSED, default=(), doc="Unused.")
+    axis = Param(int, unbounded=AXIS, doc="The axis to slice.")
 
     def _index(self, shape: tuple) -> tuple:
         axis = normalize_axis(self.axis, len(shape), self.op_name)
@@ -291,8 +390,9 @@ class TileProp(_MoveProp):
         reps = tuple(self.reps)
         return (1,) * (ndim - len(reps)) + reps
 
-    def infer_shape(self, in_shape):
-        """Each axis multiplied by its repetitions."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Each axis multiplied by its repetitions (an unknown axis stays unknown)."""
         data = in_shape[0]
         if data is None:
             return None
@@ -322,10 +422,13 @@ class RepeatProp(_MoveProp):
     """Repeat each element ``repeats`` times along ``axis`` (None: of the flattened array)."""
 
     repeats = Param(int, low=0, doc="Repetitions of each element.")
-    axis = Param(int, default=None, optional=True, doc="The axis; None flattens first.")
+    axis = Param(
+        int, unbounded=AXIS, default=None, optional=True, doc="The axis; None flattens first."
+    )
 
-    def infer_shape(self, in_shape):
-        """The axis grows ``repeats`` times."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """The axis grows ``repeats`` times (an unknown axis stays unknown)."""
         data = in_shape[0]
         if data is None:
             return None
@@ -359,7 +462,7 @@ class PadProp(_MoveProp):
 
     mode = Param(str, choices=("constant", "edge", "reflect"), doc="Padding type.")
     pad_width = Param(Shape, low=0, doc="Before/after widths per axis (first two axes must be 0).")
-    constant_value = Param(float, default=0.0, doc="Value of constant padding.")
+    constant_value = Param(float, unbounded=ANY, default=0.0, doc="Value of constant padding.")
 
     def _widths(self, ndim: int) -> list[tuple[int, int]]:
         widths = tuple(self.pad_width)

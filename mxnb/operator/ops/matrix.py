@@ -31,8 +31,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ...base import ShapeError
 from ..base import OpReqType
-from ..param import Param, Shape
+from ..param import AXIS, UNUSED, Param, Shape
+from ..partial import fmt_partial, is_known, merge, partial_shape, product
 from ..registry import register, register_alias
 from ._common import KernelProp, fmt, normalize_axis, reduce_to, write
 
@@ -70,11 +72,16 @@ class FullyConnectedProp(KernelProp):
         """``data, weight[, bias]``."""
         return ["data", "weight"] if self.no_bias else ["data", "weight", "bias"]
 
-    def infer_shape(self, in_shape):
-        """Fill weight ``(num_hidden, in_features)`` and bias ``(num_hidden,)`` from data."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Fill weight ``(num_hidden, in_features)`` and bias ``(num_hidden,)`` from data.
+
+        With partial shapes: the batch comes from the output, the input
+        features from the weight (MXNet: data from weight and num_hidden).
+        """
         data = in_shape[0]
-        if data is None:
-            return None
+        if not (is_known(data) and all(s is None or is_known(s) for s in in_shape)):
+            return self._infer_partial(in_shape, (out_shape or [None])[0])
         data = tuple(data)
         if self.flatten:
             features = math.prod(data[1:])
@@ -105,6 +112,30 @@ class FullyConnectedProp(KernelProp):
                 )
             shapes.append((self.num_hidden,))
         return shapes, [out], []
+
+    def _infer_partial(self, in_shape: list, out: tuple | None) -> Any:
+        hidden = self.num_hidden
+        data, given_weight = in_shape[0], in_shape[1]
+        weight = merge((hidden, 0), given_weight, "weight")
+        bias = None if self.no_bias else merge((hidden,), in_shape[2], "bias")
+        if data is None and out is None and in_shape[1] is None:
+            return None
+        if data is None:
+            if self.flatten:
+                out = merge(out, (0, hidden), "output")
+            return [None, weight, bias], [out], []
+        data = tuple(data)
+        if self.flatten:
+            out = merge(out, (data[0], hidden), "output")
+            features = merge((product(data[1:]),), (weight[1],), "data's features and weight")[0]
+            rest = _fill_one_unknown(data[1:], features)
+            data = (out[0],) + rest
+        else:
+            out = merge(out, data[:-1] + (hidden,), "output")
+            data = out[:-1] + merge(data[-1:], weight[1:], "data's last axis and weight")
+            features = data[-1]
+        weight = (hidden, features)
+        return [data, weight] + ([] if self.no_bias else [bias]), [out], []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
         """Head gradient, data and weight; not the output."""
@@ -141,6 +172,19 @@ class FullyConnectedProp(KernelProp):
             _matmul_into(xp, in_grad[0].reshape(x.shape), req[0], g, weight)
 
 
+def _fill_one_unknown(dims: tuple, total: int) -> tuple:
+    """Fill the single unknown (0) dim of ``dims`` so that their product is ``total`` (if known)."""
+    unknown = [i for i, dim in enumerate(dims) if dim == 0]
+    if total == 0 or len(unknown) != 1:
+        return tuple(dims)
+    rest = product(dim for dim in dims if dim)
+    if total % rest:
+        raise ShapeError(f"{fmt_partial(dims)} cannot hold {total} elements")
+    filled = list(dims)
+    filled[unknown[0]] = total // rest
+    return tuple(filled)
+
+
 def _dot_shapes(lhs: tuple, rhs: tuple, ta: bool, tb: bool) -> tuple[int, int, tuple]:
     """Return (lhs contracted size, rhs contracted size, output shape) of MXNet's dot."""
     left_k = lhs[0] if ta else lhs[-1]
@@ -166,12 +210,15 @@ class _ProductProp(KernelProp):
 class DotProp(_ProductProp):
     """Dot product: contract lhs's last axis (first with transpose_a) with rhs's first (last)."""
 
-    def infer_shape(self, in_shape):
-        """Output = lhs's free axes followed by rhs's free axes."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Output = lhs's free axes followed by rhs's free axes (partial: both ways)."""
         lhs, rhs = in_shape
         if lhs is None or rhs is None:
             return None
         lhs, rhs = tuple(lhs), tuple(rhs)
+        if not (is_known(lhs) and is_known(rhs)):
+            return self._infer_partial(lhs, rhs, (out_shape or [None])[0])
         left_k, right_k, out = _dot_shapes(lhs, rhs, self.transpose_a, self.transpose_b)
         if left_k != right_k:
             raise self.shape_error(
@@ -180,9 +227,18 @@ class DotProp(_ProductProp):
             )
         return [lhs, rhs], [out], []
 
-    def declare_backward_dependency(self, out_grad, in_data, out_data):
-        """Head gradient and both operands."""
-        return [out_grad[0], in_data[0], in_data[1]]
+    def _infer_partial(self, lhs: tuple, rhs: tuple, out: tuple | None) -> Any:
+        ta, tb = self.transpose_a, self.transpose_b
+        left_k, right_k, _ = _dot_shapes(lhs, rhs, ta, tb)
+        k = merge((left_k,), (right_k,), "contracted axes of lhs and rhs")[0]
+        left_free = len(lhs) - 1
+        free = merge(out, _dot_shapes(lhs, rhs, ta, tb)[2], "output")
+        if len(lhs) + len(rhs) - 2 == 0:
+            free = ()  # two vectors: the output is (1,)
+        left_rest, right_rest = free[:left_free], free[left_free:]
+        lhs = (k,) + left_rest if ta else left_rest + (k,)
+        rhs = right_rest + (k,) if tb else (k,) + right_rest
+        return [lhs, rhs], [free or (1,)], []
 
     def _as_matrices(self, lhs: Any, rhs: Any) -> tuple[Any, Any]:
         a = lhs.reshape(lhs.shape[0], -1).T if self.transpose_a else lhs.reshape(-1, lhs.shape[-1])
@@ -212,12 +268,16 @@ class DotProp(_ProductProp):
 class BatchDotProp(_ProductProp):
     """Batched matrix product of ``(B, M, K)`` and ``(B, K, N)`` arrays (transposes per matrix)."""
 
-    def infer_shape(self, in_shape):
-        """``(B, M, N)``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """``(B, M, N)`` (partial: batch, M, N and K flow both ways)."""
         lhs, rhs = in_shape
+        out = (out_shape or [None])[0]
         if lhs is None or rhs is None:
             return None
         lhs, rhs = tuple(lhs), tuple(rhs)
+        if not (is_known(lhs) and is_known(rhs)) and len(lhs) == len(rhs) == 3:
+            return self._infer_partial(lhs, rhs, out)
         if len(lhs) != 3 or len(rhs) != 3 or lhs[0] != rhs[0]:
             raise self.shape_error(
                 f"needs two 3-D arrays with the same batch size, got {fmt(lhs)} and {fmt(rhs)}"
@@ -233,6 +293,18 @@ class BatchDotProp(_ProductProp):
     def declare_backward_dependency(self, out_grad, in_data, out_data):
         """Head gradient and both operands."""
         return [out_grad[0], in_data[0], in_data[1]]
+
+    def _infer_partial(self, lhs: tuple, rhs: tuple, out: tuple | None) -> Any:
+        ta, tb = self.transpose_a, self.transpose_b
+        m, k1 = (lhs[2], lhs[1]) if ta else (lhs[1], lhs[2])
+        k2, n = (rhs[2], rhs[1]) if tb else (rhs[1], rhs[2])
+        k = merge((k1,), (k2,), "contracted axes of lhs and rhs")[0]
+        batch = merge((lhs[0],), (rhs[0],), "batch sizes of lhs and rhs")
+        out = merge(out, batch + (m, n), "output")
+        batch, m, n = out[0], out[1], out[2]
+        lhs = (batch, k, m) if ta else (batch, m, k)
+        rhs = (batch, n, k) if tb else (batch, k, n)
+        return [lhs, rhs], [out], []
 
     def _operands(self, lhs: Any, rhs: Any) -> tuple[Any, Any]:
         a = lhs.transpose(0, 2, 1) if self.transpose_a else lhs
@@ -326,10 +398,10 @@ def infer_reshape(op: Any, data: tuple, codes: tuple, reverse: bool = False) -> 
                 first, second = codes[i + 1], codes[i + 2]
                 i += 2
                 if first == -1:
-                    first = whole // second
+                    first = whole // second if whole else 0  # 0: unknown (partial data)
                 if second == -1:
-                    second = whole // first
-                if first * second != whole:
+                    second = whole // first if whole else 0
+                if whole and first * second != whole:
                     raise op.shape_error(f"-4 cannot split {whole} into {first} x {second}")
                 out.extend([first, second])
             else:
@@ -341,6 +413,12 @@ def infer_reshape(op: Any, data: tuple, codes: tuple, reverse: bool = False) -> 
             f"shape {codes} refers to more dimensions than data {fmt(data)} has"
         ) from None
     total = math.prod(data)
+    if total == 0 and 0 in data:  # partial data: what depends on an unknown dim is unknown
+        if infer_at >= 0:
+            out[infer_at] = 0
+        if reverse:
+            out.reverse()
+        return tuple(out)
     if infer_at >= 0:
         known = math.prod(out)
         if known == 0 or total % known:
@@ -360,19 +438,27 @@ def infer_reshape(op: Any, data: tuple, codes: tuple, reverse: bool = False) -> 
 class ReshapeProp(ViewProp):
     """Reshape with MXNet's special codes 0, -1, -2, -3, -4."""
 
-    shape = Param(Shape, default=(), doc="The target shape (may use 0, -1, -2, -3, -4).")
+    shape = Param(Shape, low=-4, default=(), doc="The target shape (may use 0, -1, -2, -3, -4).")
     reverse = Param(bool, default=False, doc="Read the special codes from right to left.")
-    target_shape = Param(Shape, default=(), doc="Deprecated; use shape.")
+    target_shape = Param(Shape, low=0, default=(), doc="Deprecated; use shape.")
     keep_highest = Param(
         bool, default=False, doc="Deprecated; with target_shape keeps the first dim."
     )
 
-    def infer_shape(self, in_shape):
-        """Apply the codes; backward inference is not possible (returns None without data)."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Apply the codes; with partial data the dims it leaves unknown stay 0.
+
+        Backward (MXNet's ReverseReshapeInferShape): a known output fills the
+        one unknown dimension of the data, by the element count.
+        """
         data = in_shape[0]
+        out = (out_shape or [None])[0]
         if data is None:
             return None
         data = tuple(data)
+        if is_known(out) and list(data).count(0) == 1:
+            data = _fill_one_unknown(data, product(out))
         codes = tuple(self.shape)
         if not codes and self.target_shape:
             codes = tuple(self.target_shape)
@@ -393,12 +479,17 @@ register_alias("reshape", "Reshape")
 class FlattenProp(ViewProp):
     """Collapse all axes but the first: ``(N, ...) -> (N, prod(...))``."""
 
-    def infer_shape(self, in_shape):
-        """``(N, prod(rest))``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """``(N, prod(rest))``; the batch also flows back from the output."""
         data = in_shape[0]
         if data is None:
             return None
         data = tuple(data)
+        out = (out_shape or [None])[0]
+        if data and out is not None:
+            data = merge(data[:1], tuple(out[:1]), "batch of data and output") + data[1:]
+            data = data[:1] + _fill_one_unknown(data[1:], int(out[1]))
         return [data], [(data[0], math.prod(data[1:])) if data else (1, 1)], []
 
     def view(self, xp: Any, x: Any) -> Any:
@@ -413,15 +504,22 @@ register_alias("flatten", "Flatten")
 class ExpandDimsProp(ViewProp):
     """Insert an axis of size 1 at ``axis``."""
 
-    axis = Param(int, doc="Position of the new axis (negative counts from the end).")
+    axis = Param(
+        int, unbounded=AXIS, doc="Position of the new axis (negative counts from the end)."
+    )
 
-    def infer_shape(self, in_shape):
-        """Insert a 1."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Insert a 1 (known dims of the output flow back)."""
         data = in_shape[0]
-        if data is None:
+        out = (out_shape or [None])[0]
+        if data is None and out is None:
             return None
+        ndim = len(data) if data is not None else len(out) - 1
+        axis = normalize_axis(self.axis, ndim + 1, self.op_name)
+        if out is not None:
+            data = merge(data, tuple(out[:axis]) + tuple(out[axis + 1 :]), "data and output")
         data = tuple(data)
-        axis = normalize_axis(self.axis, len(data) + 1, self.op_name)
         return [data], [data[:axis] + (1,) + data[axis:]], []
 
     def view(self, xp: Any, x: Any) -> Any:
@@ -433,7 +531,13 @@ class ExpandDimsProp(ViewProp):
 class SqueezeProp(ViewProp):
     """Remove axes of size 1 (all of them, or those in ``axis``)."""
 
-    axis = Param(Shape, default=None, optional=True, doc="Axes to remove; None: every size-1 axis.")
+    axis = Param(
+        Shape,
+        unbounded=AXIS,
+        default=None,
+        optional=True,
+        doc="Axes to remove; None: every size-1 axis.",
+    )
 
     def infer_shape(self, in_shape):
         """Drop size-1 axes; a fully squeezed array has shape (1,)."""
@@ -462,7 +566,7 @@ class SqueezeProp(ViewProp):
 class TransposeProp(ViewProp):
     """Permute axes (default: reverse them)."""
 
-    axes = Param(Shape, default=(), doc="The permutation; empty reverses the axes.")
+    axes = Param(Shape, unbounded=AXIS, default=(), doc="The permutation; empty reverses the axes.")
     inplace = False
 
     def _axes(self, ndim: int) -> tuple:
@@ -473,13 +577,22 @@ class TransposeProp(ViewProp):
             raise self.shape_error(f"axes {tuple(self.axes)} is not a permutation of {ndim} axes")
         return axes
 
-    def infer_shape(self, in_shape):
-        """Permuted shape."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Permuted shape; known dims of the output flow back to the input."""
         data = in_shape[0]
-        if data is None:
+        out = (out_shape or [None])[0]
+        if data is None and out is None:
             return None
+        ndim = len(data if data is not None else out)
+        axes = self._axes(ndim)
+        if out is not None:
+            back = [0] * ndim
+            for position, axis in enumerate(axes):
+                back[axis] = out[position]
+            data = merge(data, tuple(back), "data and output")
         data = tuple(data)
-        return [data], [tuple(data[a] for a in self._axes(len(data)))], []
+        return [data], [tuple(data[a] for a in axes)], []
 
     def view(self, xp: Any, x: Any) -> Any:
         """x.transpose(axes)."""
@@ -498,13 +611,21 @@ class TransposeProp(ViewProp):
 class SwapAxisProp(ViewProp):
     """Swap two axes."""
 
-    dim1 = Param(int, default=0, doc="First axis.")
-    dim2 = Param(int, default=0, doc="Second axis.")
+    dim1 = Param(int, unbounded=AXIS, default=0, doc="First axis.")
+    dim2 = Param(int, unbounded=AXIS, default=0, doc="Second axis.")
     inplace = False
 
-    def infer_shape(self, in_shape):
-        """Shape with the two axes swapped."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Shape with the two axes swapped (both ways)."""
         data = in_shape[0]
+        out = (out_shape or [None])[0]
+        if out is not None:
+            back = list(out)
+            a = normalize_axis(self.dim1, len(back), self.op_name, "dim1")
+            b = normalize_axis(self.dim2, len(back), self.op_name, "dim2")
+            back[a], back[b] = out[b], out[a]
+            data = merge(data, tuple(back), "data and output")
         if data is None:
             return None
         data = list(data)
@@ -530,11 +651,15 @@ register_alias("swapaxes", "SwapAxis")
 class BroadcastToProp(ViewProp):
     """Broadcast size-1 axes to ``shape`` (0 keeps the input's size)."""
 
-    shape = Param(Shape, default=(), doc="The target shape; 0 keeps that axis.")
+    shape = Param(Shape, low=0, default=(), doc="The target shape; 0 keeps that axis.")
     inplace = False
 
-    def infer_shape(self, in_shape):
-        """The target shape, checked against the input."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """The target shape, checked against the input (a 0 in ``shape`` keeps data's axis).
+
+        Partial shapes: the axes ``shape`` keeps flow back from the output.
+        """
         data = in_shape[0]
         if data is None:
             return None
@@ -543,9 +668,13 @@ class BroadcastToProp(ViewProp):
             raise self.shape_error(
                 f"shape {tuple(self.shape)} must have {len(data)} axes like data {fmt(data)}"
             )
+        given = (out_shape or [None])[0]
+        if given is not None and len(given) == len(data):
+            kept = tuple(g if s == 0 else 0 for g, s in zip(given, self.shape))
+            data = merge(data, kept, "data and output")
         out = tuple(d if s == 0 else s for d, s in zip(data, self.shape))
         for d, s in zip(data, out):
-            if d != s and d != 1:
+            if d and d != s and d != 1:
                 raise self.shape_error(
                     f"cannot broadcast data {fmt(data)} to {fmt(out)}: only size-1 axes grow"
                 )
@@ -568,9 +697,9 @@ class BroadcastToProp(ViewProp):
 class BroadcastAxisProp(BroadcastToProp):
     """Broadcast the given size-1 axes to ``size``."""
 
-    shape = Param(Shape, default=(), doc="Unused (see broadcast_to).")
-    axis = Param(Shape, default=(), doc="Axes to broadcast.")
-    size = Param(Shape, default=(), doc="Target size of each axis.")
+    shape = Param(Shape, unbounded=UNUSED, default=(), doc="Unused (see broadcast_to).")
+    axis = Param(Shape, unbounded=AXIS, default=(), doc="Axes to broadcast.")
+    size = Param(Shape, low=0, default=(), doc="Target size of each axis.")
 
     def infer_shape(self, in_shape):
         """The input shape with ``axis[i]`` set to ``size[i]``."""

@@ -30,9 +30,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...base import NotSupportedError
+from ...base import NotSupportedError, ParamError
 from ..base import OpReqType, ResourceRequest
-from ..param import DType, Param, Shape
+from ..param import ANY, AXIS, UNUSED, DType, Param, Shape
+from ..partial import is_known, merge, partial_shape
 from ..registry import register
 from ._common import KernelProp, fmt, normalize_axis, parallel_chunks, write
 
@@ -114,9 +115,13 @@ class LeakyReLUProp(KernelProp):
         choices=("leaky", "elu", "prelu", "rrelu", "selu", "gelu"),
         doc="Activation function.",
     )
-    slope = Param(float, default=0.25, doc="Slope of leaky; alpha of elu.")
-    lower_bound = Param(float, default=0.125, doc="Lower bound of rrelu's random slope.")
-    upper_bound = Param(float, default=0.334, doc="Upper bound of rrelu's random slope.")
+    slope = Param(float, unbounded=ANY, default=0.25, doc="Slope of leaky; alpha of elu.")
+    lower_bound = Param(
+        float, unbounded=ANY, default=0.125, doc="Lower bound of rrelu's random slope."
+    )
+    upper_bound = Param(
+        float, unbounded=ANY, default=0.334, doc="Upper bound of rrelu's random slope."
+    )
 
     def list_arguments(self):
         """``data`` (and ``gamma`` for prelu)."""
@@ -130,9 +135,10 @@ class LeakyReLUProp(KernelProp):
         """Only ``output``."""
         return 1
 
-    def infer_shape(self, in_shape):
-        """gamma of prelu is ``(C,)``."""
-        data = in_shape[0]
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """gamma of prelu is ``(C,)``; data and output share a shape (both ways)."""
+        data = merge(in_shape[0], (out_shape or [None])[0], "data and output")
         if data is None:
             return None
         data = tuple(data)
@@ -230,15 +236,19 @@ class LeakyReLUProp(KernelProp):
 class BatchNormProp(KernelProp):
     """Batch normalization over every axis but ``axis``, with moving statistics as aux states."""
 
-    eps = Param(float, default=1e-3, doc="Added to the variance before the square root.")
-    momentum = Param(float, default=0.9, doc="Decay of the moving statistics.")
+    eps = Param(float, low=0, default=1e-3, doc="Added to the variance before the square root.")
+    momentum = Param(float, low=0, high=1, default=0.9, doc="Decay of the moving statistics.")
     fix_gamma = Param(bool, default=True, doc="Treat gamma as 1 (its gradient is 0).")
     use_global_stats = Param(bool, default=False, doc="Use the moving statistics even in training.")
     output_mean_var = Param(bool, default=False, doc="Also show the mean and var outputs.")
-    axis = Param(int, default=1, doc="The channel axis.")
+    axis = Param(int, unbounded=AXIS, default=1, doc="The channel axis.")
     cudnn_off = Param(bool, default=False, doc="Ignored (cuDNN switch).")
-    min_calib_range = Param(float, default=None, optional=True, doc="Ignored (quantization).")
-    max_calib_range = Param(float, default=None, optional=True, doc="Ignored (quantization).")
+    min_calib_range = Param(
+        float, unbounded=UNUSED, default=None, optional=True, doc="Ignored (quantization)."
+    )
+    max_calib_range = Param(
+        float, unbounded=UNUSED, default=None, optional=True, doc="Ignored (quantization)."
+    )
 
     def list_arguments(self):
         """``data, gamma, beta``."""
@@ -256,12 +266,23 @@ class BatchNormProp(KernelProp):
         """1, or 3 with ``output_mean_var``."""
         return 3 if self.output_mean_var else 1
 
-    def infer_shape(self, in_shape):
-        """gamma, beta, mean, var and the moving stats are ``(C,)``, C = data.shape[axis]."""
-        data = in_shape[0]
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """gamma, beta, mean, var and the moving stats are ``(C,)``, C = data.shape[axis].
+
+        Partial shapes: data and output share theirs, both ways.
+        """
+        data = merge(in_shape[0], (out_shape or [None])[0], "data and output")
         if data is None:
             return None
         data = tuple(data)
+        if not all(shape is None or is_known(shape) for shape in [data, *in_shape[1:]]):
+            axis = normalize_axis(self.axis, len(data), self.op_name)
+            channel = (data[axis],)
+            for given in in_shape[1:3]:
+                channel = merge(channel, given, "gamma / beta and the data's channels")
+            data = data[:axis] + channel + data[axis + 1 :]
+            return [data, channel, channel], [data, channel, channel], [channel, channel]
         axis = normalize_axis(self.axis, len(data), self.op_name)
         channel = (data[axis],)
         for name, given in zip(("gamma", "beta"), in_shape[1:3]):
@@ -392,13 +413,23 @@ class DropoutProp(KernelProp):
         doc="'training': only in training; 'always': also in inference.",
     )
     axes = Param(
-        Shape, default=(), doc="Axes along which one mask value is shared (variational dropout)."
+        Shape,
+        unbounded=AXIS,
+        default=(),
+        doc="Axes along which one mask value is shared (variational dropout).",
     )
     cudnn_off = Param(bool, default=False, doc="Ignored (cuDNN switch).")
 
     def list_outputs(self):
         """``output`` and the hidden ``mask``."""
         return ["output", "mask"]
+
+    def infer_shape(self, in_shape):
+        """``output`` and ``mask`` take the data's shape; every one of ``axes`` must be its axis."""
+        if in_shape and in_shape[0] is not None:
+            for axis in self.axes:
+                normalize_axis(axis, len(in_shape[0]), self.op_name, "axes")
+        return super().infer_shape(in_shape)
 
     def num_visible_outputs(self):
         """Only ``output``."""
@@ -460,8 +491,14 @@ def _softmax(xp: Any, x: Any, axis: int, temperature: float = 1.0) -> Any:
 
 
 class _SoftmaxBase(KernelProp):
-    axis = Param(int, default=-1, doc="The axis to normalize over.")
-    temperature = Param(float, default=None, optional=True, doc="Divide the input by it first.")
+    axis = Param(int, unbounded=AXIS, default=-1, doc="The axis to normalize over.")
+    temperature = Param(
+        float,
+        unbounded="any value but 0",
+        default=None,
+        optional=True,
+        doc="Divide the input by it first.",
+    )
     dtype = Param(DType, default=None, optional=True, doc="Output dtype (default: the input's).")
     use_length = Param(bool, default=False, doc="Not supported (masked softmax).")
     log = False
@@ -478,6 +515,11 @@ class _SoftmaxBase(KernelProp):
     def init(self, kwargs: dict[str, Any]) -> None:
         """Parse the parameters; ``use_length=True`` (masked softmax) is refused clearly."""
         super().init(kwargs)
+        if self.temperature == 0:
+            raise ParamError(
+                f"{self.op_name} parameter 'temperature': 0 divides by zero; pass any value but "
+                f"0, or None for 1"
+            )
         if self.use_length:
             raise NotSupportedError(
                 f"{self.op_name}: use_length=True (masked softmax) is not supported"
@@ -528,9 +570,12 @@ class LogSoftmaxProp(_SoftmaxBase):
 class SoftmaxOutputProp(KernelProp):
     """Softmax with a cross-entropy gradient; a loss layer, so the head gradient is ignored."""
 
-    grad_scale = Param(float, default=1.0, doc="Scale of the gradient.")
+    grad_scale = Param(float, unbounded=ANY, default=1.0, doc="Scale of the gradient.")
     ignore_label = Param(
-        float, default=-1.0, doc="Label whose rows get zero gradient (with use_ignore)."
+        float,
+        unbounded=ANY,
+        default=-1.0,
+        doc="Label whose rows get zero gradient (with use_ignore).",
     )
     multi_output = Param(
         bool, default=False, doc="Softmax over axis 1 of (N, C, ...) with labels (N, ...)."
@@ -547,7 +592,11 @@ class SoftmaxOutputProp(KernelProp):
     )
     out_grad = Param(bool, default=False, doc="Multiply the gradient by the head gradient.")
     smooth_alpha = Param(
-        float, default=0.0, doc="Label smoothing: spread alpha over the other classes."
+        float,
+        low=0,
+        high=1,
+        default=0.0,
+        doc="Label smoothing: spread alpha over the other classes.",
     )
 
     def list_arguments(self):
@@ -561,12 +610,21 @@ class SoftmaxOutputProp(KernelProp):
             return tuple(data[:-1])
         return (data[0],)
 
-    def infer_shape(self, in_shape):
-        """label is ``(N,)`` (or data without the class axis); output has data's shape."""
-        data = in_shape[0]
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """label is ``(N,)`` (or data without the class axis); output has data's shape.
+
+        Partial shapes: data and output share theirs, both ways.
+        """
+        data = merge(in_shape[0], (out_shape or [None])[0], "data and output")
         if data is None:
             return None
-        data = tuple(data)
+        given = in_shape[1]
+        if not is_known(data) or (given is not None and not is_known(given)):
+            label = self._label_shape(data)
+            if given is not None:
+                label = merge(given, data if len(given) == len(data) else label, "label")
+            return [data, label], [data], []
         label = self._label_shape(data)
         given = in_shape[1]
         if given is not None and tuple(given) != label and tuple(given) != data:
@@ -642,19 +700,30 @@ class SoftmaxOutputProp(KernelProp):
 
 
 class _RegressionOutput(KernelProp):
-    grad_scale = Param(float, default=1.0, doc="Scale of the gradient.")
+    grad_scale = Param(float, unbounded=ANY, default=1.0, doc="Scale of the gradient.")
     kind = "linear"
 
     def list_arguments(self):
         """``data, label``."""
         return ["data", "label"]
 
-    def infer_shape(self, in_shape):
-        """label has data's shape (or ``(N,)`` when data is ``(N, 1)``)."""
-        data = in_shape[0]
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """label has data's shape (or ``(N,)`` when data is ``(N, 1)``).
+
+        Partial shapes: data and output share theirs, both ways, and a label
+        of the data's rank too.
+        """
+        data = merge(in_shape[0], (out_shape or [None])[0], "data and output")
         if data is None:
             return None
         data = tuple(data)
+        label = in_shape[1]
+        if not is_known(data) or (label is not None and not is_known(label)):
+            if label is None or len(label) == len(data):
+                data = merge(data, label, "data and label")
+                label = data
+            return [data, tuple(label)], [data], []
         label = in_shape[1]
         if label is not None and math.prod(label) != math.prod(data):
             raise self.shape_error(
@@ -710,9 +779,12 @@ class MAERegressionOutputProp(_RegressionOutput):
 class MakeLossProp(KernelProp):
     """Make a loss out of any value: identity forward, gradient ``grad_scale`` (head ignored)."""
 
-    grad_scale = Param(float, default=1.0, doc="Gradient scale.")
+    grad_scale = Param(float, unbounded=ANY, default=1.0, doc="Gradient scale.")
     valid_thresh = Param(
-        float, default=0.0, doc="With normalization='valid': elements above it count."
+        float,
+        unbounded=ANY,
+        default=0.0,
+        doc="With normalization='valid': elements above it count.",
     )
     normalization = Param(
         str,

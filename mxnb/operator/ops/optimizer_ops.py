@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..param import Param
+from ..param import ANY, Param
 from ..registry import register
 from ._common import KernelProp, write
 
@@ -42,11 +42,16 @@ class UpdateProp(KernelProp):
 
     states: tuple[str, ...] = ()
 
-    lr = Param(float, doc="Learning rate.")
-    wd = Param(float, default=0.0, doc="Weight decay (L2 penalty).")
-    rescale_grad = Param(float, default=1.0, doc="The gradient is multiplied by this first.")
+    lr = Param(float, unbounded=ANY, doc="Learning rate (a negative rate ascends).")
+    wd = Param(float, unbounded=ANY, default=0.0, doc="Weight decay (L2 penalty).")
+    rescale_grad = Param(
+        float, unbounded=ANY, default=1.0, doc="The gradient is multiplied by this first."
+    )
     clip_gradient = Param(
-        float, default=-1.0, doc="Clip the rescaled gradient to [-c, c]; c < 0: no clipping."
+        float,
+        unbounded="any value; c < 0: no clipping",
+        default=-1.0,
+        doc="Clip the rescaled gradient to [-c, c]; c < 0: no clipping.",
     )
 
     def list_arguments(self) -> list[str]:
@@ -107,7 +112,7 @@ class SGDMomUpdateProp(UpdateProp):
     """``mom = momentum * mom - lr * wd * weight - lr * grad; weight += mom``."""
 
     states = ("mom",)
-    momentum = Param(float, default=0.0, doc="Decay of the momentum.")
+    momentum = Param(float, low=0.0, high=1.0, default=0.0, doc="Decay of the momentum.")
     lazy_update = Param(bool, default=True, doc="Only for row_sparse gradients (unused).")
 
     def step(self, xp, weight, grad, states, s):
@@ -128,7 +133,7 @@ class NAGMomUpdateProp(UpdateProp):
     """
 
     states = ("mom",)
-    momentum = Param(float, default=0.0, doc="Decay of the momentum.")
+    momentum = Param(float, low=0.0, high=1.0, default=0.0, doc="Decay of the momentum.")
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """Compute the new weight and momentum (see the class docstring)."""
@@ -152,9 +157,9 @@ class AdamUpdateProp(UpdateProp):
     """``mean = b1*mean + (1-b1)*g; var = b2*var + (1-b2)*g^2; w -= lr * mean / (sqrt(var) + eps)``, g with wd."""
 
     states = ("mean", "var")
-    beta1 = Param(float, default=0.9, doc="Decay of the first moment.")
-    beta2 = Param(float, default=0.999, doc="Decay of the second moment.")
-    epsilon = Param(float, default=1e-8, doc="Added to the denominator.")
+    beta1 = Param(float, low=0.0, high=1.0, default=0.9, doc="Decay of the first moment.")
+    beta2 = Param(float, low=0.0, high=1.0, default=0.999, doc="Decay of the second moment.")
+    epsilon = Param(float, low=0.0, default=1e-8, doc="Added to the denominator.")
     lazy_update = Param(bool, default=True, doc="Only for row_sparse gradients (unused).")
 
     def rescaled(self, xp, grad):
@@ -175,9 +180,16 @@ class AdamUpdateProp(UpdateProp):
 class _RMSPropBase(UpdateProp):
     """Shared parameters of the RMSProp updates; the weight decay joins the gradient before clipping."""
 
-    gamma1 = Param(float, default=0.95, doc="Decay of the squared-gradient average.")
-    epsilon = Param(float, default=1e-8, doc="Added inside the square root.")
-    clip_weights = Param(float, default=-1.0, doc="Clip the weight to [-c, c]; c < 0: no clipping.")
+    gamma1 = Param(
+        float, low=0.0, high=1.0, default=0.95, doc="Decay of the squared-gradient average."
+    )
+    epsilon = Param(float, low=0.0, default=1e-8, doc="Added inside the square root.")
+    clip_weights = Param(
+        float,
+        unbounded="any value; c < 0: no clipping",
+        default=-1.0,
+        doc="Clip the weight to [-c, c]; c < 0: no clipping.",
+    )
 
     def rescaled(self, xp, grad):
         """The gradient is rescaled together with the weight decay in :meth:`step`."""
@@ -216,7 +228,7 @@ class RMSPropAlexUpdateProp(_RMSPropBase):
     """Centred RMSProp (Graves 2013): ``delta = gamma2*delta - lr*g/sqrt(n - g_avg^2 + eps); weight += delta``."""
 
     states = ("n", "g", "delta")
-    gamma2 = Param(float, default=0.9, doc="Decay of the update (momentum).")
+    gamma2 = Param(float, low=0.0, high=1.0, default=0.9, doc="Decay of the update (momentum).")
 
     def step(self, xp, weight, grad, states, s):
         """Centred RMSProp."""
@@ -233,8 +245,8 @@ class FtrlUpdateProp(UpdateProp):
     """FTRL-proximal: ``z``, ``n`` accumulate; ``w = (sign(z)*lamda1 - z) / ((beta + sqrt(n))/lr + wd) * (|z| > lamda1)``."""
 
     states = ("z", "n")
-    lamda1 = Param(float, default=0.01, doc="L1 regularisation strength.")
-    beta = Param(float, default=1.0, doc="Per-coordinate learning-rate offset.")
+    lamda1 = Param(float, low=0.0, default=0.01, doc="L1 regularisation strength.")
+    beta = Param(float, low=0.0, default=1.0, doc="Per-coordinate learning-rate offset.")
 
     def step(self, xp, weight, grad, states, s):
         """Follow the regularised leader."""
@@ -260,8 +272,10 @@ class SignumUpdateProp(UpdateProp):
     """``mom = momentum*mom - (1-momentum)*(wd*weight + grad); weight = (1 - lr*wd_lh)*weight + lr*sign(mom)``."""
 
     states = ("mom",)
-    momentum = Param(float, default=0.0, doc="Decay of the momentum.")
-    wd_lh = Param(float, default=0.0, doc="Decoupled weight decay (Loshchilov & Hutter).")
+    momentum = Param(float, low=0.0, high=1.0, default=0.0, doc="Decay of the momentum.")
+    wd_lh = Param(
+        float, unbounded=ANY, default=0.0, doc="Decoupled weight decay (Loshchilov & Hutter)."
+    )
 
     def step(self, xp, weight, grad, states, s):
         """Signum."""

@@ -34,7 +34,8 @@ from typing import Any
 
 from ...base import NotSupportedError
 from ..base import OpReqType
-from ..param import Param, Shape
+from ..param import ANY, Param, Shape
+from ..partial import merge, partial_shape
 from ..registry import register
 from ._common import KernelProp, fmt, parallel_chunks, write
 from .conv import _fill, _offsets
@@ -103,15 +104,27 @@ class PoolingProp(KernelProp):
                 out.append(-(-(size - kernel[i]) // stride[i]) + 1)
         return kernel, stride, pad, tuple(out)
 
-    def infer_shape(self, in_shape):
-        """``(N, C, *out)``."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """``(N, C, *out)``; with partial shapes N and C flow both ways."""
         data = in_shape[0]
+        given = (out_shape or [None])[0]
+        if data is None and given is not None:
+            data = tuple(given[:2]) + (0,) * (len(given) - 2)
         if data is None:
             return None
         data = tuple(data)
         if len(data) < 3 or len(data) > 5:
             raise self.shape_error(f"data {fmt(data)} must be 3-D, 4-D or 5-D (N, C, *spatial)")
-        *_, out = self._geometry(data[2:])
+        if given is not None:
+            data = merge(data[:2], tuple(given[:2]), "batch and channels of data and output")
+            data = data + tuple(
+                in_shape[0][2:] if in_shape[0] is not None else (0,) * (len(given) - 2)
+            )
+        if all(data[2:]):
+            *_, out = self._geometry(data[2:])
+        else:
+            out = (1 if self.global_pool else 0,) * (len(data) - 2)
         return [data], [data[:2] + out], []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
@@ -324,9 +337,9 @@ class UpSamplingProp(KernelProp):
 class LRNProp(KernelProp):
     """Local response normalization across channels: ``x / (knorm + alpha/nsize * sum x^2)^beta``."""
 
-    alpha = Param(float, default=1e-4, doc="Scale of the sum of squares.")
-    beta = Param(float, default=0.75, doc="Exponent.")
-    knorm = Param(float, default=2.0, doc="Additive constant.")
+    alpha = Param(float, unbounded=ANY, default=1e-4, doc="Scale of the sum of squares.")
+    beta = Param(float, unbounded=ANY, default=0.75, doc="Exponent.")
+    knorm = Param(float, unbounded=ANY, default=2.0, doc="Additive constant.")
     nsize = Param(int, low=1, doc="Number of channels in the window (odd).")
 
     def list_outputs(self):

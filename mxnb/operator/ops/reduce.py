@@ -27,11 +27,25 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..param import Param, Shape
+from ..param import AXIS, Param, Shape
+from ..partial import merge, partial_shape
 from ..registry import register, register_alias
 from ._common import KernelProp, normalize_axes, normalize_axis, write
 
 __all__ = ["ArgReduceProp", "NormProp", "ReduceProp"]
+
+
+def _kept_from_output(shape: tuple, axes: tuple, keepdims: bool, out: tuple | None) -> tuple:
+    """Fill the kept (not reduced) axes of a partial ``shape`` from the output's."""
+    kept = [axis for axis in range(len(shape)) if axis not in axes]
+    if out is None or not kept:
+        return shape
+    from_output = tuple(out[axis] for axis in kept) if keepdims else tuple(out)
+    filled = merge(tuple(shape[axis] for axis in kept), from_output, "kept axes and output")
+    merged = list(shape)
+    for axis, size in zip(kept, filled):
+        merged[axis] = size
+    return tuple(merged)
 
 
 def _reduced_shape(shape: tuple, axes: tuple, keepdims: bool) -> tuple[tuple, tuple]:
@@ -46,7 +60,9 @@ def _reduced_shape(shape: tuple, axes: tuple, keepdims: bool) -> tuple[tuple, tu
 class ReduceProp(KernelProp):
     """Base of sum / mean / prod / max / min / nansum / nanprod."""
 
-    axis = Param(Shape, default=None, optional=True, doc="Axis or axes to reduce; None: all.")
+    axis = Param(
+        Shape, unbounded=AXIS, default=None, optional=True, doc="Axis or axes to reduce; None: all."
+    )
     keepdims = Param(bool, default=False, doc="Keep reduced axes with size 1.")
     exclude = Param(bool, default=False, doc="Reduce over every axis except those in `axis`.")
 
@@ -56,13 +72,18 @@ class ReduceProp(KernelProp):
     def _axes(self, ndim: int) -> tuple:
         return normalize_axes(self.axis, ndim, self.op_name, self.exclude)
 
-    def infer_shape(self, in_shape):
-        """Drop (or keep as 1) the reduced axes; ``(1,)`` for a full reduction."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Drop (or keep as 1) the reduced axes; ``(1,)`` for a full reduction.
+
+        Partial shapes: the kept axes flow both ways.
+        """
         shape = in_shape[0]
         if shape is None:
             return None
-        shape = tuple(shape)
-        out, _ = _reduced_shape(shape, self._axes(len(shape)), self.keepdims)
+        axes = self._axes(len(shape))
+        shape = _kept_from_output(tuple(shape), axes, self.keepdims, (out_shape or [None])[0])
+        out, _ = _reduced_shape(shape, axes, self.keepdims)
         return [shape], [out], []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
@@ -139,13 +160,14 @@ for _kind, (_doc, _uses, _aliases) in _REDUCTIONS.items():
 class NormProp(KernelProp):
     """L1 or L2 norm over the given axes (default: of the flattened array, shape (1,))."""
 
-    ord = Param(int, default=2, choices=None, doc="Order of the norm: 1 or 2.")
-    axis = Param(Shape, default=None, optional=True, doc="Axis or axes; None: all.")
+    ord = Param(int, low=1, high=2, default=2, choices=None, doc="Order of the norm: 1 or 2.")
+    axis = Param(Shape, unbounded=AXIS, default=None, optional=True, doc="Axis or axes; None: all.")
     keepdims = Param(bool, default=False, doc="Keep reduced axes with size 1.")
     out_dtype = Param(str, default=None, optional=True, doc="Ignored (MXNet: accumulation dtype).")
 
-    def infer_shape(self, in_shape):
-        """Like a reduction."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Like a reduction (partial shapes forward)."""
         shape = in_shape[0]
         if shape is None:
             return None
@@ -187,12 +209,19 @@ class NormProp(KernelProp):
 class ArgReduceProp(KernelProp):
     """Base of argmax / argmin: index of the extreme value along one axis."""
 
-    axis = Param(int, default=None, optional=True, doc="The axis; None: of the flattened array.")
+    axis = Param(
+        int,
+        unbounded=AXIS,
+        default=None,
+        optional=True,
+        doc="The axis; None: of the flattened array.",
+    )
     keepdims = Param(bool, default=False, doc="Keep the reduced axis with size 1.")
     kind = "argmax"
 
-    def infer_shape(self, in_shape):
-        """Drop (or keep as 1) the axis; ``(1,)`` when axis is None."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Drop (or keep as 1) the axis; ``(1,)`` when axis is None (partial shapes forward)."""
         shape = in_shape[0]
         if shape is None:
             return None

@@ -2,7 +2,8 @@
 
     /work/mxnet-venv/bin/python tests/io/data/make_vectors.py
 
-Writes ``ndarray_iter.json``: for each case, the iterator's arguments, its
+Writes ``csv_iter.json`` (CSVIter over the small csv files it writes here) and
+``ndarray_iter.json``: for each case, the iterator's arguments, its
 provide_data / provide_label, and for three epochs (reset between them) every
 batch's data, label and pad. Shuffled cases seed numpy's global generator with
 ``seed`` right before the iterator is made, as the tests do.
@@ -13,22 +14,9 @@ import os
 
 import mxnet as mx
 import numpy as np
+from iter_inputs import ndarray_iter_inputs as _inputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def _inputs(kind, n):
-    x = np.arange(n * 4, dtype=np.float32).reshape(n, 2, 2)
-    y = np.arange(n, dtype=np.float32) * 10
-    if kind == "array":
-        return x, y
-    if kind == "list":
-        return [x, x[:, :1] + 1000], [y, y + 1]
-    if kind == "dict":
-        return {"b_img": x, "a_img": x[:, 0] - 5}, {"lab": y}
-    if kind == "nolabel":
-        return x, None
-    raise ValueError(kind)
 
 
 def _descs(descs):
@@ -69,6 +57,69 @@ def _case(kind, n, batch_size, mode, shuffle, seed=None, epochs=3):
     return record
 
 
+def _csv_cases():
+    """CSVIter over small files written here (committed beside this script)."""
+    np.savetxt(
+        os.path.join(HERE, "csv_data.csv"),
+        np.arange(30).reshape(10, 3) * 0.5,
+        delimiter=",",
+        fmt="%g",
+    )
+    np.savetxt(os.path.join(HERE, "csv_label.csv"), np.arange(10) * 10, delimiter=",", fmt="%g")
+    np.savetxt(
+        os.path.join(HERE, "csv_small.csv"), np.arange(18).reshape(3, 6), delimiter=",", fmt="%g"
+    )
+    specs = [
+        {
+            "data_csv": "csv_data.csv",
+            "data_shape": (3,),
+            "label_csv": "csv_label.csv",
+            "batch_size": 4,
+        },
+        {
+            "data_csv": "csv_data.csv",
+            "data_shape": (3,),
+            "label_csv": "csv_label.csv",
+            "batch_size": 5,
+        },
+        {"data_csv": "csv_data.csv", "data_shape": (3,), "batch_size": 3},
+        {"data_csv": "csv_small.csv", "data_shape": (2, 3), "batch_size": 4},
+    ]
+    cases = []
+    for spec in specs:
+        for round_batch in (True, False):
+            args = dict(spec, round_batch=round_batch)
+            full = dict(args, data_csv=os.path.join(HERE, spec["data_csv"]))
+            if "label_csv" in spec:
+                full["label_csv"] = os.path.join(HERE, spec["label_csv"])
+            it = mx.io.CSVIter(**full)
+            epochs = []
+            for epoch in range(3):
+                if epoch:
+                    it.reset()
+                epochs.append(
+                    [
+                        {
+                            "data": [d.asnumpy().tolist() for d in b.data],
+                            "label": [l.asnumpy().tolist() for l in b.label],
+                            "pad": b.pad,
+                        }
+                        for b in it
+                    ]
+                )
+            cases.append(
+                {
+                    "args": {k: list(v) if isinstance(v, tuple) else v for k, v in args.items()},
+                    "provide_data": _descs(it.provide_data),
+                    "provide_label": _descs(it.provide_label),
+                    "epochs": epochs,
+                }
+            )
+    with open(os.path.join(HERE, "csv_iter.json"), "w") as f:
+        json.dump({"mxnet": mx.__version__, "cases": cases}, f)
+    print(len(cases), "CSVIter cases")
+
+
 def main():
     cases = []
     for mode in ("pad", "discard", "roll_over"):
@@ -83,6 +134,7 @@ def main():
     with open(os.path.join(HERE, "ndarray_iter.json"), "w") as f:
         json.dump({"mxnet": mx.__version__, "cases": cases}, f)
     print(len(cases), "cases")
+    _csv_cases()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,146 @@
+"""The memory–compute trade-off of recomputation, and the search for a plan within a byte budget.
+
+Idea (Chen et al. 2016, section 4: "a greedy search over the budget"):
+the paper's segmentation has one knob, the bytes a segment may hold before a
+checkpoint is kept.  Sweeping it from 0 (every expensive node kept: the
+mirror plan) to infinity (every node recomputed), with no recomputation and
+the paper's sqrt(n) segments beside, gives a family of plans,
+each planned for real (in-place and co-share included), so each point is a
+pair (planned bytes, ``recompute_flops / forward_flops``).  The points no other
+point beats on both are the trade-off curve; a byte budget picks the point
+with the least recomputation whose plan fits.
+
+Rule: the search plans the same family for every budget, so it never returns
+a plan above its budget, and when no plan of the family fits it raises
+:class:`MemoryBudgetError` naming the smallest plan it reached.
+
+State kept: none; :class:`TradeoffPoint` records are plain data.
+
+Example::
+
+    >>> import mxnb as mx
+    >>> from mxnb.executor import zoo
+    >>> from mxnb.executor.tradeoff import tradeoff_curve
+    >>> points = tradeoff_curve(zoo.resnet(18, num_classes=10), {'data': (8, 3, 32, 32)})
+    >>> points[0].label, points[0].recompute_ratio
+    ('none', 0.0)
+    >>> [p.label for p in pareto(points)][:2]
+    ['none', 'mirror']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..base import ParamError
+from .graph import ExecGraph, build_graph
+from .plan import MemoryPlan
+from .recompute import candidates, choose
+
+__all__ = ["MemoryBudgetError", "TradeoffPoint", "pareto", "plan_within_budget", "tradeoff_curve"]
+
+#: Segment sizes tried: total / m for m growing by this factor from 1 to the chain's length.
+_STEP = 1.5
+
+
+class MemoryBudgetError(ParamError):
+    """No recomputation plan fits the byte budget given."""
+
+
+@dataclass(frozen=True)
+class TradeoffPoint:
+    """One plan of the family: how it was chosen, its bytes and its extra compute."""
+
+    label: str  # 'none', 'mirror', 'segments > 12.0 MiB', 'all'
+    threshold: float | None  # segment size in bytes (None: none / mirror)
+    internal_bytes: int
+    recompute_ratio: float  # recompute_flops / forward_flops
+    plan: MemoryPlan = field(repr=False, compare=False)
+    graph: ExecGraph = field(repr=False, compare=False)
+
+
+def _thresholds(graph: ExecGraph) -> list[float]:
+    mirror = choose(graph, "mirror")
+    chain = [step for step in candidates(graph) if step.name not in mirror]
+    total = sum(graph.entries[e].nbytes for step in chain for e in step.outputs)
+    if not chain:
+        return []
+    values = []
+    count = 1.0
+    while count <= len(chain) * _STEP:
+        values.append(total / count)
+        count *= _STEP
+    return [math.inf, *values]
+
+
+def tradeoff_curve(
+    sym: Any,
+    shapes: Mapping[str, tuple],
+    grad_req: str | Mapping[str, str] | Sequence[str] = "write",
+    type_dict: Mapping[str, Any] | None = None,
+) -> list[TradeoffPoint]:
+    """Plan ``sym`` with no recomputation, the mirror rule and the segment sizes of the sweep.
+
+    Returns the points sorted by recompute ratio (then bytes), duplicates removed.
+    """
+    from .memory import plan_best
+
+    points = []
+    fixed = [("none", None, None), ("mirror", "mirror", None), ("sqrt", "sqrt", None)]
+    for label, recompute, threshold in fixed + [
+        ("all" if math.isinf(value) else f"segments > {value / 2**20:.1f} MiB", "sqrt", value)
+        for value in _thresholds(build_graph(sym, shapes, grad_req=grad_req, type_dict=type_dict))
+    ]:
+        graph, plan = plan_best(
+            sym, shapes, grad_req, type_dict, recompute=recompute, threshold=threshold
+        )
+        plan = dataclasses.replace(plan, recompute=label)
+        points.append(
+            TradeoffPoint(label, threshold, plan.internal_bytes, plan.recompute_ratio, plan, graph)
+        )
+    unique: dict[tuple[int, int], TradeoffPoint] = {}
+    for point in points:
+        unique.setdefault((point.internal_bytes, point.plan.recompute_flops), point)
+    return sorted(unique.values(), key=lambda p: (p.recompute_ratio, p.internal_bytes))
+
+
+def pareto(points: Sequence[TradeoffPoint]) -> list[TradeoffPoint]:
+    """The points no other point beats on both bytes and recompute ratio, by growing ratio."""
+    frontier: list[TradeoffPoint] = []
+    for point in sorted(points, key=lambda p: (p.recompute_ratio, p.internal_bytes)):
+        if not frontier or point.internal_bytes < frontier[-1].internal_bytes:
+            frontier.append(point)
+    return frontier
+
+
+def plan_within_budget(
+    sym: Any,
+    shapes: Mapping[str, tuple],
+    budget: int,
+    grad_req: str | Mapping[str, str] | Sequence[str] = "write",
+    type_dict: Mapping[str, Any] | None = None,
+) -> tuple[ExecGraph, MemoryPlan]:
+    """The graph and plan with the least recomputation whose planned bytes are at most ``budget``.
+
+    Raises :class:`MemoryBudgetError` when no plan of the family fits.
+    """
+    if budget <= 0:
+        raise ParamError(f"recompute budget must be a positive number of bytes; got {budget}")
+    points = tradeoff_curve(sym, shapes, grad_req, type_dict)
+    fitting = [p for p in points if p.internal_bytes <= budget]
+    if not fitting:
+        smallest = min(points, key=lambda p: (p.internal_bytes, p.recompute_ratio))
+        raise MemoryBudgetError(
+            f"no recomputation plan fits in {budget:,} bytes ({budget / 2**20:.1f} MiB): the "
+            f"smallest reachable plan needs {smallest.internal_bytes:,} bytes "
+            f"({smallest.internal_bytes / 2**20:.1f} MiB, recompute '{smallest.label}', "
+            f"recompute/forward FLOPs {smallest.recompute_ratio:.2f}); raise the budget to at "
+            f"least that, or use a smaller batch"
+        )
+    best = min(fitting, key=lambda p: (p.plan.recompute_flops, p.internal_bytes))
+    plan = dataclasses.replace(best.plan, recompute=f"budget {budget} B: {best.label}")
+    return best.graph, plan

@@ -1,0 +1,1 @@
+"""Command-line tools: ``python -m mxnb.tools.im2rec`` (image folder -> .lst -> .rec/.idx)."""

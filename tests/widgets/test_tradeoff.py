@@ -1,0 +1,50 @@
+"""TradeoffView and the recomputed marks of MemoryPlanView."""
+
+from __future__ import annotations
+
+import pytest
+
+import mxnb as mx
+from mxnb.executor import zoo
+from mxnb.widgets import MemoryPlanView, TradeoffView
+
+SHAPES = {"data": (4, 3, 32, 32)}
+
+
+@pytest.fixture(scope="module")
+def points():
+    return mx.executor.tradeoff_curve(zoo.resnet(18, num_classes=10), SHAPES)
+
+
+def test_curve_is_the_pareto_front_and_marks_are_kept(points):
+    view = TradeoffView(points, marks={"MXNet": 3 * 2**20, "MXNet mirror": 2.9 * 2**20})
+    assert view.front == mx.executor.pareto(points)
+    assert view.front[0].label == "none"
+    # the default point: fewest bytes with at most one extra forward
+    eligible = [p for p in view.front if p.recompute_ratio <= 1]
+    assert view.selected.internal_bytes == min(p.internal_bytes for p in eligible)
+    text = view.to_text()
+    assert "mark: MXNet mirror" in text and "segments recomputed at" in text
+    svg = view.to_svg()
+    assert "<svg" in svg
+
+
+def test_selected_point_shows_its_segments(points):
+    view = TradeoffView(points, select="mirror")
+    strip = view.strip()
+    recomputed = [step for step, segment in strip if segment >= 0]
+    assert recomputed == list(view.selected.plan.recomputed_nodes)
+    assert [s for run in view.segments() for s in run] == recomputed
+    for index, run in enumerate(view.segments()):
+        assert f"[{index}] {' -> '.join(run)}" in view.to_text()
+    with pytest.raises(KeyError, match="the labels are"):
+        TradeoffView(points, select="nonsense")
+
+
+def test_plan_view_marks_recomputed_entries():
+    plan = mx.executor.plan_memory(zoo.mlp(), {"data": (8, 784)}, recompute="mirror")
+    view = MemoryPlanView(plan)
+    text = view.to_text()
+    assert "relu1_output_recompute[" in text and "(recomputed)" in text
+    assert "recomputed (mirror): 2 steps" in text
+    assert "<svg" in view.to_svg()
