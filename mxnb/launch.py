@@ -11,8 +11,8 @@ of the launcher; ``ray`` runs each in a small runner actor spread over the
 cluster's nodes, whose output the launcher prints prefixed ``[worker R]``.
 
 Rules:
-    * ``local`` starts a private Ray instance (no dashboard, loopback node
-      address, a bounded object store) and shuts it down at the end;
+    * ``local`` starts a private Ray instance (no dashboard, a bounded object
+      store) whose servers listen on 127.0.0.1 only, and shuts it down at the end;
     * the launcher exits with the first failing worker's code after stopping
       the others (0 when all succeed); the servers are owned by the launcher,
       so they end with it;
@@ -68,11 +68,27 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _loopback_only() -> None:
+    """Make a private Ray instance advertise and bind 127.0.0.1 only.
+
+    Ray turns ``_node_ip_address='127.0.0.1'`` into the machine's reachable
+    address, and its servers then listen on every interface.  With clusters
+    switched off (Ray's own switch for laptops, read by this process and
+    inherited by every process of the instance) the node address is the
+    loopback one, and Ray binds its gRPC servers to it alone.
+    """
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False  # read at call time; ray may be imported already
+
+
 def start_ray(num_cpus: int = 2, object_store_mb: int = 256, address: str | None = None) -> str:
     """Start a private Ray instance (``address=None``) or join ``address``; return its GCS address."""
     import ray
 
     if address is None:
+        _loopback_only()
         ray.init(
             address="local",
             include_dashboard=False,

@@ -26,6 +26,8 @@ def cluster():
     """One private Ray instance for the module (loopback node address, small object store)."""
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     address = start_ray(num_cpus=4, object_store_mb=200)
+    assert address.startswith("127.0.0.1:"), address  # a private instance listens on loopback
+    assert {node["NodeManagerAddress"] for node in ray.nodes()} == {"127.0.0.1"}
     yield address
     ray.shutdown()
 
@@ -63,37 +65,57 @@ def fit(x, y, params, batch, kvstore):
         arg_params=params,
         initializer=None,
     )
-    return {k: v.asnumpy() for k, v in module.get_params()[0].items()}
-
-
-def shard(x, batch, rank, workers):
-    """Worker ``rank``'s part of every batch of ``batch`` rows (the NDArrayIter sharding pattern)."""
-    part = batch // workers
-    rows = [x[start + rank * part : start + (rank + 1) * part] for start in range(0, len(x), batch)]
-    return np.concatenate(rows)
+    params = {k: v.asnumpy() for k, v in module.get_params()[0].items()}
+    return params, module._optimizer.rescale_grad
 
 
 def sync_fit(kv):
+    """The NDArrayIter sharding pattern (docs/scaling.md): rows ``rank::num_workers`` and a
+    batch of ``global batch / num_workers``, so that the workers' batch ``i`` together are
+    exactly the rows of the single process's batch ``i``."""
     x, y, params = problem()
-    return fit(
-        shard(x, BATCH, kv.rank, kv.num_workers),
-        shard(y, BATCH, kv.rank, kv.num_workers),
-        params,
-        BATCH // kv.num_workers,
-        kv,
-    )
+    x, y = x[kv.rank :: kv.num_workers], y[kv.rank :: kv.num_workers]
+    return fit(x, y, params, BATCH // kv.num_workers, kv)
 
 
 def test_sync_sgd_momentum_two_workers_equal_one_process(cluster):
     x, y, params = problem()
-    alone = fit(x, y, params, BATCH, "local")
+    alone, rescale = fit(x, y, params, BATCH, "local")
+    assert rescale == 1 / BATCH
     results = run_tasks(sync_fit, 2, 2, "dist_sync")
     for result in results:
         assert not isinstance(result, Exception), result
+        together, rescale = result
+        assert rescale == 1 / BATCH  # Module: 1 / (batch of a worker x num_workers), as MXNet
         for name, value in alone.items():
-            np.testing.assert_allclose(result[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+            np.testing.assert_allclose(together[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
     moved = np.abs(alone["fc1_weight"] - params["fc1_weight"].asnumpy()).max()
     assert moved > 0.05  # the comparison is not of untouched parameters
+
+
+RECORDS = os.path.join(os.path.dirname(__file__), "..", "io", "data", "images.rec")
+
+
+def record_labels(kv):
+    """This worker's labels of one epoch of ImageRecordIter sharded by the job's rank."""
+    it = mx.io.ImageRecordIter(
+        path_imgrec=RECORDS,
+        data_shape=(3, 10, 12),
+        batch_size=1,
+        num_parts=kv.num_workers,
+        part_index=kv.rank,
+    )
+    labels = [float(label) for batch in it for label in batch.label[0].asnumpy()]
+    it.close()
+    return labels
+
+
+def test_image_record_iter_is_sharded_by_rank(cluster):
+    alone = record_labels(mx.kv.create("local"))  # local: rank 0 of 1 worker, the whole file
+    parts = run_tasks(record_labels, 2, 1, "dist_sync")
+    assert len(alone) == 10
+    assert parts[0] and parts[1]
+    assert parts[0] + parts[1] == alone  # contiguous, disjoint, covering the file in order
 
 
 def async_regression(kv, steps=60):
@@ -258,25 +280,31 @@ def test_dead_worker_makes_the_others_fail_within_the_bound(cluster):
 SCRIPT = os.path.join(os.path.dirname(__file__), "dist_script.py")
 
 
-def launch(cluster, mode, timeout):
+def launch(cluster, timeout, *script_args):
     command = [sys.executable, "-m", "mxnb.launch", "-n", "2", "-s", "1", "--launcher", "ray"]
-    command += ["--address", cluster, "--timeout", str(timeout), sys.executable, SCRIPT, mode]
+    command += ["--address", cluster, "--timeout", str(timeout), sys.executable, SCRIPT]
     started = time.time()
-    result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        command + list(script_args), check=False, capture_output=True, text=True, timeout=300
+    )
     return result, time.time() - started
 
 
 def test_launcher_runs_every_worker_with_its_rank(cluster):
-    result, _ = launch(cluster, "train", 30)
+    result, _ = launch(cluster, 30, "train")
     assert result.returncode == 0, result.stderr[-3000:]
     # no updater: each step's value is the sum of the pushes, 1 + 2
     for rank in (0, 1):
         assert f"[worker {rank}] rank {rank} of 2: w = [3.0, 3.0]" in result.stdout
 
 
-def test_launcher_stops_the_job_when_a_worker_dies(cluster):
-    result, took = launch(cluster, "die", 5)
+def test_launcher_stops_the_job_when_a_worker_dies(cluster, tmp_path):
+    """Worker 1 exits with 3; worker 0 would sleep 10 minutes: the launcher kills it and exits 3."""
+    pidfile = tmp_path / "rank0.pid"
+    result, took = launch(cluster, 5, "die", str(pidfile))
     assert result.returncode == 3, result.stderr[-3000:]
     assert "worker 1 exited with code 3; stopping the others" in result.stderr
-    assert "rank 0 of 2" not in result.stdout  # the survivor was stopped, not finished
-    assert took < 200
+    assert took < 120  # far less than worker 0's sleep
+    survivor = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(survivor, 0)  # stopped (and reaped), not left running
