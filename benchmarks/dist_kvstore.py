@@ -28,13 +28,20 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _util import ratio, table  # noqa: E402
+import ray
+from _util import ratio, table
 
-import ray  # noqa: E402
+import mxnb as mx
+from mxnb.executor import zoo
+from mxnb.launch import run_tasks, start_ray
 
-import mxnb as mx  # noqa: E402
-from mxnb.executor import zoo  # noqa: E402
-from mxnb.launch import run_tasks, start_ray  # noqa: E402
+
+def values(results: list) -> list:
+    """The workers' results; a worker's failure stops the benchmark with its message."""
+    for result in results:
+        if isinstance(result, Exception):
+            raise SystemExit(f"dist_kvstore: a worker failed: {result}")
+    return results
 
 
 def resnet18_shapes() -> dict[str, tuple[int, ...]]:
@@ -143,7 +150,9 @@ def main() -> None:
         peer = min(min(t) for t in ray.get([peer_worker.remote() for _ in range(2)]))
         rows = []
         for servers in (1, 2):
-            results = run_tasks(kvstore_rounds, 2, servers, "dist_sync", 120.0, reps=args.reps)
+            results = values(
+                run_tasks(kvstore_rounds, 2, servers, "dist_sync", 120.0, reps=args.reps)
+            )
             ours = min(min(t) for t in results)
             rows.append(
                 [
@@ -155,10 +164,10 @@ def main() -> None:
             )
         print(f"parameter set: {megabytes:.1f} MB, {len(param_set())} keys")
         print(table(["what", "mxnb MB/s", "ray put/get MB/s", "mxnb / ray"], rows))
-        tiny = run_tasks(tiny_key_rounds, 1, 1, "dist_sync", 60.0, reps=args.reps)[0]
+        tiny = values(run_tasks(tiny_key_rounds, 1, 1, "dist_sync", 60.0, reps=args.reps))[0]
         print(f"per-key round trip (push + pull, 1 element): {1e3 * float(np.median(tiny)):.2f} ms")
-        one = run_tasks(lenet_steps, 1, 1, "dist_sync", 120.0, batches=args.batches)[0]
-        two = max(run_tasks(lenet_steps, 2, 1, "dist_sync", 120.0, batches=args.batches))
+        one = values(run_tasks(lenet_steps, 1, 1, "dist_sync", 120.0, batches=args.batches))[0]
+        two = max(values(run_tasks(lenet_steps, 2, 1, "dist_sync", 120.0, batches=args.batches)))
         print(
             table(
                 ["LeNet-5 step (batch 32 / worker)", "ms / step", "samples / s"],

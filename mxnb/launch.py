@@ -27,6 +27,8 @@ Example::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import os
 import signal
 import subprocess
@@ -83,25 +85,60 @@ def _loopback_only() -> None:
     ray_constants.ENABLE_RAY_CLUSTER = False  # read at call time; ray may be imported already
 
 
-def start_ray(num_cpus: int = 2, object_store_mb: int = 256, address: str | None = None) -> str:
-    """Start a private Ray instance (``address=None``) or join ``address``; return its GCS address."""
+def _child_pids() -> set[int]:
+    """The pids of this process's children (Linux ``/proc``; empty elsewhere)."""
+    children = set()
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        try:
+            with open(f"/proc/{entry}/stat") as stream:
+                parent = int(stream.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == os.getpid():
+            children.add(int(entry))
+    return children
+
+
+def start_ray(
+    num_cpus: int = 2, object_store_mb: int = 256, address: str | None = None, attempts: int = 3
+) -> str:
+    """Start a private Ray instance (``address=None``) or join ``address``; return its GCS address.
+
+    Ray gives its node 30 s to start; on a loaded machine that can pass.  A private
+    instance then gets another attempt, after the processes the failed one started
+    are killed (by pid: only this process's new children).
+    """
     import ray
 
-    if address is None:
-        _loopback_only()
-        ray.init(
-            address="local",
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            num_cpus=num_cpus,
-            object_store_memory=object_store_mb * 1024 * 1024,
-            namespace="mxnb",
-            log_to_driver=False,
-            configure_logging=False,
-        )
-    else:
+    if address is not None:
         ray.init(address=address, namespace="mxnb", log_to_driver=False, configure_logging=False)
-    return ray.get_runtime_context().gcs_address
+        return ray.get_runtime_context().gcs_address
+    _loopback_only()
+    for attempt in range(1, attempts + 1):
+        before = _child_pids()
+        try:
+            ray.init(
+                address="local",
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                num_cpus=num_cpus,
+                object_store_memory=object_store_mb * 1024 * 1024,
+                namespace="mxnb",
+                log_to_driver=False,
+                configure_logging=False,
+            )
+            return ray.get_runtime_context().gcs_address
+        except Exception as exc:
+            if "timed out during startup" not in str(exc) or attempt == attempts:
+                raise
+            print(f"mxnb.launch: Ray did not start ({exc}); trying again", file=sys.stderr)
+            ray.shutdown()
+            for pid in _child_pids() - before:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(1.0)
+            gc.collect()  # Ray's Popen handles of the killed processes reap them here
+    raise AssertionError("unreachable")
 
 
 def run_tasks(

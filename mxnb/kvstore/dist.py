@@ -32,6 +32,16 @@ State kept:
     _servers    the servers' actor handles
     _log        with kv.trace(): the push / pull records of the cluster timeline
 
+Data sharding (each worker reads its own share; docs/scaling.md)::
+
+    it = mx.io.ImageRecordIter(path_imgrec='train.rec', data_shape=(3, 224, 224),
+                               batch_size=64, num_parts=kv.num_workers, part_index=kv.rank)
+    # NDArrayIter: rows rank::num_workers and the global batch split between the
+    # workers; in dist_sync the workers' batch i together is the 1-process batch i,
+    # and Module scales rescale_grad by num_workers, so the steps are the same.
+    it = mx.io.NDArrayIter(x[kv.rank::kv.num_workers], y[kv.rank::kv.num_workers],
+                           batch_size=global_batch // kv.num_workers)
+
 Example (inside ``python -m mxnb.launch -n 2 -s 1 python train.py``)::
 
     kv = mx.kv.create('dist_sync')
