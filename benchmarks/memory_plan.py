@@ -1,7 +1,7 @@
 """Memory planning figures for the zoo networks, beside MXNet 1.9.1's own, and executor speed.
 
-Prints, for MLP, LeNet, AlexNet, VGG-16, ResNet-18, Inception-BN (ImageNet
-shapes), the unrolled 2-layer LSTM (35 steps, 200 hidden) and the language
+Prints, for MLP, LeNet, AlexNet, VGG-16, ResNet-18, Inception-BN, Inception-v3
+(ImageNet shapes), the unrolled 2-layer LSTM (35 steps, 200 hidden) and the language
 model MXNet's ``mx.rnn`` exported (``lstm_lm``: the same LSTM as two
 ``LSTMCell(200)`` with zero begin states of unknown batch, ``_zeros`` of
 shape (0, 200), inferred here), at batch 1, 32 and 64, for
@@ -17,8 +17,8 @@ inference (grad_req='null') and training (grad_req='write'):
                  else its "Total N MB allocated", N floored)
     both/mxnet   below 1.00: mxnb plans less
 
-then recomputation (issue #19) for ResNet-18, VGG-16, Inception-BN and the
-LSTM at batch 32, training: the plain plan, MXNet's plain and mirror plans
+then recomputation (issue #19) for ResNet-18, VGG-16, Inception-BN, Inception-v3
+and the LSTM at batch 32, training: the plain plan, MXNet's plain and mirror plans
 (benchmarks/mxnet_mirror_reference.json), mxnb's 'mirror' and 'sqrt' plans and
 the best points of the trade-off family, each as MiB and
 recompute_flops / forward_flops (targets for ResNet-18: <= 376 MiB with a
@@ -51,7 +51,9 @@ from mxnb.ndarray.invoke import invoke
 from mxnb.symbol.graph import NodeEntry, topo_sort
 
 HERE = Path(__file__).resolve().parent
-NETWORKS = ("mlp", "lenet", "alexnet", "vgg16", "resnet18", "inception_bn", "lstm", "lstm_lm")
+NETWORKS = (
+    "mlp", "lenet", "alexnet", "vgg16", "resnet18", "inception_bn", "inception_v3", "lstm", "lstm_lm"
+)  # fmt: skip
 LSTM_LM = HERE.parent / "tests" / "rnn" / "data" / "lstm_lm-symbol.json"  # MXNet's export
 
 
@@ -124,7 +126,7 @@ def recompute_table() -> None:
     )
     print(header)
     print("-" * len(header))
-    for name in ("resnet18", "vgg16", "inception_bn", "lstm"):
+    for name in ("resnet18", "vgg16", "inception_bn", "inception_v3", "lstm"):
         sym = zoo.build(name)
         shapes = zoo.input_shapes(name, 32)
         cells = {}

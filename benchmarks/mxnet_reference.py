@@ -48,7 +48,8 @@ ZOO = HERE.parent / "mxnb" / "executor" / "zoo.py"
 OUT = HERE / "mxnet_reference.json"
 
 NETWORKS = (
-    "mlp", "lenet", "alexnet", "vgg16", "resnet18", "resnet50", "inception_bn", "lstm", "lstm_lm"
+    "mlp", "lenet", "alexnet", "vgg16", "resnet18", "resnet50", "inception_bn", "inception_v3",
+    "lstm", "lstm_lm",
 )  # fmt: skip
 LSTM_LM = HERE.parent / "tests" / "rnn" / "data" / "lstm_lm-symbol.json"
 BATCHES = (1, 32, 64)

@@ -1,8 +1,8 @@
 """Model-zoo networks built with ``mx.sym``, for memory planning, benchmarks and notebooks.
 
 Idea: the networks MXNet users export — MLP, LeNet, AlexNet, VGG-16,
-ResNet (MXNet's pre-activation ``symbols/resnet.py``), Inception-BN and an unrolled LSTM
-(MXNet's ``example/rnn/old/lstm.py``) — written once, node names as in MXNet's
+ResNet (MXNet's pre-activation ``symbols/resnet.py``), Inception-BN, Inception-v3 and an
+unrolled LSTM (MXNet's ``example/rnn/old/lstm.py``) — written once, node names as in MXNet's
 examples, so the plans mxnb makes can be set beside MXNet's own for the same
 graph and shapes.
 
@@ -30,6 +30,7 @@ __all__ = [
     "alexnet",
     "build",
     "inception_bn",
+    "inception_v3",
     "input_shapes",
     "lenet",
     "lenet5_digits",
@@ -340,6 +341,132 @@ def inception_bn(num_classes: int = 1000, sym: Any = None) -> Any:
     return sym.SoftmaxOutput(data=fc1, name="softmax")
 
 
+def _conv_bn(sym, data, num_filter, name, kernel=(1, 1), stride=(1, 1), pad=(0, 0), suffix=""):
+    """Convolution (no bias) + BatchNorm + ReLU, named as MXNet's Inception-v3 example names them."""
+    conv = sym.Convolution(
+        data=data, num_filter=num_filter, kernel=kernel, stride=stride, pad=pad, no_bias=True,
+        name=f"{name}{suffix}_conv2d",
+    )  # fmt: skip
+    bn = sym.BatchNorm(data=conv, fix_gamma=True, eps=2e-5, name=f"{name}{suffix}_batchnorm")
+    return sym.Activation(data=bn, act_type="relu", name=f"{name}{suffix}_relu")
+
+
+def _pool(sym, data, pool, name, stride=(1, 1), pad=(1, 1)):
+    return sym.Pooling(
+        data=data, kernel=(3, 3), stride=stride, pad=pad, pool_type=pool,
+        name=f"{pool}_pool_{name}_pool",
+    )  # fmt: skip
+
+
+def _v3_block_a(sym, data, n1x1, n3x3_red, n3x3_1, n3x3_2, n5x5_red, n5x5, pool, proj, name):
+    """35x35 module: 1x1, 5x5, double 3x3 and a pooled projection, concatenated."""
+    t1 = _conv_bn(sym, data, n1x1, f"{name}_conv")
+    t5 = _conv_bn(sym, data, n5x5_red, f"{name}_tower", suffix="_conv")
+    t5 = _conv_bn(sym, t5, n5x5, f"{name}_tower", (5, 5), pad=(2, 2), suffix="_conv_1")
+    t3 = _conv_bn(sym, data, n3x3_red, f"{name}_tower_1", suffix="_conv")
+    t3 = _conv_bn(sym, t3, n3x3_1, f"{name}_tower_1", (3, 3), pad=(1, 1), suffix="_conv_1")
+    t3 = _conv_bn(sym, t3, n3x3_2, f"{name}_tower_1", (3, 3), pad=(1, 1), suffix="_conv_2")
+    tp = _conv_bn(sym, _pool(sym, data, pool, name), proj, f"{name}_tower_2", suffix="_conv")
+    return sym.Concat(t1, t5, t3, tp, name=f"ch_concat_{name}_chconcat")
+
+
+def _v3_reduce_a(sym, data, n3x3, nd3x3_red, nd3x3_1, nd3x3_2, name):
+    """35x35 -> 17x17: a strided 3x3, a strided double 3x3 and a max pool."""
+    t3 = _conv_bn(sym, data, n3x3, f"{name}_conv", (3, 3), stride=(2, 2))
+    td = _conv_bn(sym, data, nd3x3_red, f"{name}_tower", suffix="_conv")
+    td = _conv_bn(sym, td, nd3x3_1, f"{name}_tower", (3, 3), pad=(1, 1), suffix="_conv_1")
+    td = _conv_bn(sym, td, nd3x3_2, f"{name}_tower", (3, 3), stride=(2, 2), suffix="_conv_2")
+    pool = _pool(sym, data, "max", name, stride=(2, 2), pad=(0, 0))
+    return sym.Concat(t3, td, pool, name=f"ch_concat_{name}_chconcat")
+
+
+def _v3_block_b(sym, data, n1x1, d7, q7, pool, proj, name):
+    """17x17 module: 7x7 convolutions factorised into 1x7 and 7x1 (``d7``: red, 1, 2; ``q7``: red, 1..4)."""
+    t1 = _conv_bn(sym, data, n1x1, f"{name}_conv")
+    td = _conv_bn(sym, data, d7[0], f"{name}_tower", suffix="_conv")
+    td = _conv_bn(sym, td, d7[1], f"{name}_tower", (1, 7), pad=(0, 3), suffix="_conv_1")
+    td = _conv_bn(sym, td, d7[2], f"{name}_tower", (7, 1), pad=(3, 0), suffix="_conv_2")
+    tq = _conv_bn(sym, data, q7[0], f"{name}_tower_1", suffix="_conv")
+    for i, (width, kernel, pad) in enumerate(
+        zip(q7[1:], [(7, 1), (1, 7)] * 2, [(3, 0), (0, 3)] * 2, strict=True), start=1
+    ):
+        tq = _conv_bn(sym, tq, width, f"{name}_tower_1", kernel, pad=pad, suffix=f"_conv_{i}")
+    tp = _conv_bn(sym, _pool(sym, data, pool, name), proj, f"{name}_tower_2", suffix="_conv")
+    return sym.Concat(t1, td, tq, tp, name=f"ch_concat_{name}_chconcat")
+
+
+def _v3_reduce_b(sym, data, n3x3_red, n3x3, d7_red, d7_1, d7_2, d7_3x3, name):
+    """17x17 -> 8x8: a strided 3x3 after 1x1, a 1x7 / 7x1 / strided 3x3 tower, a max pool."""
+    t3 = _conv_bn(sym, data, n3x3_red, f"{name}_tower", suffix="_conv")
+    t3 = _conv_bn(sym, t3, n3x3, f"{name}_tower", (3, 3), stride=(2, 2), suffix="_conv_1")
+    td = _conv_bn(sym, data, d7_red, f"{name}_tower_1", suffix="_conv")
+    td = _conv_bn(sym, td, d7_1, f"{name}_tower_1", (1, 7), pad=(0, 3), suffix="_conv_1")
+    td = _conv_bn(sym, td, d7_2, f"{name}_tower_1", (7, 1), pad=(3, 0), suffix="_conv_2")
+    td = _conv_bn(sym, td, d7_3x3, f"{name}_tower_1", (3, 3), stride=(2, 2), suffix="_conv_3")
+    pool = _pool(sym, data, "max", name, stride=(2, 2), pad=(0, 0))
+    return sym.Concat(t3, td, pool, name=f"ch_concat_{name}_chconcat")
+
+
+def _v3_block_c(sym, data, n1x1, d3, n3x3_red, n3x3, d3b, pool, proj, name):
+    """8x8 module: branches split into parallel 1x3 and 3x1 convolutions (``d3``, ``d3b``: 2 widths)."""
+    t1 = _conv_bn(sym, data, n1x1, f"{name}_conv")
+    td = _conv_bn(sym, data, d3[0], f"{name}_tower", suffix="_conv")
+    td_a = _conv_bn(sym, td, d3[1], f"{name}_tower", (1, 3), pad=(0, 1), suffix="_mixed_conv")
+    td_b = _conv_bn(sym, td, d3[2], f"{name}_tower", (3, 1), pad=(1, 0), suffix="_mixed_conv_1")
+    t3 = _conv_bn(sym, data, n3x3_red, f"{name}_tower_1", suffix="_conv")
+    t3 = _conv_bn(sym, t3, n3x3, f"{name}_tower_1", (3, 3), pad=(1, 1), suffix="_conv_1")
+    t3_a = _conv_bn(sym, t3, d3b[0], f"{name}_tower_1", (1, 3), pad=(0, 1), suffix="_mixed_conv")
+    t3_b = _conv_bn(sym, t3, d3b[1], f"{name}_tower_1", (3, 1), pad=(1, 0), suffix="_mixed_conv_1")
+    tp = _conv_bn(sym, _pool(sym, data, pool, name), proj, f"{name}_tower_2", suffix="_conv")
+    return sym.Concat(t1, td_a, td_b, t3_a, t3_b, tp, name=f"ch_concat_{name}_chconcat")
+
+
+def inception_v3(num_classes: int = 1000, global_pool: bool = False, sym: Any = None) -> Any:
+    """Inception-v3 as MXNet's ``symbols/inception-v3.py``; data (batch, 3, 299, 299).
+
+    Szegedy et al. 2015: a stem of plain convolutions, three 35x35 modules, a
+    reduction, four 17x17 modules with factorised 7x7 convolutions, a
+    reduction, two 8x8 modules with split 1x3 / 3x1 branches, an 8x8 average
+    pool.  Every convolution is followed by BatchNorm and ReLU (about 95 of
+    each), so recomputation has many cheap ops to choose from.
+    ``global_pool=True`` pools whatever is left instead of 8x8, so small
+    inputs (>= 75x75) fit — the tests use it; MXNet's network does not.
+    """
+    sym = _default(sym)
+    data = sym.Variable("data")
+    body = _conv_bn(sym, data, 32, "conv", (3, 3), stride=(2, 2))
+    body = _conv_bn(sym, body, 32, "conv_1", (3, 3))
+    body = _conv_bn(sym, body, 64, "conv_2", (3, 3), pad=(1, 1))
+    body = sym.Pooling(data=body, kernel=(3, 3), stride=(2, 2), pool_type="max", name="pool")
+    body = _conv_bn(sym, body, 80, "conv_3")
+    body = _conv_bn(sym, body, 192, "conv_4", (3, 3))
+    body = sym.Pooling(data=body, kernel=(3, 3), stride=(2, 2), pool_type="max", name="pool1")
+    body = _v3_block_a(sym, body, 64, 64, 96, 96, 48, 64, "avg", 32, "mixed")
+    body = _v3_block_a(sym, body, 64, 64, 96, 96, 48, 64, "avg", 64, "mixed_1")
+    body = _v3_block_a(sym, body, 64, 64, 96, 96, 48, 64, "avg", 64, "mixed_2")
+    body = _v3_reduce_a(sym, body, 384, 64, 96, 96, "mixed_3")
+    for name, width in (("mixed_4", 128), ("mixed_5", 160), ("mixed_6", 160), ("mixed_7", 192)):
+        d7 = (width, width, 192)
+        q7 = (width, width, width, width, 192)
+        body = _v3_block_b(sym, body, 192, d7, q7, "avg", 192, name)
+    body = _v3_reduce_b(sym, body, 192, 320, 192, 192, 192, 192, "mixed_8")
+    body = _v3_block_c(sym, body, 320, (384, 384, 384), 448, 384, (384, 384), "avg", 192, "mixed_9")
+    body = _v3_block_c(
+        sym, body, 320, (384, 384, 384), 448, 384, (384, 384), "max", 192, "mixed_10"
+    )
+    if global_pool:
+        pool = sym.Pooling(
+            data=body, kernel=(8, 8), global_pool=True, pool_type="avg", name="global_pool"
+        )
+    else:
+        pool = sym.Pooling(
+            data=body, kernel=(8, 8), stride=(1, 1), pool_type="avg", name="global_pool"
+        )
+    flatten = sym.Flatten(data=pool, name="flatten")
+    fc1 = sym.FullyConnected(data=flatten, num_hidden=num_classes, name="fc1")
+    return sym.SoftmaxOutput(data=fc1, name="softmax")
+
+
 def lstm_unrolled(
     num_layers: int = 2,
     seq_len: int = 35,
@@ -412,6 +539,7 @@ NETWORKS: dict[str, tuple[dict[str, Any], dict[str, tuple]]] = {
     "resnet18": ({"num_layers": 18}, {"data": (3, 224, 224)}),
     "resnet50": ({"num_layers": 50}, {"data": (3, 224, 224)}),
     "inception_bn": ({}, {"data": (3, 224, 224)}),
+    "inception_v3": ({}, {"data": (3, 299, 299)}),
     "lstm": ({"num_layers": 2, "seq_len": 35, "num_hidden": 200}, {"data": (35, 200)}),
 }
 
@@ -427,6 +555,7 @@ def build(name: str, sym: Any = None) -> Any:
         "alexnet": alexnet,
         "vgg16": vgg16,
         "inception_bn": inception_bn,
+        "inception_v3": inception_v3,
         "lstm": lstm_unrolled,
     }
     return builder[name](sym=sym, **kwargs)

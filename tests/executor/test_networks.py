@@ -157,7 +157,8 @@ def test_zoo_mlp_plan_shares_as_expected():
 
 
 @pytest.mark.parametrize(
-    "name", ["lenet", "alexnet", "vgg16", "resnet18", "resnet50", "inception_bn", "lstm"]
+    "name",
+    ["lenet", "alexnet", "vgg16", "resnet18", "resnet50", "inception_bn", "inception_v3", "lstm"],
 )
 def test_zoo_plans_are_legal_and_beat_naive(name):
     """Every strategy combination gives a legal plan; in-place pairs are options the ops declared."""
@@ -292,3 +293,23 @@ def test_unrolled_zoo_lstm_matches_the_eager_reference():
         "l0_init_h",
     ):
         assert_almost_equal(exe.grad_dict[name].asnumpy(), grads[name], rtol=1e-8, atol=1e-10)
+
+
+def test_inception_v3_is_mxnets_network():
+    """23.8 M parameters (no auxiliary head), 94 convolutions each with BatchNorm, 299 -> 8x8 -> 1."""
+    sym = zoo.inception_v3()
+    args, outs, _ = sym.infer_shape(**zoo.input_shapes("inception_v3", 2))
+    params = {
+        name: shape
+        for name, shape in zip(sym.list_arguments(), args, strict=True)
+        if name not in ("data", "softmax_label")
+    }
+    assert sum(int(np.prod(shape)) for shape in params.values()) == 23_834_568
+    assert sum(name.endswith("_conv2d_weight") for name in params) == 94
+    assert sum(name.endswith("_batchnorm_gamma") for name in params) == 94
+    assert outs == [(2, 1000)]
+    internals = sym.get_internals()
+    pooled = internals["global_pool_output"].infer_shape(data=(2, 3, 299, 299))[1]
+    assert pooled == [(2, 2048, 1, 1)]
+    small = zoo.inception_v3(num_classes=10, global_pool=True)
+    assert small.infer_shape(data=(1, 3, 75, 75))[1] == [(1, 10)]

@@ -30,6 +30,7 @@ LSTM_SHAPES = {
 NETWORKS = {
     "mlp": (lambda: zoo.mlp(), {"data": (4, 784)}),
     "lenet": (lambda: zoo.lenet(), {"data": (2, 1, 28, 28)}),
+    "lenet5_digits": (lambda: zoo.lenet5_digits(), {"data": (2, 1, 16, 16)}),
     "alexnet": (lambda: zoo.alexnet(num_classes=10), {"data": (1, 3, 67, 67)}),
     "resnet18": (lambda: zoo.resnet(18, num_classes=10), {"data": (2, 3, 32, 32)}),
     "lstm": (lambda: zoo.lstm_unrolled(**LSTM_KWARGS), LSTM_SHAPES),
@@ -38,6 +39,10 @@ SLOW_NETWORKS = {
     "vgg16": (lambda: zoo.vgg16(num_classes=10), {"data": (1, 3, 32, 32)}),
     "resnet50": (lambda: zoo.resnet(50, num_classes=10), {"data": (1, 3, 32, 32)}),
     "inception_bn": (lambda: zoo.inception_bn(num_classes=10), {"data": (1, 3, 64, 64)}),
+    "inception_v3": (
+        lambda: zoo.inception_v3(num_classes=10, global_pool=True),
+        {"data": (1, 3, 75, 75)},
+    ),
 }
 
 
@@ -75,6 +80,13 @@ def assert_same_training_step(sym, shapes, modes):
                 np.testing.assert_array_equal(got[kind][name], value, err_msg=f"{mode} {name}")
         for ours, theirs in zip(got["out"], reference["out"]):
             np.testing.assert_array_equal(ours, theirs)
+
+
+def test_every_zoo_builder_is_checked_with_recomputation():
+    builders = set(zoo.__all__) - {"NETWORKS", "build", "input_shapes"}
+    aliases = {"resnet18": "resnet", "resnet50": "resnet", "lstm": "lstm_unrolled"}
+    checked = {aliases.get(name, name) for name in (*NETWORKS, *SLOW_NETWORKS)}
+    assert builders <= checked, f"not checked with recomputation: {sorted(builders - checked)}"
 
 
 @pytest.mark.parametrize("name", sorted(NETWORKS))
