@@ -166,8 +166,8 @@ def main() -> None:
         print(table(["what", "mxnb MB/s", "ray put/get MB/s", "mxnb / ray"], rows))
         tiny = values(run_tasks(tiny_key_rounds, 1, 1, "dist_sync", 60.0, reps=args.reps))[0]
         print(f"per-key round trip (push + pull, 1 element): {1e3 * float(np.median(tiny)):.2f} ms")
-        one = values(run_tasks(lenet_steps, 1, 1, "dist_sync", 120.0, batches=args.batches))[0]
-        two = max(values(run_tasks(lenet_steps, 2, 1, "dist_sync", 120.0, batches=args.batches)))
+        one = values(run_tasks(lenet_steps, 1, 1, "dist_sync", 300.0, batches=args.batches))[0]
+        two = max(values(run_tasks(lenet_steps, 2, 1, "dist_sync", 300.0, batches=args.batches)))
         print(
             table(
                 ["LeNet-5 step (batch 32 / worker)", "ms / step", "samples / s"],

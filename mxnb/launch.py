@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -116,29 +117,32 @@ def start_ray(
     _loopback_only()
     for attempt in range(1, attempts + 1):
         before = _child_pids()
-        try:
-            ray.init(
-                address="local",
-                include_dashboard=False,
-                _node_ip_address="127.0.0.1",
-                num_cpus=num_cpus,
-                object_store_memory=object_store_mb * 1024 * 1024,
-                namespace="mxnb",
-                log_to_driver=False,
-                configure_logging=False,
-            )
-            return ray.get_runtime_context().gcs_address
-        except Exception as exc:
-            if "timed out during startup" not in str(exc) or attempt == attempts:
-                raise
-            print(f"mxnb.launch: Ray did not start ({exc}); trying again", file=sys.stderr)
-            ray.shutdown()
-            for pid in _child_pids() - before:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+        # Ray's handles of a failed start's processes warn when collected; they are killed here.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            try:
+                ray.init(
+                    address="local",
+                    include_dashboard=False,
+                    _node_ip_address="127.0.0.1",
+                    num_cpus=num_cpus,
+                    object_store_memory=object_store_mb * 1024 * 1024,
+                    namespace="mxnb",
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
+                return ray.get_runtime_context().gcs_address
+            except Exception as exc:
+                for pid in _child_pids() - before:  # what the failed start left running
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                if "timed out during startup" not in str(exc) or attempt == attempts:
+                    raise
+                print(f"mxnb.launch: Ray did not start ({exc}); trying again", file=sys.stderr)
             time.sleep(1.0)
-            gc.collect()  # Ray's Popen handles of the killed processes reap them here
-    raise AssertionError("unreachable")
+            ray.shutdown()
+            gc.collect()
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def run_tasks(
