@@ -60,7 +60,15 @@ def save_checkpoint(
 def load_params(prefix: str, epoch: int) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
     """Read ``prefix-%04d.params`` into ``(arg_params, aux_params)``."""
     fname = f"{prefix}-{epoch:04d}.params"
-    save_dict = load(fname)
+    return split_params(fname, load(fname))
+
+
+def split_params(fname: str, save_dict: Any) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
+    """Split what ``mx.nd.load(fname)`` gave into ``(arg_params, aux_params)`` by name prefix.
+
+    Anything but a dict of ``arg:name`` / ``aux:name`` arrays is a ``FormatError`` naming
+    ``fname`` and the bad name.
+    """
     if not isinstance(save_dict, dict):
         raise FormatError(
             f"load {fname!r}: a checkpoint holds named arrays, this file holds a list"

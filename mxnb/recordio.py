@@ -16,8 +16,12 @@ An image record payload starts with ``IRHeader`` packed as ``struct 'IfQQ'``
 (flag, label, id, id2); ``flag`` > 0 means ``flag`` float32 labels follow the
 header (multi-label) and the ``label`` field is 0.
 
-Rule: bad magic, a truncated record, a missing ``.idx`` or one whose offset
-does not start a record raise ``FormatError`` naming the file and byte offset.
+Rule: bad magic, a truncated record, continuation flags out of order, a
+missing ``.idx``, one that is not ``key<TAB>offset`` UTF-8 lines or whose
+offset does not start a record raise ``FormatError`` naming the file and
+byte offset (or line); a record's declared length is checked against the
+file before it is read, so no file makes the reader allocate more than it
+holds.
 
 State kept (MXRecordIO): ``uri``, ``flag`` ('r' / 'w'), the open file;
 MXIndexedRecordIO adds ``idx`` (key -> offset) and ``keys`` (in file order).
@@ -96,6 +100,7 @@ class MXRecordIO:
             self.handle = open(self.uri, "wb" if self.writable else "rb")  # noqa: SIM115 - kept open across calls
         except OSError as exc:
             raise FormatError(f"RecordIO: cannot open {self.uri!r}: {exc}") from exc
+        self._size = None if self.writable else os.fstat(self.handle.fileno()).st_size
         self.is_open = True
 
     def close(self) -> None:
@@ -174,19 +179,22 @@ class MXRecordIO:
                     "offset that does not start a record)"
                 )
             cflag, length = lrec >> 29, lrec & _LENGTH_MASK
-            body = self.handle.read(_aligned(length))
-            if len(body) < _aligned(length):
+            left = self._size - offset - 8
+            if _aligned(length) > left:  # checked before reading: no buffer larger than the file
                 raise FormatError(
                     f"RecordIO: {self.uri!r} is truncated: the record part at byte {offset} "
-                    f"declares {length} bytes, only {len(body)} follow"
+                    f"declares {length} bytes, only {max(left, 0)} follow"
                 )
-            parts.append(body[:length])
+            if (cflag in (_WHOLE, _FIRST)) != (not parts) or cflag > _LAST:
+                raise FormatError(
+                    f"RecordIO: {self.uri!r} byte {offset}: continuation flag {cflag} out of "
+                    f"order (record starting at byte {start}); expected "
+                    f"{'0 or 1' if not parts else '2 or 3'}"
+                )
+            parts.append(self.handle.read(length))
+            self.handle.seek(_aligned(length) - length, os.SEEK_CUR)
             if cflag in (_WHOLE, _LAST):
                 return _MAGIC_BYTES.join(parts)
-            if (cflag == _FIRST) != (len(parts) == 1):
-                raise FormatError(
-                    f"RecordIO: {self.uri!r} byte {offset}: continuation flag {cflag} out of order"
-                )
 
 
 def record_offsets(uri: str | os.PathLike) -> list[int]:
@@ -230,21 +238,24 @@ class MXIndexedRecordIO(MXRecordIO):
             self.fidx = open(self.idx_path, "w", encoding="utf-8")  # noqa: SIM115 - kept open across calls
             return
         try:
-            with open(self.idx_path, encoding="utf-8") as f:
-                lines = f.readlines()
+            with open(self.idx_path, "rb") as f:
+                lines = f.read().split(b"\n")
         except OSError as exc:
             raise FormatError(
                 f"RecordIO: index {self.idx_path!r} for {self.uri!r} cannot be read ({exc}); "
                 "make it again (im2rec) or read the .rec sequentially with MXRecordIO"
             ) from exc
         size = os.path.getsize(self.uri)
-        for number, line in enumerate(lines, start=1):
+        for number, raw_line in enumerate(lines, start=1):
+            line = raw_line.decode("utf-8", errors="replace")
             fields = line.strip().split("\t")
             if fields == [""]:
                 continue
             try:
+                if len(fields) != 2 or "\ufffd" in line:
+                    raise ValueError(line)
                 key, offset = self.key_type(fields[0]), int(fields[1])
-            except (ValueError, IndexError) as exc:
+            except (ValueError, TypeError) as exc:
                 raise FormatError(
                     f"RecordIO: index {self.idx_path!r} line {number} is not 'key<TAB>offset': "
                     f"{line.strip()!r}"
@@ -323,6 +334,11 @@ def unpack(s: bytes) -> tuple[IRHeader, bytes]:
         )
     header = IRHeader(*struct.unpack(_IR_FORMAT, s[:_IR_SIZE]))
     s = s[_IR_SIZE:]
+    if header.flag * 4 > len(s):
+        raise FormatError(
+            f"recordio.unpack: the IRHeader's flag says {header.flag} float32 labels follow "
+            f"but the record holds {len(s)} bytes after the header"
+        )
     if header.flag > 0:
         header = header._replace(label=np.frombuffer(s, np.float32, header.flag))
         s = s[header.flag * 4 :]

@@ -86,6 +86,9 @@ LINEAR_CUTOFF = 1 << 24
 _handle_ids = itertools.count(1)
 
 
+_MAX_BLOCK_BYTES = 2**63 - 1  # numpy's largest buffer (its sizes are int64)
+
+
 class StorageOutOfMemoryError(MXNBError, MemoryError):
     """A context ran out of memory even after its pool was released."""
 
@@ -223,6 +226,11 @@ class StorageManager:
             if nbytes < 0:
                 raise MXNBError(f"storage.alloc: nbytes must be >= 0, got {nbytes}")
             capacity = self._capacity(nbytes)
+            if capacity > _MAX_BLOCK_BYTES:  # numpy cannot even describe it: refuse before counting
+                raise StorageOutOfMemoryError(
+                    f"{self.ctx!r}: cannot allocate {nbytes} bytes, more than any buffer can "
+                    f"hold ({_MAX_BLOCK_BYTES}); check the shape that asked for it"
+                )
             if len(self._capacities) < 4096:
                 self._capacities[nbytes] = capacity
         # The pushing thread allocates and the workers free: no convoy (see acquire_lock).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import pickle
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +41,23 @@ def _traced_peak(call: Callable[[], Any]) -> tuple[Any, int]:
     finally:
         if not was_tracing:
             tracemalloc.stop()
+
+
+class _PickleBomb:
+    """Unpickling this runs ``touch <marker>``: a file appearing means a reader unpickled."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, ("touch " + self.marker,))
+
+
+@pytest.fixture
+def pickle_bomb(tmp_path) -> tuple[bytes, Any]:
+    """``(payload, marker path)``: a pickle that creates ``marker`` if anything ever loads it."""
+    marker = tmp_path / "unpickled"
+    return pickle.dumps(_PickleBomb(str(marker))), marker
 
 
 @pytest.fixture

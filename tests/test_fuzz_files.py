@@ -161,3 +161,54 @@ def test_load_json_of_mutated_bytes_only_raises_format_error(data):
         position = data.draw(st.integers(0, len(content) - 1))
         content[position] = data.draw(st.integers(0, 255))
     _check_load_json(bytes(content))
+
+
+def _states_file() -> tuple[dict, dict]:
+    """The layout and arrays of a real optimizer state file (momentum per key, update counts)."""
+    from mxnb.optimizer import state_file
+
+    updater = mx.optimizer.get_updater(mx.optimizer.create("adam"))
+    for key in (0, "w"):
+        updater(key, mx.nd.ones((2, 3)), mx.nd.ones((2, 3)))
+    return state_file.loads(updater.get_states(dump_optimizer=True))
+
+
+def _check_set_states(blob: bytes, traced_peak) -> None:
+    """Loading gives FormatError or states that the next updates use (or refuse, FormatError)."""
+    updater = mx.optimizer.get_updater(mx.optimizer.create("adam"))
+    try:
+        _, peak = traced_peak(lambda: updater.set_states(blob, source="fuzz.states"))
+    except FormatError:
+        return
+    assert peak <= 64 * len(blob) + (1 << 20)
+    for key in (0, "w"):
+        weight = mx.nd.ones((2, 3))
+        try:
+            updater(key, mx.nd.ones((2, 3)), weight)
+        except FormatError:
+            continue
+        weight.wait_to_read()
+
+
+@FUZZ
+@given(data=st.data())
+def test_set_states_of_mutated_layouts_only_raises_format_error(traced_peak, data):
+    from mxnb.optimizer import state_file
+
+    layout, arrays = _states_file()
+    path = data.draw(st.sampled_from(list(_paths(layout))))
+    mutated = _replace(layout, path, data.draw(json_values))
+    _check_set_states(state_file.dumps(mutated, arrays), traced_peak)
+
+
+@FUZZ
+@given(data=st.data())
+def test_set_states_of_mutated_bytes_only_raises_format_error(traced_peak, data):
+    from mxnb.optimizer import state_file
+
+    content = bytearray(state_file.dumps(*_states_file()))
+    for _ in range(data.draw(st.integers(1, 4))):
+        position = data.draw(st.integers(0, len(content) - 1))
+        content[position] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(content)))
+    _check_set_states(bytes(content[:cut]), traced_peak)

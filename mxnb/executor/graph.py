@@ -62,6 +62,9 @@ class StepKind(enum.Enum):
     RECOMPUTE = "recompute"  # a forward op run again in backward (see .recompute)
 
 
+_DTYPE_NAMES: dict[np.dtype, str] = {}  # dtype -> 'float32', filled as graphs are built
+
+
 @dataclass(eq=False)
 class DataEntry:
     """One value of the forward+backward graph."""
@@ -88,7 +91,10 @@ class DataEntry:
         for dim in self.shape:
             size *= int(dim)
         self.nbytes = size * self.dtype.itemsize
-        self.dtype_name = self.dtype.name
+        name = _DTYPE_NAMES.get(self.dtype)
+        if name is None:  # numpy computes dtype.name anew on every call (slow in long graphs)
+            name = _DTYPE_NAMES.setdefault(self.dtype, self.dtype.name)
+        self.dtype_name = name
 
     @property
     def external(self) -> bool:

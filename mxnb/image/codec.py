@@ -5,8 +5,9 @@ Idea: ``mx.image`` hands out HWC uint8 arrays in RGB order; MXNet's
 codec work and releases the GIL while it decodes, so decoding in threads is
 real parallelism.
 
-Rule: a buffer that is not an image raises ``FormatError`` (the callers add
-which record it was). ``imresize`` is bilinear by default (``interp=1``), as
+Rule: a buffer that is not an image, or that claims more pixels than
+``PIL.Image.MAX_IMAGE_PIXELS`` (checked before decoding: no decompression
+bomb), raises ``FormatError`` (the callers add which record it was). ``imresize`` is bilinear by default (``interp=1``), as
 OpenCV's INTER_LINEAR; values can differ from OpenCV's by rounding.
 
 Example::
@@ -21,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import io
+import warnings
 
 import numpy as np
 from PIL import Image
@@ -43,8 +45,20 @@ _FILTERS = {
 
 def _open(buf: bytes) -> Image.Image:
     try:
-        image = Image.open(io.BytesIO(bytes(buf)))
+        with warnings.catch_warnings():  # a DecompressionBombWarning becomes the error below
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(bytes(buf)))
+        pixels = image.width * image.height
+        limit = Image.MAX_IMAGE_PIXELS
+        if limit is not None and pixels > limit:  # checked before decoding anything
+            raise FormatError(
+                f"cannot decode image ({len(buf)} bytes): it claims {image.width}x{image.height} "
+                f"= {pixels} pixels, more than PIL.Image.MAX_IMAGE_PIXELS = {limit} (a "
+                "decompression bomb?); raise that limit if the image is genuine"
+            )
         image.load()
+    except FormatError:
+        raise
     except Exception as exc:
         raise FormatError(f"cannot decode image ({len(buf)} bytes): {exc}") from exc
     return image

@@ -31,30 +31,59 @@ from typing import Any
 import numpy as np
 
 from ..base import FormatError, NotSupportedError, ParamError
-from ..io.base import DataBatch, DataDesc, DataIter, image_descs, round_batch_rows
+from ..io.base import (
+    DataBatch,
+    DataDesc,
+    DataIter,
+    check_batch_size,
+    check_example_shape,
+    image_descs,
+    round_batch_rows,
+)
 from ..ndarray import array as nd_array
 from ..recordio import MXIndexedRecordIO, MXRecordIO, record_offsets, unpack
 from .augment import Augmenter, CreateAugmenter
 from .codec import decode_rgb
 
-__all__ = ["ImageIter", "read_list"]
+__all__ = ["ImageIter", "list_entries", "read_list"]
+
+
+def list_entries(path: str) -> list[tuple[int, np.ndarray, str]]:
+    """The (index, labels, relative path) lines of an im2rec ``.lst`` file (index TAB labels TAB path).
+
+    A line that is not UTF-8, has fewer than three fields, an index that is not
+    an int or a label that is not a number is a ``FormatError`` naming the file
+    and the line.
+    """
+    try:
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
+    except OSError as exc:
+        raise FormatError(f"image list {path!r} cannot be read: {exc}") from exc
+    entries = []
+    for number, raw in enumerate(lines, start=1):
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as exc:
+            raise FormatError(f"image list {path!r} line {number} is not UTF-8 ({exc})") from None
+        if not line:
+            continue
+        fields = line.split("\t")
+        try:
+            if len(fields) < 3:
+                raise ValueError("fewer than three fields")
+            entries.append((int(fields[0]), np.array(fields[1:-1], np.float32), fields[-1]))
+        except ValueError as exc:
+            raise FormatError(
+                f"image list {path!r} line {number} is not 'index<TAB>label(s)<TAB>path' "
+                f"({exc}): {line[:80]!r}"
+            ) from None
+    return entries
 
 
 def read_list(path: str) -> list[tuple[np.ndarray, str]]:
-    """The (labels, relative path) entries of an im2rec ``.lst`` file (index TAB labels TAB path)."""
-    entries = []
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            fields = line.strip().split("\t")
-            if fields == [""]:
-                continue
-            if len(fields) < 3:
-                raise FormatError(
-                    f"ImageIter: {path!r} line {number} needs 'index<TAB>label(s)<TAB>path', "
-                    f"got {line.strip()!r}"
-                )
-            entries.append((np.array(fields[1:-1], np.float32), fields[-1]))
-    return entries
+    """The (labels, relative path) entries of an im2rec ``.lst`` file (see :func:`list_entries`)."""
+    return [(labels, relpath) for _, labels, relpath in list_entries(path)]
 
 
 class ImageIter(DataIter):
@@ -79,13 +108,13 @@ class ImageIter(DataIter):
         last_batch_handle: str = "pad",
         **kwargs: Any,
     ) -> None:
-        super().__init__(int(batch_size))
+        super().__init__(check_batch_size(batch_size, "ImageIter"))
         if last_batch_handle not in ("pad", "discard"):
             raise NotSupportedError(
                 f"ImageIter: last_batch_handle {last_batch_handle!r} is not supported; "
                 "use 'pad' or 'discard'"
             )
-        self.data_shape = tuple(data_shape)
+        self.data_shape = check_example_shape(data_shape, "ImageIter", "data_shape")
         self.label_width = label_width
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle
@@ -147,8 +176,14 @@ class ImageIter(DataIter):
             header, payload = unpack(self._record.read())
             return np.atleast_1d(np.asarray(header.label, np.float32)), payload, f"byte {item}"
         label, path = item
-        with open(os.path.join(self.path_root, path), "rb") as f:
-            return label, f.read(), f"image {path!r}"
+        try:
+            with open(os.path.join(self.path_root, path), "rb") as f:
+                return label, f.read(), f"image {path!r}"
+        except OSError as exc:
+            raise FormatError(
+                f"ImageIter: image {path!r} of the list cannot be read under path_root "
+                f"{self.path_root!r}: {exc}"
+            ) from exc
 
     def next(self) -> DataBatch:
         """The next batch of augmented images."""

@@ -29,7 +29,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DataBatch", "DataDesc", "DataIter", "image_descs", "round_batch_rows"]
+from ..base import ParamError, as_shape
+
+__all__ = [
+    "DataBatch",
+    "DataDesc",
+    "DataIter",
+    "check_batch_size",
+    "image_descs",
+    "round_batch_rows",
+]
 
 
 class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
@@ -99,6 +108,24 @@ class DataBatch:
         data_shapes = [d.shape for d in self.data or []]
         label_shapes = [x.shape for x in self.label] if self.label else None
         return f"{type(self).__name__}: data shapes: {data_shapes} label shapes: {label_shapes}"
+
+
+def check_batch_size(batch_size: Any, who: str, what: str = "batch_size") -> int:
+    """``batch_size`` (or the count ``what``) as an int >= 1; a float, bool or smaller value
+    is a ParamError naming ``who`` and ``what``, never truncated."""
+    if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, (int, np.integer)):
+        raise ParamError(f"{who}: {what} must be an int >= 1, got {batch_size!r}")
+    if batch_size < 1:
+        raise ParamError(f"{who}: {what} must be >= 1, got {batch_size}")
+    return int(batch_size)
+
+
+def check_example_shape(shape: Any, who: str, what: str) -> tuple[int, ...]:
+    """The shape of one example (``data_shape``): non-negative ints, none of them 0."""
+    dims = as_shape(shape, f"{who}: {what}")
+    if not dims or 0 in dims:
+        raise ParamError(f"{who}: {what} {dims} must have dimensions >= 1")
+    return dims
 
 
 class DataIter:

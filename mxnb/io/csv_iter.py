@@ -38,9 +38,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..base import FormatError, ParamError
+from ..base import FormatError
 from ..ndarray import array as nd_array
-from .base import DataBatch, DataDesc, DataIter, round_batch_rows
+from .base import (
+    DataBatch,
+    DataDesc,
+    DataIter,
+    check_batch_size,
+    check_example_shape,
+    round_batch_rows,
+)
 
 __all__ = ["CSVIter"]
 
@@ -50,12 +57,17 @@ def read_csv_rows(path: str, shape: tuple[int, ...], what: str) -> np.ndarray:
     width = math.prod(shape)
     rows = []
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.readlines()
+        with open(path, "rb") as f:
+            lines = f.read().split(b"\n")
     except OSError as exc:
         raise FormatError(f"CSVIter: cannot read {what} {path!r}: {exc}") from exc
-    for number, line in enumerate(lines, start=1):
-        text = line.strip()
+    for number, raw in enumerate(lines, start=1):
+        try:
+            text = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as exc:
+            raise FormatError(
+                f"CSVIter: {what} {path!r} line {number} is not UTF-8 text ({exc})"
+            ) from None
         if not text:
             continue
         fields = text.split(",")
@@ -65,10 +77,10 @@ def read_csv_rows(path: str, shape: tuple[int, ...], what: str) -> np.ndarray:
                 f"{what.split('_')[0]}_shape={shape} needs {width}; fix the line or the shape"
             )
         try:
-            rows.append([float(x) for x in fields])
+            rows.append(np.array(fields, dtype=np.float32))  # no list of Python floats
         except ValueError as exc:
             raise FormatError(f"CSVIter: {what} {path!r} line {number}: {exc}") from exc
-    return np.asarray(rows, dtype=np.float32).reshape((len(rows),) + shape)
+    return np.asarray(rows, dtype=np.float32).reshape((len(rows), *shape))
 
 
 class CSVIter(DataIter):
@@ -96,13 +108,12 @@ class CSVIter(DataIter):
         data_name: str = "data",
         label_name: str = "softmax_label",
     ) -> None:
-        super().__init__(int(batch_size))
-        if self.batch_size < 1:
-            raise ParamError(f"CSVIter: batch_size must be >= 1, got {batch_size}")
-        self._data = read_csv_rows(data_csv, tuple(data_shape), "data_csv")
+        super().__init__(check_batch_size(batch_size, "CSVIter"))
+        data_shape = check_example_shape(data_shape, "CSVIter", "data_shape")
+        label_shape = check_example_shape(label_shape, "CSVIter", "label_shape")
+        self._data = read_csv_rows(data_csv, data_shape, "data_csv")
         if len(self._data) == 0:
             raise FormatError(f"CSVIter: data_csv {data_csv!r} has no rows")
-        label_shape = tuple(label_shape)
         if label_csv is None:
             self._label = np.zeros((len(self._data),) + label_shape, np.float32)
         else:

@@ -51,7 +51,15 @@ from ..image.augment import resize_short
 from ..image.codec import decode_rgb, resize_np
 from ..ndarray import array as nd_array
 from ..recordio import MXIndexedRecordIO, MXRecordIO, record_offsets, unpack
-from .base import DataBatch, DataDesc, DataIter, image_descs, round_batch_rows
+from .base import (
+    DataBatch,
+    DataDesc,
+    DataIter,
+    check_batch_size,
+    check_example_shape,
+    image_descs,
+    round_batch_rows,
+)
 from .prefetch import EnginePrefetcher
 
 __all__ = ["ImageRecordIter"]
@@ -100,8 +108,8 @@ class ImageRecordIter(DataIter):
         data_name: str = "data",
         label_name: str = "softmax_label",
     ) -> None:
-        super().__init__(int(batch_size))
-        self.data_shape = tuple(int(x) for x in data_shape)
+        super().__init__(check_batch_size(batch_size, "ImageRecordIter"))
+        self.data_shape = check_example_shape(data_shape, "ImageRecordIter", "data_shape")
         if len(self.data_shape) != 3 or self.data_shape[0] not in (1, 3):
             raise ParamError(
                 f"ImageRecordIter: data_shape must be (channels, height, width) with 1 or 3 "
@@ -170,8 +178,8 @@ class ImageRecordIter(DataIter):
         Runs on a decode thread; Pillow and numpy release the GIL for the heavy parts.
         """
         key, offset = self._keys[position], self._offsets[position]
-        header, payload = unpack(record)
         try:
+            header, payload = unpack(record)
             img = decode_rgb(payload, 1 if self.data_shape[0] == 3 else 0)
         except FormatError as exc:
             raise FormatError(

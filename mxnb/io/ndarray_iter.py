@@ -46,7 +46,7 @@ from ..base import ParamError, ShapeError
 from ..context import Context
 from ..ndarray import NDArray
 from ..ndarray import array as nd_array
-from .base import DataBatch, DataDesc, DataIter
+from .base import DataBatch, DataDesc, DataIter, check_batch_size
 
 __all__ = ["NDArrayIter"]
 
@@ -120,9 +120,7 @@ class NDArrayIter(DataIter):
             raise ParamError(
                 f"NDArrayIter: last_batch_handle must be one of {_MODES}, got {last_batch_handle!r}"
             )
-        if int(batch_size) < 1:
-            raise ParamError(f"NDArrayIter: batch_size must be >= 1, got {batch_size}")
-        self.batch_size = int(batch_size)
+        self.batch_size = check_batch_size(batch_size, "NDArrayIter")
         self.layout = layout
         self.batch_axis = max(layout.find("N"), 0)
         data_arrays = _named_arrays(data, data_name, allow_empty=False)

@@ -22,7 +22,7 @@ Example::
 
 from __future__ import annotations
 
-from .base import DataBatch, DataIter, _CurrentBatchIter
+from .base import DataBatch, DataIter, _CurrentBatchIter, check_batch_size
 
 __all__ = ["ResizeIter"]
 
@@ -33,7 +33,7 @@ class ResizeIter(_CurrentBatchIter):
     def __init__(self, data_iter: DataIter, size: int, reset_internal: bool = True) -> None:
         super().__init__(data_iter.batch_size)
         self.data_iter = data_iter
-        self.size = size
+        self.size = check_batch_size(size, "ResizeIter", "size")
         self.reset_internal = reset_internal
         self.cur = 0
         self.current_batch: DataBatch | None = None

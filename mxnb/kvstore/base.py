@@ -39,14 +39,13 @@ Example::
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import engine as _engine
+from ..atomic_file import write_atomically
 from ..base import DTypeError, MXNBError, NotSupportedError, ShapeError
 from ..ndarray import NDArray
 
@@ -233,18 +232,13 @@ class KVStore:
     def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
         """Write the updater's states to ``fname`` (pickle-free; atomically)."""
         updater = self._require_updater("save_optimizer_states")
-        payload = updater.get_states(dump_optimizer)
-        directory = os.path.dirname(os.path.abspath(fname))
-        handle, partial = tempfile.mkstemp(dir=directory, prefix=".kvstates-", suffix=".partial")
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(payload)
-        os.replace(partial, fname)
+        write_atomically(fname, updater.get_states(dump_optimizer))
 
     def load_optimizer_states(self, fname: str) -> None:
-        """Read states written by :meth:`save_optimizer_states`."""
+        """Read states written by :meth:`save_optimizer_states` (FormatError naming the file)."""
         updater = self._require_updater("load_optimizer_states")
         with open(fname, "rb") as stream:
-            updater.set_states(stream.read())
+            updater.set_states(stream.read(), source=fname)
 
     def _require_updater(self, what: str) -> Any:
         if self._updater is None or not hasattr(self._updater, "get_states"):

@@ -42,12 +42,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import optimizer as _opt
+from ..atomic_file import write_atomically
 from ..base import MXNBError
 from ..context import Context, cpu
 from ..initializer import InitDesc, Uniform
 from ..kvstore import KVStore
 from ..kvstore import create as _create_kv
-from ..model import load_checkpoint
+from ..model import load_checkpoint, split_params
 from ..ndarray import NDArray, load, mxnet_format, zeros
 from .base_module import BaseModule
 from .executor_group import DataParallelExecutorGroup, desc_name_shape
@@ -362,8 +363,7 @@ class Module(BaseModule):
         if self._update_on_kvstore:
             self._kvstore.save_optimizer_states(fname)
         else:
-            with open(fname, "wb") as stream:
-                stream.write(self._updater.get_states())
+            write_atomically(fname, self._updater.get_states())
 
     def load_optimizer_states(self, fname: str) -> None:
         """Read states written by :meth:`save_optimizer_states`."""
@@ -373,7 +373,7 @@ class Module(BaseModule):
             self._kvstore.load_optimizer_states(fname)
         else:
             with open(fname, "rb") as stream:
-                self._updater.set_states(stream.read())
+                self._updater.set_states(stream.read(), source=fname)
 
     # -- computation ----------------------------------------------------------------------------------
     def forward(self, data_batch: Any, is_train: bool | None = None) -> None:
@@ -448,12 +448,7 @@ class Module(BaseModule):
 
     def load_params(self, fname: str) -> None:
         """Read parameters written by :meth:`save_params` (or by MXNet)."""
-        arg_params, aux_params = {}, {}
-        for key, value in load(fname).items():
-            kind, _, name = key.partition(":")
-            if kind not in ("arg", "aux") or not name:
-                raise MXNBError(f"load_params {fname!r}: invalid parameter name {key!r}")
-            (arg_params if kind == "arg" else aux_params)[name] = value
+        arg_params, aux_params = split_params(fname, load(fname))
         self.set_params(arg_params, aux_params)
 
     def save_checkpoint(

@@ -20,11 +20,9 @@ Rule: loading checks the magic, the header's size, JSON and fields, every
 dtype against mxnb's supported dtypes, every shape against ``nbytes``, every
 range against the file size and every CRC-32, and raises
 :class:`~mxnb.base.FormatError` naming the file and what is wrong.  Saving
-writes to a temporary file in the same directory
-(``.<name>.mxnb-save-<pid>-<random>.partial``, removed by the next save
-once its writer is dead), flushes and fsyncs it, then renames it over the
-final name (atomic on POSIX and Windows), with the mode ``open()`` would
-give (0644 under umask 022).  The header's ranges must be disjoint and
+is atomic (:mod:`mxnb.atomic_file`: a ``.partial`` file renamed over the
+target, debris of killed saves removed by the next save, the mode ``open()``
+would give).  The header's ranges must be disjoint and
 inside the file, so what a file loads as never outweighs the file.
 
 State kept: none.
@@ -45,13 +43,13 @@ import json
 import math
 import os
 import struct
-import tempfile
 import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..atomic_file import write_atomically
 from ..base import SUPPORTED_DTYPES, FormatError, MXNBError
 from ..context import Context
 from . import mxnet_format
@@ -134,75 +132,15 @@ def save(fname: str | os.PathLike, data: Any) -> None:
         {"format": "mxnb.ndarray", "version": VERSION, "names": names, "arrays": entries},
         separators=(",", ":"),
     ).encode("utf-8")
-    path = os.fspath(fname)
-    _remove_stale_partials(path)
-    directory, base = os.path.split(os.path.abspath(path))
-    handle, temp_path = tempfile.mkstemp(
-        prefix=f".{base}.mxnb-save-{os.getpid()}-", suffix=_PARTIAL_SUFFIX, dir=directory
-    )
-    try:
-        os.fchmod(handle, 0o666 & ~_current_umask())  # as open() would: 0644 under umask 022
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(MAGIC)
-            stream.write(struct.pack("<Q", len(header)))
-            stream.write(header)
-            for blob in blobs:
-                stream.write(blob.astype(blob.dtype.newbyteorder("<"), copy=False).tobytes())
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp_path, path)
-    except BaseException:
-        try:
-            os.unlink(temp_path)
-        except OSError:
-            pass
-        raise
 
+    def chunks():
+        yield MAGIC
+        yield struct.pack("<Q", len(header))
+        yield header
+        for blob in blobs:
+            yield blob.astype(blob.dtype.newbyteorder("<"), copy=False).tobytes()
 
-_PARTIAL_SUFFIX = ".partial"
-
-
-def _current_umask() -> int:
-    """The process's umask (reading it means setting it; it is put back at once)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _remove_stale_partials(path: str) -> None:
-    """Delete temporary files that an earlier, killed save of ``path`` left behind.
-
-    A save writes ``.<name>.mxnb-save-<pid>-<random>.partial`` beside the
-    target and renames it at the end.  If the writing process died, the file
-    stays; it is removed here once no process with that pid is alive.  Files of
-    a live process (a save still running, maybe in another process) are kept.
-    """
-    directory, base = os.path.split(os.path.abspath(path))
-    prefix = f".{base}.mxnb-save-"
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return
-    for name in names:
-        if not (name.startswith(prefix) and name.endswith(_PARTIAL_SUFFIX)):
-            continue
-        pid_text = name[len(prefix) :].split("-", 1)[0]
-        if not pid_text.isdigit() or _process_alive(int(pid_text)):
-            continue
-        try:
-            os.unlink(os.path.join(directory, name))
-        except OSError:
-            pass
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # it exists but belongs to someone else
-    return True
+    write_atomically(fname, chunks())
 
 
 def _bad(path: str, message: str) -> FormatError:

@@ -19,7 +19,7 @@ Rule: every count, length and shape is checked against the bytes that remain
 BEFORE anything is allocated, so no file can make the reader allocate more than
 the file holds; nothing is unpickled; a bad file raises
 :class:`~mxnb.base.FormatError` naming the file, the entry and what is wrong.
-Writing goes to a temporary file renamed over the target (atomic).
+Writing is atomic (:mod:`mxnb.atomic_file`).
 
 State kept: none.
 
@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import os
 import struct
-import tempfile
 from typing import Any
 
 import numpy as np
 
+from ..atomic_file import write_atomically
 from ..base import FormatError
 from ..context import Context
 from .creation import array as nd_array
@@ -199,16 +199,4 @@ def save(fname: str | os.PathLike, data: Any) -> None:
         encoded = name.encode("utf-8")
         parts.append(struct.pack("<Q", len(encoded)))
         parts.append(encoded)
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, partial = tempfile.mkstemp(dir=directory, prefix=".mxnet-save-", suffix=".partial")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(b"".join(parts))
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(partial, 0o644)
-        os.replace(partial, path)
-    except BaseException:
-        if os.path.exists(partial):
-            os.remove(partial)
-        raise
+    write_atomically(path, parts)

@@ -34,8 +34,6 @@ Example::
 
 from __future__ import annotations
 
-import io
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..base import FormatError, MXNBError
+from . import state_file
 from .lr_scheduler import LRScheduler
 
 _LOG = logging.getLogger(__name__)
@@ -269,6 +268,7 @@ class Updater:
         self.optimizer = optimizer
         self.states: dict[Any, Any] = {}
         self.states_synced: dict[Any, bool] = {}
+        self._states_source = "<bytes>"  # where loaded states came from, for errors
 
     def __call__(self, index: Any, grad: Any, weight: Any) -> None:
         """Update ``weight`` (one NDArray, or lists of indices / grads / weights) in place."""
@@ -280,6 +280,7 @@ class Updater:
             self.states[index] = self.optimizer.create_state_multi_precision(index, weight)
             self.states_synced[index] = True
         elif not self.states_synced[index]:
+            self._check_loaded_state(index, weight)
             self.states[index] = _to_context(self.states[index], weight.context)
             self.states_synced[index] = True
         self.optimizer.update_multi_precision(index, weight, grad, self.states[index])
@@ -287,8 +288,8 @@ class Updater:
     def get_states(self, dump_optimizer: bool = False) -> bytes:
         """Serialize the states (and with ``dump_optimizer`` the update counts) to bytes.
 
-        The format is a numpy ``.npz`` archive written without pickle: a JSON
-        layout plus one array per state NDArray, so loading never runs code.
+        The format is a pickle-free ``.npz`` archive (:mod:`.state_file`): a
+        JSON layout plus one array per state NDArray, so loading never runs code.
         """
         arrays: dict[str, np.ndarray] = {}
         layout = {
@@ -304,23 +305,18 @@ class Updater:
                 "num_update": opt.num_update,
                 "counts": [[_key_json(k), v] for k, v in opt._index_update_count.items()],
             }
-        arrays["__layout__"] = np.frombuffer(json.dumps(layout).encode(), dtype=np.uint8)
-        buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
-        return buffer.getvalue()
+        return state_file.dumps(layout, arrays)
 
-    def set_states(self, states: bytes) -> None:
-        """Restore states written by :meth:`get_states` (FormatError when they are not)."""
+    def set_states(self, states: bytes, source: str = "<bytes>") -> None:
+        """Restore states written by :meth:`get_states`.
+
+        A file that is not one raises ``FormatError`` naming ``source`` (the
+        file name, when the caller read one) and the bad field.
+        """
         from ..ndarray import array as nd_array
 
-        try:
-            archive = np.load(io.BytesIO(states), allow_pickle=False)
-            layout = json.loads(bytes(archive["__layout__"]).decode())
-            arrays = {name: archive[name] for name in archive.files if name != "__layout__"}
-        except Exception as exc:  # any parse failure is a bad file
-            raise FormatError(
-                f"optimizer states: not a states file written by mxnb ({exc})"
-            ) from exc
+        layout, arrays = state_file.loads(states, source)
+        self._states_source = source
         self.states = {
             _key_from_json(key): _unflatten(item, arrays, nd_array)
             for key, item in layout["states"]
@@ -330,6 +326,28 @@ class Updater:
         if dumped:
             self.optimizer.num_update = dumped["num_update"]
             self.optimizer._index_update_count = {_key_from_json(k): v for k, v in dumped["counts"]}
+
+    def _check_loaded_state(self, index: Any, weight: Any) -> None:
+        """A loaded state must have the form this optimizer makes for ``weight``: the same
+        nesting, shapes and dtypes (else the update would fail, or worse, broadcast)."""
+        wanted = _state_form(self.optimizer.create_state_multi_precision(index, weight))
+        found = _state_form(self.states[index])
+        if found != wanted:
+            raise FormatError(
+                f"optimizer states {self._states_source!r}: key {index!r} holds a state of form "
+                f"{found} but {type(self.optimizer).__name__} needs {wanted} for a weight of "
+                f"shape {weight.shape}; load states saved by the same optimizer for the same "
+                "parameters"
+            )
+
+
+def _state_form(state: Any) -> Any:
+    """The nesting, shapes and dtypes of a state: None, [forms...] or (shape, dtype name)."""
+    if state is None:
+        return None
+    if isinstance(state, (list, tuple)):
+        return [_state_form(item) for item in state]
+    return (tuple(state.shape), np.dtype(state.dtype).name)
 
 
 def op_label(op: str, index: Any) -> str:

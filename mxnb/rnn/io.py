@@ -40,6 +40,7 @@ import numpy as np
 from .. import ndarray as nd
 from ..base import MXNBError, ParamError
 from ..io import DataBatch, DataDesc, DataIter
+from ..io.base import check_batch_size
 
 __all__ = ["BucketSentenceIter", "encode_sentences"]
 
@@ -134,7 +135,7 @@ class BucketSentenceIter(DataIter):
         dtype: str = "float32",
         layout: str = "NT",
     ) -> None:
-        super().__init__(batch_size)
+        super().__init__(check_batch_size(batch_size, "BucketSentenceIter"))
         if layout not in ("NT", "TN"):
             raise ParamError(f"BucketSentenceIter: layout must be 'NT' or 'TN', got {layout!r}")
         if not buckets:

@@ -464,6 +464,13 @@ class _ShapeInference(_Inference):
                 given = None
             if given is not None:
                 given = self.normalize(given)
+                hint = parse_shape_attr(node.attrs.get("__shape__"), partial=True)
+                if attr_shape is None and hint and not _compatible(hint, given):
+                    raise ShapeError(
+                        f"variable '{node.name}' was declared with partial shape "
+                        f"{fmt_partial(hint)} but {given} was passed; pass a shape that fits it "
+                        "or re-create the variable"
+                    )
                 if attr_shape is not None and attr_shape != given:
                     raise ShapeError(
                         f"variable '{node.name}' was declared with shape {attr_shape} but "

@@ -34,7 +34,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..base import FormatError, GraphError, ParamError
+from ..base import SUPPORTED_DTYPES, FormatError, GraphError, ParamError
 from ..operator import registry
 from .creation import set_input_var_attrs
 from .graph import Node, NodeEntry, parse_dtype_attr, parse_shape_attr, topo_sort
@@ -423,12 +423,19 @@ def from_json(text: str | bytes) -> list[NodeEntry]:
         except (ParamError, ValueError, TypeError) as exc:
             raise SymbolFileParamError(f"{where}: {op_name} '{name}': {exc}") from exc
         nodes.append(Node(prop, name, [], attrs, params))
+    variable_positions: dict[str, int] = {}
     for position, (raw, node) in enumerate(zip(raw_nodes, nodes)):
         where = f"nodes[{position}] ({node.name!r})"
         node.inputs = [NodeEntry(nodes[item[0]], item[1]) for item in raw.get("inputs", [])]
         if node.op is None:
             if node.inputs:
                 raise SymbolFileError(f"{where}: a variable cannot have inputs")
+            first = variable_positions.setdefault(node.name, position)
+            if first != position:  # inputs are bound by name: two would get the same array
+                raise SymbolFileError(
+                    f"{where}: variable name {node.name!r} is already the name of nodes[{first}]; "
+                    "variable names must be unique"
+                )
             _check_variable_attrs(node, where)
     if upgrading:
         for node, hidden in zip(nodes, hidden_by_node):
@@ -479,9 +486,11 @@ def _check_variable_attrs(node: Node, where: str) -> None:
             f"{where}: attribute __shape__ {node.attrs['__shape__']!r} is not a shape like '(32, 784)'"
         ) from None
     try:
-        parse_dtype_attr(node.attrs.get("__dtype__"))
+        dtype = parse_dtype_attr(node.attrs.get("__dtype__"))
+        if dtype is not None and dtype not in SUPPORTED_DTYPES:
+            raise TypeError(dtype)
     except (ValueError, TypeError):
         raise SymbolFileError(
             f"{where}: attribute __dtype__ {node.attrs['__dtype__']!r} is not an MXNet type flag "
-            f"or dtype name"
+            f"or the name of a supported dtype"
         ) from None

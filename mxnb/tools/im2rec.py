@@ -33,6 +33,7 @@ from PIL import Image
 
 from ..image.augment import center_crop, resize_short
 from ..image.codec import encode_rgb
+from ..image.image_iter import list_entries
 from ..recordio import IRHeader, MXIndexedRecordIO, pack
 
 __all__ = ["list_images", "main", "make_list", "make_record", "read_list"]
@@ -99,12 +100,9 @@ def make_list(
 
 
 def read_list(path: str) -> Iterator[tuple[int, str, list[float]]]:
-    """(index, relative path, labels) of each line of a ``.lst`` file."""
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            fields = line.strip().split("\t")
-            if len(fields) >= 3:
-                yield int(fields[0]), fields[-1], [float(x) for x in fields[1:-1]]
+    """(index, relative path, labels) of each line of a ``.lst`` file (FormatError on a bad line)."""
+    for index, labels, relpath in list_entries(path):
+        yield index, relpath, labels.tolist()
 
 
 def make_record(

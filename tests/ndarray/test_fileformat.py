@@ -180,16 +180,11 @@ def test_a_crash_mid_save_leaves_the_old_file_and_no_temporary(tmp_path, monkeyp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.mxnb"]
 
 
-def test_loading_never_unpickles(tmp_path):
+def test_loading_never_unpickles(tmp_path, pickle_bomb):
     """A pickle bomb under the .mxnb name is rejected as a format error, never executed."""
-    import pickle
-
-    class Bomb:
-        def __reduce__(self):
-            return (os.system, ("echo pwned > " + str(tmp_path / "pwned"),))
-
+    payload, marker = pickle_bomb
     path = tmp_path / "evil.mxnb"
-    path.write_bytes(pickle.dumps(Bomb()))
+    path.write_bytes(payload)
     with pytest.raises(FormatError):
         mx.nd.load(path)
-    assert not (tmp_path / "pwned").exists()
+    assert not marker.exists()

@@ -71,6 +71,16 @@ def _set(path, value):
         ("bad shape attr", _set(["nodes", 0, "attrs"], {"__shape__": "(a, b)"}), "__shape__"),
         ("bad dtype attr", _set(["nodes", 0, "attrs"], {"__dtype__": "99"}), "__dtype__"),
         ("variable with inputs", _set(["nodes", 0, "inputs"], [[0, 0, 0]]), "come before it"),
+        (
+            "unsupported dtype attr",
+            _set(["nodes", 0, "attrs"], {"__dtype__": "complex128"}),
+            r"nodes\[0\].*__dtype__ 'complex128'",
+        ),
+        (
+            "two variables of one name",
+            _set(["nodes", 1, "name"], "data"),
+            r"nodes\[1\].*'data' is already the name of nodes\[0\]",
+        ),
     ],
 )
 def test_malformed_fields_are_format_errors_naming_the_field(label, change, field):
@@ -107,3 +117,15 @@ def test_a_valid_file_still_loads_and_infers():
     net = mx.sym.load_json(json.dumps(_valid()))
     _, out_shapes, _ = net.infer_shape(data=(2, 3))
     assert out_shapes == [(2, 4)]
+
+
+def test_a_passed_shape_must_fit_a_declared_partial_shape():
+    """A file's partial ``__shape__`` (0: unknown) is checked against the shape passed (was: ignored)."""
+    document = _valid()
+    document["nodes"][0]["attrs"] = {"__shape__": "(0, 5)"}
+    net = mx.sym.load_json(json.dumps(document))
+    assert net.infer_shape(data=(4, 5))[0][0] == (4, 5)
+    with pytest.raises(
+        mx.base.ShapeError, match=r"partial shape \(\?, 5\) but \(4, 3\) was passed"
+    ):
+        net.infer_shape(data=(4, 3))
