@@ -63,6 +63,7 @@ from typing import Any
 import numpy as np
 
 from .. import engine as _engine
+from ..atomic_file import write_atomically
 from ..base import NotSupportedError
 from ..context import cpu
 from ..ndarray import NDArray
@@ -376,8 +377,7 @@ class DistKVStore(LocalKVStore):
             [server.get_states.remote(dump_optimizer) for server in self._servers],
             "kvstore.save_optimizer_states",
         )
-        with open(fname, "wb") as stream:
-            stream.write(states_to_bytes(blobs))
+        write_atomically(fname, states_to_bytes(blobs))
 
     def load_optimizer_states(self, fname: str) -> None:
         """Send the states of a file of :meth:`save_optimizer_states` back to the servers."""

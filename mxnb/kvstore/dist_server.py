@@ -208,7 +208,7 @@ class KVServer:
         """Restore states written by :meth:`get_states`."""
         if self._updater is None:
             raise DistError("kvstore.load_optimizer_states: call set_optimizer first")
-        self._updater.set_states(states)
+        self._updater.set_states(states, source=f"kvstore server {self.index}'s states")
 
     # -- barrier -----------------------------------------------------------------------------------
     async def barrier(self, rank: int) -> None:
