@@ -169,8 +169,14 @@ def run_tasks(
 
     @ray.remote(num_cpus=1, max_retries=0)
     def worker(rank: int) -> Any:
+        from . import engine
+
         config = JobConfig(None, job, rank, num_workers, num_servers, timeout)
-        return fn(DistKVStore(kvtype, config), **kwargs)
+        result = fn(DistKVStore(kvtype, config), **kwargs)
+        # The job ends here: its last pushes / pulls must not outlive its servers in this
+        # process (Ray reuses it for the next job's tasks).
+        engine.get().wait_for_all()
+        return result
 
     refs = [worker.remote(rank) for rank in range(num_workers)]
     results: list[Any] = []
