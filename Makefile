@@ -5,13 +5,20 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 JS_TEST := tests/widgets/js
 JS_STAMP := $(JS_TEST)/node_modules/.installed
+EXT := extension
+EXT_NPM := $(EXT)/node_modules/.installed
+EXT_OUT := mxnb/labextension
+EXT_STAMP := $(EXT_OUT)/.built
+EXT_SOURCES := $(EXT)/package.json $(EXT)/tsconfig.json $(wildcard $(EXT)/src/*.ts $(EXT)/style/*) \
+	mxnb/widgets/static/canvas.js mxnb/widgets/static/canvas.css
+LABEXT_LINK := $(VENV)/share/jupyter/labextensions/mxnb
 
-.PHONY: lab test test-fast bench setup test-setup dot node chromium clean
+.PHONY: lab test test-fast bench setup test-setup dot node chromium labextension clean
 
 setup: $(STAMP) dot
 
 # What only the tests need on top (make lab does not install a browser).
-test-setup: setup node chromium $(JS_STAMP)
+test-setup: setup node chromium $(JS_STAMP) labextension
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -48,8 +55,32 @@ $(JS_STAMP): $(JS_TEST)/package-lock.json | node
 	@cd $(JS_TEST) && npm ci --no-audit --no-fund --loglevel=error >/dev/null
 	@touch $@
 
-lab: setup
-	$(VENV)/bin/jupyter lab notebooks/
+# The JupyterLab extension (extension/README.md): TypeScript built with @jupyterlab/builder
+# into mxnb/labextension/ (shipped in the wheel as share/jupyter/labextensions/mxnb), linked
+# into the venv's Jupyter data dir. Rebuilt only when a source changes (stamp file).
+labextension: $(EXT_STAMP) $(LABEXT_LINK)
+
+$(EXT_NPM): $(EXT)/package-lock.json | node
+	@echo "installing the extension's build tools with npm ci in $(EXT)"
+	@cd $(EXT) && npm ci --no-audit --no-fund --loglevel=error >/dev/null
+	@touch $@
+
+$(EXT_STAMP): $(EXT_NPM) $(EXT_SOURCES) $(STAMP)
+	@echo "building the JupyterLab extension into $(EXT_OUT)"
+	@cd $(EXT) && rm -rf lib ../$(EXT_OUT) && node_modules/.bin/tsc && \
+	  node node_modules/@jupyterlab/builder/lib/build-labextension.js \
+	    --core-path "$$(../$(PY) -c 'import jupyterlab, os; print(os.path.join(os.path.dirname(jupyterlab.__file__), "staging"))')" \
+	    . >/dev/null
+	@touch $@
+
+$(LABEXT_LINK): | $(STAMP)
+	mkdir -p $(dir $@)
+	ln -sfn $(abspath $(EXT_OUT)) $@
+
+# Jupyter refuses to start as root (containers, CI machines) unless told it may.
+# LAB_ARGS: more options for jupyter lab (e.g. LAB_ARGS="--no-browser --port=8899").
+lab: setup labextension
+	$(VENV)/bin/jupyter lab $$( [ "$$(id -u)" = 0 ] && echo --allow-root ) $(LAB_ARGS) notebooks/
 
 # The whole suite, notebooks and the tests marked `slow` included.
 test: test-setup
@@ -60,11 +91,12 @@ test-fast: test-setup
 	$(PY) -m pytest -q -m "not slow" tests
 
 # mxnet_reference.py is not here: it runs under real MXNet, by hand (see its docstring).
-BENCHMARKS := engine ndarray operators memory_plan widgets io train dist_kvstore
+BENCHMARKS := engine ndarray operators memory_plan widgets extension io train bucketing dist_kvstore
 
 bench: setup
 	$(PIP) install --quiet -e '.[bench]'  # PyTorch (CPU) is the peer of the operator benchmark
 	for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; $(PY) benchmarks/$$b.py || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info $(JS_TEST)/node_modules
+	rm -rf $(VENV) .pytest_cache build *.egg-info $(JS_TEST)/node_modules \
+	  $(EXT)/node_modules $(EXT)/lib $(EXT_OUT)

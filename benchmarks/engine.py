@@ -16,7 +16,13 @@ sequence (BLAS pinned to one thread, run in a subprocess), tracing adds <=
 0.6 us per op (measured on a chain, with the engine's threads on one core and
 on all cores: see ``tracing_cost``).
 
-Run: ``python benchmarks/engine.py`` (``--quick`` for a smaller N).
+Issue 15 adds the reference engine (``reference_engine.py``: the rule, a
+lock, a ready queue, two workers, in plain Python) as the yardstick: naive
+<= 1.3x its naive form, threaded engines <= 1.5x its threaded form, as
+medians of interleaved rounds (:func:`versus_reference`).
+
+Run: ``python benchmarks/engine.py`` (``--quick`` for a smaller N,
+``--reference`` for the reference table alone).
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from typing import NamedTuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _util import ExecutorPeer, best_of, ratio, table
+from reference_engine import ReferenceNaive, ReferenceThreaded
 
 import mxnb as mx
 
@@ -69,6 +76,97 @@ def engine_workload(eng: mx.engine.Engine, kind: str, n: int) -> float:
         push(noop, ctx, (), (var,))
     eng.wait_for_all()
     return time.perf_counter() - start
+
+
+def _ref_noop() -> None:
+    """The reference engine's tiny op (it passes no RunContext)."""
+
+
+def reference_workload(eng: ReferenceNaive, kind: str, n: int) -> float:
+    """:func:`engine_workload` on a reference engine (``benchmarks/reference_engine.py``)."""
+    push = eng.push
+    if kind == "independent":
+        variables = [eng.new_var() for _ in range(n)]
+        start = time.perf_counter()
+        for var in variables:
+            push(_ref_noop, (), (var,))
+    elif kind == "chain":
+        var = eng.new_var()
+        start = time.perf_counter()
+        for _ in range(n):
+            push(_ref_noop, (), (var,))
+    else:
+        var = eng.new_var()
+        start = time.perf_counter()
+        push(_ref_noop, (), (var,))
+        for _ in range(n - 2):
+            push(_ref_noop, (var,), ())
+        push(_ref_noop, (), (var,))
+    eng.wait_for_all()
+    return time.perf_counter() - start
+
+
+#: mxnb engine -> the reference form it is held to, and the target ratio (issue 15).
+REFERENCE_PAIRS = {
+    "naive": ("ref naive", 1.3),
+    "threaded": ("ref threaded", 1.5),
+    "threaded_per_device": ("ref threaded", 1.5),
+}
+
+
+def versus_reference(n: int, rounds: int = 7) -> None:
+    """Each engine against the plain reference engine: median ratios of interleaved rounds.
+
+    A round times, per workload, both reference forms and every mxnb engine
+    back to back (within a second or so, sharing the machine's speed of the
+    moment); the ratio is taken within the round, and the table shows the
+    median of the rounds and their spread (min-max).
+    """
+    engines = {name: mx.engine.create(name) for name in REFERENCE_PAIRS}
+    refs = {"ref naive": ReferenceNaive(), "ref threaded": ReferenceThreaded()}
+    times: dict[tuple[str, str], list[float]] = {}
+    try:
+        for name, eng in engines.items():
+            engine_workload(eng, "independent", 2000)  # warm up
+        for ref in refs.values():
+            reference_workload(ref, "independent", 2000)
+        for _ in range(rounds):
+            for kind in KINDS:
+                for label, ref in refs.items():
+                    times.setdefault((label, kind), []).append(reference_workload(ref, kind, n))
+                for name, eng in engines.items():
+                    times.setdefault((name, kind), []).append(engine_workload(eng, kind, n))
+    finally:
+        for eng in engines.values():
+            eng.shutdown()
+        for ref in refs.values():
+            ref.shutdown()
+    rows = []
+    for label in refs:
+        rows.append(
+            [label, *(f"{statistics.median(times[label, k]) / n * 1e6:.2f}" for k in KINDS), "", ""]
+        )
+    for name, (label, target) in REFERENCE_PAIRS.items():
+        cells = []
+        worst = 0.0
+        for kind in KINDS:
+            ratios = [e / r for e, r in zip(times[name, kind], times[label, kind])]
+            median = statistics.median(ratios)
+            worst = max(worst, median)
+            us = statistics.median(times[name, kind]) / n * 1e6
+            cells.append(f"{us:.2f} ({median:.2f}x, {min(ratios):.2f}-{max(ratios):.2f})")
+        rows.append([name, *cells, label, f"{worst:.2f}x <= {target}x"])
+    print(
+        table(
+            ["engine", *(f"{k} us/op (ratio, spread)" for k in KINDS), "vs", "worst median"],
+            rows,
+            title=(
+                f"Tiny ops against the reference engine (benchmarks/reference_engine.py), N={n}, "
+                f"medians of {rounds} interleaved rounds; ratio = engine / its reference form "
+                "in the same round (spread: min-max of the rounds)"
+            ),
+        )
+    )
 
 
 def loop_cost(n: int) -> float:
@@ -370,6 +468,10 @@ def main() -> None:
         f"mxnb engine benchmark on {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
         f"load average {load} (other work on the machine skews the figures)\n"
     )
+    versus_reference(n)
+    if "--reference" in sys.argv:
+        return
+    print()
     tiny_ops(n)
     print()
     tracing_cost(n)

@@ -12,7 +12,7 @@ Example::
 """
 
 from . import base
-from .base import MXNBError
+from .base import MXNBError, MXNetError
 from .context import Context, RunContext, cpu, cpu_pinned, current_context, gpu, num_gpus
 from . import context
 from . import engine
@@ -28,6 +28,12 @@ from . import executor
 from . import autograd
 from . import rnn
 from . import testing
+from . import test_utils
+from . import util
+from . import runtime
+from . import name
+from . import attribute
+from .attribute import AttrScope
 from . import widgets
 from . import io
 from . import optimizer
@@ -46,10 +52,19 @@ from . import image
 
 __version__ = "0.1.0"
 
+# Inside a Jupyter kernel: the lab extension's engine panels connect to this comm target
+# (mxnb/widgets/lab.py; nothing is recorded until a panel is open).
+from .widgets.lab import register_comm_target as _register_comm_target
+
+_register_comm_target()
+
 __all__ = [
+    "AttrScope",
     "Context",
     "MXNBError",
+    "MXNetError",
     "RunContext",
+    "attribute",
     "autograd",
     "base",
     "callback",
@@ -71,6 +86,7 @@ __all__ = [
     "mod",
     "model",
     "module",
+    "name",
     "nd",
     "ndarray",
     "num_gpus",
@@ -80,9 +96,12 @@ __all__ = [
     "recordio",
     "resource",
     "rnn",
+    "runtime",
     "storage",
     "sym",
     "symbol",
+    "test_utils",
     "testing",
+    "util",
     "widgets",
 ]

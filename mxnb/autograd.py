@@ -59,7 +59,7 @@ import numpy as np
 
 from . import engine as _engine_module
 from . import resource as _resource
-from .base import MXNBError, NotSupportedError, OpError, ParamError
+from .base import MXNBError, NotSupportedError, ParamError
 from .operator.base import OpContext, OperatorProperty, OpReqType
 
 __all__ = [
@@ -404,17 +404,17 @@ def grad(
 ) -> list[Any]:
     """Return the gradients of ``heads`` with respect to ``variables`` as new arrays.
 
-    ``.grad`` buffers are left untouched.  ``create_graph=True`` (recording
-    the backward itself for higher-order gradients) is not supported.
+    ``.grad`` buffers are left untouched.  With ``create_graph=True`` the
+    gradients are computed with recorded ops (:mod:`mxnb.grad_graph`), so they
+    can be differentiated again (higher-order gradients); ``retain_graph``
+    then defaults to True.
     """
-    if create_graph:
-        raise NotSupportedError(
-            "autograd.grad(create_graph=True): higher-order gradients are not supported in mxnb; "
-            "differentiate once, or compute the second derivative numerically with "
-            "mxnb.testing.numeric_grad"
-        )
     variables = _as_list(variables)
     retain = bool(create_graph) if retain_graph is None else bool(retain_graph)
+    if create_graph:
+        from .grad_graph import grad_with_graph
+
+        return grad_with_graph(heads, variables, head_grads, retain, train_mode)
     return _Backward(heads, head_grads, variables, retain, train_mode).run()
 
 
@@ -503,21 +503,15 @@ class _Backward:
                     order.append(node)
         return order
 
-    def run(self) -> list[Any]:
-        from . import ndarray as nd
-
-        order = self._topological()
+    def _node_needs(self, order: list[_Node]) -> dict[_Node, bool]:
+        """Whether each node (in topological order) leads to a gradient that is asked for."""
         node_needs: dict[_Node, bool] = {}
         for node in order:
             node_needs[node] = any(self._needs(entry, node_needs) for entry in node.inputs)
-        # How many gradient contributions each entry receives: one per use.
-        uses: dict[Any, int] = {}
-        for node in order:
-            if not node_needs[node]:
-                continue
-            for entry in node.inputs:
-                if self._needs(entry, node_needs):
-                    uses[entry.key] = uses.get(entry.key, 0) + 1  # type: ignore[union-attr]
+        return node_needs
+
+    def _head_contributions(self, nd: Any, node_needs: dict[_Node, bool]) -> dict[Any, list[Any]]:
+        """The gradient flowing into each head (ones when none was given), by entry key."""
         contributions: dict[Any, list[Any]] = {}
         for head, entry, head_grad in zip(self.heads, self.head_entries, self.head_grads):
             if not self._needs(entry, node_needs):
@@ -532,6 +526,22 @@ class _Backward:
                     f"head of shape {tuple(head.shape)}"
                 )
             contributions.setdefault(entry.key, []).append(head_grad)
+        return contributions
+
+    def run(self) -> list[Any]:
+        from . import ndarray as nd
+
+        order = self._topological()
+        node_needs = self._node_needs(order)
+        # How many gradient contributions each entry receives: one per use.
+        uses: dict[Any, int] = {}
+        for node in order:
+            if not node_needs[node]:
+                continue
+            for entry in node.inputs:
+                if self._needs(entry, node_needs):
+                    uses[entry.key] = uses.get(entry.key, 0) + 1  # type: ignore[union-attr]
+        contributions = self._head_contributions(nd, node_needs)
         results: list[Any] = [None] * len(self.variables or [])
         eng = _engine_module.get()
         previous_training = set_training(self.train)
@@ -637,13 +647,16 @@ class _Backward:
             try:
                 operator.backward(op_ctx, out_grad, in_data, out_data, reqs, in_grad, aux_data)
             except ValueError as exc:
-                if guard is None or "read-only" not in str(exc):
-                    raise
-                raise OpError(
-                    f"{label}: the backward kernel wrote into an array it only reads (out_grad, "
-                    f"in_data, out_data or aux); write gradients into in_grad only",
-                    op_name=label,
-                ) from exc
+                if guard is not None:  # debug mode: the inputs were read-only views
+                    from .ndarray.debug import raise_read_only_write
+
+                    raise_read_only_write(
+                        exc,
+                        label,
+                        "the backward kernel wrote into an array it only reads (out_grad, "
+                        "in_data, out_data or aux); write gradients into in_grad only",
+                    )
+                raise
 
         eng.push_sync(run, ctx, const_vars, mutate_vars, 0, label)
 

@@ -40,6 +40,8 @@ __all__ = [
     "FormatError",
     "GraphError",
     "MXNBError",
+    "MXNetError",
+    "NotImplementedForSymbol",
     "NotSupportedError",
     "OpError",
     "ParamError",
@@ -49,12 +51,22 @@ __all__ = [
     "array_module",
     "as_shape",
     "dtype_name",
+    "integer_types",
+    "mx_real_t",
     "np_dtype",
+    "numeric_types",
+    "py_str",
+    "string_types",
 ]
 
 
 class MXNBError(Exception):
     """Root of every error mxnb raises."""
+
+
+MXNetError = MXNBError
+"""MXNet's name for the root error (``mx.base.MXNetError``): the same class, so
+``except mx.MXNetError`` catches everything mxnb raises."""
 
 
 class EngineError(MXNBError, RuntimeError):
@@ -239,3 +251,52 @@ def acquire_lock(lock: Lock) -> None:
     acquire = lock.acquire
     while not acquire(False):
         time.sleep(_CONTENDED_NAP)
+
+
+class NotImplementedForSymbol(MXNBError, NotImplementedError):
+    """An NDArray-only operation was applied to a Symbol (MXNet: same name).
+
+    Raised for ``bool(symbol)``: a Symbol has no value to test until it is bound
+    and run; compare the NDArrays an executor returns instead.
+    """
+
+    def __init__(self, function: Any, alias: str | None = None, *args: Any) -> None:
+        name = getattr(function, "__name__", str(function))
+        message = f"Function {name}"
+        if alias:
+            message += f' (namely operator "{alias}")'
+        message += " is not implemented for Symbol and only available in NDArray"
+        super().__init__(message)
+        self.function = name
+        self.alias = alias
+
+
+# ---------------------------------------------------------------------------
+# MXNet 1.x helper names (python/mxnet/base.py) that user code and tests import
+# ---------------------------------------------------------------------------
+
+integer_types = (int, np.integer)
+"""Types MXNet accepts where an integer is expected."""
+
+numeric_types = (float, int, np.generic)
+"""Types MXNet accepts where a number is expected."""
+
+string_types = (str,)
+"""Types MXNet accepts where a string is expected."""
+
+mx_real_t = np.float32
+"""MXNet's default real type."""
+
+
+def py_str(value: bytes | str) -> str:
+    """Decode ``bytes`` (UTF-8) to ``str``; a ``str`` is returned as it is."""
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def _as_list(value: Any) -> list[Any]:
+    """``value`` as a list: a list stays, a tuple becomes a list, anything else is wrapped."""
+    if isinstance(value, list):
+        return value
+    if isinstance(value, tuple):
+        return list(value)
+    return [value]

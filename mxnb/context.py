@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .base import ContextError, array_module
 
@@ -39,10 +39,11 @@ __all__ = [
     "Context",
     "RunContext",
     "cpu",
-    "gpu",
     "cpu_pinned",
     "current_context",
+    "gpu",
     "num_gpus",
+    "set_default_context",
     "set_virtual_gpus",
     "virtual_gpus",
 ]
@@ -88,8 +89,21 @@ def num_gpus() -> int:
     return _real_gpu_count() or _virtual_gpus
 
 
+class _DefaultContext(type):
+    """Metaclass of Context: ``Context.default_ctx`` is read and assigned per thread (MXNet 1.x)."""
+
+    @property
+    def default_ctx(cls) -> Context:
+        """The context used when none is given (the innermost ``with``, else the default)."""
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, ctx: Context) -> None:
+        set_default_context(ctx)
+
+
 @dataclass(frozen=True)
-class Context:
+class Context(metaclass=_DefaultContext):
     """A device: ``Context('cpu', 0)``, ``Context('gpu', 1)``.
 
     Parameters
@@ -152,10 +166,14 @@ class Context:
     def __exit__(self, *exc_info: object) -> None:
         _stack().pop()
 
-    @staticmethod
-    def default_ctx() -> "Context":
-        """The context used when none is given (the innermost ``with``, else cpu(0))."""
-        return current_context()
+    #: MXNet's device type codes (``Context.devtype2str[ctx.device_typeid]``).
+    devtype2str: ClassVar[dict[int, str]] = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
+    devstr2type: ClassVar[dict[str, int]] = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
+
+    @property
+    def device_typeid(self) -> int:
+        """MXNet's code of the device type (cpu 1, gpu 2, cpu_pinned 3)."""
+        return self.devstr2type[self.device_type]
 
 
 _local = threading.local()
@@ -171,7 +189,17 @@ def _stack() -> list[Context]:
 def current_context() -> Context:
     """Return the context of the innermost ``with ctx:`` block, or ``cpu(0)``."""
     stack = _stack()
-    return stack[-1] if stack else Context("cpu", 0)
+    if stack:
+        return stack[-1]
+    default = getattr(_local, "default", None)
+    return default if default is not None else Context("cpu", 0)
+
+
+def set_default_context(ctx: Context) -> None:
+    """Make ``ctx`` this thread's context outside any ``with ctx:`` block (MXNet: test_utils)."""
+    if not isinstance(ctx, Context):
+        raise ContextError(f"set_default_context: expected a Context, found {type(ctx).__name__}")
+    _local.default = ctx
 
 
 def cpu(device_id: int = 0) -> Context:

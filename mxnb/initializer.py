@@ -8,7 +8,8 @@ initializer's distribution, everything else a fixed value.
 
 Rules (MXNet 1.9.1's name rules):
     * a variable attribute ``__init__`` (``mx.sym.Variable('w', init=mx.init.One())``)
-      overrides the initializer for that parameter;
+      overrides the initializer for that parameter (``mx.rnn`` cells put
+      :class:`LSTMBias` and :class:`FusedRNN` there);
     * ``*_weight``: :meth:`Initializer._init_weight` (the distribution);
       ``*_bias``, ``*_beta``, ``*_moving_mean``, ``*_min``: 0;
       ``*_gamma``, ``*_moving_var``, ``*_max``: 1;
@@ -41,8 +42,10 @@ from .base import MXNBError, ShapeError
 
 __all__ = [
     "Constant",
+    "FusedRNN",
     "InitDesc",
     "Initializer",
+    "LSTMBias",
     "Load",
     "MSRAPrelu",
     "Mixed",
@@ -305,6 +308,85 @@ class Orthogonal(Initializer):
         u, _, v = np.linalg.svd(sample, full_matrices=False)
         result = u if u.shape == sample.shape else v
         arr[:] = (self.scale * result.reshape(arr.shape)).astype(arr.dtype)
+
+
+@register
+class LSTMBias(Initializer):
+    """An LSTM's ``i2h_bias``: 0, except the forget gate's quarter, ``forget_bias`` (MXNet's gate order).
+
+    :class:`mx.rnn.LSTMCell <mxnb.rnn.LSTMCell>` puts it on its bias variable
+    (``__init__`` attribute), so any global initializer leaves that bias to it.
+    """
+
+    def __init__(self, forget_bias: float = 1.0) -> None:
+        super().__init__(forget_bias=forget_bias)
+        self.forget_bias = float(forget_bias)
+
+    def _init_weight(self, name: str, arr: Any) -> None:
+        if len(arr.shape) != 1 or arr.shape[0] % 4:
+            raise ShapeError(
+                f"LSTMBias: {str(name)!r} has shape {tuple(arr.shape)}; an LSTM bias is one "
+                "vector of 4 * num_hidden values (input, forget, cell, output gates)"
+            )
+        hidden = arr.shape[0] // 4
+        values = np.zeros(arr.shape, dtype=np.float32)
+        values[hidden : 2 * hidden] = self.forget_bias
+        arr[:] = values
+
+
+@register
+class FusedRNN(Initializer):
+    """The packed ``parameters`` of a :class:`mx.rnn.FusedRNNCell <mxnb.rnn.FusedRNNCell>`.
+
+    MXNet's rule: unpack the vector into its per-layer, per-gate weights and
+    biases, initialize each by name with ``init`` (or the global initializer
+    when ``init`` is None), set every LSTM forget-gate bias (``*_f_bias``, both
+    ``i2h`` and ``h2h``) to ``forget_bias``, and pack them back.
+    """
+
+    def __init__(
+        self,
+        init: Initializer | str | None,
+        num_hidden: int,
+        num_layers: int,
+        mode: str,
+        bidirectional: bool = False,
+        forget_bias: float = 1.0,
+    ) -> None:
+        if isinstance(init, str):
+            klass, kwargs = json.loads(init)
+            init = create(klass, **kwargs)
+        super().__init__(
+            init=None if init is None else init.dumps(),
+            num_hidden=num_hidden,
+            num_layers=num_layers,
+            mode=mode,
+            bidirectional=bidirectional,
+            forget_bias=forget_bias,
+        )
+        self._init = init
+        self._cell_args = (int(num_hidden), int(num_layers), str(mode), bool(bidirectional))
+        self._forget_bias = float(forget_bias)
+
+    def _init_weight(self, name: str, arr: Any) -> None:
+        from .rnn import FusedRNNCell
+
+        num_hidden, num_layers, mode, bidirectional = self._cell_args
+        cell = FusedRNNCell(num_hidden, num_layers, mode, bidirectional, prefix="")
+        global_init = getattr(name, "global_init", None)
+        args = cell.unpack_weights({"parameters": arr})
+        for part, values in args.items():
+            if mode == "lstm" and part.endswith("_f_bias"):
+                values[:] = self._forget_bias
+                continue
+            inner = self._init or global_init
+            if inner is None:
+                raise InitError(
+                    f"FusedRNN: no initializer for {part!r} of {str(name)!r}; give FusedRNN an "
+                    "init, or call it through a global initializer (Module.init_params)"
+                )
+            inner(InitDesc(part, global_init=global_init), values)
+        arr[:] = cell.pack_weights(args)["parameters"]
 
 
 @register

@@ -6,6 +6,10 @@ Idea (MXNet: python/mxnet/model.py): a checkpoint is two files,
 NDArray-list format, :mod:`mxnb.ndarray.mxnet_format`) with the names
 prefixed ``arg:`` (arguments) or ``aux:`` (auxiliary states).
 
+A BucketingModule's checkpoint adds ``prefix-KEY-symbol.json`` per bucket and
+``prefix.buckets``, the integer bucket keys as one int32 vector
+(:func:`save_bucket_keys`, :func:`load_bucket_keys`).
+
 Rule: arrays are saved from the CPU; loading splits the names back by prefix
 and refuses other names, naming the file; reading is bounds-checked and never
 unpickles (see :mod:`mxnb.ndarray.mxnet_format`).
@@ -28,11 +32,19 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import numpy as np
+
 from .base import FormatError
 from .context import cpu
-from .ndarray import NDArray, load, mxnet_format
+from .ndarray import NDArray, array, load, mxnet_format
 
-__all__ = ["load_checkpoint", "load_params", "save_checkpoint"]
+__all__ = [
+    "load_bucket_keys",
+    "load_checkpoint",
+    "load_params",
+    "save_bucket_keys",
+    "save_checkpoint",
+]
 
 _LOG = logging.getLogger(__name__)
 
@@ -98,3 +110,30 @@ def load_checkpoint(prefix: str, epoch: int) -> tuple[Any, dict[str, NDArray], d
     symbol = sym.load(f"{prefix}-symbol.json")
     arg_params, aux_params = load_params(prefix, epoch)
     return symbol, arg_params, aux_params
+
+
+def save_bucket_keys(prefix: str, keys: list[Any]) -> None:
+    """Write ``prefix.buckets``: the bucket keys as one int32 vector (MXNet's file; integers only)."""
+    if not all(isinstance(key, int | np.integer) and not isinstance(key, bool) for key in keys):
+        raise FormatError(
+            f"save_checkpoint: bucket keys {keys} are not all integers; MXNet's prefix.buckets "
+            "file stores them as int32"
+        )
+    mxnet_format.save(f"{prefix}.buckets", [array(np.array(keys, dtype=np.int32), dtype=np.int32)])
+
+
+def load_bucket_keys(prefix: str) -> list[int]:
+    """Read the integer keys of ``prefix.buckets`` (a list holding one vector)."""
+    path = f"{prefix}.buckets"
+    saved = load(path)
+    vector = saved[0] if isinstance(saved, list) and len(saved) == 1 else None
+    if vector is None or len(vector.shape) != 1 or vector.dtype.kind not in "iuf":
+        found = type(saved).__name__ if vector is None else f"shape {vector.shape} {vector.dtype}"
+        raise FormatError(
+            f"BucketingModule.load: {path!r} must hold one vector of bucket keys (the "
+            f"prefix.buckets file save_checkpoint writes); found {found}"
+        )
+    values = vector.asnumpy()
+    if not np.array_equal(values, np.round(values)):
+        raise FormatError(f"BucketingModule.load: {path!r} holds bucket keys that are not integers")
+    return [int(key) for key in values]

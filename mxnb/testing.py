@@ -532,13 +532,21 @@ def check_symbolic_forward(
     aux_states: Any = None,
     is_train: bool = False,
     dtype: Any = np.float32,
+    equal_nan: bool = False,
 ) -> list[np.ndarray]:
     """Bind ``sym`` at ``location``, run forward and compare every output with ``expected``."""
     executor = _bind_symbol(sym, location, aux_states, "null", dtype)
     executor.forward(is_train=is_train)
     outputs = [out.asnumpy() for out in executor.outputs]
     for index, (out, want) in enumerate(zip(outputs, expected)):
-        assert_almost_equal(out, want, rtol, atol, names=(f"FORWARD_{index}", f"EXPECTED_{index}"))
+        assert_almost_equal(
+            out,
+            want,
+            rtol,
+            atol,
+            names=(f"FORWARD_{index}", f"EXPECTED_{index}"),
+            equal_nan=equal_nan,
+        )
     return outputs
 
 
@@ -553,6 +561,7 @@ def check_symbolic_backward(
     grad_req: str = "write",
     is_train: bool = True,
     dtype: Any = np.float32,
+    equal_nan: bool = False,
 ) -> dict[str, np.ndarray]:
     """Bind ``sym``, run forward and backward with ``out_grads``; compare gradients with ``expected``.
 
@@ -567,7 +576,12 @@ def check_symbolic_backward(
     grads = {name: executor.grad_dict[name].asnumpy() for name in wanted}
     for name, want in wanted.items():
         assert_almost_equal(
-            grads[name], want, rtol, atol, names=(f"BACKWARD_{name}", f"EXPECTED_{name}")
+            grads[name],
+            want,
+            rtol,
+            atol,
+            names=(f"BACKWARD_{name}", f"EXPECTED_{name}"),
+            equal_nan=equal_nan,
         )
     return grads
 
@@ -588,11 +602,15 @@ def check_consistency(
     atol: float | None = None,
     is_train: bool = True,
     seed: int = 0,
+    equal_nan: bool = False,
 ) -> list[dict[str, np.ndarray]]:
     """Bind ``sym`` once per entry of ``ctx_list`` and check that all runs agree (MXNet: same name).
 
-    Each entry is a dict with ``ctx`` (a Context), the argument shapes by name
-    and optionally ``type_dict``.  Every run gets the same random arguments
+    ``sym`` may also be a list of Symbols with the same arguments, one per
+    entry of ``ctx_list`` (two spellings of one network).  Each entry is a
+    dict with ``ctx`` (a Context), the argument shapes by name and optionally
+    ``type_dict`` and ``group2ctx``.  ``equal_nan`` counts NaNs in the same
+    places as equal.  Every run gets the same random arguments
     (uniform in ``[-scale, scale]`` unless given in ``arg_params``), runs
     forward and, unless ``grad_req='null'``, backward with the same random
     head gradients.  The run in the most precise dtype is the reference; the
@@ -609,13 +627,19 @@ def check_consistency(
         raise ParamError("check_consistency: ctx_list is empty")
     rng = np.random.default_rng(seed)
     runs = []
-    arguments = sym.list_arguments()
-    aux_names = sym.list_auxiliary_states()
-    for spec in ctx_list:
+    symbols = list(sym) if isinstance(sym, (list, tuple)) else [sym] * len(ctx_list)
+    if len(symbols) != len(ctx_list):
+        raise ParamError(
+            f"check_consistency: {len(symbols)} symbols for {len(ctx_list)} entries of ctx_list"
+        )
+    arguments = symbols[0].list_arguments()
+    aux_names = symbols[0].list_auxiliary_states()
+    for symbol, spec in zip(symbols, ctx_list):
         spec = dict(spec)
         ctx = spec.pop("ctx", None) or default_context()
         type_dict = spec.pop("type_dict", None) or {}
-        executor = sym.simple_bind(ctx, grad_req=grad_req, type_dict=type_dict, **spec)
+        extra = {"group2ctx": spec.pop("group2ctx")} if "group2ctx" in spec else {}
+        executor = symbol.simple_bind(ctx, grad_req=grad_req, type_dict=type_dict, **extra, **spec)
         runs.append((executor, type_dict))
     reference_executor = runs[0][0]
     values = {}
@@ -674,5 +698,6 @@ def check_consistency(
                     f"{key} of run {index} ({ctx_list[index].get('ctx', default_context())})",
                     f"run {best}",
                 ),
+                equal_nan=equal_nan,
             )
     return results

@@ -86,3 +86,15 @@ def test_mixed_and_load(tmp_path):
         _init(load, "fc_weight", (3, 2))
     with pytest.raises(InitError, match="no default_init"):
         _init(mx.init.Load({}), "x_weight", (1,))
+
+
+def test_lstm_bias_of_an_lstm_cell_sets_only_the_forget_gate():
+    """mx.rnn.LSTMCell's i2h_bias carries LSTMBias: zeros but forget_bias on the forget quarter."""
+    cell = mx.rnn.LSTMCell(3, prefix="l_", forget_bias=2.5)
+    outputs, _ = cell.unroll(2, inputs=mx.sym.Variable("data"), merge_outputs=True)
+    attrs = outputs.attr_dict()["l_i2h_bias"]
+    bias = _init(mx.init.Xavier(), "l_i2h_bias", (12,), attrs)
+    np.testing.assert_array_equal(bias, [0, 0, 0, 2.5, 2.5, 2.5, 0, 0, 0, 0, 0, 0])
+    assert json.loads(mx.init.LSTMBias(0.5).dumps()) == ["lstmbias", {"forget_bias": 0.5}]
+    with pytest.raises(mx.base.ShapeError, match="4 \\* num_hidden"):
+        _init(mx.init.Xavier(), "l_i2h_bias", (6,), attrs)

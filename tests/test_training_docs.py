@@ -17,6 +17,7 @@ MODULES = [
     "mxnb.model",
     "mxnb.module",
     "mxnb.module.base_module",
+    "mxnb.module.bucketing_module",
     "mxnb.module.executor_group",
     "mxnb.module.module",
     "mxnb.ndarray.mxnet_format",

@@ -43,6 +43,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..base import EngineError
+from . import interrupts
 from .base import (
     DONE,
     PENDING,
@@ -55,7 +56,6 @@ from .base import (
     Var,
     inside_op,
 )
-from . import interrupts
 from .naive import NaiveEngine
 from .trace import Trace
 
@@ -72,12 +72,14 @@ __all__ = [
     "SlowWait",
     "Trace",
     "Var",
+    "bulk",
     "create",
     "debug",
     "engine_type",
     "get",
     "inside_op",
     "is_debug",
+    "set_bulk_size",
     "set_debug",
     "set_engine",
     "slow_waits",
@@ -230,6 +232,33 @@ def debug(slow_wait: float = DEFAULT_SLOW_WAIT) -> Iterator[None]:
         yield
     finally:
         set_debug(previous[0], previous[1])
+
+
+_bulk_size = 0  # MXNet's bulk size; recorded, not used to fuse (see set_bulk_size)
+
+
+def set_bulk_size(size: int) -> int:
+    """Set MXNet's bulk-execution size and return the previous one (MXNet: ``engine.set_bulk_size``).
+
+    MXNet groups up to ``size`` consecutive imperative ops into one engine op;
+    mxnb pushes every op on its own (so each shows in the DAG and timeline),
+    which gives the same results: the size is kept for code that reads it back.
+    """
+    global _bulk_size
+    if int(size) < 0:
+        raise EngineError(f"set_bulk_size: size must be >= 0, got {size}")
+    previous, _bulk_size = _bulk_size, int(size)
+    return previous
+
+
+@contextlib.contextmanager
+def bulk(size: int) -> Iterator[None]:
+    """``with mx.engine.bulk(size):`` MXNet's bulk scope (the size is restored after)."""
+    previous = set_bulk_size(size)
+    try:
+        yield
+    finally:
+        set_bulk_size(previous)
 
 
 def slow_waits() -> list[SlowWait]:

@@ -60,6 +60,11 @@ _CRITICAL_FILES = frozenset(
         ("engine", "stepper.py"),
         ("engine", "trace.py"),
         ("engine", "var.py"),
+        ("engine", "failures.py"),
+        ("engine", "debugging.py"),
+        ("engine", "records.py"),
+        ("engine", "running.py"),
+        ("engine", "lifetime.py"),
         ("ndarray", "chunk.py"),
         ("storage.py",),
     ]

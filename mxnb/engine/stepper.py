@@ -37,6 +37,7 @@ from ..base import EngineError
 from ..context import RunContext
 from . import base as _base
 from .base import DONE, PENDING, READY, RUNNING, Engine, Opr, RunContextCache
+from .waiting import _local
 
 __all__ = ["OpInfo", "StepEngine"]
 
@@ -202,7 +203,7 @@ class StepEngine(Engine):
         return True
 
     def _stuck_check(self) -> None:
-        stack = getattr(_base._local, "stack", None) or []
+        stack = getattr(_local, "stack", None) or []
         with self._lock:
             if self._ready:
                 return

@@ -57,7 +57,8 @@ import threading
 from typing import Any
 
 from ..context import Context
-from .base import Engine, Opr, RunContextCache, _local
+from .base import Engine, Opr, RunContextCache
+from .waiting import _local
 
 __all__ = ["ThreadedEngine", "ThreadedEnginePerDevice", "default_cpu_workers"]
 

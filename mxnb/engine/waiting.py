@@ -42,7 +42,7 @@ from ..base import EngineError
 from . import trace
 
 if TYPE_CHECKING:
-    from .base import Var, _ErrorRef
+    from .var import Var
 
 __all__ = ["Waiting"]
 
@@ -167,8 +167,6 @@ class Waiting:
         stack = _local.__dict__.get("stack")
         blocked = None
         with self._lock:
-            if self._inline is not None:
-                self._book_inline()
             target = var.writes_pushed
             if stack:
                 chain = _waits_for_stack(var, stack, self._blocked_waits)

@@ -26,6 +26,8 @@ State kept:
     _blocks       one NDArray (uint8) per storage block: its chunk and var
     _arrays       entry id -> NDArray bound to it (argument, grad, aux, head grad or block view)
     _prepared     per step: operator, resources, raw arrays, const / mutate vars
+    _data_pool    the blocks executors sharing memory with this one take from (:mod:`.sharing`)
+    borrowed_bytes  bytes of this executor's blocks taken from a shared executor's pool
 
 Example::
 
@@ -49,17 +51,17 @@ import numpy as np
 
 from .. import engine as _engine_mod
 from .. import resource as _resource
-from .. import storage as _storage
 from ..base import ContextError, MXNBError, ParamError, ShapeError
 from ..context import Context, current_context
 from ..ndarray import creation as _nd
 from ..ndarray.debug import check_written, poison_outputs, readonly_view
-from ..ndarray.ndarray import NDArray, _Chunk, _ctx_of
+from ..ndarray.ndarray import NDArray, _ctx_of
 from ..operator.base import OpContext, OpReqType
 from .graph import ExecGraph, Step, StepKind
 from .memory import _without_gc_pauses, plan_best
 from .plan import MemoryPlan
 from .recompute import REPLAYED_OPS
+from .sharing import bound_arrays, take_blocks
 
 __all__ = ["Executor", "bind", "simple_bind"]
 
@@ -90,6 +92,7 @@ class Executor:
         args: dict[str, NDArray],
         grads: dict[str, NDArray],
         aux: dict[str, NDArray],
+        shared_exec: Executor | None = None,
     ) -> None:
         self._symbol = sym
         self._ctx = ctx
@@ -118,7 +121,9 @@ class Executor:
             self._arrays[entry] = self._head_grads[output]
         self._entry_vars: dict[int, list[Any]] = {}  # arena entries: the vars of their segments
         self._arena_reads: dict[int, Any] = {}  # arena entries: the arena chunk's var
-        self._blocks = self._allocate_blocks()
+        self._borrowed_vars: set[int] = set()  # ids of vars of blocks borrowed from shared_exec
+        self._data_pool: list[NDArray] = [] if shared_exec is None else shared_exec._data_pool
+        self._blocks = self._allocate_blocks(shared_exec is not None)
         self._forward_steps = {
             id(step.node): step for step in graph.steps[: graph.num_forward_steps]
         }
@@ -164,23 +169,25 @@ class Executor:
                     f"bind: gradient of '{name}' has shape {tuple(array.shape)}; expected {want}"
                 )
 
-    def _allocate_blocks(self) -> list[NDArray]:
-        """One chunk + engine var per storage block; every planned entry a view into its block."""
+    def _allocate_blocks(self, sharing: bool) -> list[NDArray]:
+        """One chunk + engine var per storage block; every planned entry a view into its block.
+
+        ``sharing``: blocks come from the shared executor's pool where they fit
+        (:mod:`.sharing`); a borrowed block is never cut into arena segments.
+        """
         ctx = self._ctx
-        blocks = []
-        for block in self.memory_plan.blocks:
-            handle = _storage.alloc(max(block.nbytes, 1), ctx)
-            var = _engine_mod.get().new_var(f"storage{block.id}")
-            raw = handle.buffer[: block.nbytes]
-            blocks.append(
-                NDArray._make(
-                    _Chunk(handle, var, ctx), var, raw, 0, (block.nbytes,), raw.dtype, ctx
-                )
-            )
+        blocks, borrowed = take_blocks(
+            self.memory_plan.blocks, ctx, self._data_pool if sharing else None
+        )
+        if not sharing:
+            self._data_pool.extend(blocks)
+        self._borrowed_vars = {id(blocks[index]._var) for index in borrowed}
+        self.borrowed_bytes = sum(self.memory_plan.blocks[index].nbytes for index in borrowed)
         arenas = {
             block.id: _segment_vars(block, self.memory_plan)
-            for block in self.memory_plan.blocks
-            if any(self.memory_plan.entry(name).offset for name in block.entries)
+            for index, block in enumerate(self.memory_plan.blocks)
+            if index not in borrowed
+            and any(self.memory_plan.entry(name).offset for name in block.entries)
         }
         for entry, planned in zip(self._graph.entries, self.memory_plan.entries):
             if planned.external:
@@ -247,6 +254,9 @@ class Executor:
             if requests:
                 prepared.resources = _resource.manager.request_all(self._ctx, requests)
                 mutate.extend(resource.var for resource in prepared.resources)
+        if self._borrowed_vars:  # a borrowed block's var is written on every access (.sharing)
+            mutate.extend(var for var in const if id(var) in self._borrowed_vars)
+            const = [var for var in const if id(var) not in self._borrowed_vars]
         prepared.const_vars = _unique(const)
         prepared.mutate_vars = _unique(mutate)
         prepared.raw = {
@@ -658,12 +668,17 @@ def simple_bind(
     grad_req: str | Mapping[str, str] | Sequence[str] = "write",
     type_dict: Mapping[str, Any] | None = None,
     recompute: str | int | None = None,
+    shared_arg_names: Sequence[str] | None = None,
+    shared_exec: Executor | None = None,
+    shared_buffer: dict[str, NDArray] | None = None,
     **shapes: Any,
 ) -> Executor:
     """Infer shapes from ``shapes``, allocate every array (zeros) and plan memory.
 
     ``recompute`` (None, 'mirror', 'sqrt' or a byte budget) is passed to the
-    planner (:func:`mxnb.executor.plan_memory`).
+    planner (:func:`mxnb.executor.plan_memory`).  ``shared_exec``,
+    ``shared_arg_names`` and ``shared_buffer`` share parameters, input buffers
+    and the memory pool with another executor, as :mod:`.sharing` describes.
 
     Example::
 
@@ -679,14 +694,8 @@ def simple_bind(
             sym, shapes, grad_req=grad_req, type_dict=type_dict, recompute=recompute
         )
 
-        def zeros(entry: int) -> NDArray:
-            record = graph.entries[entry]
-            return _nd.zeros(record.shape, ctx=ctx, dtype=record.dtype)
-
-        args = {name: zeros(entry) for name, entry in graph.arg_entries.items()}
-        grads = {name: zeros(graph.arg_entries[name]) for name in graph.grad_entries}
-        aux = {name: zeros(entry) for name, entry in graph.aux_entries.items()}
-        return Executor(sym, ctx, graph, plan, args, grads, aux)
+        args, grads, aux = bound_arrays(graph, ctx, shared_exec, shared_arg_names, shared_buffer)
+        return Executor(sym, ctx, graph, plan, args, grads, aux, shared_exec=shared_exec)
 
 
 def _as_dict(values: Any, names: Sequence[str], what: str, allow_missing: bool) -> dict[str, Any]:

@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 from PIL import Image
 
-from ..base import FormatError
+from ..base import FormatError, ParamError
 from ..ndarray import NDArray
 from ..ndarray import array as nd_array
 
@@ -106,6 +106,11 @@ def encode_bgr(img: np.ndarray, img_fmt: str = ".jpg", quality: int = 95) -> byt
 
 def resize_np(img: np.ndarray, w: int, h: int, interp: int = 1) -> np.ndarray:
     """Resize an HWC uint8 array to width ``w``, height ``h``."""
+    if interp not in _FILTERS and interp not in (9, 10):  # 9, 10: MXNet's automatic choices
+        raise ParamError(
+            f"imresize: interp={interp} is not an interpolation; use 0 (nearest), 1 (bilinear), "
+            f"2 (bicubic), 3 (area), 4 (lanczos), 9 or 10 (automatic)"
+        )
     if img.shape[0] == h and img.shape[1] == w:
         return img
     squeeze = img.ndim == 3 and img.shape[2] == 1

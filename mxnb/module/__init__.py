@@ -1,8 +1,9 @@
 """``mx.mod`` / ``mx.module``: MXNet's Module API (bind / fit / score / predict, data parallel).
 
 :mod:`.base_module` holds the loops (``fit``, ``score``, ``predict``),
-:mod:`.module` the :class:`Module` (parameters, optimizer, kvstore) and
-:mod:`.executor_group` the data-parallel executors.
+:mod:`.module` the :class:`Module` (parameters, optimizer, kvstore),
+:mod:`.bucketing_module` the :class:`BucketingModule` (one Module per bucket
+key, parameters shared) and :mod:`.executor_group` the data-parallel executors.
 
 Example::
 
@@ -12,7 +13,8 @@ Example::
 """
 
 from .base_module import BaseModule, BatchEndParam
+from .bucketing_module import BucketingModule
 from .executor_group import DataParallelExecutorGroup
 from .module import Module
 
-__all__ = ["BaseModule", "BatchEndParam", "DataParallelExecutorGroup", "Module"]
+__all__ = ["BaseModule", "BatchEndParam", "BucketingModule", "DataParallelExecutorGroup", "Module"]

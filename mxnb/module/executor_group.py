@@ -16,6 +16,8 @@ update); writing them copies to every device.
 State kept:
     contexts, slices            device list and each one's batch rows
     execs                       one Executor per device
+    grad_req_given              the grad_req bound with (``grad_req`` is per argument)
+    shared_data_arrays          per device: name -> input array that groups sharing this one reuse
     param_arrays, grad_arrays   per parameter: its array on each device (grad None when fixed)
     aux_arrays                  per auxiliary state: its array on each device
     data_arrays, label_arrays   per input: (slice, array on the device) pairs
@@ -83,6 +85,7 @@ class DataParallelExecutorGroup:
         inputs_need_grad: bool,
         fixed_param_names: Sequence[str] = (),
         grad_req: str = "write",
+        shared_group: DataParallelExecutorGroup | None = None,
     ) -> None:
         self.symbol = symbol
         self.contexts = list(contexts)
@@ -98,8 +101,23 @@ class DataParallelExecutorGroup:
         self.label_names = [name for name, _ in self.label_shapes]
         self.batch_size = self.data_shapes[0][1][0]
         self.slices = split_input_slice(self.batch_size, work_load_list)
+        self.grad_req_given = grad_req
         self.grad_req = self._grad_req_dict(grad_req)
-        self.execs = [self._bind(ctx, part) for ctx, part in zip(self.contexts, self.slices)]
+        shared = [None] * len(self.contexts) if shared_group is None else shared_group.execs
+        if len(shared) != len(self.contexts):
+            raise MXNBError(
+                f"bind: the shared module runs on {len(shared)} devices, this one on "
+                f"{len(self.contexts)}; give both the same context list"
+            )
+        self.shared_data_arrays: list[dict[str, NDArray]] = (
+            [{} for _ in self.contexts] if shared_group is None else shared_group.shared_data_arrays
+        )
+        self.execs = [
+            self._bind(ctx, part, other, buffer)
+            for ctx, part, other, buffer in zip(
+                self.contexts, self.slices, shared, self.shared_data_arrays
+            )
+        ]
         self.param_arrays = [[e.arg_dict[name] for e in self.execs] for name in self.param_names]
         if for_training:
             self.grad_arrays = [
@@ -130,13 +148,28 @@ class DataParallelExecutorGroup:
                 requests[name] = "null"
         return requests
 
-    def _bind(self, ctx: Context, part: slice) -> Any:
+    def _bind(self, ctx: Context, part: slice, shared_exec: Any, buffer: dict) -> Any:
+        """Bind one device's executor, sharing with ``shared_exec`` (MXNet's ``shared_module`` rule).
+
+        With a shared executor, the parameters, their gradients and the aux
+        states ARE its NDArrays (a mismatch names the parameter) and the
+        intermediate blocks come from its memory pool; data and labels are
+        views of the device's ``buffer`` arrays when those are large enough
+        (:mod:`mxnb.executor.sharing`).
+        """
         rows = part.stop - part.start
         shapes = {name: (rows, *shape[1:]) for name, shape in self.data_shapes + self.label_shapes}
         unknown = [name for name in shapes if name not in self.symbol.list_arguments()]
         for name in unknown:
             shapes.pop(name)  # a label the symbol does not take (MXNet ignores it too)
-        return self.symbol.simple_bind(ctx, grad_req=self.grad_req, **shapes)
+        return self.symbol.simple_bind(
+            ctx,
+            grad_req=self.grad_req,
+            shared_arg_names=None if shared_exec is None else self.param_names,
+            shared_exec=shared_exec,
+            shared_buffer=buffer,
+            **shapes,
+        )
 
     # -- parameters ----------------------------------------------------------------
     def set_params(

@@ -14,6 +14,10 @@ Rules (MXNet 1.9.1's):
       are pushed (summed over devices), updated on the store and pulled back to
       every device — one ``pushpull`` per parameter, with priority ``-index``;
     * ``rescale_grad`` defaults to ``1 / batch_size``;
+    * mxnb, with a ``local`` / ``device`` store it creates and updates on: each
+      key's weight on its reduce device IS the stored value (``adopt``), so the
+      update writes it in place and only the other devices pull a copy;
+      ``set_params`` then writes the store too (MXNet's keeps a stale copy);
     * mxnb issues the pushes in backward order (last parameter first): the
       executor's backward ops are already queued on the engine, so each push
       starts as soon as its gradient is written, while the rest of backward runs.
@@ -46,7 +50,7 @@ from ..atomic_file import write_atomically
 from ..base import MXNBError
 from ..context import Context, cpu
 from ..initializer import InitDesc, Uniform
-from ..kvstore import KVStore
+from ..kvstore import KVStore, LocalKVStore
 from ..kvstore import create as _create_kv
 from ..model import load_checkpoint, split_params
 from ..ndarray import NDArray, load, mxnet_format, zeros
@@ -133,6 +137,7 @@ class Module(BaseModule):
         self._optimizer: Any = None
         self._kvstore: KVStore | None = None
         self._update_on_kvstore = False
+        self._owns_kvstore = False  # the store was made here from a name: weights may be adopted
         self._updater: Any = None
         self._preload_opt_states: str | None = None
         self._exec_group: DataParallelExecutorGroup | None = None
@@ -187,9 +192,16 @@ class Module(BaseModule):
         shared_module: Any = None,
         grad_req: str = "write",
     ) -> None:
-        """Bind an executor per device for ``data_shapes`` / ``label_shapes`` (the whole batch)."""
-        if shared_module is not None:
-            raise MXNBError("bind: shared_module is not supported by mxnb's Module")
+        """Bind an executor per device for ``data_shapes`` / ``label_shapes`` (the whole batch).
+
+        ``shared_module`` (bound, parameters initialised): this module's
+        parameters, gradients and aux states ARE that module's arrays (MXNet's
+        rule, used by :class:`~mxnb.module.BucketingModule`).
+        """
+        if shared_module is not None and not (
+            shared_module.binded and shared_module.params_initialized
+        ):
+            raise MXNBError("bind: shared_module must be bound and have its parameters initialized")
         if force_rebind:
             self._exec_group = None
             self.binded = False
@@ -218,9 +230,14 @@ class Module(BaseModule):
             inputs_need_grad,
             self._fixed_param_names,
             grad_req,
+            shared_group=None if shared_module is None else shared_module._exec_group,
         )
         self.binded = True
-        if self.params_initialized:
+        if shared_module is not None:
+            self.params_initialized = True
+            self._arg_params = shared_module._arg_params
+            self._aux_params = shared_module._aux_params
+        elif self.params_initialized:
             self._exec_group.set_params(self._arg_params, self._aux_params)
         else:
             group = self._exec_group
@@ -339,6 +356,7 @@ class Module(BaseModule):
             optimizer.idx2name = idx2name.copy()
         self._optimizer = optimizer
         self._kvstore = store
+        self._owns_kvstore = store is not None and not isinstance(kvstore, KVStore)
         self._update_on_kvstore = update_on_kvstore
         self._updater = None
         if store is not None:
@@ -349,12 +367,23 @@ class Module(BaseModule):
                     store.broadcast(name, self._arg_params[name], out=on_devices)
                 else:
                     store.init(name, self._arg_params[name])
+            self._adopt_weights()
         if not update_on_kvstore:
             self._updater = _opt.get_updater(optimizer)
         self.optimizer_initialized = True
         if self._preload_opt_states is not None:
             self.load_optimizer_states(self._preload_opt_states)
             self._preload_opt_states = None
+
+    def borrow_optimizer(self, shared_module: Module) -> None:
+        """Use ``shared_module``'s optimizer, kvstore and updater (their states are shared too)."""
+        if not shared_module.optimizer_initialized:
+            raise MXNBError("borrow_optimizer: the shared module has no optimizer yet")
+        self._optimizer = shared_module._optimizer
+        self._kvstore = shared_module._kvstore
+        self._update_on_kvstore = shared_module._update_on_kvstore
+        self._updater = shared_module._updater
+        self.optimizer_initialized = True
 
     def save_optimizer_states(self, fname: str) -> None:
         """Write the optimizer states (of the kvstore or of the module's updater)."""
@@ -385,17 +414,46 @@ class Module(BaseModule):
         self._exec_group.forward(data_batch, is_train)
 
     def _rebind_for(self, data_batch: Any) -> None:
-        arg_params, aux_params = self.get_params()
+        """MXNet's reshape: executors for the batch's shapes on the SAME parameter arrays.
+
+        The new executor group shares the old one's parameters, gradients, aux
+        states, input buffers and memory pool (:mod:`mxnb.executor.sharing`),
+        so the optimizer, the kvstore and any module sharing this one's arrays
+        (a BucketingModule's other buckets) keep working on the same arrays.
+        """
         data = [(name, tuple(a.shape)) for name, a in zip(self._data_names, data_batch.data)]
         labels = getattr(data_batch, "label", None) or []
         label = [
             (name, tuple(a.shape)) for name, a in zip(self._label_names, labels)
         ] or self._label_shapes
-        self.bind(data, label, self.for_training, self.inputs_need_grad, force_rebind=True)
-        self._exec_group.set_params(arg_params, aux_params)
-        if self._update_on_kvstore:
-            for name, on_devices in zip(self._param_names, self._exec_group.param_arrays):
-                self._kvstore.pull(name, out=on_devices)
+        old = self._exec_group
+        self._data_shapes, self._label_shapes = data, label
+        self._exec_group = DataParallelExecutorGroup(
+            self._symbol,
+            self._context,
+            self._work_load_list,
+            data,
+            label,
+            self._param_names,
+            self.for_training,
+            self.inputs_need_grad,
+            self._fixed_param_names,
+            old.grad_req_given,
+            shared_group=old,
+        )
+
+    def _adopt_weights(self) -> None:
+        """Let a store made here keep each key's value in that key's device weight (see above).
+
+        In backward order, the order of the first pushes, so each key gets the
+        reduce device its first push would have chosen.
+        """
+        store = self._kvstore
+        if not (self._update_on_kvstore and self._owns_kvstore and isinstance(store, LocalKVStore)):
+            return
+        group = self._exec_group
+        for name, on_devices in reversed(list(zip(self._param_names, group.param_arrays))):
+            store.adopt(name, on_devices)
 
     def backward(self, out_grads: Sequence[NDArray] | None = None) -> None:
         """Run backward on every device."""

@@ -5,6 +5,7 @@ Chapters of this package:
     creation.py    empty / zeros / ones / full / array / arange ...
     indexing.py    views that share the var, copies, assignment
     invoke.py      the imperative invoke: any registered op, pushed as one engine op
+    cached_op.py   CachedOp: a Symbol called like an operator, node by node
     register.py    the generated functions mx.nd.<Name>
     debug.py       read-only views for const inputs in debug mode
     fileformat.py  ``save`` / ``load`` in a safe, atomic, documented format
@@ -30,8 +31,12 @@ from typing import Any
 
 from . import (
     _extra_ops,  # noqa: F401 - registers ops the operator library lacks
+    _internal,  # noqa: F401 - mx.nd._internal
+    contrib,
     random,
 )
+from .cached_op import CachedOp
+from .compat import eye, from_numpy, hypot, maximum, minimum, moveaxis, onehot_encode, power
 from .creation import (
     arange,
     array,
@@ -47,26 +52,37 @@ from .creation import (
     zeros_like,
 )
 from .debug import readonly_view
-from .fileformat import load, save
+from .fileformat import load, load_frombuffer, save
 from .invoke import clear_cache, invoke
 from .ndarray import NDArray
 from .register import make_op_function
 
 __all__ = [
+    "CachedOp",
     "NDArray",
     "arange",
     "array",
     "clear_cache",
     "concatenate",
+    "contrib",
     "empty",
     "empty_like",
+    "eye",
+    "from_numpy",
     "full",
     "full_like",
+    "hypot",
     "invoke",
     "load",
+    "load_frombuffer",
     "make_op_function",
+    "maximum",
+    "minimum",
+    "moveaxis",
+    "onehot_encode",
     "ones",
     "ones_like",
+    "power",
     "random",
     "readonly_view",
     "save",

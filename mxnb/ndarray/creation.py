@@ -75,12 +75,16 @@ def _filled(shape: Any, ctx: Any, dtype: Any, value: Any, name: str) -> NDArray:
 
 
 def zeros(shape: Any, ctx: Any = None, dtype: Any = None, **kwargs: Any) -> NDArray:
-    """Return a new array of zeros (filled by a pushed ``_zeros`` op)."""
+    """Return a new array of zeros (filled by a pushed ``_zeros`` op), or fill ``out=``."""
+    if kwargs.get("out") is not None:
+        return full(shape, 0, out=kwargs["out"])
     return _filled(shape, ctx, dtype, 0, "_zeros")
 
 
 def ones(shape: Any, ctx: Any = None, dtype: Any = None, **kwargs: Any) -> NDArray:
-    """Return a new array of ones (filled by a pushed ``_ones`` op)."""
+    """Return a new array of ones (filled by a pushed ``_ones`` op), or fill ``out=``."""
+    if kwargs.get("out") is not None:
+        return full(shape, 1, out=kwargs["out"])
     return _filled(shape, ctx, dtype, 1, "_ones")
 
 

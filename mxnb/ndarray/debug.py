@@ -43,6 +43,7 @@ __all__ = [
     "ReadOnlyArray",
     "check_written",
     "poison_outputs",
+    "raise_read_only_write",
     "readonly_view",
     "write_error",
 ]
@@ -59,6 +60,19 @@ def write_error(op_label: str, arg_name: str) -> OpError:
         f"{op_label}: kernel wrote into its const input {arg_name!r}{READONLY_HINT}",
         op_name=op_label,
     )
+
+
+def raise_read_only_write(exc: ValueError, op_label: str, what: str) -> None:
+    """Raise an :class:`OpError` from ``exc`` when it is numpy refusing a write to a read-only array.
+
+    A kernel that writes into a read-only view through numpy itself (``np.add(a, b, out=a)``
+    on a plain view, ``a[...] = 0`` after a ``.view()``) gets numpy's ``ValueError``
+    ("... is read-only"), not :func:`write_error`.  ``what`` says what the kernel
+    wrote into and what to do instead.  Returns when ``exc`` is another error:
+    the caller re-raises it.
+    """
+    if "read-only" in str(exc):
+        raise OpError(f"{op_label}: {what}", op_name=op_label) from exc
 
 
 def _plain(array: Any) -> Any:

@@ -56,7 +56,15 @@ from . import mxnet_format
 from .creation import array
 from .ndarray import NDArray
 
-__all__ = ["MAGIC", "VERSION", "NDArrayFileNotFoundError", "SaveTypeError", "load", "save"]
+__all__ = [
+    "MAGIC",
+    "VERSION",
+    "NDArrayFileNotFoundError",
+    "SaveTypeError",
+    "load",
+    "load_frombuffer",
+    "save",
+]
 
 MAGIC = b"MXNBND\x00\x01"
 VERSION = 1
@@ -164,6 +172,19 @@ def load(
         raise NDArrayFileNotFoundError(
             f"load: {path!r} is a directory, not a file saved by mx.nd.save"
         ) from None
+    return _load_bytes(path, content, ctx)
+
+
+def load_frombuffer(
+    buf: bytes | bytearray | memoryview, ctx: Context | None = None
+) -> list[NDArray] | dict[str, NDArray]:
+    """Load from the bytes of a file :func:`save` wrote (MXNet: ``mx.nd.load_frombuffer``)."""
+    return _load_bytes("<buffer>", bytes(buf), ctx)
+
+
+def _load_bytes(
+    path: str, content: bytes, ctx: Context | None
+) -> list[NDArray] | dict[str, NDArray]:
     if mxnet_format.is_mxnet_file(content):
         return mxnet_format.load(path, content, ctx)
     if len(content) < 16 or content[:8] != MAGIC:
@@ -174,7 +195,7 @@ def load(
             path, f"header length {header_len} runs past the end of the file ({len(content)} bytes)"
         )
     header = _parse_header(path, content[16 : 16 + header_len])
-    entries, names = header["arrays"], header["names"]
+    entries, names = header["arrays"], header.get("names")  # a list file has no names
     data = memoryview(content)[16 + header_len :]
     ranges = [_check_entry(path, index, entry, len(data)) for index, entry in enumerate(entries)]
     _check_disjoint(path, ranges)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import ShapeError
+from ..base import MXNBError, ShapeError
 from .ndarray import (
     _NUMBER_TYPES,
     NDArray,
@@ -73,8 +73,29 @@ def view_key(nd: NDArray, key: Any) -> NDArray | None:
         stop = max(start, stop)
         if _recording() and _has_op("slice_axis") and (start, stop) != (0, nd.shape[0]):
             return _invoke("slice_axis", [nd], {"axis": 0, "begin": start, "end": stop})
+        if _recording():
+            return None  # x[:] while recording: a recorded copy (copy_index), not a view
         return nd._view(raw[start:stop])
     return None
+
+
+def _recorded_getitem(key: Any) -> Any:
+    """An autograd Function for ``x[key]``: the gradient adds the head gradient back at ``key``."""
+    from ..autograd import Function
+
+    class GetItem(Function):
+        def forward(self, x: NDArray) -> NDArray:
+            self.shape, self.dtype, self.context = x.shape, x.dtype, x.context
+            return copy_index(x, key)  # forward runs paused: the plain copy
+
+        def backward(self, dy: NDArray) -> NDArray:
+            grad = np.zeros(self.shape, dtype=self.dtype)
+            np.add.at(grad, key, dy.asnumpy())  # repeated indices add up, as MXNet's do
+            from .creation import array
+
+            return array(grad, ctx=self.context, dtype=self.dtype)
+
+    return GetItem()
 
 
 def _numpy_key(key: Any) -> Any:
@@ -93,7 +114,10 @@ def _dummy(nd: NDArray) -> np.ndarray:
 
 
 def copy_index(nd: NDArray, key: Any) -> NDArray:
+    """``nd[key]`` for any numpy key, as a new array (recorded for autograd while recording)."""
     key = _numpy_key(key)
+    if _recording():
+        return _recorded_getitem(key)(nd)
     try:
         shape = _dummy(nd)[key].shape
     except IndexError as exc:
@@ -116,10 +140,11 @@ def set_item(nd: NDArray, key: Any, value: Any) -> None:
         raise IndexError(f"NDArray of shape {nd.shape}: {exc}") from None
     raw = nd._array
     if isinstance(value, NDArray):
+        _refuse_recorded_assignment(value)
         if value.context != nd.context:
             value = value.as_in_context(nd.context)
         _broadcast_into("__setitem__", value.shape, target_shape)
-        source = value._array
+        source = value._array if target_shape != () else value._array.reshape(())
         same_chunk = value._var is nd._var
 
         def run_copy(run_ctx: Any) -> None:
@@ -142,6 +167,8 @@ def set_item(nd: NDArray, key: Any, value: Any) -> None:
         return
     data = np.array(value, dtype=nd.dtype)
     _broadcast_into("__setitem__", data.shape, target_shape)
+    if target_shape == ():
+        data = data.reshape(())
     xp = nd.context.array_module
     if xp is not np:
         data = xp.asarray(data)  # not run on real hardware
@@ -152,7 +179,23 @@ def set_item(nd: NDArray, key: Any, value: Any) -> None:
     _push(run_numpy, nd.context, [], [nd._var], "_slice_assign")
 
 
+def _refuse_recorded_assignment(value: NDArray) -> None:
+    """MXNet 1.x refuses ``x[...] = y`` while recording when ``y`` is in the graph."""
+    if _recording():
+        from .. import autograd
+
+        if autograd._entry_of(value) is not None:
+            raise MXNBError(
+                "__setitem__: Inplace operations (+=, -=, x[:]=, etc) are not supported when "
+                "recording with autograd: the value is in the recorded graph, so the "
+                "assignment would have no gradient; build the result with an op (e.g. "
+                "mx.nd.concat / where) or assign outside autograd.record()"
+            )
+
+
 def _broadcast_into(op: str, source: tuple, target: tuple) -> None:
+    if target == () and int(np.prod(source, dtype=np.int64)) == 1:
+        return  # one value into one element, as MXNet (and numpy) allow
     if _broadcast_shape(op, source, target) != tuple(target):
         raise ShapeError(
             f"{op}: a value of shape {source} cannot be assigned to a region of shape {target}"

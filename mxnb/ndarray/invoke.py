@@ -61,13 +61,13 @@ import numpy as np
 
 from .. import engine as _engine_mod
 from .. import resource as _resource
-from ..base import ContextError, DTypeError, MXNBError, OpError, ShapeError, as_shape
+from ..base import ContextError, DTypeError, MXNBError, ShapeError, as_shape
 from ..context import Context
 from ..operator import registry
 from ..operator.base import OpContext, OperatorProperty, OpReqType
 from . import _extra_ops
 from .chunk import _parked, _take_parked
-from .debug import check_written, poison_outputs, readonly_view
+from .debug import check_written, poison_outputs, raise_read_only_write, readonly_view
 from .ndarray import NDArray, _alloc, _ctx_of
 
 __all__ = ["clear_cache", "invoke", "invoke_visible"]
@@ -145,8 +145,21 @@ def _registered_class(op_name: str) -> Any:
 _find = registry.find
 
 
+_cache_generation = -1  # registry.generation when the caches above were last current
+
+
 def _get_prop(op_name: str, params: dict[str, Any]) -> tuple[OperatorProperty, Any]:
-    """The parsed property of ``op_name`` with ``params``, and its cache key."""
+    """The parsed property of ``op_name`` with ``params``, and its cache key.
+
+    Registering any op (again) bumps ``registry.generation``; the cached
+    properties and plans are then dropped (a custom op type registered again
+    under the same name reuses the ``Custom`` property class, so a class check
+    alone would not see it).
+    """
+    global _cache_generation
+    if _cache_generation != registry.generation:
+        clear_cache()
+        _cache_generation = registry.generation
     if params:
         try:
             key: Any = (op_name, tuple(params.items()))
@@ -676,14 +689,14 @@ def _debug_runner(
             operator.forward(op_ctx, in_raw, plan.reqs, out_raw, aux_raw)
             check_written(label, out_raw, poisoned, out_names)
         except ValueError as exc:
-            if "read-only" not in str(exc):
-                raise
             names = ", ".join(repr(arg) for arg in plan.arg_names)
-            raise OpError(
-                f"{label}: kernel wrote into a const input (one of {names}); inputs are read-only, "
+            raise_read_only_write(
+                exc,
+                label,
+                f"kernel wrote into a const input (one of {names}); inputs are read-only, "
                 "compute into out_data or declare the array as an output / auxiliary state",
-                op_name=label,
-            ) from exc
+            )
+            raise
 
     return run
 

@@ -56,7 +56,9 @@ from .chunk import _Chunk, _deferred_deletes, _flush_deferred_deletes
 
 _trace = importlib.import_module("mxnb.engine.trace")  # the module: ``enabled`` is read live
 
-__all__ = ["NDArray"]
+__all__ = ["NDArray", "py_slice"]
+
+py_slice = slice  # MXNet: python/mxnet/ndarray/ndarray.py keeps the builtin under this name
 
 _NUMBER_TYPES = (numbers.Number, np.generic)
 
@@ -308,12 +310,19 @@ class NDArray:
     def __hash__(self) -> int:
         return id(self)
 
+    def __reduce__(self) -> tuple:
+        """Pickle the values, dtype and context (MXNet pickles an NDArray the same way)."""
+        ctx = self.context
+        return (_unpickle, (self.asnumpy(), ctx.device_type, ctx.device_id))
+
     def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d NDArray")
         return self.shape[0]
 
     def __bool__(self) -> bool:
+        if self.size == 0:
+            return False  # MXNet 1.x: an empty array is false
         if self.size != 1:
             raise ValueError(
                 f"the truth value of an NDArray with {self.size} elements is ambiguous; "
@@ -443,13 +452,16 @@ class NDArray:
         """Return a view with ``other``'s shape."""
         return self.reshape(other.shape)
 
-    def flatten(self) -> NDArray:
-        """Collapse all but the first axis: ``(n, a, b) -> (n, a*b)``."""
+    def flatten(self, inplace: bool = False) -> NDArray:
+        """Collapse all but the first axis: ``(n, a, b) -> (n, a*b)``.
+
+        The result is always a view; ``inplace`` is MXNet's flag for asking one.
+        """
         first = self.shape[0] if self.shape else 1
         return self.reshape((first, -1))
 
-    def expand_dims(self, axis: int) -> NDArray:
-        """Insert an axis of length 1 at ``axis`` (a view)."""
+    def expand_dims(self, axis: int, inplace: bool = False) -> NDArray:
+        """Insert an axis of length 1 at ``axis`` (a view; ``inplace``: MXNet's flag for one)."""
         ndim = self.ndim + 1
         if not -ndim <= axis < ndim:
             raise ShapeError(
@@ -458,8 +470,8 @@ class NDArray:
         axis = axis % ndim
         return self.reshape(self.shape[:axis] + (1,) + self.shape[axis:])
 
-    def squeeze(self, axis: int | Sequence[int] | None = None) -> NDArray:
-        """Remove axes of length 1 (all of them, or ``axis``) (a view)."""
+    def squeeze(self, axis: int | Sequence[int] | None = None, inplace: bool = False) -> NDArray:
+        """Remove axes of length 1 (all of them, or ``axis``) (a view; ``inplace``: MXNet's flag)."""
         if axis is None:
             axes = {index for index, dim in enumerate(self.shape) if dim == 1}
         else:
@@ -802,8 +814,31 @@ def _is_contiguous(raw: Any) -> bool:
     return bool(raw.flags.c_contiguous)
 
 
+def _unpickle(values: np.ndarray, device_type: str, device_id: int) -> NDArray:
+    from ..context import Context
+    from .creation import array
+
+    return array(values, ctx=Context(device_type, device_id), dtype=values.dtype)
+
+
+class _ReshapeErrors:
+    """What :func:`~mxnb.operator.ops.matrix.infer_reshape` needs of an op: its errors."""
+
+    @staticmethod
+    def shape_error(message: str) -> ShapeError:
+        return ShapeError(f"reshape: {message}")
+
+
 def _resolve_reshape(old: tuple, new: tuple, reverse: bool = False) -> tuple:
-    """MXNet's reshape codes: ``0`` copies the input dimension, ``-1`` infers one."""
+    """MXNet's reshape codes: ``0`` copies the input dimension, ``-1`` infers one.
+
+    ``-2`` / ``-3`` / ``-4`` (copy the rest, merge two, split one) are the
+    Reshape op's own rule (:func:`~mxnb.operator.ops.matrix.infer_reshape`).
+    """
+    if any(dim < -1 for dim in new):
+        from ..operator.ops.matrix import infer_reshape
+
+        return tuple(infer_reshape(_ReshapeErrors, old, new, reverse))
     if reverse:
         return tuple(reversed(_resolve_reshape(tuple(reversed(old)), tuple(reversed(new)))))
     result: list[int] = []

@@ -22,7 +22,7 @@ from . import _extra_ops  # noqa: F401 - registers the samplers the op library l
 from .invoke import invoke
 from .ndarray import NDArray
 
-__all__ = ["normal", "randint", "randn", "uniform"]
+__all__ = ["multinomial", "normal", "randint", "randn", "uniform"]
 
 
 def _shape(shape: Any) -> tuple:
@@ -91,3 +91,21 @@ def randint(
 ) -> NDArray:
     """Integers drawn uniformly from ``[low, high)`` (the ``_random_randint`` op; int32 default)."""
     return _sample("_random_randint", {"low": int(low), "high": int(high)}, shape, dtype, ctx, out)
+
+
+def multinomial(
+    data: NDArray,
+    shape: Any = None,
+    get_prob: bool = False,
+    out: NDArray | None = None,
+    dtype: Any = "int32",
+) -> Any:
+    """Draw category indices from the distributions in ``data``'s last axis (MXNet: same name).
+
+    Returns the draws, or ``[draws, log_probabilities]`` with ``get_prob``.
+    """
+    params = {"get_prob": get_prob, "dtype": np_dtype(dtype).name}
+    if shape is not None:
+        params["shape"] = _shape(shape)
+    outputs = invoke("_sample_multinomial", [data], params, out=out)
+    return outputs if get_prob else outputs[0]

@@ -49,7 +49,6 @@ from ..base import OpError, ShapeError, as_shape
 from .base import OpContext, Operator, OperatorProperty, OpReqType
 from .param import Param, format_value
 from .registry import get_custom, register
-from .simple_op import _forget_cached
 
 __all__ = ["CustomOp", "CustomOpError", "CustomOpProp", "CustomProp"]
 
@@ -125,12 +124,6 @@ class CustomOpProp:
     """
 
     _is_custom_op_prop = True
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        # Re-running a notebook cell defines the class anew (and registers it again
-        # right after): forget what the imperative invoke cached for Custom.
-        super().__init_subclass__(**kwargs)
-        _forget_cached("Custom")
 
     def __init__(self, need_top_grad: bool = True) -> None:
         self.need_top_grad_ = need_top_grad

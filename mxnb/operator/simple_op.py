@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import enum
 import inspect
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -307,24 +306,12 @@ class SimpleOpBuilder:
         if spec.enable_scalar:
             namespace["scalar"] = Param(float, default=REQUIRED, doc="the scalar operand")
         cls = type(f"SimpleOp_{self.name}", (_SimpleOpProp,), namespace)
-        self.prop_cls = register(self.name)(cls)
-        _forget_cached(self.name)
+        self.prop_cls = register(self.name)(cls)  # bumps registry.generation: caches refresh
         return self
 
     def __repr__(self) -> str:
         kind = "binary" if self.num_inputs == 2 else "unary"
         return f"<simple_op {self.name!r} {kind}, gradient uses {self.uses.name}>"
-
-
-def _forget_cached(name: str) -> None:
-    """Drop the imperative invoke's cached properties and plans (a re-run cell redefines ``name``)."""
-    invoke = sys.modules.get("mxnb.ndarray.invoke")
-    clear = getattr(invoke, "clear_cache", None)
-    if clear is not None:
-        clear()
-    functions = getattr(invoke, "_functions", None)
-    if isinstance(functions, dict):
-        functions.pop(name, None)
 
 
 def simple_op(name: str) -> SimpleOpBuilder:

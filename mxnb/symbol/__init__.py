@@ -36,7 +36,8 @@ from typing import Any
 
 from ..base import FormatError
 from ..operator import registry
-from . import graph, random
+from . import _internal, graph, random  # noqa: F401 - _internal: mx.sym._internal
+from .compat import hypot, maximum, minimum, power
 from .creation import Group, Variable, create, var
 from .scope import AttrScope, NameManager, Prefix
 from .serialization import from_json
@@ -53,9 +54,13 @@ __all__ = [
     "create",
     "full",
     "graph",
+    "hypot",
     "load",
     "load_json",
+    "maximum",
+    "minimum",
     "ones",
+    "power",
     "random",
     "var",
     "zeros",

@@ -75,7 +75,7 @@ def Variable(
     """
     if not isinstance(name, str):
         raise TypeError(f"Variable: name must be a string, got {type(name).__name__}")
-    attrs = AttrScope.current().get(attr)
+    attrs = AttrScope.current.get(attr)
     if shape is not None:
         attrs["__shape__"] = param_string(as_shape(shape, f"Variable {name!r}: shape"))
     if lr_mult is not None:
@@ -160,8 +160,8 @@ def create(op_name: str, *args: Any, hint: str | None = None, **kwargs: Any) -> 
         if message.startswith(prefix):
             message = message[len(prefix) :].lstrip()
         raise ParamError(f"{where}: {message}") from exc
-    node_name = NameManager.current().get(name, hint or op_name.lower())
-    attrs = AttrScope.current().get(attr)
+    node_name = NameManager.current.get(name, hint or op_name.lower())
+    attrs = AttrScope.current.get(attr)
     attrs.update(extra_attrs)
     arg_names = list(prop.list_arguments())
     input_slots = arg_names + list(prop.list_auxiliary_states())

@@ -471,11 +471,7 @@ class _ShapeInference(_Inference):
                         f"{fmt_partial(hint)} but {given} was passed; pass a shape that fits it "
                         "or re-create the variable"
                     )
-                if attr_shape is not None and attr_shape != given:
-                    raise ShapeError(
-                        f"variable '{node.name}' was declared with shape {attr_shape} but "
-                        f"{given} was passed; pass {attr_shape} or re-create the variable"
-                    )
+                # a full shape passed in wins over a full declared one (MXNet 1.x)
                 self.values[NodeEntry(node, 0)] = given
             elif attr_shape is not None:
                 entry = NodeEntry(node, 0)

@@ -13,9 +13,13 @@ Rule: MXNet's *hidden keys* (``ctx_group``, ``lr_mult``, ``wd_mult``,
 they never clash with an operator parameter.
 
 State kept (each per thread, like MXNet's thread-local scopes):
-    NameManager._current   the active manager (a default one per thread)
+    NameManager._local     the active manager (a default one per thread)
     NameManager._counter   hint -> next index
-    AttrScope._current     the active attribute scope
+    AttrScope._local       the active attribute scope
+
+``current`` is read and assigned as MXNet 1.x does (``NameManager.current``,
+``NameManager.current = NameManager()``, per thread); ``NameManager.current()``
+(mxnb's older spelling) also works: a scope called with no argument is itself.
 
 Example::
 
@@ -24,7 +28,7 @@ Example::
     ...     manager.get(None, 'convolution'), manager.get(None, 'convolution')
     ('convolution0', 'convolution1')
     >>> with Prefix('stage1_'):
-    ...     NameManager.current().get(None, 'pooling')
+    ...     NameManager.current.get(None, 'pooling')
     'stage1_pooling0'
 """
 
@@ -45,6 +49,27 @@ HIDDEN_KEYS: tuple[str, ...] = (
 )
 
 
+class _ThreadCurrent(type):
+    """Metaclass of the scopes: ``Cls.current`` is this thread's scope, and assignable."""
+
+    _local: threading.local
+
+    def _default(cls) -> Any:
+        raise NotImplementedError
+
+    @property
+    def current(cls) -> Any:
+        """The scope of this thread (a default one is made on first use)."""
+        value = getattr(cls._local, "value", None)
+        if value is None:
+            value = cls._local.value = cls._default()
+        return value
+
+    @current.setter
+    def current(cls, value: Any) -> None:
+        cls._local.value = value
+
+
 def hide_key(key: str) -> str:
     """Return ``__key__`` for MXNet's hidden keys (``lr_mult``), ``key`` otherwise."""
     for hidden in HIDDEN_KEYS:
@@ -53,13 +78,21 @@ def hide_key(key: str) -> str:
     return key
 
 
-class NameManager:
+class NameManager(metaclass=_ThreadCurrent):
     """Gives automatic names to operator nodes: ``hint`` + a counter per hint.
 
     Use as a context manager to make a fresh set of counters current.
     """
 
     _local = threading.local()
+
+    @classmethod
+    def _default(cls) -> NameManager:
+        return NameManager()
+
+    def __call__(self) -> NameManager:
+        """``NameManager.current()`` is ``NameManager.current`` (mxnb's older spelling)."""
+        return self
 
     def __init__(self) -> None:
         self._counter: dict[str, int] = {}
@@ -73,17 +106,8 @@ class NameManager:
         self._counter[hint] = index + 1
         return f"{hint}{index}"
 
-    @classmethod
-    def current(cls) -> NameManager:
-        """The manager of this thread (a default one is created on first use)."""
-        manager = getattr(cls._local, "value", None)
-        if manager is None:
-            manager = NameManager()
-            cls._local.value = manager
-        return manager
-
     def __enter__(self) -> NameManager:  # noqa: PYI034
-        self._old = NameManager.current()
+        self._old = NameManager.current
         NameManager._local.value = self
         return self
 
@@ -107,7 +131,7 @@ class Prefix(NameManager):
         return self._prefix + super().get(name, hint)
 
 
-class AttrScope:
+class AttrScope(metaclass=_ThreadCurrent):
     """Attributes given to every symbol created inside the ``with`` block.
 
     ``with mx.sym.AttrScope(ctx_group='dev1'): ...`` attaches
@@ -116,6 +140,14 @@ class AttrScope:
     """
 
     _local = threading.local()
+
+    @classmethod
+    def _default(cls) -> AttrScope:
+        return AttrScope()
+
+    def __call__(self) -> AttrScope:
+        """``AttrScope.current()`` is ``AttrScope.current`` (mxnb's older spelling)."""
+        return self
 
     def __init__(self, **kwargs: str) -> None:
         for key, value in kwargs.items():
@@ -134,17 +166,8 @@ class AttrScope:
             result[hide_key(key)] = str(value)
         return result
 
-    @classmethod
-    def current(cls) -> AttrScope:
-        """The attribute scope of this thread (an empty one by default)."""
-        scope = getattr(cls._local, "value", None)
-        if scope is None:
-            scope = AttrScope()
-            cls._local.value = scope
-        return scope
-
     def __enter__(self) -> AttrScope:  # noqa: PYI034
-        self._old = AttrScope.current()
+        self._old = AttrScope.current
         merged = AttrScope()
         merged._attr = {**self._old._attr, **self._attr}
         AttrScope._local.value = merged

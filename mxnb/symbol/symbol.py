@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ..base import DTypeError, GraphError, NotSupportedError, as_shape
+from ..base import DTypeError, GraphError, NotImplementedForSymbol, NotSupportedError, as_shape
 from ..operator import registry
 from ..operator.param import format_value
 from ..operator.partial import is_known
@@ -51,7 +51,7 @@ from .graph import (
     input_names,
     topo_sort,
 )
-from .scope import hide_key
+from .scope import HIDDEN_KEYS, hide_key
 
 __all__ = ["Symbol", "param_string"]
 
@@ -188,6 +188,10 @@ class Symbol:
     def __iter__(self) -> Iterator[Symbol]:
         return (Symbol([entry]) for entry in self._outputs)
 
+    def __bool__(self) -> bool:
+        """A Symbol has no truth value before it runs (MXNet raises the same error)."""
+        raise NotImplementedForSymbol(self.__bool__, "bool")
+
     def __getitem__(self, index: int | str | slice) -> Symbol:
         """Output ``index`` (an int, a slice, or an output name such as ``'fc1_output'``)."""
         if isinstance(index, str):
@@ -293,13 +297,13 @@ class Symbol:
         node = self._head_node()
         if node is None:
             return {}
-        return {**node.params, **node.attrs}
+        return _listed_attrs(node)
 
     def attr_dict(self) -> dict[str, dict[str, str]]:
         """Attributes of every node that has some, by node name."""
         result: dict[str, dict[str, str]] = {}
         for node in self._nodes():
-            merged = {**node.params, **node.attrs}
+            merged = _listed_attrs(node)
             if merged:
                 result.setdefault(node.name, {}).update(merged)
         return result
@@ -498,20 +502,23 @@ class Symbol:
         """Infer shapes from ``kwargs``, allocate arrays and return an Executor (``mx.executor``).
 
         ``recompute`` (None, 'mirror', 'sqrt' or a byte budget) trades memory for
-        compute, as ``mx.executor.plan_memory`` describes.
+        compute, as ``mx.executor.plan_memory`` describes.  ``shared_exec``,
+        ``shared_arg_names`` and ``shared_buffer`` share parameters, input buffers
+        and the memory pool with another executor (``mxnb.executor.sharing``).
         """
-        _reject_unsupported(
-            "simple_bind",
-            stype_dict=stype_dict,
-            group2ctx=group2ctx,
-            shared_arg_names=shared_arg_names,
-            shared_exec=shared_exec,
-            shared_buffer=shared_buffer,
-        )
+        _reject_unsupported("simple_bind", stype_dict=stype_dict, group2ctx=group2ctx)
         from .. import executor
 
         return executor.simple_bind(
-            self, ctx, grad_req=grad_req, type_dict=type_dict, recompute=recompute, **kwargs
+            self,
+            ctx,
+            grad_req=grad_req,
+            type_dict=type_dict,
+            recompute=recompute,
+            shared_arg_names=shared_arg_names,
+            shared_exec=shared_exec,
+            shared_buffer=shared_buffer,
+            **kwargs,
         )
 
     def bind(
@@ -533,6 +540,10 @@ class Symbol:
         from .. import executor
 
         return executor.bind(self, ctx, args, args_grad, grad_req, aux_states, recompute=recompute)
+
+    #: MXNet 1.9's internal names of bind / simple_bind (its tests and Gluon call them).
+    _bind = bind
+    _simple_bind = simple_bind
 
     def eval(self, ctx: Any = None, **kwargs: Any) -> Any:
         """Bind ``kwargs`` (name -> NDArray), run forward and return the list of outputs."""
@@ -658,3 +669,14 @@ def _reject_unsupported(where: str, **options: Any) -> None:
 
 # Symbol's operators build nodes with the creation module, which itself builds Symbols.
 from . import creation as _creation
+
+
+def _listed_attrs(node: Any) -> dict[str, str]:
+    """A node's parameters and attributes as MXNet lists them: a hidden key
+    (``__lr_mult__``) also under its plain name (``lr_mult``)."""
+    listed = {**node.params, **node.attrs}
+    for key in HIDDEN_KEYS:
+        hidden = hide_key(key)
+        if hidden in node.attrs and key not in listed:
+            listed[key] = node.attrs[hidden]
+    return listed

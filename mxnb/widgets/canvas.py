@@ -15,6 +15,10 @@ State kept (synced traits):
     tooltips   element id -> hover text (else a graphviz node's tooltip, else its ``<title>``)
     selected   id of the last clicked element ('' when none)
     clicks     how many clicks were reported (so re-clicking an element is seen)
+    timeline   a timeline's data (``Timeline.to_data()``): drawn by the browser instead of
+               ``svg`` when set, at the frame's width, with a level of detail
+    groups     element id -> group key: a click marks the elements of its group too
+               (the memory plan's entries sharing a storage block)
 
 Example::
 
@@ -46,6 +50,8 @@ class SvgCanvas(anywidget.AnyWidget):
     tooltips = traitlets.Dict().tag(sync=True)
     selected = traitlets.Unicode("").tag(sync=True)
     clicks = traitlets.Int(0).tag(sync=True)
+    groups = traitlets.Dict().tag(sync=True)
+    timeline = traitlets.Dict().tag(sync=True)
 
 
 def selected_op_id(element_id: str) -> int | None:

@@ -11,11 +11,17 @@ or var); an edge from an op outside the window is drawn from a dashed ghost
 node so nothing is silently dropped.  With ``show_vars=True`` the picture is
 the op/var bipartite graph: each write makes a new version of the var
 (``w@1``, ``w@2``), readers hang off the version they read, so the graph stays
-acyclic and shows data flow.
+acyclic and shows data flow.  Deletes (``delete:nd12`` ops, which NDArray
+pushes one per freed array while a trace records) are folded by default into
+the op that freed the array — the last op before the delete that touched its
+var — as a "frees nd12" line, so a loop such as ``a = a * 2 + 1`` shows its
+dependency structure; ``show_deletes=True`` draws them as nodes.  Graphs
+without edges (independent ops) are laid out in rows of :data:`ROW`, not as
+one endless rank.
 
 State kept:
     model        the :class:`EngineModel` drawn (rebuilt from the trace on ``refresh``)
-    last, name_filter, var_filter, show_vars, selected   drawing options
+    last, name_filter, var_filter, show_vars, show_deletes, selected   drawing options
 
 Example::
 
@@ -35,7 +41,9 @@ from ..engine.trace import DepKind
 from ._render import GraphvizView, state_colours
 from .model import KIND_SHORT, Edge, EngineModel, OpRecord
 
-__all__ = ["DependencyGraph", "edge_style"]
+__all__ = ["ROW", "DependencyGraph", "edge_style", "is_delete"]
+
+ROW = 8  # nodes per row when ops without dependencies would otherwise share one rank
 
 _EDGE_STYLE = {
     DepKind.RAW: {"color": "#333333", "style": "solid"},
@@ -47,6 +55,11 @@ _EDGE_STYLE = {
 def edge_style(kind: DepKind) -> dict[str, str]:
     """Graphviz attributes of an edge of ``kind`` (RAW black, WAR blue dashed, WAW red bold)."""
     return dict(_EDGE_STYLE[kind])
+
+
+def is_delete(op: OpRecord) -> bool:
+    """True for an op that deletes vars (``push_delete``: named ``delete:...``)."""
+    return op.name.startswith("delete:")
 
 
 def as_model(source: Any) -> EngineModel:
@@ -75,6 +88,9 @@ class DependencyGraph(GraphvizView):
         Draw vars as nodes too (the op/var bipartite picture).
     selected : int, optional
         Op id drawn with a thick outline (the Inspect tab's choice).
+    show_deletes : bool
+        Draw delete ops as nodes (default False: each is folded into the op
+        that freed the array, as a "frees ..." line on that op).
     """
 
     def __init__(
@@ -85,6 +101,7 @@ class DependencyGraph(GraphvizView):
         var_filter: str | int | None = None,
         show_vars: bool = False,
         selected: int | None = None,
+        show_deletes: bool = False,
     ) -> None:
         self._source = source
         self.model = as_model(source)
@@ -93,6 +110,8 @@ class DependencyGraph(GraphvizView):
         self.var_filter = var_filter
         self.show_vars = show_vars
         self.selected = selected
+        self.show_deletes = show_deletes
+        self._freed: dict[int, list[str]] = {}  # set while drawing
 
     def refresh(self) -> DependencyGraph:
         """Read new events from the source trace (no-op for a fixed list)."""
@@ -100,14 +119,48 @@ class DependencyGraph(GraphvizView):
             self.model.update_from(self._source)
         return self
 
+    def _hides_deletes(self) -> bool:
+        return not self.show_deletes and "delete" not in (self.name_filter or "")
+
     def visible_ops(self) -> list[OpRecord]:
-        """The ops this view draws, in push order."""
-        return self.model.select(self.last, self.name_filter, self.var_filter)
+        """The ops this view draws, in push order (deletes folded unless ``show_deletes``)."""
+        if not self._hides_deletes():
+            return self.model.select(self.last, self.name_filter, self.var_filter)
+        ops = self.model.select(None, self.name_filter, self.var_filter)
+        ops = [op for op in ops if not is_delete(op)]
+        if self.last is not None and self.last >= 0:
+            ops = ops[-self.last :] if self.last else []
+        return ops
 
     def visible_edges(self) -> list[Edge]:
-        """The dependency edges whose waiter is drawn."""
+        """The dependency edges whose waiter is drawn (none from a folded delete)."""
         shown = {op.op_id for op in self.visible_ops()}
-        return [edge for edge in self.model.edges if edge.waiter in shown]
+        edges = [edge for edge in self.model.edges if edge.waiter in shown]
+        if self._hides_deletes():
+            ops = self.model.ops
+            edges = [e for e in edges if e.holder not in ops or not is_delete(ops[e.holder])]
+        return edges
+
+    def freed(self) -> dict[int, list[str]]:
+        """Op id -> names of the vars whose delete was folded into it (empty with deletes shown).
+
+        A delete is folded into the last op pushed before it that read or
+        wrote the deleted var: the op whose end let the array go.
+        """
+        if not self._hides_deletes():
+            return {}
+        last_user: dict[int, int] = {}
+        result: dict[int, list[str]] = {}
+        for op in self.model.ops.values():
+            if is_delete(op):
+                for var_id in op.mutate_vars:
+                    user = last_user.get(var_id)
+                    if user is not None:
+                        result.setdefault(user, []).append(self.model.var_name(var_id))
+                continue
+            for var_id in op.const_vars + op.mutate_vars:
+                last_user[var_id] = op.op_id
+        return result
 
     # -- graphviz ---------------------------------------------------------
 
@@ -120,19 +173,39 @@ class DependencyGraph(GraphvizView):
         dot.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10")
         dot.attr("edge", fontname="Helvetica", fontsize="8", arrowsize="0.6")
         ops = self.visible_ops()
+        self._freed = self.freed()
         if self.show_vars:
             self._bipartite(dot, ops)
         else:
             self._op_graph(dot, ops)
+        self._rows_for_independent(dot, ops)
         if not ops:
             dot.node("empty", "no ops traced yet", shape="plaintext", style="")
         return dot
 
+    def _rows_for_independent(self, dot: Any, ops: list[OpRecord]) -> None:
+        """Stack ops that no drawn edge touches in rows of :data:`ROW` (invisible edges).
+
+        Otherwise dot puts every one of them on the first rank: 40 independent
+        ops make a strip too wide to read without zooming.
+        """
+        if self.show_vars:
+            return
+        linked = {e.holder for e in self.visible_edges()} | {e.waiter for e in self.visible_edges()}
+        alone = [op.op_id for op in ops if op.op_id not in linked]
+        for index in range(ROW, len(alone)):
+            dot.edge(f"op{alone[index - ROW]}", f"op{alone[index]}", style="invis")
+
     def _op_node(self, dot: Any, op: OpRecord) -> None:
         state = op.state.value
+        freed = self._freed.get(op.op_id, [])
+        frees = ""
+        if freed:
+            more = f" +{len(freed) - 3}" if len(freed) > 3 else ""
+            frees = "\nfrees " + ", ".join(freed[:3]) + more
         attrs = {
             "fillcolor": state_colours[state],
-            "tooltip": op.summary(),
+            "tooltip": op.summary() + (f"\nfrees {', '.join(freed)}" if freed else ""),
             "id": f"op{op.op_id}",
         }
         if op.op_id == self.selected:
@@ -141,7 +214,7 @@ class DependencyGraph(GraphvizView):
             attrs["style"] = (
                 "rounded,filled,dashed" if state == "skipped" else "rounded,filled,bold"
             )
-        dot.node(f"op{op.op_id}", f"{op.label}\n{op.ctx} · {state}", **attrs)
+        dot.node(f"op{op.op_id}", f"{op.label}\n{op.ctx} · {state}{frees}", **attrs)
 
     def _op_graph(self, dot: Any, ops: list[OpRecord]) -> None:
         shown = {op.op_id for op in ops}
@@ -190,7 +263,10 @@ class DependencyGraph(GraphvizView):
             return node
 
         readers: dict[int, list[int]] = {}  # var -> shown ops reading its current version
+        hidden = self._hides_deletes()
         for op in self.model.ops.values():  # versions count every write, shown or not
+            if hidden and is_delete(op):
+                continue
             if op.op_id in shown:
                 self._op_node(dot, op)
                 for var_id in op.const_vars:
@@ -225,9 +301,11 @@ class DependencyGraph(GraphvizView):
     def to_text(self) -> str:
         """One line per op (id, name, ctx, state) and per edge (holder -> waiter var KIND)."""
         ops = self.visible_ops()
+        freed = self.freed()
         lines = [f"DependencyGraph: {len(ops)} of {len(self.model.ops)} ops"]
         for op in ops:
-            lines.append(f"  {op.label:<24} {op.ctx:<12} {op.state.value}")
+            frees = f"  frees {', '.join(freed[op.op_id])}" if op.op_id in freed else ""
+            lines.append(f"  {op.label:<24} {op.ctx:<12} {op.state.value}{frees}")
         for edge in self.visible_edges():
             lines.append(
                 f"  #{edge.holder} -> #{edge.waiter}  "

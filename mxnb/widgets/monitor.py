@@ -64,6 +64,20 @@ __all__ = ["TAB_TITLES", "EngineMonitor"]
 TAB_TITLES = ("DAG", "Timeline", "Memory", "Stats", "Inspect")
 
 
+def _set_options(choice: ipywidgets.Dropdown, options: list[tuple[str, int]]) -> None:
+    """Set a dropdown's options, keeping its value when still offered, else the first.
+
+    ipywidgets 8 leaves the value ``None`` (a blank dropdown) when the options
+    change, even when an option is there to show.
+    """
+    if options == list(choice.options):
+        return
+    value = choice.value
+    choice.options = options
+    offered = [option for _, option in options]
+    choice.value = value if value in offered else (offered[0] if offered else None)
+
+
 class EngineMonitor(ipywidgets.VBox):
     """Live DAG / Timeline / Memory / Stats / Inspect tabs over the engine's trace.
 
@@ -96,100 +110,13 @@ class EngineMonitor(ipywidgets.VBox):
         engine: Any = None,
     ) -> None:
         self.trace = trace if trace is not None else Trace()
-        self._model = EngineModel()
-        self._fold_lock = threading.RLock()  # folding the full model, from either thread
-        self._scanned = 0  # events counted by _scan
-        self._pushed = 0
-        self._finished = 0
-        self._failed = 0
-        self._var_names: dict[int, str] = {}
         self.interval = max(0.2, float(interval))
-        self.paused = False
-        self.redraws = 0
         self._engine = engine
-        self._lock = threading.Lock()  # one redraw at a time (thread vs refresh())
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._drawn_events = -1
-        self._drawn_tab = -1
-        self._build_now = True  # False while the background thread redraws (no bulk build)
-
-        self.pause_button = ipywidgets.Button(description="Pause", icon="pause")
-        self.resume_button = ipywidgets.Button(description="Resume", icon="play")
-        self.clear_button = ipywidgets.Button(description="Clear", icon="trash")
-        self.refresh_button = ipywidgets.Button(description="Refresh", icon="refresh")
-        self.status = ipywidgets.HTML()
-        self.pause_button.on_click(lambda _: self.pause())
-        self.resume_button.on_click(lambda _: self.resume())
-        self.clear_button.on_click(lambda _: self.clear())
-        self.refresh_button.on_click(lambda _: self.refresh())
-
-        self.last = ipywidgets.BoundedIntText(value=last, min=1, max=100000, description="last ops")
-        self.name_filter = ipywidgets.Text(description="op name", placeholder="filter")
-        self.var_filter = ipywidgets.Text(description="var", placeholder="filter")
-        self.show_vars = ipywidgets.Checkbox(description="vars as nodes", value=False)
-        for control in (self.last, self.name_filter, self.var_filter, self.show_vars):
-            control.observe(lambda _: self.refresh(), names="value")
-
-        self.step_button = ipywidgets.Button(description="Step", tooltip="run the next ready op")
-        self.run_button = ipywidgets.Button(description="Run", tooltip="run every ready op")
-        self.ready_choice = ipywidgets.Dropdown(description="ready", options=[])
-        self.run_chosen_button = ipywidgets.Button(description="Run chosen")
-        self.until_choice = ipywidgets.Dropdown(description="until", options=[])
-        self.run_until_button = ipywidgets.Button(description="Run until")
-        self.step_button.on_click(lambda _: self._engine_call("step"))
-        self.run_button.on_click(lambda _: self._engine_call("run"))
-        self.run_chosen_button.on_click(lambda _: self.run_op(self.ready_choice.value))
-        self.run_until_button.on_click(lambda _: self.run_until(self.until_choice.value))
-        self.step_box = ipywidgets.HBox(
-            [
-                self.step_button,
-                self.run_button,
-                self.ready_choice,
-                self.run_chosen_button,
-                self.until_choice,
-                self.run_until_button,
-            ]
-        )
-
-        self.dag_canvas = SvgCanvas()
-        self.timeline_canvas = SvgCanvas()
-        self.memory_image = ipywidgets.Image(format="png")
-        self.memory_text = ipywidgets.HTML()
-        self.stats_html = ipywidgets.HTML()
-        self.inspect_choice = ipywidgets.Dropdown(description="op", options=[])
-        self.inspect_text = ipywidgets.HTML()
-        self.dag_canvas.observe(self._on_click, names=["selected", "clicks"])
-        self.timeline_canvas.observe(self._on_click, names=["selected", "clicks"])
-        self.inspect_choice.observe(lambda _: self._draw_inspect(), names="value")
-        self.tabs = ipywidgets.Tab(
-            children=[
-                ipywidgets.VBox(
-                    [
-                        ipywidgets.HBox(
-                            [self.last, self.name_filter, self.var_filter, self.show_vars]
-                        ),
-                        self.dag_canvas,
-                    ]
-                ),
-                self.timeline_canvas,
-                ipywidgets.VBox([self.memory_text, self.memory_image]),
-                self.stats_html,
-                ipywidgets.VBox([self.inspect_choice, self.inspect_text]),
-            ],
-            titles=TAB_TITLES,
-        )
-        self.tabs.observe(lambda _: self.refresh(), names="selected_index")
-        buttons = ipywidgets.HBox(
-            [
-                self.pause_button,
-                self.resume_button,
-                self.clear_button,
-                self.refresh_button,
-                self.status,
-            ]
-        )
-        super().__init__(children=[buttons, self.step_box, self.tabs])
+        self._init_state()
+        controls = self._build_controls()
+        self.step_box = self._build_step_box()
+        self.tabs = self._build_tabs(last)
+        super().__init__(children=[controls, self.step_box, self.tabs])
         self._step_mode = self._is_step_engine()
         self.step_box.layout.display = "flex" if self._step_mode else "none"
         if attach:
@@ -200,6 +127,105 @@ class EngineMonitor(ipywidgets.VBox):
             )
             self._thread.start()
         self.refresh()
+
+    def _init_state(self) -> None:
+        """The counters, locks and bookkeeping of redraws (no widgets)."""
+        self._model = EngineModel()
+        self._fold_lock = threading.RLock()  # folding the full model, from either thread
+        self._scanned = 0  # events counted by _scan
+        self._pushed = 0
+        self._finished = 0
+        self._failed = 0
+        self._var_names: dict[int, str] = {}
+        self.paused = False
+        self.redraws = 0
+        self._lock = threading.Lock()  # one redraw at a time (thread vs refresh())
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._drawn_events = -1
+        self._drawn_tab = -1
+        self._build_now = True  # False while the background thread redraws (no bulk build)
+
+    def _build_controls(self) -> ipywidgets.HBox:
+        """Pause / Resume / Clear / Refresh and the status line."""
+        self.pause_button = ipywidgets.Button(description="Pause", icon="pause")
+        self.resume_button = ipywidgets.Button(description="Resume", icon="play")
+        self.clear_button = ipywidgets.Button(description="Clear", icon="trash")
+        self.refresh_button = ipywidgets.Button(description="Refresh", icon="refresh")
+        self.status = ipywidgets.HTML()
+        self.pause_button.on_click(lambda _: self.pause())
+        self.resume_button.on_click(lambda _: self.resume())
+        self.clear_button.on_click(lambda _: self.clear())
+        self.refresh_button.on_click(lambda _: self.refresh())
+        return ipywidgets.HBox(
+            [
+                self.pause_button,
+                self.resume_button,
+                self.clear_button,
+                self.refresh_button,
+                self.status,
+            ]
+        )
+
+    def _build_step_box(self) -> ipywidgets.HBox:
+        """The step engine's buttons and ready / until choices (hidden for other engines)."""
+        self.step_button = ipywidgets.Button(description="Step", tooltip="run the next ready op")
+        self.run_button = ipywidgets.Button(description="Run", tooltip="run every ready op")
+        self.ready_choice = ipywidgets.Dropdown(description="ready", options=[])
+        self.run_chosen_button = ipywidgets.Button(description="Run chosen")
+        self.until_choice = ipywidgets.Dropdown(description="until", options=[])
+        self.run_until_button = ipywidgets.Button(description="Run until")
+        self.step_button.on_click(lambda _: self._engine_call("step"))
+        self.run_button.on_click(lambda _: self._engine_call("run"))
+        self.run_chosen_button.on_click(lambda _: self.run_op(self.ready_choice.value))
+        self.run_until_button.on_click(lambda _: self.run_until(self.until_choice.value))
+        return ipywidgets.HBox(
+            [
+                self.step_button,
+                self.run_button,
+                self.ready_choice,
+                self.run_chosen_button,
+                self.until_choice,
+                self.run_until_button,
+            ]
+        )
+
+    def _build_dag_filters(self, last: int) -> ipywidgets.HBox:
+        """The DAG tab's window, filters and toggles; each change redraws."""
+        self.last = ipywidgets.BoundedIntText(value=last, min=1, max=100000, description="last ops")
+        self.name_filter = ipywidgets.Text(description="op name", placeholder="filter")
+        self.var_filter = ipywidgets.Text(description="var", placeholder="filter")
+        self.show_vars = ipywidgets.Checkbox(description="vars as nodes", value=False)
+        self.show_deletes = ipywidgets.Checkbox(description="show deletes", value=False)
+        controls = (self.last, self.name_filter, self.var_filter, self.show_vars, self.show_deletes)
+        for control in controls:
+            control.observe(lambda _: self.refresh(), names="value")
+        return ipywidgets.HBox(list(controls))
+
+    def _build_tabs(self, last: int) -> ipywidgets.Tab:
+        """The five tabs (:data:`TAB_TITLES`), their canvases and the Inspect choice."""
+        self.dag_canvas = SvgCanvas()
+        self.timeline_canvas = SvgCanvas()
+        self.memory_image = ipywidgets.Image(format="png")
+        self.memory_text = ipywidgets.HTML()
+        self.stats_html = ipywidgets.HTML()
+        self.inspect_choice = ipywidgets.Dropdown(description="op", options=[])
+        self.inspect_text = ipywidgets.HTML()
+        self.dag_canvas.observe(self._on_click, names=["selected", "clicks"])
+        self.timeline_canvas.observe(self._on_click, names=["selected", "clicks"])
+        self.inspect_choice.observe(lambda _: self._draw_inspect(), names="value")
+        tabs = ipywidgets.Tab(
+            children=[
+                ipywidgets.VBox([self._build_dag_filters(last), self.dag_canvas]),
+                self.timeline_canvas,
+                ipywidgets.VBox([self.memory_text, self.memory_image]),
+                self.stats_html,
+                ipywidgets.VBox([self.inspect_choice, self.inspect_text]),
+            ],
+            titles=TAB_TITLES,
+        )
+        tabs.observe(lambda _: self.refresh(), names="selected_index")
+        return tabs
 
     # -- life cycle ---------------------------------------------------------
 
@@ -357,7 +383,8 @@ class EngineMonitor(ipywidgets.VBox):
             if self._needs_full_model(tab):
                 model = self._folded(build)
             else:  # the live DAG: only the window's events are folded
-                model = EngineModel.from_tail(events, self.last.value, self._var_names)
+                window = self._window_pushes(events)
+                model = EngineModel.from_tail(events, window, self._var_names)
             graph = DependencyGraph(
                 model,
                 last=self.last.value,
@@ -365,12 +392,12 @@ class EngineMonitor(ipywidgets.VBox):
                 var_filter=self.var_filter.value or None,
                 show_vars=self.show_vars.value,
                 selected=self.inspect_choice.value,
+                show_deletes=self.show_deletes.value,
             )
             self.dag_canvas.svg = graph.to_svg()
         elif tab == 1:
-            timeline = Timeline(self._folded(build))
-            self.timeline_canvas.tooltips = timeline.tooltips()
-            self.timeline_canvas.svg = timeline.to_svg()
+            # drawn by the browser (canvas.js renderTimeline): matplotlib takes seconds
+            self.timeline_canvas.timeline = Timeline(self._folded(build)).to_data()
         elif tab == 2:
             chart = MemoryChart(self._folded(build))
             self.memory_text.value = f"<pre>{html.escape(chart.to_text())}</pre>"
@@ -384,6 +411,21 @@ class EngineMonitor(ipywidgets.VBox):
         else:
             self._draw_inspect()
 
+    def _window_pushes(self, events: list) -> int:
+        """How many recent pushes hold the DAG's ``last`` ops (folded deletes not counted)."""
+        last = self.last.value
+        if self.show_deletes.value:
+            return last
+        seen = shown = 0
+        for index in range(len(events) - 1, -1, -1):
+            event = events[index]
+            if type(event) is OpPush:
+                seen += 1
+                shown += not event.name.startswith("delete:")
+                if shown >= last:
+                    break
+        return max(seen, last)
+
     def _draw_inspect(self) -> None:
         op_id = self.inspect_choice.value
         if op_id is None:
@@ -392,17 +434,21 @@ class EngineMonitor(ipywidgets.VBox):
         model = self._folded(self._build_now)
         self.inspect_text.value = f"<pre>{html.escape(model.explain(op_id))}</pre>"
 
-    def _update_choices(self) -> None:
+    def _update_choices(self, also: int | None = None) -> None:
+        """Fill the Inspect choice (the latest 500 ops, and op ``also``) and the step choices."""
         model = self._folded(self._build_now)
-        options = [(op.label, op.op_id) for op in list(model.ops.values())[-500:]]
+        latest = list(model.ops.values())[-500:]
+        if also is not None and all(op.op_id != also for op in latest):
+            latest.insert(0, model.ops[also])
+        options = [(op.label, op.op_id) for op in latest]
         if options != list(self.inspect_choice.options):
             self.inspect_choice.options = options
         if self._step_mode:
             pending = [op for op in model.ops.values() if not op.finished][-500:]
             ready = [(op.label, op.op_id) for op in pending if op.state is OpState.READY]
-            self.ready_choice.options = ready
+            _set_options(self.ready_choice, ready)
             waiting = [(op.label, op.op_id) for op in pending if op.start_time is None]
-            self.until_choice.options = waiting
+            _set_options(self.until_choice, waiting)
 
     def _set_status(self) -> None:
         flag = " · paused" if self.paused else ""
@@ -416,9 +462,12 @@ class EngineMonitor(ipywidgets.VBox):
     def _on_click(self, change: Any) -> None:
         canvas = change["owner"]
         op_id = selected_op_id(canvas.selected)
-        if op_id is not None and op_id in self.model.ops:
-            self.inspect_choice.value = op_id
-            self.tabs.selected_index = 4
+        if op_id is None or op_id not in self.model.ops:
+            return
+        with self._lock:  # the choices are filled only on some tabs: fill them now
+            self._update_choices(also=op_id)
+        self.inspect_choice.value = op_id
+        self.tabs.selected_index = 4
 
     # -- step engine ----------------------------------------------------------
 

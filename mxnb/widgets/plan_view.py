@@ -6,7 +6,10 @@ storage; *co-share* hands a block whose last reader has run to a later entry.
 Drawn as a chart with a row per storage block and a bar per entry along the
 topological steps, the saving is visible: bars in one row never overlap, an
 in-place pair touches end to start (linked by an arc), and the strategy bars
-compare the bytes each strategy needs.
+compare the bytes each strategy needs.  In a notebook the chart is
+interactive (:meth:`MemoryPlanView.widget`, also what displaying the view
+shows): hovering an entry's bar tells its lifetime, block and in-place
+source, a click marks every entry sharing its block.
 
 Rule: the view reads :class:`~mxnb.executor.plan.MemoryPlan` objects only
 (from ``exe.memory_plan``, ``mx.executor.plan_memory`` or a dict of plans from
@@ -35,7 +38,7 @@ from typing import Any
 from ._render import FigureView
 from .memory import format_bytes
 
-__all__ = ["BlockRow", "MemoryPlanView"]
+__all__ = ["BlockRow", "MemoryPlanView", "entry_id"]
 
 _BLOCK_COLOURS = (
     "#4e79a7",
@@ -58,6 +61,11 @@ def block_colour(storage_id: int) -> str:
     if storage_id < 0:
         return "#dddddd"
     return _BLOCK_COLOURS[storage_id % len(_BLOCK_COLOURS)]
+
+
+def entry_id(name: str) -> str:
+    """The SVG id of an entry's bar: ``'entry-fc1_output'`` (clickable in the canvas)."""
+    return f"entry-{name}"
 
 
 @dataclass(frozen=True)
@@ -162,10 +170,11 @@ class MemoryPlanView(FigureView):
         chart = figure.add_subplot(grid[:, 0])
         from matplotlib.colors import to_rgba
 
-        ys, lefts, widths, colours = [], [], [], []
+        ys, lefts, widths, colours, ids = [], [], [], [], []
         for y, row in enumerate(rows):
             colour = block_colour(row.block.id)
             for entry in row.entries:
+                ids.append(entry_id(entry.name))
                 start = max(entry.first_step, 0)
                 width = max(entry.last_step - start + 1, 1)
                 ys.append(y)
@@ -178,7 +187,7 @@ class MemoryPlanView(FigureView):
                 if width >= max(3, steps / 25):
                     chart.text(start - 0.4, y, entry.name[:22], fontsize=6, va="center")
         if ys:  # one call: thousands of separate bars would take seconds to draw
-            chart.barh(
+            drawn_bars = chart.barh(
                 ys,
                 widths,
                 left=lefts,
@@ -187,6 +196,8 @@ class MemoryPlanView(FigureView):
                 edgecolor="#333333",
                 linewidth=0.4,
             )
+            for patch, gid in zip(drawn_bars.patches, ids):
+                patch.set_gid(gid)  # the SVG id the canvas reports on a click
         _mark_recomputed(chart, rows)
         place = {e.name: y for y, row in enumerate(rows) for e in row.entries}
         for source, target in self.plan.inplace_pairs:
@@ -262,6 +273,46 @@ class MemoryPlanView(FigureView):
             drawn_table.set_fontsize(6.5)
         table.set_title("largest entries", fontsize=9)
         return figure
+
+    # -- interactive --------------------------------------------------------
+
+    def tooltips(self) -> dict[str, str]:
+        """Hover text per entry bar id (``'entry-fc1_output'``): lifetime, block, in-place source."""
+        tips = {}
+        for row in self.rows():
+            block = f"block {row.block.id} ({format_bytes(row.block.nbytes)}, {len(row.entries)} entries)"
+            for entry in row.entries:
+                shape = "x".join(map(str, entry.shape))
+                lines = [
+                    f"{entry.name}  {shape} {entry.dtype}, {format_bytes(entry.nbytes)}",
+                    f"lives steps {entry.first_step}..{entry.last_step}",
+                    block,
+                ]
+                if entry.inplace_source:
+                    lines.append(f"in place of {entry.inplace_source}")
+                if getattr(entry, "recompute_of", None):
+                    lines.append(f"recomputed in backward (of {entry.recompute_of})")
+                tips[entry_id(entry.name)] = "\n".join(lines)
+        return tips
+
+    def groups(self) -> dict[str, int]:
+        """Entry bar id -> storage block id: a click on a bar marks the entries sharing its block."""
+        return {entry_id(e.name): row.block.id for row in self.rows() for e in row.entries}
+
+    def widget(self) -> Any:
+        """An :class:`~mxnb.widgets.SvgCanvas` of the chart: hover and click the entries."""
+        from .canvas import SvgCanvas
+
+        return SvgCanvas(svg=self.to_svg(), tooltips=self.tooltips(), groups=self.groups())
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = dict(super()._repr_mimebundle_(include, exclude))  # PNG + text where no widgets
+        widget_bundle = self.widget()._repr_mimebundle_(include=include, exclude=exclude)
+        if isinstance(widget_bundle, tuple):  # (data, metadata)
+            widget_bundle = widget_bundle[0]
+        bundle.update(widget_bundle or {})
+        bundle["text/plain"] = self.to_text()
+        return bundle
 
     def to_dot(self) -> Any:
         """The plan's steps as a chain, each entry a node coloured by its storage block.
@@ -339,16 +390,19 @@ class MemoryPlanView(FigureView):
 
 def _mark_recomputed(chart: Any, rows: list[BlockRow]) -> None:
     """Hatch the bars of recomputed entries (a forward value computed again in backward)."""
-    ys, lefts, widths = [], [], []
+    ys, lefts, widths, ids = [], [], [], []
     for y, row in enumerate(rows):
         for entry in row.entries:
             if getattr(entry, "recompute_of", None):
                 start = max(entry.first_step, 0)
+                ids.append(entry_id(entry.name))
                 ys.append(y)
                 lefts.append(start - 0.5)
                 widths.append(max(entry.last_step - start + 1, 1))
     if ys:
-        chart.barh(
+        hatched = chart.barh(
             ys, widths, left=lefts, height=0.7, color="none", hatch="////", edgecolor="#222222",
             linewidth=0.0,
         )  # fmt: skip
+        for patch, gid in zip(hatched.patches, ids):
+            patch.set_gid(gid)  # the hatch lies over the entry's bar: a click on it is the entry's

@@ -9,7 +9,12 @@ finished — is outlined in red.
 
 Rule: times are milliseconds since the first event of the trace; ``time_range``
 zooms to a window of that axis.  Bars carry the SVG id ``op<N>`` so the
-browser extension can report which op was clicked.
+browser extension can report which op was clicked.  Two drawings: matplotlib
+(``figure``, ``to_png``, ``to_svg``: notebooks, files) and :meth:`to_data`, the
+plain lanes-and-bars the browser draws itself (``static/canvas.js``,
+``renderTimeline``) with a level of detail for its width — what the live
+monitor and the lab panel send, since matplotlib takes seconds at a few
+thousand ops.
 
 State kept:
     model        the :class:`EngineModel` drawn
@@ -34,6 +39,10 @@ from .dag import as_model
 from .model import EngineModel, Lane, OpState, name_group
 
 __all__ = ["Timeline"]
+
+
+def _ms(seconds: float) -> float:
+    return round(1e3 * seconds, 6)
 
 
 class Timeline(FigureView):
@@ -85,6 +94,61 @@ class Timeline(FigureView):
             for lane in self.lanes()
             for iv in lane.intervals
         }
+
+    def to_data(self, flows: bool = False) -> dict[str, Any]:
+        """The timeline as JSON-ready data for the browser's ``renderTimeline``.
+
+        ``{"title", "span": [first_ms, last_ms], "lanes": [{"name", "kind", "device",
+        "bars": [[op_id, start_ms, end_ms, name, state, error], ...]}], "critical":
+        [op ids], "flows": [[holder, waiter, "RAW a"], ...]}``; a wait bar has
+        ``op_id`` ``None`` and ``state`` ``"wait"``.  Flows (the dependency arrows)
+        only when asked: a trace file's viewer draws them, the live panel does not.
+        """
+        first, last = self.model.span()
+        lanes: list[dict[str, Any]] = []
+        for thread, spans in self.wait_lanes().items():
+            bars = [
+                [
+                    None,
+                    _ms(begin),
+                    _ms(end if end is not None else last),
+                    f"wait {what}",
+                    "wait",
+                    None,
+                ]
+                for begin, end, what in spans
+            ]
+            lanes.append({"name": f"wait: {thread}", "kind": "wait", "device": "", "bars": bars})
+        ops = self.model.ops
+        for lane in self.lanes():
+            bars = [
+                [
+                    iv.op_id,
+                    _ms(iv.start),
+                    _ms(iv.end if iv.end is not None else last),
+                    iv.name,
+                    iv.state.value,
+                    ops[iv.op_id].error,
+                ]
+                for iv in lane.intervals
+            ]
+            name = f"{lane.worker} [copy]" if lane.is_copy else lane.worker
+            lanes.append({"name": name, "kind": "worker", "device": lane.device, "bars": bars})
+        span = list(self.time_range) if self.time_range else [_ms(first), _ms(last)]
+        data: dict[str, Any] = {
+            "title": f"engine timeline: {len(ops)} ops, {len(self.lanes())} workers",
+            "span": span,
+            "lanes": lanes,
+            "critical": self.model.critical_path() if self.highlight_critical else [],
+            "flows": [],
+        }
+        if flows:
+            data["flows"] = [
+                [e.holder, e.waiter, f"{e.kind.name} {self.model.var_name(e.var_id)}"]
+                for e in self.model.edges
+                if e.holder in ops and ops[e.holder].start_time is not None
+            ]
+        return data
 
     def wait_lanes(self) -> dict[str, list[tuple[float, float | None, str]]]:
         """Per waiting thread: (begin, end, what) of each wait; ``what`` is a var name or 'all'."""

@@ -69,7 +69,8 @@ print(train_iter.provide_data, train_iter.provide_label)
 #
 # Each batch of 32 becomes two slices of 16, one per virtual GPU. After backward, the module
 # pushes each parameter's two gradients to the `device` KVStore (summed on one of the
-# GPUs), the SGD update runs there, and the new weight is pulled back to both devices.
+# GPUs), the SGD update runs there, in place on that GPU's own weight (the store keeps
+# its value in it), and the new weight is pulled to the other device.
 # The learning rate follows a cosine schedule over the run. `progress=True` draws the bar,
 # `live_plot=True` redraws the accuracy after every epoch.
 

@@ -15,6 +15,18 @@ MODULES = [
     "mxnb.engine.stepper",
     "mxnb.engine.trace",
     "mxnb.engine.waiting",
+    "mxnb.engine.var",
+    "mxnb.engine.checks",
+    "mxnb.engine.failures",
+    "mxnb.engine.debugging",
+    "mxnb.engine.events",
+    "mxnb.engine.records",
+    "mxnb.engine.analysis",
+    "mxnb.engine.trace_model",
+    "mxnb.engine.chrome",
+    "mxnb.engine.stats",
+    "mxnb.engine.running",
+    "mxnb.engine.lifetime",
 ]
 
 

@@ -16,7 +16,8 @@ import pytest
 
 import mxnb as mx
 from mxnb.base import OpError
-from mxnb.engine.base import Opr, _Completion
+from mxnb.engine.running import _Completion
+from mxnb.engine.var import Opr
 
 CPU = mx.cpu()
 

@@ -183,3 +183,32 @@ def test_device_with_updater_matches_local(two_virtual_gpus):
         results.append([out.asnumpy() for out in outs])
     for local, device in zip(*results):
         np.testing.assert_allclose(local, device, rtol=1e-6)
+
+
+def test_adopt_makes_the_reduce_device_array_the_stored_value(two_virtual_gpus):
+    """After ``adopt``, a push updates the array on the reduce device in place and a pull copies
+    only into the other device's array; a 'local' store (sums on the CPU) adopts nothing."""
+    gpus = two_virtual_gpus
+    kv = mx.kv.create("device")
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.5))
+    kv.init("w_weight", mx.nd.ones(4))
+    weights = [mx.nd.zeros(4, ctx=ctx) for ctx in gpus]
+    kv.pull("w_weight", out=weights)
+    adopted = kv.adopt("w_weight", weights)
+    assert adopted is not None and any(adopted is weight for weight in weights)
+    other = next(weight for weight in weights if weight is not adopted)
+    grads = [mx.nd.full(4, 1.0, ctx=gpus[0]), mx.nd.full(4, 3.0, ctx=gpus[1])]
+    mx.nd.waitall()
+    with mx.engine.trace() as trace:
+        kv.push("w_weight", grads)
+        kv.pull("w_weight", out=weights)
+        mx.nd.waitall()
+    for weight in weights:  # 1 - 0.5 * (1 + 3)
+        assert weight.asnumpy().tolist() == [-1.0] * 4
+    pulls = [e for e in trace.events_of(OpPush) if e.name == "kvstore.pull:w_weight"]
+    assert len(pulls) == 1 and pulls[0].mutate_vars == (other._var.id,)
+    local = mx.kv.create("local")
+    local.init("w", mx.nd.ones(4))
+    assert local.adopt("w", [mx.nd.zeros(4, ctx=ctx) for ctx in gpus]) is None
+    with pytest.raises(mx.base.ShapeError, match="'w'"):
+        local.adopt("w", [mx.nd.zeros(3, ctx=gpus[0])])

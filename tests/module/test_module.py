@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mxnb as mx
-from mxnb.engine.trace import OpPush
+from mxnb.engine.trace import OpPush, WaitBegin
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -47,6 +47,16 @@ def train(net, context, kvstore, optimizer="sgd", params=None, epochs=2):
     return module, metric
 
 
+def traced_step(module):
+    """The trace of one forward_backward + update on the first batch (earlier work finished)."""
+    mx.nd.waitall()
+    with mx.engine.trace() as trace:
+        module.forward_backward(next(batches()))
+        module.update()
+        mx.nd.waitall()
+    return trace
+
+
 def test_step_api_matches_mxnet_fit(mlp):
     """forward_backward / update / update_metric over the batches reproduce MXNet's fit (3 epochs)."""
     case = VECTORS["cases"][1]  # sgd with momentum and wd
@@ -80,12 +90,7 @@ def test_data_parallel_step_schedule(two_virtual_gpus, mlp):
     """One step on two devices: forward/backward in each device's lanes, pushpulls named by key
     with MXNet's priorities, issued in backward order; the first sync starts before backward ends."""
     module, _ = train(mlp, two_virtual_gpus, "device", epochs=1)
-    batch = next(batches())
-    mx.nd.waitall()
-    with mx.engine.trace() as trace:
-        module.forward_backward(batch)
-        module.update()
-        mx.nd.waitall()
+    trace = traced_step(module)
     pushes = trace.events_of(OpPush)
     reduces = [event for event in pushes if event.name.startswith("kvstore.reduce:")]
     assert [event.name for event in reduces] == [
@@ -106,6 +111,66 @@ def test_data_parallel_step_schedule(two_virtual_gpus, mlp):
         "sgd_update:fc1_bias",
         "sgd_update:fc1_weight",
     ]
+
+
+def test_two_device_step_pushes_four_kvstore_ops_per_key(two_virtual_gpus, mlp):
+    """Per key and step on a 'device' store made by the Module: a copy of the other device's
+    gradient, a reduce, an update of the weight on the reduce device in place (the store adopted
+    it) and one pull, into the other device's weight; nothing waits in the calling thread."""
+    module, _ = train(mlp, two_virtual_gpus, "device", epochs=1)
+    trace = traced_step(module)
+    pushes = trace.events_of(OpPush)
+    for name, on_devices in zip(module._param_names, module._exec_group.param_arrays):
+        ops = [event for event in pushes if event.name.endswith(f":{name}")]
+        kinds = sorted(event.name.split(":")[0] for event in ops)
+        assert kinds == ["kvstore.copy", "kvstore.pull", "kvstore.reduce", "sgd_update"], name
+        reduce_ctx = next(e.ctx for e in ops if e.name.startswith("kvstore.reduce"))
+        update = next(e for e in ops if e.name.startswith("sgd_update"))
+        pull = next(e for e in ops if e.name.startswith("kvstore.pull"))
+        weight_here, weight_there = sorted(
+            on_devices, key=lambda w: str(w.context) not in reduce_ctx
+        )
+        assert weight_here._var.id in update.mutate_vars
+        assert pull.mutate_vars == (weight_there._var.id,)
+    waits = trace.events_of(WaitBegin)
+    assert [wait.var_id for wait in waits] == [None]  # the test's own waitall, nothing else
+
+
+def test_set_params_after_init_optimizer_reaches_every_device(two_virtual_gpus, mlp):
+    """With the weights adopted by the store, set_params on two devices takes effect at the next
+    update (MXNet's Module would pull its stale stored copy back): training on from the initial
+    parameters repeats the first epoch exactly."""
+    module, _ = train(mlp, two_virtual_gpus, "device", epochs=1)
+    first = {name: value.asnumpy() for name, value in module.get_params()[0].items()}
+    module.set_params(initial_params(), {})
+    for batch in batches():
+        module.forward_backward(batch)
+        module.update()
+    again, _ = module.get_params()
+    for name, value in first.items():
+        np.testing.assert_allclose(again[name].asnumpy(), value, rtol=1e-6, atol=1e-7)
+
+
+def test_two_devices_equal_one_across_rebinds(two_virtual_gpus, mlp):
+    """Batches of 10 and 6 rows make the module bind again at each change of size; the store
+    adopts the new executors' weights and the result still equals one device's."""
+    results = []
+    for context, kvstore in ((mx.cpu(), "local"), (two_virtual_gpus, "device")):
+        module = mx.mod.Module(mlp, context=context)
+        module.bind([("data", (10, 5))], [("softmax_label", (10,))])
+        module.init_params(arg_params=initial_params())
+        module.init_optimizer(
+            kvstore=kvstore, optimizer_params={"learning_rate": 0.1, "momentum": 0.9}
+        )
+        for start, stop in ((0, 10), (10, 16), (16, 26), (26, 32), (32, 42)):
+            module.forward_backward(
+                Batch([mx.nd.array(X[start:stop])], [mx.nd.array(Y[start:stop])], 0)
+            )
+            module.update()
+        results.append(module.get_params()[0])
+    one, two = results
+    for name in one:
+        np.testing.assert_allclose(two[name].asnumpy(), one[name].asnumpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_outputs_predict_shapes_and_bind_errors(mlp):
@@ -195,3 +260,30 @@ def test_gradient_sync_can_overlap_backward(two_virtual_gpus, mlp):
     fc2_backward = {e.op_id for e in pushes if e.name.startswith("fc2") and "backward" in e.name}
     assert len(fc2_backward) == 2
     assert fc2_backward <= ancestors(sync.op_id)
+
+
+@pytest.mark.parametrize("devices", [1, 2])
+def test_a_batch_of_another_size_trains_on_the_same_parameter_arrays(
+    devices, two_virtual_gpus, mlp
+):
+    """forward on a new batch shape rebinds (MXNet's reshape) keeping the parameter arrays."""
+    context = two_virtual_gpus if devices == 2 else mx.cpu()
+    kvstore = "device" if devices == 2 else "local"
+
+    def run(bound_rows):
+        module = mx.mod.Module(mlp, context=context)
+        module.bind([("data", (bound_rows, 5))], [("softmax_label", (bound_rows,))])
+        module.init_params(arg_params=initial_params())
+        params = {"learning_rate": 0.1, "rescale_grad": 1 / 8}  # not 1 / the bound batch
+        module.init_optimizer(kvstore=kvstore, optimizer_params=params)
+        arrays = [list(block) for block in module._exec_group.param_arrays]
+        for batch in batches(size=8):  # 8, ..., 8, then the remaining 4 rows
+            module.forward_backward(batch)
+            module.update()
+        now = module._exec_group.param_arrays
+        assert all(a is b for old, new in zip(arrays, now) for a, b in zip(old, new))
+        return module.get_params()[0]
+
+    rebound, bound_at_8 = run(10), run(8)
+    for name, value in bound_at_8.items():
+        np.testing.assert_allclose(rebound[name].asnumpy(), value.asnumpy(), rtol=1e-6, atol=1e-7)

@@ -31,11 +31,13 @@ def test_variable_records_shape_dtype_init_and_hidden_attrs():
     assert data.attr("__shape__") == "(32, 784)"
     assert data.attr("__dtype__") == "2"  # MXNet's type flag of float16
     assert data.attr("lr_mult") == "0.5"  # hidden keys are found by their short name
-    assert data.list_attr() == {
+    assert data.list_attr() == {  # MXNet lists hidden keys under both names
         "__shape__": "(32, 784)",
         "__dtype__": "2",
         "__lr_mult__": "0.5",
+        "lr_mult": "0.5",
         "__wd_mult__": "0",
+        "wd_mult": "0",
         "__init__": "zeros",
         "__layout__": "NC",
     }

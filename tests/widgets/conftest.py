@@ -68,3 +68,35 @@ def diamond():
         StorageAlloc(0.003, "cpu(0)", 3, 4096, True),
         StorageFree(0.004, "cpu(0)", 2, 1024, False),
     ]
+
+
+def _noop(rctx):
+    return None
+
+
+def _finished_bars(timeline: dict) -> int:
+    """How many op bars of ``Timeline.to_data()`` show a finished op."""
+    lanes = timeline.get("lanes", [])
+    return sum(bar[4] == "done" for lane in lanes if lane["kind"] == "worker" for bar in lane["bars"])
+
+
+def _stream_tiny_ops(eng, count: int) -> None:
+    """Push ``count`` no-op writers over 8 vars, then wait for all."""
+    import mxnb as mx
+
+    variables = [eng.new_var(name=f"v{i}") for i in range(8)]
+    for i in range(count):
+        eng.push_sync(_noop, mx.cpu(), mutate_vars=[variables[i % 8]], name="tiny")
+    eng.wait_for_all()
+
+
+@pytest.fixture(name="finished_bars")
+def finished_bars_fixture():
+    """``finished_bars(timeline_data)``: the finished ops a browser-drawn timeline shows."""
+    return _finished_bars
+
+
+@pytest.fixture(name="stream_tiny_ops")
+def stream_tiny_ops_fixture():
+    """``stream_tiny_ops(engine, count)``: thousands of tiny ops for the catch-up tests."""
+    return _stream_tiny_ops

@@ -126,3 +126,82 @@ def test_empty_trace_draws(push):
 
     assert "no ops traced yet" in DependencyGraph(Trace()).to_dot().source
     assert DependencyGraph([push(0, 1, "x")]).to_text().startswith("DependencyGraph: 1 of 1")
+
+
+@pytest.fixture
+def loop_with_deletes(push):
+    r"""``a = a * 2`` twice as NDArray records it while a trace runs: a delete per freed array.
+
+    #1 ones -> nd1;  #2 mul reads nd1 -> nd2;  #3 delete:nd1 (WAR on #2)
+    #4 mul reads nd2 -> nd3;  #5 delete:nd2 (WAR on #4)
+    """
+    from mxnb.engine.trace import VarNew
+
+    return [
+        VarNew(0.0, 1, "nd1"),
+        VarNew(0.0, 2, "nd2"),
+        VarNew(0.0, 3, "nd3"),
+        push(0.000, 1, "ones", writes=[1]),
+        push(0.001, 2, "mul", reads=[1], writes=[2], waits=[(1, 1, "RAW")]),
+        push(0.002, 3, "delete:nd1", writes=[1], waits=[(2, 1, "WAR")]),
+        push(0.003, 4, "mul", reads=[2], writes=[3], waits=[(2, 2, "RAW")]),
+        push(0.004, 5, "delete:nd2", writes=[2], waits=[(4, 2, "WAR")]),
+    ]
+
+
+def test_deletes_fold_into_the_op_that_freed_the_array(loop_with_deletes):
+    graph = DependencyGraph(loop_with_deletes)
+    assert [op.op_id for op in graph.visible_ops()] == [1, 2, 4]
+    assert graph.freed() == {2: ["nd1"], 4: ["nd2"]}
+    source = graph.to_dot().source
+    assert "delete:" not in source.replace("frees", "")
+    assert dot_edges(source) == {("op1", "op2", "nd1 RAW"), ("op2", "op4", "nd2 RAW")}
+    assert re.search(r'op2 \[label="#2 mul\ncpu\(0\) · waiting\nfrees nd1"', source)
+    assert "#4 mul" in graph.to_text() and "frees nd2" in graph.to_text()
+    # the window counts drawn ops: the last two are the muls, not a mul and a delete
+    assert [op.op_id for op in DependencyGraph(loop_with_deletes, last=2).visible_ops()] == [2, 4]
+
+
+def test_show_deletes_draws_them_as_nodes(loop_with_deletes):
+    graph = DependencyGraph(loop_with_deletes, show_deletes=True)
+    assert [op.op_id for op in graph.visible_ops()] == [1, 2, 3, 4, 5]
+    assert graph.freed() == {}
+    assert ("op2", "op3", "nd1 WAR") in dot_edges(graph.to_dot().source)
+    # a name filter asking for deletes shows them too
+    named = DependencyGraph(loop_with_deletes, name_filter="delete")
+    assert [op.op_id for op in named.visible_ops()] == [3, 5]
+    # so does the op/var picture when asked
+    assert (
+        "delete:nd1"
+        in DependencyGraph(loop_with_deletes, show_vars=True, show_deletes=True).to_dot().source
+    )
+    assert "delete:nd1" not in DependencyGraph(loop_with_deletes, show_vars=True).to_dot().source
+
+
+def test_independent_ops_are_laid_out_in_rows(push):
+    from mxnb.widgets.dag import ROW
+
+    graph = DependencyGraph([push(0.001 * i, i, f"op{i}", writes=[100 + i]) for i in range(1, 41)])
+    source = graph.to_dot().source
+    invisible = re.findall(r"op(\d+) -> op(\d+) \[style=invis\]", source)
+    assert [(int(a), int(b)) for a, b in invisible] == [(i, i + ROW) for i in range(1, 41 - ROW)]
+    svg = graph.to_svg()
+    width, height = (
+        float(v) for v in re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups()
+    )
+    assert width < 1000, f"40 independent ops make {ROW} columns, not one {width:.0f} pt strip"
+    assert height < 500
+
+
+def test_a_short_chain_is_drawn_small(push):
+    chain = [
+        push(0.000, 1, "a", writes=[1]),
+        push(0.001, 2, "b", reads=[1], writes=[2], waits=[(1, 1, "RAW")]),
+        push(0.002, 3, "c", reads=[2], writes=[3], waits=[(2, 2, "RAW")]),
+    ]
+    svg = DependencyGraph(chain).to_svg()
+    width, height = (
+        float(v) for v in re.search(r'width="([\d.]+)pt" height="([\d.]+)pt"', svg).groups()
+    )
+    # the browser shows the drawing at its natural size (canvas.js), about 1.33 px a pt
+    assert width < 200 and height < 300

@@ -70,3 +70,27 @@ def test_headless_forms(strategies, tmp_path):
 def test_rejects_other_objects():
     with pytest.raises(TypeError, match="MemoryPlan"):
         MemoryPlanView(42)
+
+
+def test_interactive_chart_bars_tooltips_and_block_groups(strategies):
+    import re
+
+    view = MemoryPlanView(strategies)
+    svg = view.to_svg()
+    drawn = set(re.findall(r'id="(entry-[^"]+)"', svg))
+    planned = {f"entry-{e.name}" for row in view.rows() for e in row.entries}
+    assert drawn == planned
+    tips = view.tooltips()
+    assert set(tips) == planned
+    pair = view.plan.inplace_pairs[0]
+    target = view.plan.entry(pair[1])
+    tip = tips[f"entry-{pair[1]}"]
+    assert f"lives steps {target.first_step}..{target.last_step}" in tip
+    assert f"block {target.storage_id} (" in tip
+    assert tip.endswith(f"in place of {pair[0]}")
+    groups = view.groups()
+    assert groups[f"entry-{pair[0]}"] == groups[f"entry-{pair[1]}"] == target.storage_id
+    widget = view.widget()
+    assert widget.groups == groups and widget.tooltips == tips and 'id="entry-' in widget.svg
+    bundle = view._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle and "image/png" in bundle

@@ -30,13 +30,16 @@ Example::
 """
 
 from . import conv, elemwise, indexing, init, join, matrix, norm, optimizer_ops, pool, reduce, rnn
+from . import compat, legacy  # noqa: I001  (after the families they build on)
 
 __all__ = [
+    "compat",
     "conv",
     "elemwise",
     "indexing",
     "init",
     "join",
+    "legacy",
     "matrix",
     "norm",
     "optimizer_ops",

@@ -195,6 +195,7 @@ describe("drawing", () => {
         height: svg.getAttribute("height"),
         renderedWidth: svg.getBoundingClientRect().width,
         frameWidth: document.querySelector(".mxnb-canvas").clientWidth,
+        naturalWidth: Number(svg.style.width.replace("px", "")),
         tooltips: document.querySelectorAll("#host .mxnb-tooltip").length,
       };
     });
@@ -202,7 +203,11 @@ describe("drawing", () => {
     assert.equal(drawn.width, null);
     assert.equal(drawn.height, null);
     assert.equal(drawn.tooltips, 1);
-    assertClose(drawn.renderedWidth, drawn.frameWidth, "the SVG fills the frame's width", 0.5);
+    // a small graph keeps its natural size: it is not blown up to the frame's width
+    const points = Number(/<svg[^>]*\swidth="([\d.]+)pt"/.exec(fixtures.dag)[1]);
+    assertClose(drawn.naturalWidth, (points * 96) / 72, "natural width in px", 0.01);
+    assert.ok(drawn.naturalWidth < drawn.frameWidth, "the fixture is narrower than the frame");
+    assertClose(drawn.renderedWidth, drawn.naturalWidth, "drawn at its natural width", 0.5);
     assert.deepEqual(await viewBox(), await viewBoxOf(fixtures.dag));
     for (const id of fixtures.op_ids) {
       assert.equal(await page.locator(`.mxnb-canvas [id="${id}"]`).count(), 1, `${id} drawn once`);
@@ -229,6 +234,24 @@ describe("drawing", () => {
     // SVG lengths are single precision in the browser: equal to about 1e-5
     const expected = [0, 0, (points("width") * 96) / 72, (points("height") * 96) / 72];
     assertBoxClose(await viewBox(), expected, "viewBox", 1e-3);
+  });
+
+  it("shrinks a wide drawing to the frame, but not below half size: then the frame scrolls", async () => {
+    const wide = (width) =>
+      `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="100"><rect id="op1" width="50" height="20"/></svg>`;
+    const measure = () =>
+      page.evaluate(() => {
+        const frame = document.querySelector(".mxnb-canvas");
+        return { svg: frame.querySelector("svg").getBoundingClientRect().width, frame: frame.clientWidth, scroll: frame.scrollWidth };
+      });
+    await mount({ svg: wide(900) });
+    let size = await measure();
+    assertClose(size.svg, size.frame, "900 px fits the 600 px frame", 0.5);
+    assert.equal(size.scroll, size.frame, "no scrolling");
+    await mount({ svg: wide(3000) });
+    size = await measure();
+    assertClose(size.svg, 1500, "3000 px drawn at half size", 0.5);
+    assert.ok(size.scroll > size.frame, "the frame scrolls sideways");
   });
 
   it("draws nothing and fails nowhere when svg is empty", async () => {
@@ -355,6 +378,23 @@ describe("selection mark", () => {
     const point = await pointOn(`[id="${op}"] text`);
     await page.mouse.click(point.x, point.y);
     assert.deepEqual(await selectedIds(), [op]);
+  });
+
+  it("marks the elements sharing the selected one's group (groups trait), orange", async () => {
+    const [a, b, c, d] = fixtures.op_ids;
+    await mount({ svg: fixtures.dag, groups: { [a]: 0, [b]: 1, [c]: 0, [d]: 1 } });
+    const related = () =>
+      page.evaluate(() => [...document.querySelectorAll(".mxnb-canvas .mxnb-related")].map((n) => n.id));
+    const point = await pointOn(`[id="${a}"] text`);
+    await page.mouse.click(point.x, point.y);
+    assert.deepEqual(await selectedIds(), [a]);
+    assert.deepEqual(await related(), [c]);
+    const stroke = await page.evaluate((id) => getComputedStyle(document.querySelector(`.mxnb-canvas [id="${id}"] path`)).stroke, c);
+    assert.equal(stroke, "rgb(255, 127, 14)");
+    await model.remote("selected", d);
+    assert.deepEqual(await related(), [b]);
+    await model.remote("groups", {});
+    assert.deepEqual(await related(), []);
   });
 });
 
@@ -520,6 +560,54 @@ describe("zoom and pan", () => {
   });
 });
 
+describe("timeline drawn in the browser (timeline trait)", () => {
+  const barCount = () => page.evaluate(() => document.querySelectorAll(".mxnb-canvas rect.mxnb-bar").length);
+
+  it("draws a bar per op with its id, hover text, dependency arrows and the critical path", async () => {
+    await mount({ timeline: fixtures.timeline_data });
+    for (const id of fixtures.op_ids) {
+      assert.equal(await page.locator(`.mxnb-canvas rect[id="${id}"]`).count(), 1, `${id} drawn once`);
+    }
+    assert.equal(await barCount(), fixtures.op_ids.length);
+    const flows = await page.evaluate(() => document.querySelectorAll(".mxnb-canvas path.mxnb-flow").length);
+    assert.equal(flows, fixtures.timeline_data.flows.length);
+    assert.ok(flows > 0);
+    const critical = await page.evaluate(() => document.querySelectorAll(".mxnb-canvas .mxnb-critical").length);
+    assert.equal(critical, fixtures.timeline_data.critical.length);
+    const op = fixtures.op_ids[1];
+    const point = await pointOn(`rect[id="${op}"]`);
+    await page.mouse.move(point.x, point.y);
+    const tip = await page.evaluate(() => document.querySelector(".mxnb-tooltip").textContent);
+    assert.match(tip, new RegExp(`^#${op.slice(2)} \\w+ \\[done\\] \\| worker cpu\\(0\\)/\\d \\| [\\d.]+ ms$`));
+    await page.mouse.click(point.x, point.y);
+    assert.equal((await model.state()).selected, op);
+  });
+
+  it("merges thousands of narrow bars into legible blocks, without arrows", async () => {
+    const bars = (lane) => Array.from({ length: 1500 }, (_, i) => [2 * i + lane, i * 0.01, i * 0.01 + 0.008, i % 2 ? "add" : "mul", "done", null]);
+    const data = {
+      title: "dense",
+      span: [0, 15],
+      lanes: [0, 1].map((lane) => ({ name: `cpu(0)/${lane}`, kind: "worker", device: "cpu(0)", bars: bars(lane) })),
+      critical: Array.from({ length: 1500 }, (_, i) => 2 * i),
+      flows: Array.from({ length: 2999 }, (_, i) => [i, i + 1, "RAW a"]),
+    };
+    await mount({ timeline: data });
+    const drawn = await barCount();
+    assert.ok(drawn > 20 && drawn < 400, `${drawn} blocks for 3000 bars in a 600 px frame`);
+    const dense = await page.evaluate(() => document.querySelectorAll(".mxnb-canvas rect.mxnb-dense").length);
+    assert.ok(dense > 0.9 * drawn, "nearly every block is a merged one");
+    const critical = await page.evaluate(() => document.querySelectorAll(".mxnb-canvas .mxnb-critical").length);
+    assert.ok(critical < drawn, "the critical path is a line over its blocks, not an outline of each bar");
+    const flows = await page.evaluate(() => document.querySelectorAll(".mxnb-canvas path.mxnb-flow").length);
+    assert.equal(flows, 0, "no arrows at this density");
+    const point = await pointOn("rect.mxnb-dense");
+    await page.mouse.move(point.x, point.y);
+    const tip = await page.evaluate(() => document.querySelector(".mxnb-tooltip").textContent);
+    assert.match(tip, /^\d+ ops #\d+\.\.#\d+ on cpu\(0\)\/\d: (mul, add|add, mul)$/);
+  });
+});
+
 describe("model changes", () => {
   it("change:svg redraws: the new SVG, its own viewBox (zoom reset), the selection re-marked", async () => {
     const op = fixtures.op_ids[1];
@@ -538,7 +626,7 @@ describe("model changes", () => {
     assert.deepEqual(await selectedIds(), [op]);
   });
 
-  it("registers change:svg and change:selected; the cleanup it returns unregisters them", async () => {
+  it("registers change:svg, change:selected and change:groups; the cleanup it returns unregisters them", async () => {
     await mount({ svg: fixtures.dag });
     assert.equal(await model.listenerCount("change:svg"), 1);
     assert.equal(await model.listenerCount("change:selected"), 1);
@@ -546,8 +634,9 @@ describe("model changes", () => {
     assert.equal(await model.listenerCount("change:svg"), 0);
     assert.equal(await model.listenerCount("change:selected"), 0);
     const registered = (await model.calls()).filter((c) => c[0] === "on" || c[0] === "off");
-    assert.deepEqual(registered.filter((c) => c[0] === "on").map((c) => c[1]).sort(), ["change:selected", "change:svg"]);
-    assert.deepEqual(registered.filter((c) => c[0] === "off").map((c) => c[1]).sort(), ["change:selected", "change:svg"]);
+    const traits = ["change:groups", "change:selected", "change:svg", "change:timeline"];
+    assert.deepEqual(registered.filter((c) => c[0] === "on").map((c) => c[1]).sort(), traits);
+    assert.deepEqual(registered.filter((c) => c[0] === "off").map((c) => c[1]).sort(), traits);
 
     // after cleanup the model's changes no longer reach the view
     await model.remote("svg", fixtures.timeline);

@@ -1,9 +1,9 @@
-"""The naive engine's quiet path: an op pushed while nothing is pending runs unbooked.
+"""The naive engine: the rule with no threads, an op run in the thread that made it ready.
 
-Whatever arrives while such an op runs and needs its vars — a push from
-inside it or from another thread, ``wait_for_var``, ``try_delete_idle`` —
-books it first; these tests check the dependency rule still holds in each
-case and that nothing is left booked afterwards.
+Whatever arrives while an op runs and needs its vars — a push from inside it
+or from another thread, ``wait_for_var``, ``try_delete_idle`` — sees it
+booked on its vars like on any engine; these tests check the dependency rule
+holds in each case and that nothing is left booked afterwards.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ def idle(var) -> bool:
     return var.pending_write is None and var.pending_reads == 0 and not var.queue
 
 
-def test_quiet_ops_leave_no_booking_and_count_their_writes(naive):
+def test_ops_leave_no_booking_and_count_their_writes(naive):
     a, b = naive.new_var(name="a"), naive.new_var(name="b")
     seen = []
     for index in range(5):
         naive.push_sync(lambda rctx, i=index: seen.append(i), mx.cpu(), [a], [b])
     assert seen == list(range(5))
-    assert naive.num_pending() == 0 and naive._inline is None
+    assert naive.num_pending() == 0
     assert idle(a) and idle(b)
     assert b.writes_pushed == b.writes_done == 5
     naive.wait_for_var(b)  # returns at once: every write is done
@@ -67,7 +67,7 @@ def test_nested_push_on_other_vars_runs_at_once(naive):
     assert naive.num_pending() == 0 and idle(var) and idle(other)
 
 
-def test_waiting_inside_a_quiet_op_for_its_own_var_is_an_error(naive):
+def test_waiting_inside_an_op_for_its_own_var_is_an_error(naive):
     var = naive.new_var(name="mine")
     caught = []
 
@@ -91,7 +91,7 @@ def test_try_delete_idle_refuses_the_running_ops_var(naive):
 
 
 @pytest.mark.timeout(30)
-def test_another_threads_push_waits_for_the_running_quiet_op(naive):
+def test_another_threads_push_waits_for_the_running_op(naive):
     var = naive.new_var(name="shared")
     started, release = threading.Event(), threading.Event()
     order = []
@@ -106,7 +106,7 @@ def test_another_threads_push_waits_for_the_running_quiet_op(naive):
     )
     runner.start()
     assert started.wait(10)
-    # pushed from this thread while 'slow' runs unbooked in the other one
+    # pushed from this thread while 'slow' runs in the other one
     naive.push_sync(lambda rctx: order.append("after"), mx.cpu(), [var], name="after")
     waiter_done = threading.Event()
     waiter = threading.Thread(target=lambda: (naive.wait_for_all(), waiter_done.set()))
@@ -120,7 +120,7 @@ def test_another_threads_push_waits_for_the_running_quiet_op(naive):
     assert naive.num_pending() == 0 and idle(var)
 
 
-def test_a_failing_quiet_op_stores_its_error_and_skips_dependents(naive):
+def test_a_failing_op_stores_its_error_and_skips_dependents(naive):
     var, out = naive.new_var(name="v"), naive.new_var(name="out")
     ran = []
 
@@ -139,7 +139,7 @@ def test_a_failing_quiet_op_stores_its_error_and_skips_dependents(naive):
     naive.wait_for_var(var)
 
 
-def test_keyboard_interrupt_in_a_quiet_op_is_booked_then_raised(naive):
+def test_keyboard_interrupt_in_an_op_is_booked_then_raised(naive):
     var = naive.new_var(name="v")
 
     def interrupted(rctx):
@@ -152,12 +152,12 @@ def test_keyboard_interrupt_in_a_quiet_op_is_booked_then_raised(naive):
         naive.wait_for_var(var)
 
 
-def test_a_traced_quiet_op_is_recorded_like_a_booked_one(naive):
+def test_an_op_ready_at_push_is_traced_like_one_a_completion_released(naive):
     from mxnb.engine.trace import OpEnd, OpPush, OpReady, OpStart
 
     var = naive.new_var(name="v")
     with mx.engine.trace() as tr:
-        quiet = naive.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[var], name="quiet")
+        first = naive.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[var], name="first")
 
         def outer(rctx):  # pushes while running: itself booked, the inner op waits for it
             naive.push_sync(lambda rctx: None, mx.cpu(), [var], name="inner")
@@ -166,9 +166,9 @@ def test_a_traced_quiet_op_is_recorded_like_a_booked_one(naive):
         naive.wait_for_all()
     kinds = {
         op_id: [type(e) for e in tr.events if getattr(e, "op_id", None) == op_id]
-        for op_id in (quiet, booked)
+        for op_id in (first, booked)
     }
-    assert kinds[quiet] == kinds[booked] == [OpPush, OpReady, OpStart, OpEnd]
+    assert kinds[first] == kinds[booked] == [OpPush, OpReady, OpStart, OpEnd]
     inner = next(e for e in tr.events if type(e) is OpPush and e.name == "inner")
     assert [(d.op_id, d.kind.value) for d in inner.waits_on] == [(booked, "read-after-write")]
-    assert tr.ops()[quiet].name == "quiet"
+    assert tr.ops()[first].name == "first"

@@ -1,0 +1,56 @@
+// The canvas of the cell widgets, reused: mxnb/widgets/static/canvas.js is the ONE source of
+// the browser side (anywidget loads it in a cell; webpack bundles it here).  It expects an
+// anywidget model; LocalModel is that model's small stand-in (get / set / save_changes /
+// on / off), so a panel or a file viewer drives the canvas by setting its traits.
+
+// @ts-ignore -- a plain ES module without types, outside this package's sources
+import * as canvasModule from "../../mxnb/widgets/static/canvas.js";
+
+type Listener = () => void;
+
+interface CanvasModule {
+  render(args: { model: LocalModel; el: HTMLElement }): () => void;
+  renderTimeline(data: unknown, width: number, tips?: Record<string, string>): string;
+}
+
+export const canvas = canvasModule as unknown as CanvasModule;
+
+export class LocalModel {
+  private state: Record<string, unknown>;
+  private listeners = new Map<string, Listener[]>();
+
+  constructor(traits: Record<string, unknown> = {}) {
+    this.state = { svg: "", tooltips: {}, selected: "", clicks: 0, groups: {}, timeline: {}, ...traits };
+  }
+
+  get(name: string): any {
+    return this.state[name];
+  }
+
+  set(name: string, value: unknown): void {
+    const old = this.state[name];
+    this.state[name] = value;
+    if (old !== value) {
+      for (const callback of this.listeners.get(`change:${name}`) || []) callback();
+    }
+  }
+
+  save_changes(): void {
+    /* nothing to sync: the panel reads the traits it cares about through on() */
+  }
+
+  on(event: string, callback: Listener): void {
+    this.listeners.set(event, [...(this.listeners.get(event) || []), callback]);
+  }
+
+  off(event: string, callback: Listener): void {
+    this.listeners.set(event, (this.listeners.get(event) || []).filter((c) => c !== callback));
+  }
+}
+
+/** Mount the canvas in `el` on a new LocalModel; returns the model (set svg / timeline on it). */
+export function mountCanvas(el: HTMLElement, traits: Record<string, unknown> = {}): LocalModel {
+  const model = new LocalModel(traits);
+  canvas.render({ model, el });
+  return model;
+}

@@ -1,0 +1,92 @@
+// mxnb's JupyterLab 4 / Notebook 7 extension: the "mxnb engine" sidebar with dockable engine
+// panels following the active notebook's kernel, and viewers for MXNet symbol JSON files and
+// mx.engine.trace chrome traces.  See extension/README.md.
+
+import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
+import { MainAreaWidget } from "@jupyterlab/apputils";
+import { DocumentRegistry } from "@jupyterlab/docregistry";
+import { INotebookTracker } from "@jupyterlab/notebook";
+import { Widget } from "@lumino/widgets";
+
+import { EngineClient, EnginePanel, TITLES, VIEWS, ViewName } from "./engine";
+import { registerViewers } from "./viewers";
+
+import "../style/index.js";
+
+const COMMAND = "mxnb:open-panel";
+
+function sidebar(app: JupyterFrontEnd): Widget {
+  const widget = new Widget();
+  widget.id = "mxnb-engine-sidebar";
+  widget.title.caption = "mxnb engine";
+  widget.title.label = "mxnb";
+  widget.addClass("mxnb-sidebar");
+  const head = document.createElement("h2");
+  head.textContent = "mxnb engine";
+  const note = document.createElement("p");
+  note.textContent = "Panels show the engine of the active notebook's kernel, live (after `import mxnb`).";
+  widget.node.append(head, note);
+  for (const view of VIEWS) {
+    const button = document.createElement("button");
+    button.textContent = TITLES[view];
+    button.dataset.view = view;
+    button.addEventListener("click", () => void app.commands.execute(COMMAND, { view }));
+    widget.node.append(button);
+  }
+  return widget;
+}
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: "mxnb:plugin",
+  description: "mxnb engine panels and MXNet file viewers",
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [ILayoutRestorer],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    const client = new EngineClient(tracker);
+    const notebook7 = app.name === "Jupyter Notebook";
+    const panels = new Map<ViewName, MainAreaWidget<EnginePanel>>();
+    const docked: MainAreaWidget<EnginePanel>[] = []; // in the order they were docked
+    const open = (view: ViewName): MainAreaWidget<EnginePanel> => {
+      let panel = panels.get(view);
+      if (!panel || panel.isDisposed) {
+        const content = new EnginePanel(view, client, (opId) => {
+          client.inspect(opId);
+          open("inspect");
+        });
+        panel = new MainAreaWidget({ content });
+        panel.id = `mxnb-engine-panel-${view}`;
+        panel.title.label = content.title.label;
+        panel.title.closable = true;
+        panels.set(view, panel);
+      }
+      if (!panel.isAttached && notebook7) {
+        app.shell.add(panel, "right", { rank: 900 }); // Notebook 7: one document per page
+      } else if (!panel.isAttached) {
+        // the first panel docks right of the notebook, the second below it, the next ones
+        // as tabs beside the second: each stays large enough to read
+        const open = docked.filter((p) => p.isAttached);
+        const options: DocumentRegistry.IOpenOptions =
+          open.length === 0
+            ? { mode: "split-right" }
+            : open.length === 1
+              ? { mode: "split-bottom", ref: open[0].id }
+              : { mode: "tab-after", ref: open[open.length - 1].id };
+        app.shell.add(panel, "main", options);
+        docked.splice(0, docked.length, ...open, panel);
+      }
+      app.shell.activateById(panel.id);
+      return panel;
+    };
+    app.commands.addCommand(COMMAND, {
+      label: (args) => `mxnb ${TITLES[(args.view as ViewName) || "dag"]}`,
+      execute: (args) => {
+        open(((args.view as ViewName) || "dag") as ViewName);
+      },
+    });
+    app.shell.add(sidebar(app), "left", { rank: 900 });
+    registerViewers(app.docRegistry);
+  },
+};
+
+export default plugin;

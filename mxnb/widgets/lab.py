@@ -1,0 +1,229 @@
+"""The kernel side of the JupyterLab panels: a comm target that streams the engine's views.
+
+Idea (dask-labextension's panes, for the engine): the lab extension's DAG,
+Timeline, Memory, Stats and Inspect panels dock beside the notebook and show
+the engine of the ACTIVE notebook's kernel, with no widget in any cell.  They
+talk to the kernel over a Jupyter comm to the target :data:`TARGET`, which
+``import mxnb`` registers when it runs inside a kernel.
+
+Rule: nobody pays while no panel is open.  Registering the target costs one
+dictionary entry; a :class:`EngineChannel` is made when a panel opens a comm,
+and its :class:`~mxnb.engine.trace.Trace` is attached only while the front end
+reports at least one open view (``{"views": [...]}``).  Redraws are paced as
+the :class:`~mxnb.widgets.EngineMonitor` paces them: a background thread wakes
+at most every ``interval`` (0.2 s), builds the trace's records in bounded
+chunks resting four times each chunk's time, redraws only when events arrived,
+only the open views, and then sleeps at least three times the redraw's time.
+
+Messages, front end -> kernel: ``{"views": ["dag", ...], "inspect": op_id,
+"last": 40, "show_deletes": false}`` (on open and later, any subset).
+Kernel -> front end: ``{"status": "...", "pushed": n, "dag": {"svg",
+"selected", "nodes"}, "timeline": {"data"}, "memory": {"svg"}, "stats":
+{"html"}, "inspect": {"text", "op_id"}}`` with the open views only.
+
+State kept:
+    trace      the recorder (attached while a view is open)
+    model      the :class:`EngineModel` folded from it
+    views      the open views
+    redraws    how many updates were sent (tests and the benchmark read it)
+
+Example::
+
+    >>> from mxnb.widgets.lab import TARGET, register_comm_target
+    >>> TARGET
+    'mxnb.engine'
+    >>> register_comm_target()  # outside a kernel: nothing to register
+    False
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any
+
+__all__ = ["TARGET", "VIEWS", "EngineChannel", "register_comm_target"]
+
+TARGET = "mxnb.engine"
+VIEWS = ("dag", "timeline", "memory", "stats", "inspect")
+
+
+def register_comm_target() -> bool:
+    """Register :data:`TARGET` with the running IPython kernel; False outside a kernel."""
+    ipython_module = sys.modules.get("IPython")
+    shell = ipython_module.get_ipython() if ipython_module is not None else None
+    kernel = getattr(shell, "kernel", None)
+    if kernel is None:
+        return False
+    manager = getattr(kernel, "comm_manager", None)
+    if manager is None:
+        import comm
+
+        manager = comm.get_comm_manager()
+    manager.register_target(TARGET, _on_open)
+    return True
+
+
+def _on_open(comm: Any, message: dict) -> None:
+    EngineChannel(comm, message.get("content", {}).get("data") or {})
+
+
+class EngineChannel:
+    """One panel connection: records while views are open and sends their updates.
+
+    Parameters
+    ----------
+    comm : Comm
+        The comm the front end opened (``send``, ``on_msg``, ``on_close``).
+    data : dict
+        The open message's data (``views``, ``inspect``, ``last``, ``show_deletes``).
+    background : bool
+        Send updates from a background thread (default); False: only :meth:`update`.
+    interval : float
+        Seconds between checks for new events (at least 0.2).
+    """
+
+    CHUNK = 2000  # engine records built per step of the catch-up
+
+    def __init__(
+        self, comm: Any, data: dict, background: bool = True, interval: float = 0.2
+    ) -> None:
+        from ..engine.trace import Trace
+        from .model import EngineModel
+
+        self.comm = comm
+        self.trace = Trace()
+        self.model = EngineModel()
+        self.views: set[str] = set()
+        self.inspect: int | None = None
+        self.last = 40
+        self.show_deletes = False
+        self.interval = max(0.2, float(interval))
+        self.redraws = 0
+        self._drawn = -1
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._poke = threading.Event()  # a message arrived: update now
+        comm.on_msg(self._on_msg)
+        comm.on_close(lambda _message: self.close())
+        self.configure(data)
+        self._thread: threading.Thread | None = None
+        if background:
+            self._thread = threading.Thread(target=self._loop, name="mxnb-lab-panels", daemon=True)
+            self._thread.start()
+
+    # -- messages -------------------------------------------------------------
+
+    def _on_msg(self, message: dict) -> None:
+        self.configure(message.get("content", {}).get("data") or {})
+
+    def configure(self, data: dict) -> None:
+        """Apply a front end message: open views, the op to inspect, DAG options."""
+        if "views" in data:
+            self.views = {view for view in data["views"] if view in VIEWS}
+            if self.views:
+                self.trace.attach()
+            else:
+                self.trace.detach()  # nobody looks: the engine's cost drops to a flag check
+        if data.get("inspect") is not None:
+            self.inspect = int(data["inspect"])
+        self.last = int(data.get("last", self.last))
+        self.show_deletes = bool(data.get("show_deletes", self.show_deletes))
+        self._drawn = -1  # redraw with the new settings, at once
+        self._poke.set()
+
+    def close(self) -> None:
+        """Stop recording and the update thread (the front end closed the comm)."""
+        self._stop.set()
+        self._poke.set()
+        self.trace.detach()
+
+    # -- updates --------------------------------------------------------------
+
+    def _loop(self) -> None:
+        pause = self.interval
+        while not self._stop.is_set():
+            self._poke.wait(pause)
+            self._poke.clear()
+            if self._stop.is_set():
+                return
+            pause = self.interval
+            if not self.views or not self._catch_up():
+                continue
+            began = time.perf_counter()
+            try:
+                sent = self.update(build=False)
+            except Exception as exc:  # noqa: BLE001 - shown in the panel, never kills the thread
+                self._send({"status": f"redraw failed: {exc!r}"})
+                continue
+            if sent:  # back off when drawing is slow: at most a quarter of the time
+                pause = max(self.interval, 3 * (time.perf_counter() - began))
+
+    def _catch_up(self) -> bool:
+        """Build waiting records in bounded chunks, resting 4x each chunk's time; False if closed."""
+        deadline = time.perf_counter() + self.interval
+        while True:
+            began = time.perf_counter()
+            left = self.trace.build(self.CHUNK)
+            spent = time.perf_counter() - began
+            if not left or began > deadline:
+                return True
+            if self._stop.wait(max(0.001, 4 * spent)):
+                return False
+
+    def update(self, build: bool = True) -> bool:
+        """Fold new events and send the open views when anything changed; True when sent."""
+        with self._lock:
+            self.model.update_from(self.trace, build=build)
+            count = self.model.consumed
+            if count == self._drawn or not self.views:
+                return False
+            message = self.payload()
+            self._drawn = count
+            self.redraws += 1
+        self._send(message)
+        return True
+
+    def payload(self) -> dict[str, Any]:
+        """The message of the open views, drawn from :attr:`model`."""
+        from .dag import DependencyGraph
+        from .memory import MemoryChart
+        from .stats import StatsTable
+        from .timeline import Timeline
+
+        model = self.model
+        ops = model.ops
+        finished = sum(op.finished for op in ops.values())
+        message: dict[str, Any] = {
+            "status": f"{len(ops)} ops pushed, {finished} finished, {len(ops) - finished} pending",
+            "pushed": len(ops),
+        }
+        if "dag" in self.views:
+            graph = DependencyGraph(
+                model, last=self.last, show_deletes=self.show_deletes, selected=self.inspect
+            )
+            message["dag"] = {
+                "svg": graph.to_svg(),
+                "selected": "" if self.inspect is None else f"op{self.inspect}",
+                "nodes": len(graph.visible_ops()),
+            }
+        if "timeline" in self.views:
+            message["timeline"] = {"data": Timeline(model).to_data()}
+        if "memory" in self.views:
+            message["memory"] = {"svg": MemoryChart(model).to_svg()}
+        if "stats" in self.views:
+            message["stats"] = {"html": StatsTable(model).to_html()}
+        if "inspect" in self.views:
+            if self.inspect is not None and self.inspect in ops:
+                text = model.explain(self.inspect)
+            else:
+                text = "click an op in the DAG or Timeline panel"
+            message["inspect"] = {"text": text, "op_id": self.inspect}
+        return message
+
+    def _send(self, data: dict) -> None:
+        try:
+            self.comm.send(data)
+        except Exception:  # noqa: BLE001 - the front end went away: stop recording
+            self.close()

@@ -1,0 +1,193 @@
+"""The naive engine's idle fast path (``NaiveEngine._push_idle``) against the plain rule.
+
+The fast path writes the rule's booking out for an op whose vars are all
+idle.  These tests run the same random workloads — nested pushes on busy and
+idle vars, reads and writes, failing ops, deletes, waits — once through the
+naive engine and once through a naive engine whose every push takes the plain
+rule (``Engine._push_opr``), and assert identical runs: the order ops run in,
+every var's state as each op sees it, the trace (pushes with their
+dependency edges, starts, ends) and the final var states.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+import mxnb as mx
+from mxnb.base import MXNBError
+from mxnb.engine.base import Engine
+from mxnb.engine.events import OpEnd, OpPush, OpReady, OpStart, VarDelete
+from mxnb.engine.naive import NaiveEngine
+from mxnb.engine.var import RUNNING, Opr
+from mxnb.engine.waiting import _local
+
+
+class PlainNaive(NaiveEngine):
+    """The naive engine with every push through the plain rule: no idle fast path."""
+
+    _push_opr = Engine._push_opr
+
+
+def var_state(var: Any) -> tuple:
+    """A var's rule state, with ops by name (op ids differ between the two runs)."""
+    holder = var.pending_write
+    return (
+        var.name,
+        var.pending_reads,
+        None if holder is None else holder.name,
+        var.writes_pushed,
+        var.writes_done,
+        [(opr.name, is_write) for opr, is_write in (var.queue or ())],
+        var.deleted,
+        var.error is not None,
+    )
+
+
+def run_workload(engine: NaiveEngine, seed: int, fail: bool) -> tuple[list, list, list]:
+    """Push a random workload; return (what each op saw, the trace, final var states)."""
+    rng = random.Random(seed)
+    variables = [engine.new_var(name=f"v{i}") for i in range(6)]
+    seen: list = []
+    count = 0
+
+    def live() -> list:
+        return [var for var in variables if not var.deleted]
+
+    def make(name: str, depth: int):
+        def fn(rctx: Any) -> None:
+            seen.append((name, [var_state(var) for var in variables]))
+            if depth < 2 and rng.random() < 0.3:
+                push(depth + 1)  # from inside a running op: on its own vars, it waits
+            if fail and rng.random() < 0.04:
+                raise ValueError(f"{name} fails")
+
+        return fn
+
+    def push(depth: int) -> None:
+        nonlocal count
+        count += 1
+        name = f"op{count}"
+        pool = live()
+        if len(pool) < 3:
+            return
+        const = rng.sample(pool, rng.randint(0, 2))
+        others = [var for var in pool if var not in const]
+        mutate = rng.sample(others, rng.randint(0 if const else 1, 2))
+        engine.push_sync(make(name, depth), mx.cpu(), const, mutate, name=name)
+
+    with mx.engine.trace() as recorder:
+        for _ in range(80):
+            push(0)
+            roll = rng.random()
+            if roll < 0.03 and len(live()) > 4:
+                engine.push_delete(rng.choice(live()))
+            elif roll < 0.08:
+                try:
+                    engine.wait_for_var(rng.choice(live()))
+                except MXNBError as error:
+                    seen.append(("wait raised", type(error).__name__))
+        try:
+            engine.wait_for_all()
+        except MXNBError as error:
+            seen.append(("wait_for_all raised", type(error).__name__))
+    return seen, normalised(recorder.events), [var_state(var) for var in variables]
+
+
+def normalised(events: list) -> list:
+    """The trace with ops and vars by name, without times and threads."""
+    op_names: dict[int, str] = {}
+    var_names: dict[int, str] = {}
+    out: list = []
+    for event in events:
+        kind = type(event)
+        if hasattr(event, "var_id") and hasattr(event, "name"):
+            var_names[event.var_id] = event.name
+        if kind is OpPush:
+            op_names[event.op_id] = event.name
+            waits = [
+                (op_names.get(dep.op_id), var_names.get(dep.var_id), dep.kind)
+                for dep in event.waits_on
+            ]
+            const = [var_names.get(v) for v in event.const_vars]
+            mutate = [var_names.get(v) for v in event.mutate_vars]
+            out.append(("push", event.name, const, mutate, waits))
+        elif kind is OpReady:
+            out.append(("ready", op_names[event.op_id]))
+        elif kind is OpStart:
+            out.append(("start", op_names[event.op_id], event.worker))
+        elif kind is OpEnd:
+            out.append(("end", op_names[event.op_id], event.error, event.skipped))
+        elif kind is VarDelete:
+            out.append(("delete", var_names.get(event.var_id)))
+    return out
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_the_idle_fast_path_runs_random_workloads_as_the_plain_rule(fail):
+    fast_path_runs = 0
+    for seed in range(25):
+        fast, plain = NaiveEngine(), PlainNaive()
+        calls = 0
+        original = fast._complete_idle
+
+        def counting(opr, original=original):
+            nonlocal calls
+            calls += 1
+            return original(opr)
+
+        fast._complete_idle = counting
+        try:
+            got = run_workload(fast, seed, fail)
+            expected = run_workload(plain, seed, fail)
+        finally:
+            fast.shutdown(timeout=10)
+            plain.shutdown(timeout=10)
+        assert got[0] == expected[0], f"seed {seed}: ops ran differently"
+        assert got[1] == expected[1], f"seed {seed}: traces differ"
+        assert got[2] == expected[2], f"seed {seed}: final var states differ"
+        fast_path_runs += calls
+    assert fast_path_runs > 500  # the workloads did take the fast path
+
+
+def test_an_op_pushed_behind_an_idle_op_while_it_runs_is_released_by_the_rule():
+    engine = NaiveEngine()
+    var = engine.new_var(name="v")
+    order = []
+
+    def outer(rctx):
+        engine.push_sync(lambda rctx: order.append("inner"), mx.cpu(), [var], name="inner")
+        order.append("outer")
+
+    try:
+        engine.push_sync(outer, mx.cpu(), mutate_vars=[var], name="outer")
+        assert order == ["outer", "inner"]
+        assert (var.pending_reads, var.pending_write, var.queue) == (0, None, var.queue)
+        assert not var.queue and var.writes_done == 1 and var.writes_pushed == 1
+    finally:
+        engine.shutdown(timeout=10)
+
+
+def test_the_idle_fast_path_builds_the_op_opr_would_build():
+    """The fast path writes ``Opr(...)`` out: every slot as the class sets it, then granted."""
+    engine = NaiveEngine()
+    read, written = engine.new_var(name="r"), engine.new_var(name="w")
+    ctx = mx.cpu()
+    slots = [slot for slot in Opr.__slots__ if slot != "__weakref__"]
+    seen = {}
+
+    def fn(rctx):
+        opr = _local.stack[-1]
+        seen.update({slot: getattr(opr, slot) for slot in slots})
+
+    try:
+        engine.push_sync(fn, ctx, [read], [written], priority=3, name="op")
+        assert seen, "the op did not run"
+        expected = Opr(seen["id"], "op", (read,), (written,), fn, ctx, 3, False, False)
+        expected.wait_count = 0  # every var granted
+        expected.state = RUNNING
+        assert seen == {slot: getattr(expected, slot) for slot in slots}
+    finally:
+        engine.shutdown(timeout=10)

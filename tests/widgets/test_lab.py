@@ -1,0 +1,125 @@
+"""The lab panels' kernel side: a comm channel that records only while a view is open."""
+
+from __future__ import annotations
+
+import pytest
+
+import mxnb as mx
+from mxnb.widgets.lab import TARGET, EngineChannel, register_comm_target
+
+
+class FakeComm:
+    """What ipykernel's Comm offers the channel: send, on_msg, on_close."""
+
+    def __init__(self):
+        self.sent: list[dict] = []
+        self.handlers: dict = {}
+
+    def send(self, data):
+        self.sent.append(data)
+
+    def on_msg(self, callback):
+        self.handlers["msg"] = callback
+
+    def on_close(self, callback):
+        self.handlers["close"] = callback
+
+    def message(self, data):
+        self.handlers["msg"]({"content": {"data": data}})
+
+
+def noop(rctx):
+    return None
+
+
+def push_chain(n):
+    eng = mx.engine.get()
+    a = eng.new_var(name="a")
+    ids = [eng.push_sync(noop, mx.cpu(), mutate_vars=[a], name=f"w{i}") for i in range(n)]
+    eng.wait_for_all()
+    return ids
+
+
+def test_outside_a_kernel_nothing_is_registered():
+    assert TARGET == "mxnb.engine"
+    assert register_comm_target() is False
+
+
+@pytest.mark.timeout(60)
+def test_records_only_while_a_view_is_open_and_sends_the_open_views():
+    comm = FakeComm()
+    channel = EngineChannel(comm, {}, background=False)
+    try:
+        assert not channel.trace.attached  # no view open: nothing recorded
+        push_chain(2)
+        assert channel.update() is False and comm.sent == []
+        comm.message({"views": ["dag", "timeline"]})
+        assert channel.trace.attached
+        ids = push_chain(3)
+        assert channel.update() is True
+        message = comm.sent[-1]
+        assert set(message) == {"status", "pushed", "dag", "timeline"}
+        for op_id in ids:
+            assert f'id="op{op_id}"' in message["dag"]["svg"]
+        lanes = message["timeline"]["data"]["lanes"]
+        bars = [bar[0] for lane in lanes if lane["kind"] == "worker" for bar in lane["bars"]]
+        assert sorted(bars) == ids
+        assert message["status"] == "3 ops pushed, 3 finished, 0 pending"
+        assert channel.update() is False  # nothing new: nothing sent
+
+        comm.message({"views": ["dag", "inspect", "memory", "stats"], "inspect": ids[1]})
+        assert channel.update() is True
+        message = comm.sent[-1]
+        assert message["dag"]["selected"] == f"op{ids[1]}"
+        assert message["inspect"]["text"].startswith(f"#{ids[1]} w1")
+        assert "<svg" in message["memory"]["svg"] and "<table" in message["stats"]["html"]
+
+        comm.message({"views": []})
+        assert not channel.trace.attached
+    finally:
+        channel.close()
+    assert not channel.trace.attached
+
+
+@pytest.mark.timeout(60)
+def test_background_thread_sends_updates_and_stops_on_close():
+    import time
+
+    comm = FakeComm()
+    channel = EngineChannel(comm, {"views": ["dag"]})
+    try:
+        ids = push_chain(4)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if comm.sent and f'id="op{ids[-1]}"' in comm.sent[-1].get("dag", {}).get("svg", ""):
+                break
+            time.sleep(0.05)
+        assert f'id="op{ids[-1]}"' in comm.sent[-1]["dag"]["svg"]
+    finally:
+        comm.handlers["close"]({})
+    channel._thread.join(timeout=5)
+    assert not channel._thread.is_alive() and not channel.trace.attached
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_timeline_panel_shows_every_op_of_thousands_soon_after_the_run(
+    stream_tiny_ops, finished_bars
+):
+    """The Timeline panel catches up with a few thousand ops (issue 22; lag in benchmarks/extension.py)."""
+    import time
+
+    count = 4000
+    comm = FakeComm()
+    channel = EngineChannel(comm, {"views": ["timeline"]})
+    try:
+        stream_tiny_ops(mx.engine.get(), count)
+        deadline = time.monotonic() + 15
+        shown = 0
+        while time.monotonic() < deadline and shown < count:
+            time.sleep(0.05)
+            timelines = [m["timeline"]["data"] for m in comm.sent if "timeline" in m]
+            shown = finished_bars(timelines[-1]) if timelines else 0
+        assert shown >= count
+    finally:
+        channel.close()
