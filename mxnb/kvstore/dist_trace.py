@@ -29,7 +29,6 @@ Example::
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from typing import Any
@@ -259,8 +258,7 @@ def _relabel(event: Event, base: int, prefix: str, shift: float) -> Event:
         changes["const_vars"] = tuple(v + base for v in event.const_vars)
         changes["mutate_vars"] = tuple(v + base for v in event.mutate_vars)
         changes["waits_on"] = tuple(
-            dataclasses.replace(d, op_id=d.op_id + base, var_id=d.var_id + base)
-            for d in event.waits_on
+            d._replace(op_id=d.op_id + base, var_id=d.var_id + base) for d in event.waits_on
         )
         changes["ctx"] = prefix + event.ctx
     elif isinstance(event, OpStart):
@@ -271,4 +269,4 @@ def _relabel(event: Event, base: int, prefix: str, shift: float) -> Event:
         pass
     if hasattr(event, "thread") and isinstance(event.thread, str):
         changes["thread"] = prefix + event.thread
-    return dataclasses.replace(event, **changes)
+    return event._replace(**changes)  # events are NamedTuples

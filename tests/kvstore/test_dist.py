@@ -230,6 +230,7 @@ def traced_steps(kv):
 def test_merged_trace_has_every_workers_and_servers_ops(cluster):
     results = run_tasks(traced_steps, 2, 2, "dist_sync", 30.0)
     assert results[1] is None  # only rank 0 gets the merged trace
+    assert not isinstance(results[0], Exception), results[0]
     processes, names, links, lanes = results[0]
     assert processes == ["worker 0", "worker 1", "server 0", "server 1"]
     for pid in (1, 2):  # workers: engine push / pull ops and the kvstore lane
