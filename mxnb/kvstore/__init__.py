@@ -58,13 +58,21 @@ def create(name: Any = "local") -> KVStore:
     if name in _LOCAL_TYPES:
         return create_local(name)
     factory = _FACTORIES.get(name)
+    if factory is None and name.startswith("dist"):
+        factory = _load_dist(name)
     if factory is not None:
         return factory(name)
     known = ", ".join([*_LOCAL_TYPES, *sorted(_FACTORIES)])
-    if name.startswith("dist"):
-        raise NotSupportedError(
-            f"mx.kv.create: kvstore type {name!r} is not available in this build (the distributed "
-            f"stores run on Ray and register themselves when mxnb.kvstore.dist is imported); "
-            f"available: {known}"
-        )
     raise KVStoreError(f"mx.kv.create: unknown kvstore type {name!r}; available: {known}")
+
+
+def _load_dist(name: str) -> Callable[[str], KVStore] | None:
+    """Import the Ray stores (they register themselves); say how to get Ray when it is missing."""
+    try:
+        from . import dist  # noqa: F401
+    except ImportError as exc:
+        raise NotSupportedError(
+            f"mx.kv.create: kvstore type {name!r} runs on Ray, which is not installed "
+            f"({exc}); pip install 'mxnb[dist]'"
+        ) from exc
+    return _FACTORIES.get(name)

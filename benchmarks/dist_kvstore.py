@@ -1,0 +1,186 @@
+"""Distributed KVStore benchmark: push+pull throughput against Ray's own transport, LeNet scaling.
+
+Figures, each a ratio against a peer measured in the same run on one local
+Ray instance (workers are Ray tasks, :func:`mxnb.launch.run_tasks`):
+
+1. **Throughput**: 2 workers each push + pull a ResNet-18-shaped parameter
+   set twice over (2 x 11.7 M float32 = 93.5 MB, 124 keys, the largest above
+   ``MXNET_KVSTORE_BIGARRAY_BOUND`` split across the servers) through 1 and
+   2 servers, no updater, in MB/s per worker (bytes pushed + pulled / time).
+   Peer: the same 2 workers moving the same arrays with Ray alone,
+   ``ray.put`` -> an echo actor -> ``ray.get``.  Target: >= 0.5x.
+2. **Per-key cost**: one push+pull of a 4-byte key (the fixed cost of a round
+   trip), the figure docs/scaling.md builds on.
+3. **Step time**: a data-parallel LeNet-5 step (``Module.fit``, ``dist_sync``,
+   batch 32 per worker) on 2 workers against 1 worker: weak scaling, the
+   ratio of samples per second.
+
+Run: ``python benchmarks/dist_kvstore.py [--reps 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import ray
+from _util import ratio, table
+
+import mxnb as mx
+from mxnb.executor import zoo
+from mxnb.launch import run_tasks, start_ray
+
+
+def values(results: list) -> list:
+    """The workers' results; a worker's failure stops the benchmark with its message."""
+    for result in results:
+        if isinstance(result, Exception):
+            raise SystemExit(f"dist_kvstore: a worker failed: {result}")
+    return results
+
+
+def resnet18_shapes() -> dict[str, tuple[int, ...]]:
+    """The parameter shapes of ResNet-18 (ImageNet, 1000 classes), from the symbol."""
+    net = zoo.resnet(18)
+    shapes, _, _ = net.infer_shape(data=(1, 3, 224, 224))
+    names = net.list_arguments()
+    return {n: s for n, s in zip(names, shapes) if n not in ("data", "softmax_label")}
+
+
+def param_set() -> dict[str, np.ndarray]:
+    """Twice ResNet-18's parameters (copies ``a.*`` and ``b.*``): about 100 MB of float32."""
+    rng = np.random.default_rng(0)
+    arrays = {}
+    for copy in ("a", "b"):
+        for name, shape in resnet18_shapes().items():
+            arrays[f"{copy}.{name}"] = rng.standard_normal(shape, dtype=np.float32)
+    return arrays
+
+
+def kvstore_rounds(kv, reps: int) -> list[float]:
+    """Seconds of each round of push + pull of every key (after one warm-up round)."""
+    arrays = {k: mx.nd.array(v) for k, v in param_set().items()}
+    keys = sorted(arrays)
+    kv.init(keys, [arrays[k] for k in keys])
+    outs = [mx.nd.zeros(arrays[k].shape) for k in keys]
+    times = []
+    for _ in range(reps + 1):
+        kv.barrier()
+        start = time.perf_counter()
+        kv.push(keys, [arrays[k] for k in keys])
+        kv.pull(keys, out=outs)
+        mx.nd.waitall()
+        times.append(time.perf_counter() - start)
+    return times[1:]
+
+
+@ray.remote(num_cpus=0)
+class Echo:
+    """The peer's far end: returns what it is given (Ray moves it both ways)."""
+
+    def echo(self, value: np.ndarray) -> np.ndarray:
+        return value
+
+
+def ray_rounds(echo, reps: int) -> list[float]:
+    """The same arrays through Ray alone: ``ray.put`` -> echo actor -> ``ray.get``."""
+    arrays = list(param_set().values())
+    times = []
+    for _ in range(reps + 1):
+        start = time.perf_counter()
+        refs = [echo.echo.remote(ray.put(a)) for a in arrays]
+        for value, ref in zip(arrays, refs):
+            np.copyto(np.empty_like(value), ray.get(ref))  # land it in a worker-owned array
+        times.append(time.perf_counter() - start)
+    return times[1:]
+
+
+def tiny_key_rounds(kv, reps: int) -> list[float]:
+    """Seconds of one push + pull of a one-element key (the fixed cost per key)."""
+    kv.init("tiny", mx.nd.zeros(1))
+    out = mx.nd.zeros(1)
+    times = []
+    for _ in range(reps * 10 + 1):
+        start = time.perf_counter()
+        kv.push("tiny", mx.nd.ones(1))
+        kv.pull("tiny", out=out)
+        out.wait_to_read()
+        times.append(time.perf_counter() - start)
+    return times[1:]
+
+
+def lenet_steps(kv, batches: int) -> float:
+    """Seconds per ``Module.fit`` batch of LeNet-5 (batch 32 per worker) on random digits."""
+    rng = np.random.default_rng(kv.rank)
+    x = rng.standard_normal((32 * batches, 1, 16, 16)).astype(np.float32)
+    y = rng.integers(0, 10, 32 * batches).astype(np.float32)
+    module = mx.mod.Module(zoo.lenet5_digits(), context=mx.cpu())
+    train = mx.io.NDArrayIter(x, y, batch_size=32)
+    mx.random.seed(0)
+    ends: list[float] = []
+    module.fit(
+        train,
+        num_epoch=1,
+        kvstore=kv,
+        optimizer="sgd",
+        batch_end_callback=lambda param: ends.append(time.perf_counter()),
+    )
+    return (ends[-1] - ends[1]) / (len(ends) - 2)  # the first two batches warm up
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--batches", type=int, default=8)
+    args = parser.parse_args()
+    start_ray(num_cpus=4, object_store_mb=600)
+    try:
+        megabytes = sum(a.nbytes for a in param_set().values()) / 1e6
+        echo = Echo.remote()
+
+        @ray.remote(num_cpus=1)
+        def peer_worker() -> list[float]:
+            return ray_rounds(echo, args.reps)
+
+        peer = min(min(t) for t in ray.get([peer_worker.remote() for _ in range(2)]))
+        rows = []
+        for servers in (1, 2):
+            results = values(
+                run_tasks(kvstore_rounds, 2, servers, "dist_sync", 120.0, reps=args.reps)
+            )
+            ours = min(min(t) for t in results)
+            rows.append(
+                [
+                    f"push+pull, 2 workers, {servers} server(s)",
+                    f"{2 * megabytes / ours:.0f}",
+                    f"{2 * megabytes / peer:.0f}",
+                    ratio(peer, ours),
+                ]
+            )
+        print(f"parameter set: {megabytes:.1f} MB, {len(param_set())} keys")
+        print(table(["what", "mxnb MB/s", "ray put/get MB/s", "mxnb / ray"], rows))
+        tiny = values(run_tasks(tiny_key_rounds, 1, 1, "dist_sync", 60.0, reps=args.reps))[0]
+        print(f"per-key round trip (push + pull, 1 element): {1e3 * float(np.median(tiny)):.2f} ms")
+        one = values(run_tasks(lenet_steps, 1, 1, "dist_sync", 300.0, batches=args.batches))[0]
+        two = max(values(run_tasks(lenet_steps, 2, 1, "dist_sync", 300.0, batches=args.batches)))
+        print(
+            table(
+                ["LeNet-5 step (batch 32 / worker)", "ms / step", "samples / s"],
+                [
+                    ["1 worker", f"{1e3 * one:.1f}", f"{32 / one:.0f}"],
+                    ["2 workers", f"{1e3 * two:.1f}", f"{64 / two:.0f}"],
+                ],
+            )
+        )
+        print(f"2 workers vs 1 (samples / s): {(64 / two) / (32 / one):.2f}x")
+    finally:
+        ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,317 @@
+"""The parameter server of ``dist_sync`` / ``dist_async``: a Ray actor holding a shard of the keys.
+
+Idea (MXNet: src/kvstore/kvstore_dist_server.h, on ps-lite): every key (or,
+for a big array, every part of it) lives on one server.  Workers push summed
+gradients and pull weights; the server runs the optimizer, with the very
+:func:`~mxnb.kvstore.base.apply_update` and :class:`~mxnb.optimizer.Updater`
+a local store runs, on its own mxnb engine.
+
+Rules:
+    * sync mode: the pushes of a key are numbered per worker (``seq`` 1, 2, ...);
+      the server sums step ``s`` until every worker has pushed it, then applies
+      it once (so 2 workers x half a batch == 1 worker x the batch);
+    * async mode: each push is applied when it arrives;
+    * a pull by worker ``r`` after its push ``s`` waits until that push is
+      applied, and returns the value with its version (updates applied so far);
+    * every wait is bounded by ``timeout`` seconds: a worker that died or stalls
+      makes the others fail with a :class:`DistError` naming the key, the step
+      and the missing ranks, instead of hanging (ps-lite hangs here).
+
+State kept (per server):
+    _values    (key, part) -> the stored NDArray
+    _pending   (key, part) -> {seq: [sum, ranks]}  (sync pushes not yet complete)
+    _version   (key, part) -> updates applied;  _done  (key, part, rank) -> pushes applied
+    _updater   the Updater made from the optimizer ``set_optimizer`` shipped
+    _log       with tracing on: the push / update records the cluster timeline links
+
+Example (in a Ray driver; see :mod:`mxnb.kvstore.dist` for the worker side)::
+
+    servers = start_servers('job1', num_servers=2, num_workers=2, timeout=60.0)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import socket
+import time
+import zlib
+from typing import Any
+
+import numpy as np
+
+from .base import KVStoreError, apply_update
+
+__all__ = ["NAMESPACE", "DistError", "KVServer", "server_name", "shard_of", "start_servers"]
+
+#: The Ray namespace of every mxnb job's named actors.
+NAMESPACE = "mxnb"
+
+
+class DistError(KVStoreError):
+    """A distributed kvstore failed: a peer died, a wait timed out, or a server refused a call."""
+
+
+def server_name(job: str, index: int) -> str:
+    """The Ray actor name of server ``index`` of job ``job``."""
+    return f"mxnb:{job}:server:{index}"
+
+
+def shard_of(key: Any, num_servers: int) -> int:
+    """The server of a small key: a stable hash (crc32; Python's ``hash`` is salted per process)."""
+    return zlib.crc32(repr(key).encode()) % num_servers
+
+
+class KVServer:
+    """One server's keys, pending sync pushes, updater and trace log (run as a Ray actor)."""
+
+    def __init__(self, index: int, num_workers: int, timeout: float) -> None:
+        self.index = index
+        self.num_workers = num_workers
+        self.timeout = timeout
+        self._values: dict[tuple, Any] = {}
+        self._pending: dict[tuple, dict[int, list]] = {}
+        self._version: dict[tuple, int] = {}
+        self._done: dict[tuple, int] = {}
+        self._updater: Any = None
+        self._cond: asyncio.Condition | None = None
+        self._barrier_count = 0
+        self._barrier_generation = 0
+        self._log: list[dict] | None = None
+        self._trace: Any = None
+        self._deposits: dict[int, Any] = {}
+
+    # -- waiting ------------------------------------------------------------------------
+    def _condition(self) -> asyncio.Condition:
+        if self._cond is None:
+            self._cond = asyncio.Condition()
+        return self._cond
+
+    async def _wait(self, predicate: Any, what: Any) -> None:
+        """Wait until ``predicate()``; after ``timeout`` s raise DistError with ``what()``."""
+        cond = self._condition()
+        async with cond:
+            try:
+                await asyncio.wait_for(cond.wait_for(predicate), self.timeout)
+            except asyncio.TimeoutError:
+                raise DistError(
+                    f"kvstore server {self.index}: {what()} after {self.timeout:g} s; a worker "
+                    f"died or stalls (set MXNB_DIST_TIMEOUT to wait longer)"
+                ) from None
+
+    async def _notify(self) -> None:
+        cond = self._condition()
+        async with cond:
+            cond.notify_all()
+
+    # -- keys ---------------------------------------------------------------------------------
+    async def init(self, key: Any, part: int, value: np.ndarray) -> None:
+        """Store the first value of ``(key, part)`` (rank 0 sends it)."""
+        from .. import ndarray as nd
+
+        slot = (key, part)
+        if slot in self._values:
+            raise DistError(f"kvstore.init: key {key!r} is already initialised on the servers")
+        self._values[slot] = nd.array(np.array(value), dtype=value.dtype)
+        self._version[slot] = 0
+        await self._notify()
+
+    async def push(
+        self, key: Any, part: int, rank: int, seq: int, value: np.ndarray, sync: bool
+    ) -> None:
+        """Worker ``rank``'s push number ``seq`` of ``(key, part)``; applied at once or per step."""
+        slot = (key, part)
+        if slot not in self._values:
+            await self._wait(
+                lambda: slot in self._values,
+                lambda: f"push of key {key!r}: it was never initialised",
+            )
+        t0 = time.perf_counter()
+        if not sync:
+            self._apply(key, part, np.array(value), [(rank, seq)], t0)
+            self._done[(key, part, rank)] = seq
+        else:
+            pending = self._pending.setdefault(slot, {})
+            entry = pending.get(seq)
+            if entry is None:
+                pending[seq] = [np.array(value), [(rank, seq)]]
+            else:
+                np.add(entry[0], value, out=entry[0])
+                entry[1].append((rank, seq))
+            while True:
+                step = self._version[slot] + 1
+                entry = pending.get(step)
+                if entry is None or len(entry[1]) < self.num_workers:
+                    break
+                del pending[step]
+                self._apply(key, part, entry[0], entry[1], t0)
+                for done_rank, _ in entry[1]:
+                    self._done[(key, part, done_rank)] = step
+        await self._notify()
+
+    def _apply(self, key: Any, part: int, total: np.ndarray, pushes: list, t0: float) -> None:
+        from .. import ndarray as nd
+
+        slot = (key, part)
+        stored = self._values[slot]
+        merged = nd.array(total, dtype=total.dtype)
+        apply_update(key, merged, stored, self._updater)
+        stored.wait_to_read()
+        self._version[slot] += 1
+        if self._log is not None:
+            self._log.append(
+                {
+                    "kind": "update",
+                    "key": str(key),
+                    "part": part,
+                    "version": self._version[slot],
+                    "pushes": sorted(pushes),
+                    "t0": t0,
+                    "t1": time.perf_counter(),
+                }
+            )
+
+    async def pull(self, key: Any, part: int, rank: int, seq: int) -> tuple[np.ndarray, int]:
+        """The value of ``(key, part)`` once worker ``rank``'s push ``seq`` is applied, and its version."""
+        slot = (key, part)
+
+        def ready() -> bool:
+            return slot in self._values and self._done.get((key, part, rank), 0) >= seq
+
+        def what() -> str:
+            if slot not in self._values:
+                return f"pull of key {key!r}: it was never initialised"
+            waiting = self._pending.get(slot, {}).get(seq)
+            pushed = sorted(r for r, _ in waiting[1]) if waiting else []
+            missing = [r for r in range(self.num_workers) if r not in pushed]
+            return f"key {key!r} step {seq}: still waiting for the pushes of workers {missing}"
+
+        if not ready():
+            await self._wait(ready, what)
+        return self._values[slot].asnumpy(), self._version[slot]
+
+    # -- optimizer -----------------------------------------------------------------------------
+    def set_optimizer(self, optimizer: Any) -> None:
+        """Run ``optimizer`` (through an Updater) on every applied push from now on."""
+        from ..optimizer import get_updater
+
+        self._updater = get_updater(optimizer)
+
+    def get_states(self, dump_optimizer: bool) -> bytes:
+        """This server's optimizer states (the Updater's pickle-free bytes)."""
+        if self._updater is None:
+            raise DistError("kvstore.save_optimizer_states: call set_optimizer first")
+        return self._updater.get_states(dump_optimizer)
+
+    def set_states(self, states: bytes) -> None:
+        """Restore states written by :meth:`get_states`."""
+        if self._updater is None:
+            raise DistError("kvstore.load_optimizer_states: call set_optimizer first")
+        self._updater.set_states(states, source=f"kvstore server {self.index}'s states")
+
+    # -- barrier -----------------------------------------------------------------------------------
+    async def barrier(self, rank: int) -> None:
+        """Return when every worker has called barrier (server 0 hosts it)."""
+        generation = self._barrier_generation
+        self._barrier_count += 1
+        if self._barrier_count == self.num_workers:
+            self._barrier_count = 0
+            self._barrier_generation += 1
+            await self._notify()
+            return
+        await self._wait(
+            lambda: self._barrier_generation > generation,
+            lambda: f"barrier: {self.num_workers - self._barrier_count} workers never arrived",
+        )
+
+    # -- tracing ------------------------------------------------------------------------------------
+    def start_trace(self) -> None:
+        """Record this server's engine ops and its update log (idempotent)."""
+        from .. import engine
+
+        if self._trace is None:
+            self._trace = engine.trace()
+            self._trace.attach()
+            self._log = []
+
+    def collect_trace(self) -> dict:
+        """Stop recording; return this server's part of the cluster trace."""
+        if self._trace is None:
+            raise DistError("kvstore.gather_trace: the servers were not tracing (use kv.trace())")
+        self._trace.detach()
+        part = participant("server", self.index, self._trace, self._log or [])
+        self._trace, self._log = None, None
+        return part
+
+    def deposit(self, rank: int, part: dict) -> None:
+        """Keep worker ``rank``'s trace part until rank 0 collects them (server 0)."""
+        self._deposits[rank] = part
+
+    def take_deposits(self) -> dict[int, dict]:
+        """Hand over and forget the deposited worker parts."""
+        deposits, self._deposits = self._deposits, {}
+        return deposits
+
+    def held(self) -> dict[tuple, int]:
+        """``{(key, part): elements}`` of what this server holds."""
+        return {slot: value.size for slot, value in self._values.items()}
+
+    def ping(self) -> int:
+        """Liveness probe: returns the server's index."""
+        return self.index
+
+
+def participant(role: str, index: int, trace: Any, log: list[dict]) -> dict:
+    """One process's part of a cluster trace: its chrome JSON, comm log and clock offset."""
+    return {
+        "role": role,
+        "index": index,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        # perf_counter + offset = wall-clock seconds: aligns processes and machines.
+        "clock_offset": time.time() - time.perf_counter(),
+        "chrome": trace.to_chrome_trace(),
+        "log": log,
+    }
+
+
+def start_servers(job: str, num_servers: int, num_workers: int, timeout: float) -> list:
+    """Start the job's servers as named, detached-from-nothing Ray actors (in the caller's job)."""
+    import ray
+
+    actor = ray.remote(num_cpus=0, max_restarts=0)(KVServer)
+    servers = [
+        actor.options(name=server_name(job, index), namespace=NAMESPACE).remote(
+            index, num_workers, timeout
+        )
+        for index in range(num_servers)
+    ]
+    ray.get([server.ping.remote() for server in servers], timeout=max(timeout, 60.0))
+    return servers
+
+
+def states_to_bytes(blobs: list[bytes]) -> bytes:
+    """One file of every server's states (an ``.npz``, no pickle)."""
+    buffer = io.BytesIO()
+    np.savez(
+        buffer, **{f"server{i}": np.frombuffer(b, dtype=np.uint8) for i, b in enumerate(blobs)}
+    )
+    return buffer.getvalue()
+
+
+def states_from_bytes(payload: bytes, num_servers: int, fname: str) -> list[bytes]:
+    """Split a file of :func:`states_to_bytes` back into per-server states."""
+    try:
+        archive = np.load(io.BytesIO(payload), allow_pickle=False)
+        blobs = [archive[f"server{i}"].tobytes() for i in range(len(archive.files))]
+    except Exception as exc:
+        raise DistError(
+            f"kvstore.load_optimizer_states: {fname} is not a dist states file ({exc})"
+        ) from exc
+    if len(blobs) != num_servers:
+        raise DistError(
+            f"kvstore.load_optimizer_states: {fname} holds the states of {len(blobs)} servers, "
+            f"this job has {num_servers}; restart with -s {len(blobs)}"
+        )
+    return blobs

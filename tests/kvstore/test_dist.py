@@ -1,0 +1,311 @@
+"""dist_sync / dist_async on a local Ray instance (one per module): workers are Ray tasks here,
+processes of the launcher in test_launch.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import ray
+
+import mxnb as mx
+from mxnb.kvstore.dist import DistError
+from mxnb.kvstore.dist_server import states_from_bytes
+from mxnb.launch import run_tasks, start_ray
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+BATCH, EPOCHS = 8, 3
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One private Ray instance for the module (loopback node address, small object store)."""
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    address = start_ray(num_cpus=4, object_store_mb=200)
+    assert address.startswith("127.0.0.1:"), address  # a private instance listens on loopback
+    assert {node["NodeManagerAddress"] for node in ray.nodes()} == {"127.0.0.1"}
+    yield address
+    ray.shutdown()
+
+
+def network():
+    data = mx.sym.Variable("data")
+    net = mx.sym.FullyConnected(data, num_hidden=6, name="fc1")
+    net = mx.sym.Activation(net, act_type="relu", name="relu1")
+    net = mx.sym.FullyConnected(net, num_hidden=3, name="fc2")
+    return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+def problem():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(48, 5)).astype("float32")
+    y = rng.integers(0, 3, size=48).astype("float32")
+    params = {
+        "fc1_weight": rng.normal(scale=0.3, size=(6, 5)),
+        "fc1_bias": np.zeros(6),
+        "fc2_weight": rng.normal(scale=0.3, size=(3, 6)),
+        "fc2_bias": np.zeros(3),
+    }
+    return x, y, {k: mx.nd.array(v.astype("float32")) for k, v in params.items()}
+
+
+def fit(x, y, params, batch, kvstore):
+    module = mx.mod.Module(network(), context=mx.cpu())
+    train = mx.io.NDArrayIter(x, y, batch_size=batch, shuffle=False)
+    module.fit(
+        train,
+        num_epoch=EPOCHS,
+        kvstore=kvstore,
+        optimizer="sgd",
+        optimizer_params={"learning_rate": 0.5, "momentum": 0.9, "wd": 0.001},
+        arg_params=params,
+        initializer=None,
+    )
+    params = {k: v.asnumpy() for k, v in module.get_params()[0].items()}
+    return params, module._optimizer.rescale_grad
+
+
+def sync_fit(kv):
+    """The NDArrayIter sharding pattern (docs/scaling.md): rows ``rank::num_workers`` and a
+    batch of ``global batch / num_workers``, so that the workers' batch ``i`` together are
+    exactly the rows of the single process's batch ``i``."""
+    x, y, params = problem()
+    x, y = x[kv.rank :: kv.num_workers], y[kv.rank :: kv.num_workers]
+    return fit(x, y, params, BATCH // kv.num_workers, kv)
+
+
+def test_sync_sgd_momentum_two_workers_equal_one_process(cluster):
+    x, y, params = problem()
+    alone, rescale = fit(x, y, params, BATCH, "local")
+    assert rescale == 1 / BATCH
+    results = run_tasks(sync_fit, 2, 2, "dist_sync")
+    for result in results:
+        assert not isinstance(result, Exception), result
+        together, rescale = result
+        assert rescale == 1 / BATCH  # Module: 1 / (batch of a worker x num_workers), as MXNet
+        for name, value in alone.items():
+            np.testing.assert_allclose(together[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+    moved = np.abs(alone["fc1_weight"] - params["fc1_weight"].asnumpy()).max()
+    assert moved > 0.05  # the comparison is not of untouched parameters
+
+
+RECORDS = os.path.join(os.path.dirname(__file__), "..", "io", "data", "images.rec")
+
+
+def record_labels(kv):
+    """This worker's labels of one epoch of ImageRecordIter sharded by the job's rank."""
+    it = mx.io.ImageRecordIter(
+        path_imgrec=RECORDS,
+        data_shape=(3, 10, 12),
+        batch_size=1,
+        num_parts=kv.num_workers,
+        part_index=kv.rank,
+    )
+    labels = [float(label) for batch in it for label in batch.label[0].asnumpy()]
+    it.close()
+    return labels
+
+
+def test_image_record_iter_is_sharded_by_rank(cluster):
+    alone = record_labels(mx.kv.create("local"))  # local: rank 0 of 1 worker, the whole file
+    parts = run_tasks(record_labels, 2, 1, "dist_sync")
+    assert len(alone) == 10
+    assert parts[0] and parts[1]
+    assert parts[0] + parts[1] == alone  # contiguous, disjoint, covering the file in order
+
+
+def async_regression(kv, steps=60):
+    rng = np.random.default_rng(kv.rank)
+    truth = np.array([1.5, -2.0, 0.5], dtype="float32")
+    kv.init("w", mx.nd.zeros(3))
+    kv.set_optimizer(mx.optimizer.create("sgd", learning_rate=0.1))
+    w = mx.nd.zeros(3)
+    losses = []
+    for _ in range(steps):
+        x = rng.normal(size=(16, 3)).astype("float32")
+        kv.pull("w", out=w)
+        err = x @ w.asnumpy() - x @ truth
+        losses.append(float((err**2).mean()))
+        kv.push("w", mx.nd.array(x.T @ err / len(x)))
+    kv.pull("w", out=w)
+    return losses, w.asnumpy()
+
+
+def test_async_converges(cluster):
+    results = run_tasks(async_regression, 2, 1, "dist_async")
+    for losses, w in results:
+        assert losses[-1] < 0.01 * losses[0]
+        np.testing.assert_allclose(w, [1.5, -2.0, 0.5], atol=0.05)
+
+
+def big_array(kv):
+    os.environ["MXNET_KVSTORE_BIGARRAY_BOUND"] = "1000"
+    size = 3001
+    kv.init("big", mx.nd.zeros(size))
+    kv.init("small", mx.nd.zeros(10))
+    placement = [(server, part) for server, part, _ in kv.placement("big", size)]
+    kv.push("big", mx.nd.array(np.arange(size, dtype="float32")))
+    out = mx.nd.zeros(size)
+    kv.pull("big", out=out)
+    value = out.asnumpy()  # waits for the engine's init, push and pull ops
+    held = ray.get([server.held.remote() for server in kv.servers])
+    return placement, value, held
+
+
+def test_big_array_is_split_across_servers(cluster):
+    results = run_tasks(big_array, 2, 2, "dist_sync")
+    for placement, value, held in results:
+        assert placement == [(0, 0), (1, 1)]
+        np.testing.assert_array_equal(value, 2 * np.arange(3001, dtype="float32"))
+        assert ("big", 0) in held[0] and ("big", 1) in held[1], held
+        assert held[0][("big", 0)] + held[1][("big", 1)] == 3001
+
+
+def barrier_times(kv):
+    if kv.rank == 1:
+        time.sleep(1.0)
+    arrived = time.time()
+    kv.barrier()
+    return arrived, time.time()
+
+
+def test_barrier_waits_for_every_worker(cluster):
+    results = run_tasks(barrier_times, 3, 1, "dist_sync")
+    last_arrival = max(arrived for arrived, _ in results)
+    assert all(left >= last_arrival for _, left in results)
+
+
+def states_round_trip(kv, path):
+    kv.init(["a", "b"], [mx.nd.ones(4), mx.nd.ones((2, 3))])
+    kv.set_optimizer(mx.optimizer.create("sgd", learning_rate=0.1, momentum=0.9))
+    for step in range(2):
+        kv.push(["a", "b"], [mx.nd.ones(4) * step, mx.nd.ones((2, 3))])
+    kv.save_optimizer_states(path)
+    kv.push("a", mx.nd.ones(4) * 5)  # changes the momentum of "a"
+    kv.load_optimizer_states(path)
+    again = path + ".again"
+    kv.save_optimizer_states(again)
+    first, second = np.load(path), np.load(again)
+    return sorted(first.files), all(
+        np.array_equal(first[name], second[name]) for name in first.files
+    )
+
+
+def test_optimizer_states_round_trip(cluster, tmp_path):
+    path = str(tmp_path / "states")
+    results = run_tasks(states_round_trip, 1, 2, "dist_sync", path=path)
+    files, equal = results[0]
+    assert files == ["server0", "server1"] and equal
+    with open(path, "rb") as stream, pytest.raises(DistError, match="2 servers, this job has 3"):
+        states_from_bytes(stream.read(), 3, path)
+
+
+def traced_steps(kv):
+    kv.init(["w", "v"], [mx.nd.zeros(3), mx.nd.zeros(5)])
+    kv.set_optimizer(mx.optimizer.create("sgd", learning_rate=0.1, momentum=0.9))
+    out = [mx.nd.zeros(3), mx.nd.zeros(5)]
+    with kv.trace():
+        for _ in range(2):
+            kv.push(["w", "v"], [mx.nd.ones(3), mx.nd.ones(5)])
+            kv.pull(["w", "v"], out=out)
+        mx.nd.waitall()
+    merged = kv.gather_trace()
+    if merged is None:
+        return None
+    names = {}
+    for pid, _ in enumerate(merged.process_names(), start=1):
+        names[pid] = {
+            e["name"]
+            for e in merged.to_chrome_trace()["traceEvents"]
+            if e.get("pid") == pid and e.get("ph") == "X"
+        }
+    lanes = [lane.worker for lane in mx.widgets.Timeline(merged.trace()).lanes()]
+    return merged.process_names(), names, merged.links(), lanes
+
+
+def test_merged_trace_has_every_workers_and_servers_ops(cluster):
+    results = run_tasks(traced_steps, 2, 2, "dist_sync", 30.0)
+    assert results[1] is None  # only rank 0 gets the merged trace
+    assert not isinstance(results[0], Exception), results[0]
+    processes, names, links, lanes = results[0]
+    assert processes == ["worker 0", "worker 1", "server 0", "server 1"]
+    for pid in (1, 2):  # workers: engine push / pull ops and the kvstore lane
+        assert {"kvstore.push:w", "kvstore.pull:v", "push w", "pull v"} <= names[pid]
+    updates = names[3] | names[4]  # the servers ran the optimizer's fused op per key
+    assert {"sgd_mom_update:w", "sgd_mom_update:v", "update w", "update v"} <= updates
+    kinds = {(src[0], dst[0]) for src, dst in links}
+    assert kinds == {("push", "update"), ("update", "pull")}
+    # 2 keys x 2 steps: 2 pushes into each update, each update read by 2 pulls
+    assert len(links) == 2 * 2 * (2 + 2)
+    assert any(lane.startswith("worker1 ") for lane in lanes)
+    assert any(lane.startswith("server0 ") for lane in lanes)
+
+
+def dies_mid_training(kv):
+    kv.init("w", mx.nd.zeros(4))
+    out = mx.nd.zeros(4)
+    for step in range(5):
+        if kv.rank == 1 and step == 2:
+            os._exit(3)
+        kv.push("w", mx.nd.ones(4))
+        kv.pull("w", out=out)
+        out.wait_to_read()
+    return "finished"
+
+
+def survivor(kv):
+    started = time.time()
+    try:
+        dies_mid_training(kv)
+    except mx.base.MXNBError as exc:  # the engine's OpError, caused by the DistError
+        return type(exc.__cause__).__name__, str(exc), time.time() - started
+    return None, "no error", time.time() - started
+
+
+def test_dead_worker_makes_the_others_fail_within_the_bound(cluster):
+    def scenario(kv):
+        return dies_mid_training(kv) if kv.rank == 1 else survivor(kv)
+
+    results = run_tasks(scenario, 2, 1, "dist_sync", timeout=4.0)
+    assert isinstance(results[1], ray.exceptions.RayError)  # the killed worker
+    cause, message, took = results[0]
+    assert cause == "DistError", message
+    assert "step 3" in message and "workers [1]" in message, message
+    assert took < 4.0 + 30.0
+
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "dist_script.py")
+
+
+def launch(cluster, timeout, *script_args):
+    command = [sys.executable, "-m", "mxnb.launch", "-n", "2", "-s", "1", "--launcher", "ray"]
+    command += ["--address", cluster, "--timeout", str(timeout), sys.executable, SCRIPT]
+    started = time.time()
+    result = subprocess.run(
+        command + list(script_args), check=False, capture_output=True, text=True, timeout=300
+    )
+    return result, time.time() - started
+
+
+def test_launcher_runs_every_worker_with_its_rank(cluster):
+    result, _ = launch(cluster, 30, "train")
+    assert result.returncode == 0, result.stderr[-3000:]
+    # no updater: each step's value is the sum of the pushes, 1 + 2
+    for rank in (0, 1):
+        assert f"[worker {rank}] rank {rank} of 2: w = [3.0, 3.0]" in result.stdout
+
+
+def test_launcher_stops_the_job_when_a_worker_dies(cluster, tmp_path):
+    """Worker 1 exits with 3; worker 0 would sleep 10 minutes: the launcher kills it and exits 3."""
+    pidfile = tmp_path / "rank0.pid"
+    result, took = launch(cluster, 5, "die", str(pidfile))
+    assert result.returncode == 3, result.stderr[-3000:]
+    assert "worker 1 exited with code 3; stopping the others" in result.stderr
+    assert took < 120  # far less than worker 0's sleep
+    survivor = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(survivor, 0)  # stopped (and reaped), not left running
