@@ -17,6 +17,10 @@ State kept (synced traits):
     clicks     how many clicks were reported (so re-clicking an element is seen)
     timeline   a timeline's data (``Timeline.to_data()``): drawn by the browser instead of
                ``svg`` when set, at the frame's width, with a level of detail
+    timeline_seq  the ``seq`` of the live timeline's last message: the full ``timeline``
+               is sent once, then deltas as custom messages ``{"timeline_delta": ...}``
+               (:mod:`mxnb.widgets.timeline_feed`); a view behind asks
+               ``{"timeline_resync": seq}`` and gets ``timeline`` again
     groups     element id -> group key: a click marks the elements of its group too
                (the memory plan's entries sharing a storage block)
 
@@ -52,6 +56,7 @@ class SvgCanvas(anywidget.AnyWidget):
     clicks = traitlets.Int(0).tag(sync=True)
     groups = traitlets.Dict().tag(sync=True)
     timeline = traitlets.Dict().tag(sync=True)
+    timeline_seq = traitlets.Int(0).tag(sync=True)
 
 
 def selected_op_id(element_id: str) -> int | None:

@@ -16,15 +16,18 @@ chunks resting four times each chunk's time, redraws only when events arrived,
 only the open views, and then sleeps at least three times the redraw's time.
 
 Messages, front end -> kernel: ``{"views": ["dag", ...], "inspect": op_id,
-"last": 40, "show_deletes": false}`` (on open and later, any subset).
-Kernel -> front end: ``{"status": "...", "pushed": n, "dag": {"svg",
-"selected", "nodes"}, "timeline": {"data"}, "memory": {"svg"}, "stats":
-{"html"}, "inspect": {"text", "op_id"}}`` with the open views only.
+"last": 40, "show_deletes": false, "timeline_resync": seq}`` (on open and
+later, any subset).  Kernel -> front end: ``{"status": "...", "pushed": n,
+"dag": {"svg", "selected", "nodes"}, "timeline": {"data"} or {"delta"},
+"memory": {"svg"}, "stats": {"html"}, "inspect": {"text", "op_id"}}`` with
+the open views only.  The timeline is sent whole once (when its panel opens
+or asks to resync), then as deltas (:mod:`mxnb.widgets.timeline_feed`).
 
 State kept:
     trace      the recorder (attached while a view is open)
     model      the :class:`EngineModel` folded from it
     views      the open views
+    feed       the Timeline panel's :class:`~mxnb.widgets.timeline_feed.TimelineFeed`
     redraws    how many updates were sent (tests and the benchmark read it)
 
 Example::
@@ -91,6 +94,7 @@ class EngineChannel:
     ) -> None:
         from ..engine.trace import Trace
         from .model import EngineModel
+        from .timeline_feed import TimelineFeed
 
         self.comm = comm
         self.trace = Trace()
@@ -101,6 +105,7 @@ class EngineChannel:
         self.show_deletes = False
         self.interval = max(0.2, float(interval))
         self.redraws = 0
+        self.feed = TimelineFeed()
         self._drawn = -1
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -126,6 +131,9 @@ class EngineChannel:
                 self.trace.attach()
             else:
                 self.trace.detach()  # nobody looks: the engine's cost drops to a flag check
+        if "views" in data or data.get("timeline_resync") is not None:
+            with self._lock:
+                self.feed.reset()  # a panel (re)opened or missed a delta: send it everything
         if data.get("inspect") is not None:
             self.inspect = int(data["inspect"])
         self.last = int(data.get("last", self.last))
@@ -190,7 +198,6 @@ class EngineChannel:
         from .dag import DependencyGraph
         from .memory import MemoryChart
         from .stats import StatsTable
-        from .timeline import Timeline
 
         model = self.model
         ops = model.ops
@@ -209,7 +216,8 @@ class EngineChannel:
                 "nodes": len(graph.visible_ops()),
             }
         if "timeline" in self.views:
-            message["timeline"] = {"data": Timeline(model).to_data()}
+            kind, data = self.feed.next(model)
+            message["timeline"] = {"data" if kind == "full" else "delta": data}
         if "memory" in self.views:
             message["memory"] = {"svg": MemoryChart(model).to_svg()}
         if "stats" in self.views:

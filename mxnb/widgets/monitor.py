@@ -58,6 +58,7 @@ from .memory import MemoryChart
 from .model import EngineModel, OpState
 from .stats import StatsTable
 from .timeline import Timeline
+from .timeline_feed import TimelineFeed
 
 __all__ = ["TAB_TITLES", "EngineMonitor"]
 
@@ -145,6 +146,7 @@ class EngineMonitor(ipywidgets.VBox):
         self._drawn_events = -1
         self._drawn_tab = -1
         self._build_now = True  # False while the background thread redraws (no bulk build)
+        self._timeline_feed = TimelineFeed()  # the Timeline tab gets deltas after a full send
 
     def _build_controls(self) -> ipywidgets.HBox:
         """Pause / Resume / Clear / Refresh and the status line."""
@@ -213,6 +215,7 @@ class EngineMonitor(ipywidgets.VBox):
         self.inspect_text = ipywidgets.HTML()
         self.dag_canvas.observe(self._on_click, names=["selected", "clicks"])
         self.timeline_canvas.observe(self._on_click, names=["selected", "clicks"])
+        self.timeline_canvas.on_msg(self._on_timeline_msg)
         self.inspect_choice.observe(lambda _: self._draw_inspect(), names="value")
         tabs = ipywidgets.Tab(
             children=[
@@ -396,8 +399,14 @@ class EngineMonitor(ipywidgets.VBox):
             )
             self.dag_canvas.svg = graph.to_svg()
         elif tab == 1:
-            # drawn by the browser (canvas.js renderTimeline): matplotlib takes seconds
-            self.timeline_canvas.timeline = Timeline(self._folded(build)).to_data()
+            # drawn by the browser (canvas.js TimelineDrawing): the whole data once, then
+            # only what changed (timeline_feed.py), so a redraw costs what changed
+            kind, data = self._timeline_feed.next(self._folded(build))
+            if kind == "full":
+                self.timeline_canvas.timeline = data
+            else:
+                self.timeline_canvas.send({"timeline_delta": data})
+            self.timeline_canvas.timeline_seq = data["seq"]
         elif tab == 2:
             chart = MemoryChart(self._folded(build))
             self.memory_text.value = f"<pre>{html.escape(chart.to_text())}</pre>"
@@ -410,6 +419,15 @@ class EngineMonitor(ipywidgets.VBox):
             self.stats_html.value = StatsTable(self._folded(build)).to_html()
         else:
             self._draw_inspect()
+
+    def _on_timeline_msg(self, _widget: Any, content: dict, _buffers: Any = None) -> None:
+        """A timeline view missed a delta (drawn later, reloaded): send it everything again."""
+        if content.get("timeline_resync") is None:
+            return
+        with self._lock:
+            self._timeline_feed.reset()
+        if self.tabs.selected_index == 1:
+            self.refresh()
 
     def _window_pushes(self, events: list) -> int:
         """How many recent pushes hold the DAG's ``last`` ops (folded deletes not counted)."""

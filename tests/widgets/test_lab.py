@@ -6,6 +6,7 @@ import pytest
 
 import mxnb as mx
 from mxnb.widgets.lab import TARGET, EngineChannel, register_comm_target
+from mxnb.widgets.timeline_feed import TimelineReplica
 
 
 class FakeComm:
@@ -118,8 +119,10 @@ def test_timeline_panel_shows_every_op_of_thousands_soon_after_the_run(
         shown = 0
         while time.monotonic() < deadline and shown < count:
             time.sleep(0.05)
-            timelines = [m["timeline"]["data"] for m in comm.sent if "timeline" in m]
-            shown = finished_bars(timelines[-1]) if timelines else 0
+            replica = TimelineReplica()  # what the panel holds: the full send, then deltas
+            for part in (m["timeline"] for m in list(comm.sent) if "timeline" in m):
+                replica.receive(part)
+            shown = finished_bars(replica.data)
         assert shown >= count
     finally:
         channel.close()

@@ -10,6 +10,7 @@ import pytest
 import mxnb as mx
 from mxnb.widgets import EngineMonitor, SvgCanvas
 from mxnb.widgets.canvas import selected_op_id
+from mxnb.widgets.timeline_feed import TimelineReplica
 
 
 def noop(rctx):
@@ -215,13 +216,45 @@ def test_timeline_tab_shows_every_op_of_thousands_soon_after_the_run(stream_tiny
     """
     count = 4000
     with EngineMonitor(interval=0.2) as monitor:
+        shown = TimelineReplica.of_canvas(monitor.timeline_canvas)  # what the browser holds
         monitor.tabs.selected_index = 1
         stream_tiny_ops(mx.engine.get(), count)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
-            if finished_bars(monitor.timeline_canvas.timeline) >= count:
+            if finished_bars(shown.data) >= count:
                 break
             time.sleep(0.05)
-        assert finished_bars(monitor.timeline_canvas.timeline) >= count
+        assert finished_bars(shown.data) >= count
         assert monitor.timeline_canvas.svg == ""  # drawn by the browser, not as matplotlib SVG
     monitor.close()
+
+
+@pytest.mark.timeout(60)
+def test_timeline_tab_sends_deltas_after_one_full_send_and_resends_all_on_a_resync():
+    eng = mx.engine.get()
+    monitor = EngineMonitor(background=False)
+    try:
+        sent = []
+        replica = TimelineReplica.of_canvas(monitor.timeline_canvas, on_change=sent.append)
+        monitor.tabs.selected_index = 1
+        var = eng.new_var(name="a")
+        for round_ in range(3):
+            for i in range(20):
+                eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[var], name=f"w{round_}")
+            eng.wait_for_all()
+            monitor.refresh()
+        fulls = [monitor.timeline_canvas.timeline["seq"]]
+        assert fulls == [1] and len(sent) >= 3, "one full send, then deltas"
+        assert monitor.timeline_canvas.timeline_seq == replica.data["seq"] > 1
+        lanes = replica.data["lanes"]
+        bars = [bar for lane in lanes if lane["kind"] == "worker" for bar in lane["bars"]]
+        assert len(bars) == 60 and all(bar[4] == "done" for bar in bars)
+        assert sum(len(lane["bars"]) for lane in lanes if lane["kind"] == "wait") == 3
+        assert replica.data["critical"] == monitor.model.critical_path()
+        # a view that missed a delta asks for everything: the trait is sent again, whole
+        monitor.timeline_canvas._handle_custom_msg({"timeline_resync": 2}, [])
+        assert monitor.timeline_canvas.timeline["seq"] == replica.data["seq"] > fulls[0]
+        again = monitor.timeline_canvas.timeline["lanes"]
+        assert sum(len(lane["bars"]) for lane in again if lane["kind"] == "worker") == 60
+    finally:
+        monitor.close()

@@ -24,19 +24,30 @@ function clickableTarget(node, root) {
 
 // ---- the timeline, drawn in the browser -------------------------------------------------
 // Python's Timeline.to_data() (or a chrome trace read in the browser) gives lanes of bars
-// [op_id, start_ms, end_ms, name, state, error]; renderTimeline turns them into SVG for a
-// given width.  Level of detail: a bar narrower than MIN_BAR px is merged with its
-// neighbours on the lane into one "dense" block (id of its first op, tooltip "N ops"), so
-// a few thousand ops draw in milliseconds and stay legible; the critical path is a thin red
-// line over its bars (never an outline that turns dense bars solid red); dependency flow
-// arrows are drawn only while no bar is merged and few enough bars are.
+// [op_id, start_ms, end_ms, name, state, error]; a TimelineDrawing draws them as SVG for a
+// given width, then takes the deltas of a live view (mxnb/widgets/timeline_feed.py:
+// new and changed bars, the span, the critical path as "keep k, add these") and redraws
+// only what they touch.
+// Bars are drawn in milliseconds inside a group scaled to the width, so a growing time
+// range changes one transform and the axis, not every bar.  Level of detail: a grid of
+// cells CELL ms wide, CELL the smallest power of two that is at least MIN_BAR px; a bar
+// shorter than a cell is pooled with the other short bars starting in its cell into one
+// "dense" block (id of its first op, tooltip "N ops"), a longer one is drawn alone.  The
+// grid depends only on the scale, so an incrementally updated drawing is the drawing of the
+// same data from scratch; only a new lane or a new cell size (the range doubled) redraws
+// everything.  The critical path is a thin red line over its blocks (never an outline that
+// turns dense bars solid red); dependency flow arrows are drawn only while no bar is
+// pooled and few enough bars are.
 
 const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
   "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#8c564b"];
-const MIN_BAR = 3; // px: narrower bars are merged
+const MIN_BAR = 3; // px: a cell of the level-of-detail grid is at least this wide
 const MAX_FLOWS = 300; // arrows drawn only when at most this many bars are
 const LANE = 22; // px per lane
 const LABEL_W = 130; // px for lane names
+const TOP = 24; // px above the first lane
+const SVG_NS = "http://www.w3.org/2000/svg";
+const DEFS = '<pattern id="mxnb-hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fff"/><line x1="0" y1="0" x2="0" y2="6" stroke="#888" stroke-width="1.5"/></pattern><marker id="mxnb-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker>';
 
 function escapeXml(text) {
   return String(text).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
@@ -49,96 +60,291 @@ function niceStep(span, ticks) {
   return 10 * power;
 }
 
-/** SVG text of a timeline `data` drawn `width` px wide; `tips` (id -> text) is filled in. */
-export function renderTimeline(data, width, tips = {}) {
-  const lanes = data.lanes || [];
-  const [t0, t1] = data.span || [0, 1];
-  const span = Math.max(t1 - t0, 1e-9);
-  const plotW = Math.max(width - LABEL_W - 20, 100);
-  const x = (t) => LABEL_W + ((t - t0) / span) * plotW;
-  const critical = new Set(data.critical || []);
-  const colours = new Map();
-  const colour = (name) => {
-    const group = name.includes(":") ? name.split(":")[0] : name;
-    if (!colours.has(group)) colours.set(group, PALETTE[colours.size % PALETTE.length]);
-    return colours.get(group);
-  };
-  const top = 24;
-  const height = top + LANE * lanes.length + 40;
-  const out = [];
-  const where = new Map(); // op id -> [x0, x1, y] of what was drawn for it
-  let drawnBars = 0;
-  let merged = false;
-  lanes.forEach((lane, row) => {
-    const y = top + row * LANE;
-    out.push(`<text x="${LABEL_W - 6}" y="${y + 14}" text-anchor="end" font-size="10" fill="#333">${escapeXml(lane.name)}</text>`);
-    if (row && lane.device !== lanes[row - 1].device) {
-      out.push(`<line x1="0" x2="${width}" y1="${y - 1}" y2="${y - 1}" stroke="#bbb" stroke-width="0.8"/>`);
+function element(tag, attrs, parent) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
+  if (parent) parent.append(node);
+  return node;
+}
+
+/** A bar's identity on its lane: its op id, or a wait's start. */
+function barKey(bar) {
+  return bar[0] === null || bar[0] === undefined ? `wait@${bar[1]}` : bar[0];
+}
+
+/** The timeline of `data` drawn `width` px wide, kept up to date by `apply(delta)`. */
+export class TimelineDrawing {
+  constructor(width) {
+    this.width = width;
+    this.svg = element("svg", { class: "mxnb-timeline", "font-family": "Helvetica,sans-serif" });
+    this.svg.setAttributeNS("http://www.w3.org/2000/xmlns/", "xmlns", SVG_NS);
+    this.tips = {}; // element id -> hover text
+    this.fullDraws = 0; // how many times everything was drawn (tests read it)
+    this.lanes = [];
+    this.critical = [];
+  }
+
+  /** Draw `data` (Timeline.to_data(), with `seq` when it comes from a live feed) from scratch. */
+  load(data) {
+    this.seq = data.seq;
+    this.title = data.title || "engine timeline";
+    this.span = data.span || [0, 1];
+    this.flows = data.flows || [];
+    this.lanes = (data.lanes || []).map((lane) => this.newLane(lane, lane.bars));
+    this.critical = (data.critical || []).slice();
+    this.redraw();
+  }
+
+  /** Apply a live feed's delta; false (nothing changed) when it does not follow this drawing. */
+  apply(delta) {
+    if (this.seq === undefined || this.seq === null || delta.base !== this.seq) return false;
+    this.seq = delta.seq;
+    this.title = delta.title;
+    this.span = delta.span;
+    let full = false;
+    if (delta.lanes) {
+      const old = new Map(this.lanes.map((lane) => [lane.name, lane]));
+      this.lanes = delta.lanes.map((meta) => this.newLane(meta, old.has(meta.name) ? [...old.get(meta.name).bars.values()] : []));
+      full = true;
     }
-    const bars = lane.bars.slice().sort((a, b) => a[1] - b[1]);
-    let i = 0;
-    while (i < bars.length) {
-      const bar = bars[i];
-      const x0 = x(bar[1]);
-      let x1 = Math.max(x(bar[2]), x0 + 0.5);
-      let j = i + 1;
-      if (x1 - x0 < MIN_BAR) { // merge the run of narrow neighbours into one block
-        while (j < bars.length && x(bars[j][1]) <= x1 + 1 && x(bars[j][2]) - x(bars[j][1]) < MIN_BAR && x1 - x0 < 40) {
-          x1 = Math.max(x1, x(bars[j][2]));
-          j += 1;
+    const byName = new Map(this.lanes.map((lane) => [lane.name, lane]));
+    const [keep, added] = delta.critical;
+    const touched = new Set(this.critical.slice(keep)); // ops whose red line may change
+    this.critical = this.critical.slice(0, keep).concat(added);
+    for (const id of added) touched.add(id);
+    const cell = this.cellFor();
+    full = full || cell !== this.cell;
+    const dirty = new Map(); // lane -> set of cell keys
+    const mark = (lane, key) => {
+      if (!dirty.has(lane)) dirty.set(lane, new Set());
+      dirty.get(lane).add(key);
+    };
+    for (const [name, bars] of Object.entries(delta.bars)) {
+      const lane = byName.get(name);
+      for (const bar of bars) {
+        const key = barKey(bar);
+        lane.bars.set(key, bar);
+        if (full) continue;
+        const was = lane.placed.get(key);
+        if (was !== undefined) {
+          lane.cells.get(was).delete(key);
+          mark(lane, was);
+        }
+        mark(lane, this.place(lane, key, bar));
+      }
+    }
+    if (full) {
+      this.redraw();
+      return true;
+    }
+    this.criticalSet = new Set(this.critical);
+    for (const id of touched) {
+      const where = this.opCell.get(id);
+      if (where) mark(where[0], where[1]);
+    }
+    for (const [lane, keys] of dirty) for (const key of keys) this.drawCell(lane, key);
+    this.drawFrame();
+    return true;
+  }
+
+  /** Draw everything again at the current width (a new lane, cell size or width; a reset). */
+  redraw() {
+    this.fullDraws += 1;
+    this.cell = this.cellFor();
+    this.criticalSet = new Set(this.critical);
+    this.opCell = new Map(); // op id -> [lane, cell key]
+    this.tips = {};
+    const height = TOP + LANE * this.lanes.length + 40;
+    this.height = height;
+    this.svg.replaceChildren();
+    for (const [name, value] of Object.entries({ width: this.width, height, viewBox: `0 0 ${this.width} ${height}` })) {
+      this.svg.setAttribute(name, value);
+    }
+    const defs = element("defs", {}, this.svg);
+    defs.innerHTML = DEFS;
+    this.hatch = defs.querySelector("pattern");
+    this.titleText = element("text", { x: 4, y: 14, "font-size": 11, fill: "#222" }, this.svg);
+    this.axis = element("g", { class: "mxnb-axis" }, this.svg);
+    const lanesGroup = element("g", { class: "mxnb-lanes" }, this.svg);
+    this.lanes.forEach((lane, row) => {
+      const y = TOP + row * LANE;
+      element("text", { x: LABEL_W - 6, y: y + 14, "text-anchor": "end", "font-size": 10, fill: "#333" }, lanesGroup).textContent = lane.name;
+      if (row && lane.device !== this.lanes[row - 1].device) {
+        element("line", { x1: 0, x2: this.width, y1: y - 1, y2: y - 1, stroke: "#bbb", "stroke-width": 0.8 }, lanesGroup);
+      }
+    });
+    this.plot = element("g", { class: "mxnb-plot" }, lanesGroup);
+    this.labels = element("g", { class: "mxnb-labels", "pointer-events": "none" }, lanesGroup);
+    this.lanes.forEach((lane, row) => {
+      lane.y = TOP + row * LANE;
+      lane.g = element("g", {}, this.plot);
+      lane.cells = new Map();
+      lane.placed = new Map();
+      lane.els = new Map();
+      for (const [key, bar] of lane.bars) this.place(lane, key, bar);
+      for (const key of lane.cells.keys()) this.drawCell(lane, key);
+    });
+    this.drawFlows(lanesGroup);
+    this.drawFrame();
+  }
+
+  /** The drawn blocks and ops (tests and the lab test read them). */
+  counts() {
+    let ops = 0;
+    let last = -1;
+    for (const lane of this.lanes) {
+      for (const key of lane.bars.keys()) {
+        if (typeof key === "number") {
+          ops += 1;
+          last = Math.max(last, key);
         }
       }
-      const group = bars.slice(i, j);
-      const first = group[0];
-      const id = first[0] === null || first[0] === undefined ? null : `op${first[0]}`;
-      const wait = first[4] === "wait";
-      const fill = wait ? "url(#mxnb-hatch)" : colour(first[3]);
-      const failed = group.some((b) => b[4] === "failed" || b[4] === "skipped");
-      const attrs = id ? ` id="${id}"` : "";
-      const cls = group.length > 1 ? "mxnb-bar mxnb-dense" : "mxnb-bar";
-      const w = Math.max(x1 - x0, 1);
-      out.push(`<rect${attrs} class="${cls}" x="${x0.toFixed(2)}" y="${y + 3}" width="${w.toFixed(2)}" height="${LANE - 6}" fill="${fill}" stroke="${failed ? "#c62828" : "#333"}" stroke-width="${failed ? 1.2 : 0.3}" fill-opacity="${group.length > 1 ? 0.75 : 1}"/>`);
-      drawnBars += 1;
-      merged = merged || group.length > 1;
-      if (id) {
-        const ms = (b) => (b[2] - b[1]).toFixed(3);
-        tips[id] = group.length > 1
-          ? `${group.length} ops #${first[0]}..#${group[group.length - 1][0]} on ${lane.name}: ${[...new Set(group.map((b) => b[3]))].slice(0, 6).join(", ")}`
-          : `#${first[0]} ${first[3]} [${first[4]}] | worker ${lane.name} | ${ms(first)} ms${first[5] ? ` | ${first[5]}` : ""}`;
-      }
-      for (const b of group) if (b[0] !== null) where.set(b[0], [x0, x1, y]);
-      if (group.some((b) => critical.has(b[0]))) {
-        out.push(`<rect class="mxnb-critical" x="${x0.toFixed(2)}" y="${y + 1}" width="${w.toFixed(2)}" height="2" fill="#d62728"/>`);
-      }
-      const label = group.length === 1 ? first[3] : "";
-      if (label && w > 6.5 * label.length + 6) {
-        out.push(`<text x="${(x0 + 3).toFixed(2)}" y="${y + 15}" font-size="10" fill="#111" pointer-events="none">${escapeXml(label)}</text>`);
-      }
-      i = j;
     }
-  });
-  const flows = data.flows || [];
-  if (flows.length && !merged && drawnBars <= MAX_FLOWS) {
-    for (const [from, to, label] of flows) {
-      const a = where.get(from);
-      const b = where.get(to);
+    return { ops, last, blocks: this.svg.querySelectorAll("rect.mxnb-bar").length };
+  }
+
+  newLane(meta, bars) {
+    const lane = { name: meta.name, kind: meta.kind, device: meta.device, bars: new Map() };
+    for (const bar of bars) lane.bars.set(barKey(bar), bar);
+    return lane;
+  }
+
+  scale() {
+    const [t0, t1] = this.span;
+    const plotW = Math.max(this.width - LABEL_W - 20, 100);
+    return { t0, t1, plotW, px: plotW / Math.max(t1 - t0, 1e-9) };
+  }
+
+  /** The level of detail's cell, in ms: the smallest power of two at least MIN_BAR px wide. */
+  cellFor() {
+    return 2 ** Math.ceil(Math.log2(MIN_BAR / this.scale().px));
+  }
+
+  /** Put a bar in its cell (a short one) or a cell of its own (a long one); returns the cell's key. */
+  place(lane, key, bar) {
+    const long = bar[2] - bar[1] >= this.cell;
+    const cellKey = long ? `bar:${key}` : Math.floor(bar[1] / this.cell);
+    if (!lane.cells.has(cellKey)) lane.cells.set(cellKey, new Map());
+    lane.cells.get(cellKey).set(key, bar);
+    lane.placed.set(key, cellKey);
+    return cellKey;
+  }
+
+  colour(name) {
+    const group = name.includes(":") ? name.split(":")[0] : name;
+    if (!this.colours) this.colours = new Map();
+    if (!this.colours.has(group)) this.colours.set(group, PALETTE[this.colours.size % PALETTE.length]);
+    return this.colours.get(group);
+  }
+
+  /** (Re)draw one cell of a lane: one bar, or one dense block of its short bars. */
+  drawCell(lane, key) {
+    const old = lane.els.get(key);
+    if (old) {
+      old.g.remove();
+      if (old.id) delete this.tips[old.id];
+      lane.els.delete(key);
+    }
+    const bars = [...(lane.cells.get(key) || new Map()).values()].sort((a, b) => a[1] - b[1]);
+    if (!bars.length) {
+      lane.cells.delete(key);
+      return;
+    }
+    const first = bars[0];
+    const start = first[1];
+    const end = Math.max(...bars.map((b) => b[2]));
+    const width = Math.max(end - start, this.cell / 4);
+    const id = first[0] === null || first[0] === undefined ? null : `op${first[0]}`;
+    const wait = first[4] === "wait";
+    const dense = bars.length > 1;
+    const failed = bars.some((b) => b[4] === "failed" || b[4] === "skipped");
+    const g = element("g", {}, lane.g);
+    const rect = element("rect", {
+      class: dense ? "mxnb-bar mxnb-dense" : "mxnb-bar", x: start, y: lane.y + 3, width, height: LANE - 6,
+      fill: wait ? "url(#mxnb-hatch)" : this.colour(first[3]), stroke: failed ? "#c62828" : "#333",
+      "stroke-width": failed ? 1.2 : 0.3, "fill-opacity": dense ? 0.75 : 1, "vector-effect": "non-scaling-stroke",
+    }, g);
+    if (id) {
+      rect.id = id;
+      const ms = (b) => (b[2] - b[1]).toFixed(3);
+      this.tips[id] = dense
+        ? `${bars.length} ops #${first[0]}..#${bars[bars.length - 1][0]} on ${lane.name}: ${[...new Set(bars.map((b) => b[3]))].slice(0, 6).join(", ")}`
+        : `#${first[0]} ${first[3]} [${first[4]}] | worker ${lane.name} | ${ms(first)} ms${first[5] ? ` | ${first[5]}` : ""}`;
+    }
+    if (bars.some((b) => this.criticalSet.has(b[0]))) {
+      element("rect", { class: "mxnb-critical", x: start, y: lane.y + 1, width, height: 2, fill: "#d62728" }, g);
+    }
+    for (const b of bars) if (b[0] !== null && b[0] !== undefined) this.opCell.set(b[0], [lane, key]);
+    lane.els.set(key, { g, id, start, end: start + width, single: dense ? null : first });
+  }
+
+  /** What moves when the range grows: the plot's scale, the axis, the bar labels, the title. */
+  drawFrame() {
+    const { t0, t1, plotW, px } = this.scale();
+    this.plot.setAttribute("transform", `translate(${LABEL_W - t0 * px},0) scale(${px},1)`);
+    this.hatch.setAttribute("patternTransform", `scale(${1 / px},1) rotate(45)`);
+    const x = (t) => LABEL_W + (t - t0) * px;
+    const out = [];
+    for (const lane of this.lanes) {
+      for (const drawn of lane.els.values()) {
+        const label = drawn.single ? drawn.single[3] : "";
+        const w = (drawn.end - drawn.start) * px;
+        if (label && w > 6.5 * label.length + 6) {
+          out.push(`<text x="${(x(drawn.start) + 3).toFixed(2)}" y="${lane.y + 15}" font-size="10" fill="#111">${escapeXml(label)}</text>`);
+        }
+      }
+    }
+    this.labels.innerHTML = out.join("");
+    const axisY = TOP + LANE * this.lanes.length + 4;
+    const span = Math.max(t1 - t0, 1e-9);
+    const step = niceStep(span, Math.floor(plotW / 90));
+    const ticks = [`<line x1="${LABEL_W}" x2="${LABEL_W + plotW}" y1="${axisY}" y2="${axisY}" stroke="#888"/>`];
+    for (let t = Math.ceil(t0 / step) * step; t <= t1 + 1e-9; t += step) {
+      const tx = x(t).toFixed(1);
+      ticks.push(`<line x1="${tx}" x2="${tx}" y1="${TOP}" y2="${axisY + 4}" stroke="#eee"/><text x="${tx}" y="${axisY + 16}" text-anchor="middle" font-size="9" fill="#555">${+t.toFixed(6)}</text>`);
+    }
+    ticks.push(`<text x="${LABEL_W + plotW / 2}" y="${axisY + 30}" text-anchor="middle" font-size="10" fill="#333">time since first event (ms)</text>`);
+    this.axis.innerHTML = ticks.join("");
+    const red = this.criticalSet.size ? ' — <tspan fill="#d62728">red line: critical path</tspan>' : "";
+    this.titleText.innerHTML = `${escapeXml(this.title)}${red}`;
+    const { ops, last } = this.counts();
+    this.svg.setAttribute("data-ops", ops);
+    this.svg.setAttribute("data-last-op", last);
+  }
+
+  /** The dependency arrows (a trace file's viewer sends them), while every bar is drawn alone. */
+  drawFlows(parent) {
+    let blocks = 0;
+    for (const lane of this.lanes) {
+      for (const drawn of lane.els.values()) {
+        if (!drawn.single) return;
+        blocks += 1;
+      }
+    }
+    if (!this.flows.length || blocks > MAX_FLOWS) return;
+    const { t0, px } = this.scale();
+    const x = (t) => LABEL_W + (t - t0) * px;
+    const out = [];
+    for (const [from, to, label] of this.flows) {
+      const a = this.opCell.get(from);
+      const b = this.opCell.get(to);
       if (!a || !b) continue;
-      const ax = a[1], ay = a[2] + LANE / 2, bx = b[0], by = b[2] + LANE / 2;
+      const ea = a[0].els.get(a[1]);
+      const eb = b[0].els.get(b[1]);
+      const ax = x(ea.end), ay = a[0].y + LANE / 2, bx = x(eb.start), by = b[0].y + LANE / 2;
       const mid = (ax + bx) / 2;
       out.push(`<path class="mxnb-flow" d="M${ax.toFixed(1)},${ay} C${mid.toFixed(1)},${ay} ${mid.toFixed(1)},${by} ${bx.toFixed(1)},${by}" fill="none" stroke="#555" stroke-width="0.8" marker-end="url(#mxnb-arrow)"><title>${escapeXml(label)}</title></path>`);
     }
+    element("g", { class: "mxnb-flows" }, parent).innerHTML = out.join("");
   }
-  const axisY = top + LANE * lanes.length + 4;
-  const step = niceStep(span, Math.floor(plotW / 90));
-  out.push(`<line x1="${LABEL_W}" x2="${LABEL_W + plotW}" y1="${axisY}" y2="${axisY}" stroke="#888"/>`);
-  for (let t = Math.ceil(t0 / step) * step; t <= t1 + 1e-9; t += step) {
-    const tx = x(t).toFixed(1);
-    out.push(`<line x1="${tx}" x2="${tx}" y1="${top}" y2="${axisY + 4}" stroke="#eee"/><text x="${tx}" y="${axisY + 16}" text-anchor="middle" font-size="9" fill="#555">${+t.toFixed(6)}</text>`);
-  }
-  out.push(`<text x="${LABEL_W + plotW / 2}" y="${axisY + 30}" text-anchor="middle" font-size="10" fill="#333">time since first event (ms)</text>`);
-  const title = `<text x="4" y="14" font-size="11" fill="#222">${escapeXml(data.title || "engine timeline")}${critical.size ? ' — <tspan fill="#d62728">red line: critical path</tspan>' : ""}</text>`;
-  const defs = '<defs><pattern id="mxnb-hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fff"/><line x1="0" y1="0" x2="0" y2="6" stroke="#888" stroke-width="1.5"/></pattern><marker id="mxnb-arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>';
-  return `<svg xmlns="http://www.w3.org/2000/svg" class="mxnb-timeline" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica,sans-serif">${defs}${title}<g class="mxnb-lanes">${out.join("")}</g></svg>`;
+}
+
+/** SVG text of a timeline `data` drawn `width` px wide; `tips` (id -> text) is filled in. */
+export function renderTimeline(data, width, tips = {}) {
+  const drawing = new TimelineDrawing(width);
+  drawing.load(data);
+  Object.assign(tips, drawing.tips);
+  return drawing.svg.outerHTML;
 }
 
 function render({ model, el }) {
@@ -182,19 +388,52 @@ function render({ model, el }) {
     if (svg && box) svg.setAttribute("viewBox", box.join(" "));
   }
 
-  let timelineTips = {};
+  let drawing = null; // the TimelineDrawing shown, when the timeline trait is set
   let drawnWidth = 0; // the frame's width the timeline was laid out for
+  let resyncAsked = false;
 
   function draw() {
     const data = model.get("timeline");
-    timelineTips = {};
+    resyncAsked = false;
     if (data && data.lanes) {
       drawnWidth = frame.clientWidth || el.clientWidth || 0;
-      frame.innerHTML = renderTimeline(data, Math.max(drawnWidth - 2, 400), timelineTips);
+      drawing = new TimelineDrawing(Math.max(drawnWidth - 2, 400));
+      drawing.load(data);
+      frame.replaceChildren(drawing.svg);
+      const behind = model.get("timeline_seq");
+      if (data.seq !== undefined && behind && behind !== data.seq) resync(behind);
     } else {
+      drawing = null;
       frame.innerHTML = model.get("svg") || "";
     }
+    adopt(false);
+  }
+
+  // A live timeline's delta (mxnb/widgets/timeline_feed.py): applied where it follows the
+  // drawing, else (this view missed one) the kernel is asked for everything again.
+  function onCustom(message) {
+    const delta = message && message.timeline_delta;
+    if (!delta) return;
+    const before = drawing ? drawing.fullDraws : 0;
+    if (!drawing || !drawing.apply(delta)) {
+      resync(delta.seq);
+      return;
+    }
+    if (drawing.fullDraws !== before) adopt(true);
+    markSelected();
+  }
+
+  function resync(seq) {
+    if (resyncAsked || !model.send) return;
+    resyncAsked = true;
+    model.send({ timeline_resync: seq });
+  }
+
+  // Size the drawing shown in frame; `keepZoom`: a timeline drawn again at the same size
+  // keeps the user's zoom.
+  function adopt(keepZoom) {
     const svg = svgElement();
+    const oldBase = baseBox;
     baseBox = null;
     if (svg) {
       const vb = svg.getAttribute("viewBox");
@@ -209,7 +448,8 @@ function render({ model, el }) {
       svg.style.maxWidth = "100%";
       svg.style.minWidth = width ? `${Math.round(width * MIN_SCALE)}px` : "";
       svg.style.height = "auto";
-      box = baseBox ? baseBox.slice() : null;
+      const same = keepZoom && box && oldBase && baseBox && oldBase.join() === baseBox.join();
+      if (!same) box = baseBox ? baseBox.slice() : null;
       applyBox();
     }
     takeAnchorTitles();
@@ -253,7 +493,8 @@ function render({ model, el }) {
     }
     const node = clickableTarget(event.target, frame);
     const tips = model.get("tooltips") || {};
-    let text = node ? tips[node.id] || timelineTips[node.id] || anchorTips[node.id] : null;
+    const drawnTips = drawing ? drawing.tips : {};
+    let text = node ? tips[node.id] || drawnTips[node.id] || anchorTips[node.id] : null;
     if (node && !text) {
       const title = node.querySelector("title");
       text = title ? title.textContent : null;
@@ -304,7 +545,10 @@ function render({ model, el }) {
     drag = null;
   });
   frame.addEventListener("dblclick", () => {
-    if (baseBox) {
+    if (drawing) { // a live timeline: drawn again from scratch, zoom reset
+      drawing.redraw();
+      adopt(false);
+    } else if (baseBox) {
       box = baseBox.slice();
       applyBox();
     }
@@ -313,14 +557,19 @@ function render({ model, el }) {
   // a timeline is laid out for the frame's width: draw it again when that changes much
   const resized = new ResizeObserver(() => {
     const width = frame.clientWidth;
-    const data = model.get("timeline");
-    if (data && data.lanes && width && Math.abs(width - drawnWidth) > 0.1 * drawnWidth) draw();
+    if (drawing && width && Math.abs(width - drawnWidth) > 0.1 * drawnWidth) {
+      drawnWidth = width;
+      drawing.width = Math.max(width - 2, 400);
+      drawing.redraw();
+      adopt(false);
+    }
   });
   resized.observe(frame);
   model.on("change:svg", draw);
   model.on("change:timeline", draw);
   model.on("change:selected", markSelected);
   model.on("change:groups", markSelected);
+  model.on("msg:custom", onCustom);
   draw();
   return () => {
     resized.disconnect();
@@ -328,6 +577,7 @@ function render({ model, el }) {
     model.off("change:timeline", draw);
     model.off("change:selected", markSelected);
     model.off("change:groups", markSelected);
+    model.off("msg:custom", onCustom);
   };
 }
 

@@ -634,7 +634,7 @@ describe("model changes", () => {
     assert.equal(await model.listenerCount("change:svg"), 0);
     assert.equal(await model.listenerCount("change:selected"), 0);
     const registered = (await model.calls()).filter((c) => c[0] === "on" || c[0] === "off");
-    const traits = ["change:groups", "change:selected", "change:svg", "change:timeline"];
+    const traits = ["change:groups", "change:selected", "change:svg", "change:timeline", "msg:custom"];
     assert.deepEqual(registered.filter((c) => c[0] === "on").map((c) => c[1]).sort(), traits);
     assert.deepEqual(registered.filter((c) => c[0] === "off").map((c) => c[1]).sort(), traits);
 

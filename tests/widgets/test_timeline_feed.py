@@ -1,0 +1,94 @@
+"""TimelineFeed: a full send, then deltas that rebuild exactly Timeline.to_data()."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import mxnb as mx
+from mxnb.engine.trace import Trace
+from mxnb.widgets import Timeline
+from mxnb.widgets.model import EngineModel
+from mxnb.widgets.timeline_feed import TimelineFeed, apply_delta, bar_key
+
+
+def normalised(data: dict) -> dict:
+    """Timeline data with each lane's bars in key order (the browser sorts them anyway)."""
+    lanes = [
+        {**lane, "bars": sorted(lane["bars"], key=lambda b: (str(bar_key(b)), b[1]))}
+        for lane in data["lanes"]
+    ]
+    return {
+        "title": data["title"],
+        "span": data["span"],
+        "lanes": lanes,
+        "critical": data["critical"],
+    }
+
+
+def follow(events: list, chunk: int) -> tuple[dict, list[dict], EngineModel]:
+    """Fold ``events`` ``chunk`` at a time, feeding each step; the data a browser ends with."""
+    model = EngineModel()
+    feed = TimelineFeed()
+    kind, data = feed.next(model)
+    assert kind == "full"
+    data = json.loads(json.dumps(data))
+    deltas = []
+    for start in range(0, len(events), chunk):
+        model.update(events[start : start + chunk])
+        kind, delta = feed.next(model)
+        assert kind == "delta"
+        delta = json.loads(json.dumps(delta))  # what crosses the comm
+        deltas.append(delta)
+        apply_delta(data, delta)
+        expected = Timeline(model).to_data()
+        assert normalised(data) == normalised(expected)
+    return data, deltas, model
+
+
+def test_deltas_rebuild_the_hand_built_diamond_with_waits_and_failures(diamond):
+    data, deltas, model = follow(diamond, 1)
+    assert data["critical"] == model.critical_path() and data["critical"]
+    assert any(lane["kind"] == "wait" for lane in data["lanes"])
+    states = {bar[4] for lane in data["lanes"] for bar in lane["bars"]}
+    assert {"done", "failed", "wait"} <= states
+
+
+@pytest.mark.timeout(60)
+def test_deltas_rebuild_a_real_run_and_carry_only_what_changed():
+    trace = Trace().attach()
+    try:
+        x = mx.nd.ones((8, 8))
+        for step in range(150):
+            x = x * 0.5 + 1
+            if step % 50 == 0:
+                x.wait_to_read()  # wait bars too
+        mx.engine.get().wait_for_all()
+    finally:
+        trace.detach()
+    events = list(trace.events)
+    data, deltas, model = follow(events, 40)
+    assert len(model.ops) >= 450
+    assert data["critical"] == model.critical_path()
+    sent = [sum(len(bars) for bars in d["bars"].values()) for d in deltas]
+    assert max(sent) < 0.5 * len(model.ops), "a delta holds the ops that changed, not the run"
+    # once the lanes exist, a delta does not repeat them
+    assert "lanes" in deltas[0] or "lanes" in deltas[1]
+    assert sum("lanes" in d for d in deltas) <= len(data["lanes"])
+
+
+def test_a_delta_out_of_order_is_refused_and_a_new_model_gets_a_full_send(diamond):
+    model = EngineModel(diamond[:6])
+    feed = TimelineFeed()
+    _, data = feed.next(model)
+    model.update(diamond[6:])
+    _, first = feed.next(model)
+    _, second = feed.next(model)
+    with pytest.raises(ValueError, match="follows"):
+        apply_delta(json.loads(json.dumps(data)), second)
+    assert apply_delta(data, first)["seq"] == first["seq"]
+    kind, again = feed.next(EngineModel(diamond))  # a cleared monitor folds a new model
+    assert kind == "full" and again["seq"] == second["seq"] + 1
+    feed.reset()  # a view asked to resync
+    assert feed.next(model)[0] == "full"
