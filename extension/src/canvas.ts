@@ -6,7 +6,7 @@
 // @ts-ignore -- a plain ES module without types, outside this package's sources
 import * as canvasModule from "../../mxnb/widgets/static/canvas.js";
 
-type Listener = () => void;
+type Listener = (...args: any[]) => void;
 
 interface CanvasModule {
   render(args: { model: LocalModel; el: HTMLElement }): () => void;
@@ -18,9 +18,11 @@ export const canvas = canvasModule as unknown as CanvasModule;
 export class LocalModel {
   private state: Record<string, unknown>;
   private listeners = new Map<string, Listener[]>();
+  /** Where the canvas's messages to the kernel go (a timeline asking to resync). */
+  onSend: (content: Record<string, unknown>) => void = () => undefined;
 
   constructor(traits: Record<string, unknown> = {}) {
-    this.state = { svg: "", tooltips: {}, selected: "", clicks: 0, groups: {}, timeline: {}, ...traits };
+    this.state = { svg: "", tooltips: {}, selected: "", clicks: 0, groups: {}, timeline: {}, timeline_seq: 0, ...traits };
   }
 
   get(name: string): any {
@@ -33,6 +35,16 @@ export class LocalModel {
     if (old !== value) {
       for (const callback of this.listeners.get(`change:${name}`) || []) callback();
     }
+  }
+
+  /** A message from the kernel, as anywidget's "msg:custom" (a live timeline's delta). */
+  custom(content: Record<string, unknown>): void {
+    for (const callback of this.listeners.get("msg:custom") || []) callback(content, []);
+  }
+
+  /** The canvas's message to the kernel (anywidget's model.send). */
+  send(content: Record<string, unknown>): void {
+    this.onSend(content);
   }
 
   save_changes(): void {

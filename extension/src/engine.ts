@@ -58,6 +58,11 @@ export class EngineClient {
     this.send(this.options);
   }
 
+  /** The Timeline panel missed a delta (opened later): ask the kernel for the whole timeline. */
+  resyncTimeline(seq: unknown): void {
+    this.send({ timeline_resync: seq ?? 0 });
+  }
+
   /** Show op `opId` in the Inspect panel (a click on a DAG node or a timeline bar). */
   inspect(opId: number): void {
     this.inspected = opId;
@@ -157,6 +162,9 @@ export class EnginePanel extends Widget {
     this.node.append(this.body);
     if (view === "dag" || view === "timeline" || view === "memory") {
       this.model = mountCanvas(this.body);
+      this.model.onSend = (content) => {
+        if (content.timeline_resync !== undefined) client.resyncTimeline(content.timeline_resync);
+      };
       this.model.on("change:clicks", () => {
         const match = /^op(\d+)$/.exec(this.model?.get("selected") || "");
         if (match) onSelect(Number(match[1]));
@@ -207,7 +215,9 @@ export class EnginePanel extends Widget {
       this.model?.set("svg", part.svg);
       if (part.selected !== undefined) this.model?.set("selected", part.selected);
     } else if (this.view === "timeline") {
-      this.model?.set("timeline", part.data);
+      // the whole timeline once, then deltas the canvas applies (mxnb/widgets/timeline_feed.py)
+      if (part.data) this.model?.set("timeline", part.data);
+      else if (part.delta) this.model?.custom({ timeline_delta: part.delta });
     } else if (this.view === "stats") {
       this.body.innerHTML = part.html;
     } else {

@@ -24,6 +24,8 @@ import pytest
 
 from mxnb.engine.trace import OpEnd, OpReady, OpStart, VarNew
 from mxnb.widgets import DependencyGraph, Timeline
+from mxnb.widgets.model import EngineModel
+from mxnb.widgets.timeline_feed import TimelineFeed
 
 JS = pathlib.Path(__file__).parent / "js"
 
@@ -71,8 +73,41 @@ def canvas_fixtures(events) -> dict:
     }
 
 
+def timeline_stream(push, ops: int = 3000, chunks: int = 40) -> dict:
+    """A live timeline as the tab / panel receive it: a full send, then deltas; and the end.
+
+    A chain of ``ops`` ops (each waits on the previous: a long critical path) on two
+    workers, mostly 8 us long with a 2 ms op every 100 (drawn alone; nothing waits
+    on it, so every op starts after what it waits on ended), folded
+    ``chunks`` times while they run, so deltas carry new, running and finished bars.
+    """
+    events = []
+    for i in range(1, ops + 1):
+        t = i * 1e-5
+        long = 2e-3 if i % 100 == 0 else 8e-6
+        holder = i - 2 if (i - 1) % 100 == 0 else i - 1  # a long op's successor skips it
+        waits = [(holder, 1, "RAW")] if holder > 0 else []
+        events += [
+            push(t, i, "add" if i % 2 else "mul", writes=[1], waits=waits),
+            OpReady(t, i),
+            OpStart(t, i, f"cpu(0)/{i % 2}", "w"),
+            OpEnd(t + long, i),
+        ]
+    events.sort(key=lambda e: e.time)  # the long ops end while later ones run
+    model, feed = EngineModel(), TimelineFeed()
+    size = len(events) // chunks
+    model.update(events[:size])
+    full = feed.next(model)[1]
+    deltas = []
+    for start in range(size, len(events), size):
+        model.update(events[start : start + size])
+        deltas.append(feed.next(model)[1])
+    final = {**Timeline(model).to_data(), "seq": deltas[-1]["seq"]}
+    return {"full": full, "deltas": deltas, "final": final, "ops": ops}
+
+
 def test_canvas_js_draws_selects_shows_tooltips_zooms_and_pans_in_chromium(
-    training_step, tmp_path, node_tests
+    training_step, push, tmp_path, node_tests
 ):
     """Every test in js/canvas.test.mjs passes in Chromium, none skipped."""
     fixtures = canvas_fixtures(training_step)
@@ -81,6 +116,7 @@ def test_canvas_js_draws_selects_shows_tooltips_zooms_and_pans_in_chromium(
     for name in ("dag", "vars", "timeline"):
         assert 'id="op12"' in fixtures[name]
     assert set(fixtures["timeline_tips"]) == set(fixtures["op_ids"])
+    fixtures["timeline_stream"] = timeline_stream(push)
     path = tmp_path / "canvas_fixtures.json"
     path.write_text(json.dumps(fixtures), encoding="utf-8")
 

@@ -608,6 +608,102 @@ describe("timeline drawn in the browser (timeline trait)", () => {
   });
 });
 
+describe("live timeline: a full send, then deltas (msg:custom)", () => {
+  const stream = fixtures.timeline_stream;
+  // what is drawn: every block and red line, with its geometry, and the drawing's counts
+  const drawn = () =>
+    page.evaluate(() => {
+      const svg = document.querySelector(".mxnb-canvas svg.mxnb-timeline");
+      const rects = [...svg.querySelectorAll(".mxnb-plot rect")].map((r) =>
+        [r.id, r.getAttribute("class"), r.getAttribute("x"), r.getAttribute("y"), r.getAttribute("width")].join(" "));
+      return {
+        rects: rects.sort(),
+        transform: svg.querySelector(".mxnb-plot").getAttribute("transform"),
+        axis: svg.querySelector(".mxnb-axis").innerHTML,
+        labels: svg.querySelector(".mxnb-labels").innerHTML,
+        ops: Number(svg.getAttribute("data-ops")),
+        last: Number(svg.getAttribute("data-last-op")),
+      };
+    });
+  const stream_in = (deltas) =>
+    page.evaluate((ds) => {
+      for (const delta of ds) window.canvas.model.custom({ timeline_delta: delta });
+    }, deltas);
+
+  it("draws after every delta what a fresh drawing of the same data draws", async () => {
+    await mount({ timeline: stream.full });
+    await stream_in(stream.deltas);
+    const live = await drawn();
+    assert.equal(live.ops, stream.ops, "every op of the run has its bar");
+    assert.equal(live.last, stream.ops);
+    const dense = live.rects.filter((r) => r.includes("mxnb-dense")).length;
+    const alone = live.rects.filter((r) => r.startsWith("op") && !r.includes("mxnb-dense")).length;
+    assert.ok(dense > 50 && alone >= 30, `${dense} dense blocks, ${alone} bars drawn alone`);
+    assert.ok(live.rects.some((r) => r.includes("mxnb-critical")), "the critical path is drawn");
+    const sends = (await model.calls()).filter((c) => c[0] === "send");
+    assert.deepEqual(sends, [], "no delta was refused");
+
+    await mount({ timeline: stream.final });
+    assert.deepEqual(await drawn(), live);
+  });
+
+  it("redraws everything only on a new lane or cell size, not on every delta", async () => {
+    await mount({ timeline: stream.full });
+    // a whole redraw empties the svg and makes a new plot group; a delta keeps it
+    const keep = () => page.evaluate(() => (document.querySelector(".mxnb-plot").dataset.kept = "yes"));
+    const kept = () => page.evaluate(() => document.querySelector(".mxnb-plot").dataset.kept === "yes");
+    let whole = 0;
+    for (const delta of stream.deltas) {
+      await keep();
+      await stream_in([delta]);
+      whole += !(await kept());
+    }
+    // the cell size doubles each time the range does (~6 times here), and lanes appear once
+    assert.ok(whole >= 1 && whole <= 10, `${whole} whole redraws for ${stream.deltas.length} deltas`);
+  });
+
+  it("a delta that does not follow the drawing asks Python for everything again (once)", async () => {
+    await mount({ timeline: stream.full });
+    await stream_in(stream.deltas.slice(1, 3)); // the first one was missed
+    const sends = (await model.calls()).filter((c) => c[0] === "send");
+    assert.deepEqual(sends, [["send", { timeline_resync: stream.deltas[1].seq }]]);
+  });
+
+  it("zoom and double-click reset after deltas: the same bars as a fresh drawing", async () => {
+    await mount({ timeline: stream.full });
+    await stream_in(stream.deltas);
+    const point = await pointOn("svg.mxnb-timeline");
+    const inView = () =>
+      page.evaluate(() => {
+        const frame = document.querySelector(".mxnb-canvas").getBoundingClientRect();
+        return [...document.querySelectorAll(".mxnb-canvas rect.mxnb-bar")].filter((r) => {
+          const box = r.getBoundingClientRect();
+          return box.right > frame.left && box.left < frame.right && box.width > 0;
+        }).map((r) => r.id).sort();
+      });
+    const zoom = async () => {
+      await page.mouse.move(point.x, point.y);
+      for (let i = 0; i < 4; i += 1) await page.mouse.wheel(0, -100);
+      await page.waitForTimeout(50);
+    };
+    await zoom();
+    const live = await inView();
+    const corner = await page.evaluate(() => {
+      const box = document.querySelector("svg.mxnb-timeline").getBoundingClientRect();
+      return { x: box.left + 20, y: box.top + 4 }; // the title's row: no bar to select there
+    });
+    await page.mouse.dblclick(corner.x, corner.y); // drawn again from scratch, zoom reset
+    const redrawn = await drawn();
+    await zoom();
+    assert.deepEqual(await inView(), live);
+    await mount({ timeline: stream.final });
+    assert.deepEqual(await drawn(), redrawn);
+    await zoom();
+    assert.deepEqual(await inView(), live);
+    assert.ok(live.length > 0);
+  });
+});
+
 describe("model changes", () => {
   it("change:svg redraws: the new SVG, its own viewBox (zoom reset), the selection re-marked", async () => {
     const op = fixtures.op_ids[1];
