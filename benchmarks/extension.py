@@ -15,19 +15,24 @@ Figures (each against a peer measured in the same run):
   4. timeline lag (issue 22: a 1,362-op run showed "640 pending" for 27-40 s):
      a loop of NDArray ops (``x = x * 0.5 + 1``, deletes included) runs with
      the EngineMonitor's Timeline tab shown, then with a Timeline panel open;
-     every update the view receives is stamped with its time and how many ops
-     it shows finished.  "Seconds behind" at a moment is how long ago the
-     engine finished the first op the view does not show yet; the table gives
-     the worst of the run (median of ``--repeat`` runs, and their range) and
-     the catch-up after the engine went idle (target: within ~1 s at a few
-     thousand ops).  A second recorder, attached alongside, gives the engine's
-     op end times.  The ops stream over ``--lag-seconds`` (3 s), the pushing
-     thread doing Python work between steps.  Peer: the run's own duration.
+     every message the view receives (the whole timeline, or a delta) is
+     stamped with its time, and replayed afterwards as the browser applies it
+     to count the ops it shows finished.  "Seconds behind" at a moment is how
+     long ago the engine finished the first op the view does not show yet; the
+     table gives the worst of the run (median of ``--repeat`` runs, and their
+     range) and the catch-up after the engine went idle.  Target: <= 1 s at
+     4,000 ops.  A second recorder, attached alongside, gives the engine's op
+     end times.  The ops stream over ``--lag-seconds`` (3 s), the pushing
+     thread doing Python work between steps.  Peer, in the same run: the same
+     views sending the whole timeline every time (``TimelineFeed(incremental=
+     False)``, how they drew before deltas), runs alternating with the deltas'.
+     Kernel side only: what the browser spends applying a delta is a few
+     cells' DOM, drawing everything is bounded by the level of detail.
 
 The comm is a stand-in that serialises each message to JSON, as ipykernel does.
 
 Run: ``.venv/bin/python benchmarks/extension.py [--ops 20000] [--repeat 3]
-[--lag-ops 1362 4000] [--lag-seconds 3]``.
+[--lag-ops 1000 4000 10000] [--lag-seconds 3] [--sections 1234]``.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from widgets import noop, push_tiny_ops
 import mxnb as mx
 from mxnb.widgets import DependencyGraph
 from mxnb.widgets.lab import EngineChannel
+from mxnb.widgets.timeline_feed import TimelineFeed, TimelineReplica
 
 
 class JsonComm:
@@ -160,19 +166,38 @@ def timeline_redraw(ops: int, repeat: int) -> list[list[str]]:
 
 
 class _Stamps:
-    """(time, ops shown finished) of each timeline update a view received."""
+    """What a timeline view received, stamped: (time, "full" | "delta", JSON text).
+
+    Kept as text while the run goes (the JSON the comm would carry anyway) and
+    replayed afterwards (:meth:`shown`), so the benchmark's own bookkeeping
+    adds nothing in the length of the run to the measured thread.
+    """
 
     def __init__(self) -> None:
-        self.updates: list[tuple[float, int]] = []
+        self.messages: list[tuple[float, str, str]] = []
 
-    def record(self, data: dict) -> None:
-        done = sum(
-            bar[4] in ("done", "failed", "skipped")
-            for lane in data.get("lanes", ())
-            if lane["kind"] == "worker"
-            for bar in lane["bars"]
-        )
-        self.updates.append((time.perf_counter(), done))
+    def record(self, kind: str, data: dict) -> None:
+        self.messages.append((time.perf_counter(), kind, json.dumps(data)))
+
+    def shown(self) -> list[tuple[float, int]]:
+        """(time, finished ops shown) after each message, replayed as the browser applies them."""
+        replica, updates = TimelineReplica(), []
+        for when, kind, text in self.messages:
+            if kind == "full":
+                replica.full(json.loads(text))
+            else:
+                replica.delta(json.loads(text))
+            updates.append((when, _done(replica.data)))
+        return updates
+
+
+def _done(data: dict) -> int:
+    return sum(
+        bar[4] in ("done", "failed", "skipped")
+        for lane in data.get("lanes", ())
+        if lane["kind"] == "worker"
+        for bar in lane["bars"]
+    )
 
 
 def _behind(updates: list[tuple[float, int]], ends: list[float]) -> tuple[float, float]:
@@ -209,36 +234,49 @@ def _ndarray_loop(ops: int, seconds: float) -> None:
     x.wait_to_read()
 
 
-def _monitor_view(stamps: _Stamps):
-    """An EngineMonitor on its Timeline tab; each new timeline is stamped."""
+def _monitor_view(stamps: _Stamps, incremental: bool):
+    """An EngineMonitor on its Timeline tab; each full send and delta is stamped."""
     from mxnb.widgets import EngineMonitor
 
     monitor = EngineMonitor()
+    monitor._timeline_feed = TimelineFeed(incremental)  # noqa: SLF001 - the peer: full sends
+    canvas = monitor.timeline_canvas
+    canvas.observe(lambda change: stamps.record("full", change["new"]), "timeline")
+    send = canvas.send
+
+    def stamped_send(content: dict, buffers=None) -> None:
+        send(content, buffers)
+        if "timeline_delta" in content:
+            stamps.record("delta", content["timeline_delta"])
+
+    canvas.send = stamped_send
     monitor.tabs.selected_index = 1
-    monitor.timeline_canvas.observe(lambda change: stamps.record(change["new"]), "timeline")
     return monitor
 
 
-def _panel_view(stamps: _Stamps):
+def _panel_view(stamps: _Stamps, incremental: bool):
     """A lab channel with the Timeline panel open; each timeline it sends is stamped."""
     comm = JsonComm()
     send = comm.send
 
     def stamped_send(data: dict) -> None:
         send(data)
-        if "timeline" in data:
-            stamps.record(data["timeline"]["data"])
+        part = data.get("timeline")
+        if part is not None:
+            stamps.record("full" if "data" in part else "delta", part.get("data", part.get("delta")))
 
     comm.send = stamped_send
-    return EngineChannel(comm, {"views": ["timeline"]})
+    channel = EngineChannel(comm, {"views": ["timeline"]})
+    channel.feed = TimelineFeed(incremental)
+    return channel
 
 
-def _lag_once(make_view, ops: int, seconds: float, settle: float) -> tuple[float, ...]:
+def _lag_once(make_view, incremental: bool, ops: int, seconds: float, settle: float):
     """One run under a fresh view: (ops, run s, worst s behind, s behind at idle, updates)."""
     from mxnb.engine.trace import OpEnd, Trace
 
     stamps = _Stamps()
-    view = make_view(stamps)
+    view = make_view(stamps, incremental)
     reference = Trace().attach()  # the engine's own clock; building it leaves the view's alone
     try:
         began = time.perf_counter()
@@ -247,38 +285,50 @@ def _lag_once(make_view, ops: int, seconds: float, settle: float) -> tuple[float
         run = time.perf_counter() - began
         reference.detach()
         ends = sorted(e.time for e in reference.events if type(e) is OpEnd)
+        # settled: nothing sent for 3 s (longer than a back-off), or the settle time is up
         deadline = time.perf_counter() + settle
-        while time.perf_counter() < deadline and (
-            not stamps.updates or stamps.updates[-1][1] < len(ends)
-        ):
-            time.sleep(0.02)
+        while time.perf_counter() < deadline:
+            last = stamps.messages[-1][0] if stamps.messages else began
+            if time.perf_counter() - last > 3.0:
+                break
+            time.sleep(0.05)
     finally:
         reference.detach()
         view.close()
-    worst, catch_up = _behind(stamps.updates, ends)
-    return len(ends), run, worst, catch_up, len(stamps.updates)
+    worst, catch_up = _behind(stamps.shown(), ends)
+    return len(ends), run, worst, catch_up, len(stamps.messages)
 
 
-def timeline_lag(ops: int, seconds: float, repeat: int, settle: float = 10.0) -> list[list[str]]:
+def timeline_lag(ops: int, seconds: float, repeat: int, settle: float = 20.0) -> list[list[str]]:
     """Seconds the Timeline (monitor tab, then panel) shows the engine behind, at ``ops`` ops.
 
-    Median of ``repeat`` runs by the worst lag (the machine's load varies run to run).
+    Deltas (now) and full sends (before; the peer) run alternately, ``repeat``
+    times each; the median run by the worst lag is shown (the machine's load
+    varies run to run), with the range of the worst lag.
     """
     rows = []
     for label, make_view in (
-        ("EngineMonitor Timeline tab", _monitor_view),
-        ("Timeline panel (lab extension)", _panel_view),
+        ("tab", _monitor_view),
+        ("panel", _panel_view),
     ):
-        runs = sorted(
-            (_lag_once(make_view, ops, seconds, settle) for _ in range(repeat)),
-            key=lambda result: result[2],
-        )
-        count, run, worst, catch_up, updates = runs[len(runs) // 2]
-        spread = f"{runs[0][2]:.2f}-{runs[-1][2]:.2f}"
-        rows.append(
-            [f"{label}, {count} ops", f"{run:.2f}", f"{worst:.2f}", spread, f"{catch_up:.2f}",
-             ratio(worst, run), str(updates)]
-        )  # fmt: skip
+        runs: dict[bool, list] = {True: [], False: []}
+        for _ in range(repeat):
+            for incremental in (True, False):
+                gc.collect()
+                runs[incremental].append(_lag_once(make_view, incremental, ops, seconds, settle))
+        medians = {}
+        for incremental in (True, False):
+            ordered = sorted(runs[incremental], key=lambda result: result[2])
+            medians[incremental] = ordered[len(ordered) // 2]
+        for incremental in (True, False):
+            count, run, worst, catch_up, updates = medians[incremental]
+            ordered = sorted(r[2] for r in runs[incremental])
+            how = "deltas" if incremental else "full sends (peer)"
+            rows.append(
+                [f"{label}, {how}, {count} ops", f"{run:.2f}", f"{worst:.2f}",
+                 f"{ordered[0]:.2f}-{ordered[-1]:.2f}", f"{catch_up:.2f}",
+                 ratio(worst, medians[False][2]), str(updates)]
+            )  # fmt: skip
     return rows
 
 
@@ -292,39 +342,46 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--lag-ops", type=int, nargs="+", default=[1362, 4000])
+    parser.add_argument("--lag-ops", type=int, nargs="+", default=[1000, 4000, 10000])
     parser.add_argument("--lag-seconds", type=float, default=3.0, help="how long the ops stream")
+    parser.add_argument("--sections", default="1234", help="which tables to print, e.g. 4")
     args = parser.parse_args()
     print(f"engine: {mx.engine.engine_type()}, load average {os.getloadavg()[0]:.2f}")
-    print(
-        table(
-            ["workload", "wall ms", "wall vs none", "pusher CPU vs none", "note"],
-            overhead(args.ops, args.repeat),
-            title="1. kernel overhead of an open panel (target <= 1.5x)",
+    if "1" in args.sections:
+        print(
+            table(
+                ["workload", "wall ms", "wall vs none", "pusher CPU vs none", "note"],
+                overhead(args.ops, args.repeat),
+                title="1. kernel overhead of an open panel (target <= 1.5x)",
+            )
         )
-    )
-    print(
-        table(
-            ["what", "ms", "vs one redraw", "note"],
-            latency(200, args.repeat),
-            title="2. panel update latency at 200 ops",
+    if "2" in args.sections:
+        print(
+            table(
+                ["what", "ms", "vs one redraw", "note"],
+                latency(200, args.repeat),
+                title="2. panel update latency at 200 ops",
+            )
         )
-    )
-    print(
-        table(
-            ["what", "ms", "vs matplotlib", ""],
-            timeline_redraw(3000, args.repeat),
-            title="3. Timeline redraw at 3,000 ops (monitor tab and panel)",
+    if "3" in args.sections:
+        print(
+            table(
+                ["what", "ms", "vs matplotlib", ""],
+                timeline_redraw(3000, args.repeat),
+                title="3. Timeline full send at 3,000 ops (monitor tab and panel)",
+            )
         )
-    )
-    print(
-        table(
-            ["view, ops run", "run s", "worst s behind", "range", "s behind at idle",
-             "worst vs run", "updates"],
-            [row for ops in args.lag_ops for row in timeline_lag(ops, args.lag_seconds, args.repeat)],
-            title="4. Timeline lag behind the engine (target: within ~1 s at a few thousand ops)",
-        )
-    )  # fmt: skip
+    if "4" in args.sections:
+        rows = [row for ops in args.lag_ops for row in timeline_lag(ops, args.lag_seconds, args.repeat)]
+        print(
+            table(
+                ["view, how, ops run", "run s", "worst s behind", "range", "s behind at idle",
+                 "worst vs full sends", "messages"],
+                rows,
+                title="4. Timeline lag behind the engine, deltas against full sends "
+                "(target: <= 1 s at 4,000 ops)",
+            )
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ unfinished ones and the new part of the critical path, not in the run.
 
 State kept:
     model       the :class:`EngineModel` followed (a new one: a full send)
+    incremental False: full sends only (the peer the benchmark measures deltas against)
     seq         number of the last message
     pending     op id -> nothing, for every op not yet finished when last looked at
 
@@ -55,9 +56,17 @@ __all__ = ["TimelineFeed", "TimelineReplica", "apply_delta", "bar_key"]
 
 
 class TimelineFeed:
-    """Full timeline data once, then deltas, for one browser view of a live model."""
+    """Full timeline data once, then deltas, for one browser view of a live model.
 
-    def __init__(self) -> None:
+    Parameters
+    ----------
+    incremental : bool
+        False: every message is a full send, as live views drew before deltas
+        (``benchmarks/extension.py`` measures both).
+    """
+
+    def __init__(self, incremental: bool = True) -> None:
+        self.incremental = incremental
         self.seq = 0
         self.reset()
 
@@ -68,7 +77,7 @@ class TimelineFeed:
     def next(self, model: EngineModel) -> tuple[str, dict[str, Any]]:
         """``("full", Timeline.to_data() + seq)`` or ``("delta", changes since the last)``."""
         self.seq += 1
-        if model is not self.model or len(model.ops) < self._ops_seen:
+        if not self.incremental or model is not self.model or len(model.ops) < self._ops_seen:
             return "full", self._full(model)
         return "delta", self._delta(model)
 
