@@ -239,7 +239,7 @@ def _monitor_view(stamps: _Stamps, incremental: bool):
     from mxnb.widgets import EngineMonitor
 
     monitor = EngineMonitor()
-    monitor._timeline_feed = TimelineFeed(incremental)  # noqa: SLF001 - the peer: full sends
+    monitor._timeline_feed = TimelineFeed(incremental)  # the peer: full sends
     canvas = monitor.timeline_canvas
     canvas.observe(lambda change: stamps.record("full", change["new"]), "timeline")
     send = canvas.send

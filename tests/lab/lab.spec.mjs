@@ -196,6 +196,107 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
   });
 });
 
+test("the Timeline panel and tab draw every op of a few thousand streamed ones", async ({ page }) => {
+  await extensionLoaded(page);
+  const panel = page.locator(".mxnb-panel[data-view='timeline']");
+  const ops = config.stream_ops;
+  /** The streamed cell's "streamed N ops, last #ID": the engine's count and last op. */
+  const streamed = (index) =>
+    page.evaluate((i) => {
+      const cell = window.jupyterapp.shell.currentWidget.content.widgets[i];
+      const match = /streamed (\d+) ops, last #(\d+)/.exec(cell.node.querySelector(".jp-OutputArea-output")?.textContent || "");
+      return match ? { count: Number(match[1]), last: Number(match[2]) } : null;
+    }, index);
+  /** Wait until the timeline in `scope` (a CSS selector) draws `count` ops, the last one `last`. */
+  const reaches = (scope, count, last) =>
+    page.waitForFunction(
+      ([s, n, id]) => {
+        const svg = document.querySelector(`${s} svg.mxnb-timeline`);
+        return svg && Number(svg.getAttribute("data-ops")) === n && Number(svg.getAttribute("data-last-op")) === id;
+      },
+      [scope, count, last],
+      { timeout: 60_000, polling: 200 }
+    );
+  /** Ids of the bars inside the visible part of the timeline in `scope`. */
+  const inView = (scope) =>
+    page.evaluate((s) => {
+      const frame = document.querySelector(`${s} .mxnb-canvas`).getBoundingClientRect();
+      return [...document.querySelectorAll(`${s} svg.mxnb-timeline rect.mxnb-bar`)]
+        .filter((r) => {
+          const box = r.getBoundingClientRect();
+          return box.width > 0 && box.right > frame.left && box.left < frame.right;
+        })
+        .map((r) => r.id)
+        .sort();
+    }, scope);
+  const zoomIn = async (scope) => {
+    const box = await page.locator(`${scope} svg.mxnb-timeline`).boundingBox();
+    await page.mouse.move(box.x + box.width * 0.6, box.y + box.height * 0.4);
+    for (let i = 0; i < 5; i += 1) await page.mouse.wheel(0, -100);
+    await page.waitForTimeout(200);
+  };
+  const redrawFresh = async (scope) => {
+    const box = await page.locator(`${scope} svg.mxnb-timeline`).boundingBox();
+    await page.mouse.dblclick(box.x + 20, box.y + 4); // the title's row: drawn again from scratch
+  };
+  const zoomSameAsFresh = async (scope) => {
+    await zoomIn(scope);
+    const live = await inView(scope);
+    expect(live.length, "bars in the zoomed view").toBeGreaterThan(0);
+    await redrawFresh(scope);
+    await zoomIn(scope);
+    expect(await inView(scope), "zoomed after deltas = zoomed after a fresh drawing").toEqual(live);
+  };
+
+  await test.step("the Timeline panel follows 3,000 streamed ops to the last one", async () => {
+    await openFile(page, config.stream);
+    await kernelIdle(page);
+    await runCell(page, 0);
+    await page.locator(".jp-SideBar .lm-TabBar-tab[title='mxnb engine'], .jp-SideBar li[title='mxnb engine']").first().click();
+    await page.locator("#mxnb-engine-sidebar button[data-view='timeline']").click();
+    await panel.waitFor();
+    await expect(panel.locator(".mxnb-panel-status")).toContainText("ops pushed");
+    await page.evaluate(() => {
+      const notebook = [...window.jupyterapp.shell.widgets("main")].find((w) => w.context && w.context.path.endsWith(".ipynb"));
+      window.jupyterapp.shell.activateById(notebook.id);
+    });
+    await runCell(page, 1);
+    const run = await streamed(1);
+    expect(run && run.count).toBe(ops);
+    await reaches(".mxnb-panel[data-view='timeline']", ops, run.last);
+    // it got deltas: updates drawn beyond the first, and the svg was kept (not drawn anew each time)
+    expect(Number(await panel.getAttribute("data-drawn"))).toBeGreaterThan(2);
+    await panel.screenshot({ path: path.join(config.artifacts, "panel-timeline-stream.png") });
+  });
+
+  await test.step("a zoom after the deltas shows what a fresh drawing zoomed the same way shows", async () => {
+    await page.evaluate(() => window.jupyterapp.shell.activateById("mxnb-engine-panel-timeline"));
+    await zoomSameAsFresh(".mxnb-panel[data-view='timeline']");
+  });
+
+  await test.step("an EngineMonitor's Timeline tab follows 3,000 more to the last one", async () => {
+    await page.evaluate(() => {
+      const notebook = [...window.jupyterapp.shell.widgets("main")].find((w) => w.context && w.context.path.endsWith(".ipynb"));
+      window.jupyterapp.shell.activateById(notebook.id);
+    });
+    await runCell(page, 2);
+    const tab = ".jp-OutputArea-output .mxnb-canvas";
+    await page.waitForSelector(`${tab} svg.mxnb-timeline`, { timeout: 60_000 });
+    await runCell(page, 3);
+    const run = await streamed(3);
+    expect(run && run.count).toBe(ops);
+    const scope = ".jp-OutputArea-output .lm-TabPanel-stackedPanel:not(.lm-mod-hidden) .mxnb-canvas-root";
+    await page.waitForSelector(`${scope} svg.mxnb-timeline`, { timeout: 60_000 });
+    // the monitor attached after the first stream: it shows the second stream's ops
+    await reaches(scope, ops, run.last);
+    // the panel, still open, drew both streams
+    await reaches(".mxnb-panel[data-view='timeline']", 2 * ops, run.last);
+    await page.locator(`${scope} svg.mxnb-timeline`).scrollIntoViewIfNeeded();
+    await zoomSameAsFresh(scope);
+    await shot(page, "monitor-timeline-stream");
+  });
+});
+
 test.describe("Notebook 7", () => {
   // Galata's page fixture opens /notebooks/<file> and waits for Notebook 7, not for a Launcher
   test.use({

@@ -15,6 +15,10 @@ JSON and a trace written by ``mx.engine.trace``.  ``lab/lab.spec.mjs`` (Galata,
                  in Notebook 7 the DAG panel (right side) draws a cell's ops too
     monitor      an EngineMonitor in a cell: a click on a DAG node, before any
                  other tab was opened, shows the op in its Inspect tab
+    streaming    3,000 ops streamed with the Timeline panel open, then 3,000 more
+                 with an EngineMonitor on its Timeline tab: both draw every op (they
+                 get deltas); a zoom after the deltas shows the bars a fresh drawing
+                 zoomed the same way shows
     viewers      a -symbol.json (MXNet's, and mxnb's own with a shape) and a
                  .trace.json opened from the file browser show the graph (shapes,
                  hover attributes) and the timeline (dependency arrows)
@@ -72,6 +76,28 @@ OTHER_CELLS = [
 ]
 
 
+# a few thousand ops streamed (a pause every 300 pushes: the views get deltas while it runs);
+# the Timeline panel and an EngineMonitor's Timeline tab must show every one
+STREAM_OPS = 3000
+STREAM_CELLS = [
+    "import time\nimport mxnb as mx\nfrom mxnb import widgets\nengine = mx.engine.get()",
+    (
+        "def stream(name):\n"
+        "    var = engine.new_var(name=name)\n"
+        "    ids = []\n"
+        f"    for i in range({STREAM_OPS}):\n"
+        "        ids.append(engine.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[var], name=f'{name}{i % 7}'))\n"
+        "        if i % 300 == 0:\n"
+        "            time.sleep(0.05)\n"
+        "    engine.wait_for_all()\n"
+        "    print(f'streamed {len(ids)} ops, last #{ids[-1]}')\n"
+        "stream('s')"
+    ),
+    "monitor = widgets.EngineMonitor()\nmonitor.tabs.selected_index = 1\nmonitor",
+    "stream('t')",
+]
+
+
 # an EngineMonitor in a cell: a click on a DAG node before any other tab was opened inspects it
 MONITOR_CELLS = [
     (
@@ -125,6 +151,7 @@ def lab_root(tmp_path: pathlib.Path) -> pathlib.Path:
         ("panels.ipynb", PANEL_CELLS),
         ("other.ipynb", OTHER_CELLS),
         ("monitor.ipynb", MONITOR_CELLS),
+        ("stream.ipynb", STREAM_CELLS),
     )
     for name, cells in notebooks:
         notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
@@ -176,6 +203,8 @@ def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_pa
         "panels": "panels.ipynb",
         "other": "other.ipynb",
         "monitor": "monitor.ipynb",
+        "stream": "stream.ipynb",
+        "stream_ops": STREAM_OPS,
         "symbol": SYMBOL.name,
         "symbol_nodes": len(json.loads(SYMBOL.read_text())["nodes"]),
         "own_symbol": OWN_SYMBOL,
@@ -203,5 +232,5 @@ def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_pa
     assert run.returncode == 0, output
     stats = json.loads(results.read_text())["stats"]
     assert (stats["unexpected"], stats["flaky"], stats["skipped"]) == (0, 0, 0), output
-    # 3 viewers, the panels, Notebook 7, the monitor, and one test per notebook
-    assert stats["expected"] == len(notebooks) + 6, output
+    # 3 viewers, the panels, Notebook 7, the monitor, the streamed timeline, one per notebook
+    assert stats["expected"] == len(notebooks) + 7, output

@@ -48,7 +48,7 @@ def follow(events: list, chunk: int) -> tuple[dict, list[dict], EngineModel]:
 
 
 def test_deltas_rebuild_the_hand_built_diamond_with_waits_and_failures(diamond):
-    data, deltas, model = follow(diamond, 1)
+    data, _, model = follow(diamond, 1)
     assert data["critical"] == model.critical_path() and data["critical"]
     assert any(lane["kind"] == "wait" for lane in data["lanes"])
     states = {bar[4] for lane in data["lanes"] for bar in lane["bars"]}
