@@ -263,7 +263,9 @@ def _panel_view(stamps: _Stamps, incremental: bool):
         send(data)
         part = data.get("timeline")
         if part is not None:
-            stamps.record("full" if "data" in part else "delta", part.get("data", part.get("delta")))
+            stamps.record(
+                "full" if "data" in part else "delta", part.get("data", part.get("delta"))
+            )
 
     comm.send = stamped_send
     channel = EngineChannel(comm, {"views": ["timeline"]})
@@ -372,7 +374,9 @@ def main() -> None:
             )
         )
     if "4" in args.sections:
-        rows = [row for ops in args.lag_ops for row in timeline_lag(ops, args.lag_seconds, args.repeat)]
+        rows = [
+            row for ops in args.lag_ops for row in timeline_lag(ops, args.lag_seconds, args.repeat)
+        ]
         print(
             table(
                 ["view, how, ops run", "run s", "worst s behind", "range", "s behind at idle",

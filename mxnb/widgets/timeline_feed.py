@@ -235,7 +235,9 @@ def apply_delta(data: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
     the view must ask for a full send.
     """
     if delta["base"] != data.get("seq"):
-        raise ValueError(f"timeline delta {delta['seq']} follows {delta['base']}, not {data.get('seq')}")
+        raise ValueError(
+            f"timeline delta {delta['seq']} follows {delta['base']}, not {data.get('seq')}"
+        )
     lanes = {lane["name"]: lane for lane in data["lanes"]}
     if "lanes" in delta:
         data["lanes"] = [lanes.get(meta["name"]) or {**meta, "bars": []} for meta in delta["lanes"]]

@@ -27,7 +27,17 @@ def test_the_wheel_carries_the_extension_bundle_once(tmp_path):
     built = sorted(p.relative_to(BUNDLE).as_posix() for p in BUNDLE.rglob("*") if p.is_file())
     built = [name for name in built if name != ".built"]  # make's stamp, not part of the bundle
     assert "package.json" in built, f"no extension built in {BUNDLE}: run `make labextension`"
-    command = [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        str(ROOT),
+        "--no-deps",
+        "-q",
+        "-w",
+        str(tmp_path),
+    ]
     leftover = ROOT / "build"  # setuptools builds in the tree: leave it as it was
     existed = leftover.exists()
     try:
