@@ -20,7 +20,9 @@ interpreter long and the pushing thread keeps four fifths of it while ops
 stream in; when it cannot keep up it draws what it has built and catches up
 when the pushes pause.  The DAG tab
 folds only the events of its window of recent ops; the other tabs fold the
-whole run into :attr:`model` (incrementally, once per event).  Detached, it costs the
+whole run into :attr:`model` (incrementally, once per event).  The Timeline tab
+sends the whole timeline once, then only deltas (:mod:`.timeline_feed`), so a
+redraw costs what changed, not the length of the run.  Detached, it costs the
 engine nothing.
 
 State kept:

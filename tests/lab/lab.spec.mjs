@@ -280,13 +280,16 @@ test("the Timeline panel and tab draw every op of a few thousand streamed ones",
       window.jupyterapp.shell.activateById(notebook.id);
     });
     await runCell(page, 2);
-    const tab = ".jp-OutputArea-output .mxnb-canvas";
-    await page.waitForSelector(`${tab} svg.mxnb-timeline`, { timeout: 60_000 });
+    await page.waitForSelector(".jp-OutputArea-output .mxnb-canvas svg.mxnb-timeline", { timeout: 60_000 });
+    // the monitor's Timeline tab: its canvas, marked so the steps below find it
+    await page.evaluate(() => {
+      const svg = document.querySelector(".jp-OutputArea-output .mxnb-canvas svg.mxnb-timeline");
+      svg.closest(".mxnb-canvas-root").dataset.test = "tab-timeline";
+    });
+    const scope = "[data-test='tab-timeline']";
     await runCell(page, 3);
     const run = await streamed(3);
     expect(run && run.count).toBe(ops);
-    const scope = ".jp-OutputArea-output .lm-TabPanel-stackedPanel:not(.lm-mod-hidden) .mxnb-canvas-root";
-    await page.waitForSelector(`${scope} svg.mxnb-timeline`, { timeout: 60_000 });
     // the monitor attached after the first stream: it shows the second stream's ops
     await reaches(scope, ops, run.last);
     // the panel, still open, drew both streams
