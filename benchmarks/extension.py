@@ -26,13 +26,17 @@ Figures (each against a peer measured in the same run):
      thread doing Python work between steps.  Peer, in the same run: the same
      views sending the whole timeline every time (``TimelineFeed(incremental=
      False)``, how they drew before deltas), runs alternating with the deltas'.
-     Kernel side only: what the browser spends applying a delta is a few
-     cells' DOM, drawing everything is bounded by the level of detail.
+     Kernel side only: the browser's part is table 5;
+  5. the browser's part, in Chromium (``timeline_browser.mjs``, Debian's
+     chromium through playwright-core as ``tests/widgets/js``): a recorded run
+     of the lag loop folded in 20 steps; each step's delta applied to a
+     ``TimelineDrawing`` against the whole timeline of that step drawn anew
+     (peer), each with the layout after it.
 
 The comm is a stand-in that serialises each message to JSON, as ipykernel does.
 
 Run: ``.venv/bin/python benchmarks/extension.py [--ops 20000] [--repeat 3]
-[--lag-ops 1000 4000 10000] [--lag-seconds 3] [--sections 1234]``.
+[--lag-ops 1000 4000 10000] [--lag-seconds 3] [--sections 12345]``.
 """
 
 from __future__ import annotations
@@ -334,6 +338,58 @@ def timeline_lag(ops: int, seconds: float, repeat: int, settle: float = 20.0) ->
     return rows
 
 
+def browser_drawing(ops: int, chunks: int = 20) -> list[list[str]]:
+    """The browser's part: following a run by deltas against drawing every message whole.
+
+    A real run (the lag loop's NDArray ops) is recorded, then folded in ``chunks``
+    steps as a live view would receive it; ``timeline_browser.mjs`` times, in
+    Chromium, ``TimelineDrawing.apply`` of each delta against ``load`` of the
+    whole timeline at that step (the peer, how the views drew before deltas).
+    """
+    import subprocess
+    import tempfile
+
+    from mxnb.engine.trace import Trace
+    from mxnb.widgets import Timeline
+    from mxnb.widgets.model import EngineModel
+
+    trace = Trace().attach()
+    try:
+        _ndarray_loop(ops, 1.0)
+        mx.engine.get().wait_for_all()
+    finally:
+        trace.detach()
+    events = list(trace.events)
+    model, feed = EngineModel(), TimelineFeed()
+    size = len(events) // chunks
+    model.update(events[:size])
+    stream: dict = {"full": feed.next(model)[1], "deltas": [], "wholes": []}
+    for start in range(size, len(events), size):
+        model.update(events[start : start + size])
+        delta = feed.next(model)[1]
+        stream["deltas"].append(delta)
+        stream["wholes"].append({**Timeline(model).to_data(), "seq": delta["seq"]})
+    script = os.path.join(os.path.dirname(__file__), "timeline_browser.mjs")
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as file:
+        json.dump(stream, file)
+    try:
+        run = subprocess.run(
+            ["node", script, file.name], capture_output=True, text=True, timeout=300, check=True
+        )
+    finally:
+        os.unlink(file.name)
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    median = {mode: sorted(result[mode])[len(result[mode]) // 2] for mode in ("deltas", "full")}
+    note = f"{result['ops']} ops drawn as {result['blocks']} blocks"
+    return [
+        [f"apply a delta, {ops} ops in {len(stream['deltas'])} messages",
+         f"{median['deltas']:.2f}", f"{max(result['deltas']):.2f}",
+         ratio(median["deltas"], median["full"]), note],
+        ["draw the whole timeline (peer)", f"{median['full']:.2f}", f"{max(result['full']):.2f}",
+         "1.00x", ""],
+    ]  # fmt: skip
+
+
 def _seconds(fn) -> float:
     began = time.perf_counter()
     fn()
@@ -346,7 +402,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--lag-ops", type=int, nargs="+", default=[1000, 4000, 10000])
     parser.add_argument("--lag-seconds", type=float, default=3.0, help="how long the ops stream")
-    parser.add_argument("--sections", default="1234", help="which tables to print, e.g. 4")
+    parser.add_argument("--sections", default="12345", help="which tables to print, e.g. 45")
     args = parser.parse_args()
     print(f"engine: {mx.engine.engine_type()}, load average {os.getloadavg()[0]:.2f}")
     if "1" in args.sections:
@@ -371,6 +427,14 @@ def main() -> None:
                 ["what", "ms", "vs matplotlib", ""],
                 timeline_redraw(3000, args.repeat),
                 title="3. Timeline full send at 3,000 ops (monitor tab and panel)",
+            )
+        )
+    if "5" in args.sections:
+        print(
+            table(
+                ["in Chromium, per message", "median ms", "max ms", "vs whole", "note"],
+                [row for ops in args.lag_ops for row in browser_drawing(ops)],
+                title="5. the browser's part: a delta applied against the whole timeline drawn",
             )
         )
     if "4" in args.sections:
