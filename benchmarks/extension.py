@@ -405,51 +405,28 @@ def main() -> None:
     parser.add_argument("--sections", default="12345", help="which tables to print, e.g. 45")
     args = parser.parse_args()
     print(f"engine: {mx.engine.engine_type()}, load average {os.getloadavg()[0]:.2f}")
-    if "1" in args.sections:
-        print(
-            table(
-                ["workload", "wall ms", "wall vs none", "pusher CPU vs none", "note"],
-                overhead(args.ops, args.repeat),
-                title="1. kernel overhead of an open panel (target <= 1.5x)",
-            )
-        )
-    if "2" in args.sections:
-        print(
-            table(
-                ["what", "ms", "vs one redraw", "note"],
-                latency(200, args.repeat),
-                title="2. panel update latency at 200 ops",
-            )
-        )
-    if "3" in args.sections:
-        print(
-            table(
-                ["what", "ms", "vs matplotlib", ""],
-                timeline_redraw(3000, args.repeat),
-                title="3. Timeline full send at 3,000 ops (monitor tab and panel)",
-            )
-        )
-    if "5" in args.sections:
-        print(
-            table(
-                ["in Chromium, per message", "median ms", "max ms", "vs whole", "note"],
-                [row for ops in args.lag_ops for row in browser_drawing(ops)],
-                title="5. the browser's part: a delta applied against the whole timeline drawn",
-            )
-        )
-    if "4" in args.sections:
-        rows = [
-            row for ops in args.lag_ops for row in timeline_lag(ops, args.lag_seconds, args.repeat)
-        ]
-        print(
-            table(
-                ["view, how, ops run", "run s", "worst s behind", "range", "s behind at idle",
-                 "worst vs full sends", "messages"],
-                rows,
-                title="4. Timeline lag behind the engine, deltas against full sends "
-                "(target: <= 1 s at 4,000 ops)",
-            )
-        )  # fmt: skip
+    lag_ops = args.lag_ops
+    tables = {  # number: (title, header, rows)
+        "1": ("1. kernel overhead of an open panel (target <= 1.5x)",
+              ["workload", "wall ms", "wall vs none", "pusher CPU vs none", "note"],
+              lambda: overhead(args.ops, args.repeat)),
+        "2": ("2. panel update latency at 200 ops",
+              ["what", "ms", "vs one redraw", "note"],
+              lambda: latency(200, args.repeat)),
+        "3": ("3. Timeline full send at 3,000 ops (monitor tab and panel)",
+              ["what", "ms", "vs matplotlib", ""],
+              lambda: timeline_redraw(3000, args.repeat)),
+        "4": ("4. Timeline lag behind the engine, deltas against full sends (target: <= 1 s at 4,000 ops)",
+              ["view, how, ops run", "run s", "worst s behind", "range", "s behind at idle",
+               "worst vs full sends", "messages"],
+              lambda: [r for n in lag_ops for r in timeline_lag(n, args.lag_seconds, args.repeat)]),
+        "5": ("5. the browser's part: a delta applied against the whole timeline drawn",
+              ["in Chromium, per message", "median ms", "max ms", "vs whole", "note"],
+              lambda: [row for n in lag_ops for row in browser_drawing(n)]),
+    }  # fmt: skip
+    for number, (title, header, rows) in tables.items():
+        if number in args.sections:
+            print(table(header, rows(), title=title), flush=True)
 
 
 if __name__ == "__main__":

@@ -64,6 +64,19 @@ async function runCell(page, index) {
   await kernelIdle(page);
 }
 
+/** Show the "mxnb engine" sidebar. */
+async function openSidebar(page) {
+  await page.locator(".jp-SideBar .lm-TabBar-tab[title='mxnb engine'], .jp-SideBar li[title='mxnb engine']").first().click();
+}
+
+/** Make the open notebook the main area's current widget again (after a panel took focus). */
+async function activateNotebook(page) {
+  await page.evaluate(() => {
+    const notebook = [...window.jupyterapp.shell.widgets("main")].find((w) => w.context && w.context.path.endsWith(".ipynb"));
+    window.jupyterapp.shell.activateById(notebook.id);
+  });
+}
+
 /** Shut the current notebook's kernel down and close it without the "save?" dialog. */
 async function closeNotebook(page) {
   await page.evaluate(async () => {
@@ -127,17 +140,14 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
     await openFile(page, config.panels);
     await kernelIdle(page);
     await runCell(page, 0); // import mxnb: registers the comm target
-    await page.locator(".jp-SideBar .lm-TabBar-tab[title='mxnb engine'], .jp-SideBar li[title='mxnb engine']").first().click();
+    await openSidebar(page);
     await page.locator("#mxnb-engine-sidebar button[data-view='dag']").click();
     await page.locator("#mxnb-engine-sidebar button[data-view='timeline']").click();
     await dag.waitFor();
     await timeline.waitFor();
     await expect(dag.locator(".mxnb-panel-status")).toContainText("ops pushed");
     // back to the notebook and push ops: the panels show them with no widget in any cell
-    await page.evaluate(() => {
-      const notebook = [...window.jupyterapp.shell.widgets("main")].find((w) => w.context && w.context.path.endsWith(".ipynb"));
-      window.jupyterapp.shell.activateById(notebook.id);
-    });
+    await activateNotebook(page);
     await runCell(page, 1);
     await page.waitForFunction(() => document.querySelectorAll(".mxnb-panel[data-view='dag'] svg g.node[id^='op']").length >= 12, null, { timeout: 30_000 });
     await page.waitForFunction(() => document.querySelectorAll(".mxnb-panel[data-view='timeline'] rect.mxnb-bar").length >= 1, null, { timeout: 30_000 });
@@ -252,14 +262,11 @@ test("the Timeline panel and tab draw every op of a few thousand streamed ones",
     await openFile(page, config.stream);
     await kernelIdle(page);
     await runCell(page, 0);
-    await page.locator(".jp-SideBar .lm-TabBar-tab[title='mxnb engine'], .jp-SideBar li[title='mxnb engine']").first().click();
+    await openSidebar(page);
     await page.locator("#mxnb-engine-sidebar button[data-view='timeline']").click();
     await panel.waitFor();
     await expect(panel.locator(".mxnb-panel-status")).toContainText("ops pushed");
-    await page.evaluate(() => {
-      const notebook = [...window.jupyterapp.shell.widgets("main")].find((w) => w.context && w.context.path.endsWith(".ipynb"));
-      window.jupyterapp.shell.activateById(notebook.id);
-    });
+    await activateNotebook(page);
     await runCell(page, 1);
     const run = await streamed(1);
     expect(run && run.count).toBe(ops);
@@ -275,10 +282,7 @@ test("the Timeline panel and tab draw every op of a few thousand streamed ones",
   });
 
   await test.step("an EngineMonitor's Timeline tab follows 3,000 more to the last one", async () => {
-    await page.evaluate(() => {
-      const notebook = [...window.jupyterapp.shell.widgets("main")].find((w) => w.context && w.context.path.endsWith(".ipynb"));
-      window.jupyterapp.shell.activateById(notebook.id);
-    });
+    await activateNotebook(page);
     await runCell(page, 2);
     await page.waitForSelector(".jp-OutputArea-output .mxnb-canvas svg.mxnb-timeline", { timeout: 60_000 });
     // the monitor's Timeline tab: its canvas, marked so the steps below find it
