@@ -404,11 +404,14 @@ class EngineMonitor(ipywidgets.VBox):
             # drawn by the browser (canvas.js TimelineDrawing): the whole data once, then
             # only what changed (timeline_feed.py), so a redraw costs what changed
             kind, data = self._timeline_feed.next(self._folded(build))
+            canvas = self.timeline_canvas
             if kind == "full":
-                self.timeline_canvas.timeline = data
+                with canvas.hold_sync():  # one message: the view sees both at once
+                    canvas.timeline = data
+                    canvas.timeline_seq = data["seq"]
             else:
-                self.timeline_canvas.send({"timeline_delta": data})
-            self.timeline_canvas.timeline_seq = data["seq"]
+                canvas.send({"timeline_delta": data})
+                canvas.timeline_seq = data["seq"]
         elif tab == 2:
             chart = MemoryChart(self._folded(build))
             self.memory_text.value = f"<pre>{html.escape(chart.to_text())}</pre>"

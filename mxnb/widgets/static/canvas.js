@@ -400,8 +400,9 @@ function render({ model, el }) {
       drawing = new TimelineDrawing(Math.max(drawnWidth - 2, 400));
       drawing.load(data);
       frame.replaceChildren(drawing.svg);
-      const behind = model.get("timeline_seq");
-      if (data.seq !== undefined && behind && behind !== data.seq) resync(behind);
+      // a view drawn after deltas were sent holds an older whole timeline: ask for it again
+      const latest = model.get("timeline_seq");
+      if (data.seq !== undefined && latest > data.seq) resync(latest);
     } else {
       drawing = null;
       frame.innerHTML = model.get("svg") || "";

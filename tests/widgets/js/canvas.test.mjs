@@ -669,6 +669,17 @@ describe("live timeline: a full send, then deltas (msg:custom)", () => {
     assert.deepEqual(sends, [["send", { timeline_resync: stream.deltas[1].seq }]]);
   });
 
+  it("a view drawn after deltas were sent (timeline_seq ahead of its data) asks for everything", async () => {
+    const sends = async () => (await model.calls()).filter((c) => c[0] === "send");
+    await mount({ timeline: stream.full, timeline_seq: stream.full.seq + 3 });
+    assert.deepEqual(await sends(), [["send", { timeline_resync: stream.full.seq + 3 }]]);
+    // the whole timeline and its seq arrive together: nothing more to ask
+    await mount({ timeline: stream.full, timeline_seq: stream.full.seq });
+    assert.deepEqual(await sends(), []);
+    await mount({ timeline: stream.full, timeline_seq: stream.full.seq - 1 }); // an older seq
+    assert.deepEqual(await sends(), []);
+  });
+
   it("zoom and double-click reset after deltas: the same bars as a fresh drawing", async () => {
     await mount({ timeline: stream.full });
     await stream_in(stream.deltas);
