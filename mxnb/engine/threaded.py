@@ -25,8 +25,20 @@ Run-ahead bound: a pushing thread keeps the GIL for a whole switch interval
 and may run hundreds of ops ahead of the workers.  A push that leaves more
 than ``run_ahead`` ops pending (``MXNB_ENGINE_RUN_AHEAD``, read when the
 engine is created, like the worker counts; default 128) releases the GIL
-once so the workers catch up; it never waits for them.  Ops that die young stay out of the cycle collector's older
+once so the workers catch up (or helps them, see below); it never waits for them.  Ops that die young stay out of the cycle collector's older
 generations, which was a quarter of the cost of a small NDArray op.
+
+The pusher helps (:meth:`ThreadedEngine._catch_up`, the one fast path here,
+as the reference engine of ``benchmarks/`` does): when a push leaves more than
+``run_ahead`` ops pending *and* its CPU pool has more than ``behind`` ready
+ops queued (default 64), the workers are behind, and the pushing thread takes
+the pool's next ready op (priorities honoured) and runs it, with the chain it
+starts, itself, as a worker would (worker name ``<pool>/push``).  Tiny ops then
+cost what they cost on the naive engine instead of a thread hand-over each.
+Only a thread outside any op helps, and only CPU pools (a GPU op stays on its
+device's workers).  ``tests/engine/test_pusher_helps.py`` runs random
+workloads with the pusher always helping and compares them with the naive
+engine's runs.
 
 Waiting inside an op: a worker that calls ``wait_for_var`` / ``wait_for_all``
 keeps taking ready ops (from its own pool first, then any) and runs them
@@ -96,6 +108,7 @@ class _WorkerPool:
 
     def __init__(self, engine: ThreadedEngine, label: str, nthreads: int, streams: Any = None):
         self.label = label
+        self.helped = False  # a pushing thread may run this pool's ops (CPU pools)
         self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.heap: list[tuple[int, int, Opr]] = []
         self.heap_lock = threading.Lock()
@@ -145,6 +158,8 @@ class ThreadedEngine(Engine):
     kind = "threaded"
     _helper_poll = 0.002  # a waiting worker re-checks its queue this often
     run_ahead = 128  # the default; each engine reads MXNB_ENGINE_RUN_AHEAD when created
+    #: Ready ops queued on a CPU pool beyond which the pushing thread runs one itself.
+    behind: int | float = 64
 
     def __init__(self, nthreads: int | None = None) -> None:
         super().__init__()
@@ -152,11 +167,13 @@ class ThreadedEngine(Engine):
         self._pools_lock = threading.Lock()
         self._pools: dict[str, _WorkerPool] = {}
         self._nthreads = nthreads or default_cpu_workers()
+        self._pusher_contexts: dict[int, RunContextCache] = {}  # thread -> its contexts
         self._make_pools()
 
     def _make_pools(self) -> None:
         """Start the pools that exist from the beginning: here, the one shared pool."""
         self._shared = self._make_pool("cpu", self._nthreads)
+        self._shared.helped = True
 
     def _make_pool(self, label: str, nthreads: int, streams: Any = None) -> _WorkerPool:
         pool = _WorkerPool(self, label, nthreads, streams)
@@ -216,6 +233,30 @@ class ThreadedEngine(Engine):
                     else:
                         self._dispatch(successor)
 
+    # -- the pusher helps (see the module docstring) ----------------------------
+    def _catch_up(self, opr: Opr) -> None:
+        """Run the next ready op of ``opr``'s pool here if its workers are behind, else yield.
+
+        Called by a push that left more than ``run_ahead`` ops pending.
+        """
+        pool = self._pool_for(opr)
+        if pool.queue.qsize() <= self.behind or not pool.helped or _local.__dict__.get("stack"):
+            Engine._catch_up(self, opr)  # not behind, or inside an op: release the GIL once
+            return
+        try:
+            ready = pool.take(block=False)
+        except queue.Empty:  # the workers took them meanwhile
+            return
+        if ready is None:  # a stop request: leave it for a worker
+            pool.queue.put(_STOP)
+            return
+        contexts = self._pusher_contexts.get(threading.get_ident())
+        if contexts is None:
+            worker = f"{pool.label}/push"
+            contexts = RunContextCache(None, worker, threading.get_ident())
+            self._pusher_contexts[contexts.thread] = contexts
+        self._run_chain(ready, pool, contexts)
+
     # -- waiting inside an op --------------------------------------------------
     def _help_once(self) -> bool:
         if getattr(_local, "engine", None) is not self:
@@ -254,6 +295,7 @@ class ThreadedEnginePerDevice(ThreadedEngine):
         self._copy: _WorkerPool | None = None
         self._gpus: dict[int, _WorkerPool] = {}
         self._cpu = self._make_pool("cpu(0)", self._nthreads)
+        self._cpu.helped = True
 
     def _pool_for(self, opr: Opr) -> _WorkerPool:
         if opr.copy:
