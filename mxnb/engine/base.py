@@ -176,12 +176,12 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
             priority = check_options(priority, name, copy)
         if not name:
             name = getattr(fn, "__name__", "op")
-        if const_vars:
-            const, mutate = normalise(const_vars, mutate_vars, name)
-        elif mutate_vars:
-            const, mutate = (), vars_of(mutate_vars, "mutate_vars", name)
+        if not const_vars:
+            const, mutate = (), vars_of(mutate_vars, "mutate_vars", name) if mutate_vars else ()
+        elif not mutate_vars:
+            const, mutate = vars_of(const_vars, "const_vars", name), ()
         else:
-            const = mutate = ()
+            const, mutate = normalise(const_vars, mutate_vars, name)
         return self._push_opr(fn, False, ctx, const, mutate, priority, name, copy)
 
     def push_prepared(
