@@ -398,16 +398,8 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
         if ready:  # dispatch
             self._dispatch(opr)
         if self._num_pending > self.run_ahead:
-            self._catch_up(opr)
+            _sleep(0)  # releases the GIL: the workers catch up (see run_ahead)
         return opr.id
-
-    def _catch_up(self, opr: Opr) -> None:
-        """More than :attr:`run_ahead` ops are pending after pushing ``opr``: let the workers catch up.
-
-        Releases the GIL once (see :attr:`run_ahead`); the threaded engines
-        may instead run a ready op in the pushing thread.
-        """
-        _sleep(0)
 
     def _acquire_contended(self) -> None:
         """Take the lock another thread holds, napping rather than queueing on it (see above)."""

@@ -25,20 +25,19 @@ Run-ahead bound: a pushing thread keeps the GIL for a whole switch interval
 and may run hundreds of ops ahead of the workers.  A push that leaves more
 than ``run_ahead`` ops pending (``MXNB_ENGINE_RUN_AHEAD``, read when the
 engine is created, like the worker counts; default 128) releases the GIL
-once so the workers catch up (or helps them, see below); it never waits for them.  Ops that die young stay out of the cycle collector's older
+once so the workers catch up; it never waits for them.  Ops that die young stay out of the cycle collector's older
 generations, which was a quarter of the cost of a small NDArray op.
 
-The pusher helps (:meth:`ThreadedEngine._catch_up`, the one fast path here,
-as the reference engine of ``benchmarks/`` does): when a push leaves more than
-``run_ahead`` ops pending *and* its CPU pool has more than ``behind`` ready
-ops queued (default 64), the workers are behind, and the pushing thread takes
-the pool's next ready op (priorities honoured) and runs it, with the chain it
-starts, itself, as a worker would (worker name ``<pool>/push``).  Tiny ops then
-cost what they cost on the naive engine instead of a thread hand-over each.
-Only a thread outside any op helps, and only CPU pools (a GPU op stays on its
-device's workers).  ``tests/engine/test_pusher_helps.py`` runs random
-workloads with the pusher always helping and compares them with the naive
-engine's runs.
+The pusher helps (the idle fast path of :mod:`mxnb.engine.idle`, as the
+reference engine of ``benchmarks/`` runs ops in the pushing thread): while the
+CPU pool has more than ``behind`` ready ops queued (default 64), its workers
+are behind, and a push from outside any op, on a CPU context, with priority 0
+and not a copy, whose vars are all idle runs at once in the pushing thread
+(worker name ``<pool>/push``), as on the naive engine, instead of joining the
+queue.  Tiny ops then cost what they cost on the naive engine, not a queue
+round trip each.  Any other push takes the rule.
+``tests/engine/test_pusher_helps.py`` runs random workloads with the pusher
+always helping and compares them with the naive engine's runs.
 
 Waiting inside an op: a worker that calls ``wait_for_var`` / ``wait_for_all``
 keeps taking ready ops (from its own pool first, then any) and runs them
@@ -46,6 +45,8 @@ inline until its wait is met, so nested waits never starve the pool.
 
 State kept:
     _pools     label -> _WorkerPool (queue of ready ops, a heap for prioritised ones, threads)
+    _helped    the CPU pool, whose workers a pushing thread helps when they are behind
+    _run_contexts  the pushing thread's RunContexts (worker ``<pool>/push``)
 
 Example::
 
@@ -66,10 +67,12 @@ import logging
 import os
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..context import Context
-from .base import Engine, Opr, RunContextCache
+from .base import Engine, Opr, RunContextCache, Var
+from .idle import IdleFastPath
 from .waiting import _local
 
 __all__ = ["ThreadedEngine", "ThreadedEnginePerDevice", "default_cpu_workers"]
@@ -108,7 +111,6 @@ class _WorkerPool:
 
     def __init__(self, engine: ThreadedEngine, label: str, nthreads: int, streams: Any = None):
         self.label = label
-        self.helped = False  # a pushing thread may run this pool's ops (CPU pools)
         self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.heap: list[tuple[int, int, Opr]] = []
         self.heap_lock = threading.Lock()
@@ -152,13 +154,13 @@ class _WorkerPool:
                 thread.join(timeout)
 
 
-class ThreadedEngine(Engine):
+class ThreadedEngine(IdleFastPath):
     """One shared pool of worker threads for every context (MXNet: ``ThreadedEnginePooled``)."""
 
     kind = "threaded"
     _helper_poll = 0.002  # a waiting worker re-checks its queue this often
     run_ahead = 128  # the default; each engine reads MXNB_ENGINE_RUN_AHEAD when created
-    #: Ready ops queued on a CPU pool beyond which the pushing thread runs one itself.
+    #: Ready ops queued on the CPU pool beyond which a push of an idle op runs it at once.
     behind: int | float = 64
 
     def __init__(self, nthreads: int | None = None) -> None:
@@ -167,13 +169,12 @@ class ThreadedEngine(Engine):
         self._pools_lock = threading.Lock()
         self._pools: dict[str, _WorkerPool] = {}
         self._nthreads = nthreads or default_cpu_workers()
-        self._pusher_contexts: dict[int, RunContextCache] = {}  # thread -> its contexts
         self._make_pools()
+        self._run_contexts = RunContextCache(None, f"{self._helped.label}/push")  # the pusher's
 
     def _make_pools(self) -> None:
         """Start the pools that exist from the beginning: here, the one shared pool."""
-        self._shared = self._make_pool("cpu", self._nthreads)
-        self._shared.helped = True
+        self._shared = self._helped = self._make_pool("cpu", self._nthreads)
 
     def _make_pool(self, label: str, nthreads: int, streams: Any = None) -> _WorkerPool:
         pool = _WorkerPool(self, label, nthreads, streams)
@@ -234,28 +235,34 @@ class ThreadedEngine(Engine):
                         self._dispatch(successor)
 
     # -- the pusher helps (see the module docstring) ----------------------------
-    def _catch_up(self, opr: Opr) -> None:
-        """Run the next ready op of ``opr``'s pool here if its workers are behind, else yield.
+    def _push_opr(
+        self,
+        fn: Callable[..., Any] | None,
+        is_async: bool,
+        ctx: Context,
+        const: tuple[Var, ...],
+        mutate: tuple[Var, ...],
+        priority: int,
+        name: str,
+        copy: bool,
+        delete: tuple[Var, ...] | None = None,
+    ) -> int:
+        """Push by the rule; while the CPU workers are behind, try the idle fast path first."""
+        if (
+            self._helped.queue.qsize() > self.behind
+            and not priority
+            and not copy
+            and ctx.device_type == "cpu"
+            and not _local.__dict__.get("stack")
+        ):
+            return self._push_idle(fn, is_async, ctx, const, mutate, priority, name, copy, delete)
+        return Engine._push_opr(
+            self, fn, is_async, ctx, const, mutate, priority, name, copy, delete
+        )
 
-        Called by a push that left more than ``run_ahead`` ops pending.
-        """
-        pool = self._pool_for(opr)
-        if pool.queue.qsize() <= self.behind or not pool.helped or _local.__dict__.get("stack"):
-            Engine._catch_up(self, opr)  # not behind, or inside an op: release the GIL once
-            return
-        try:
-            ready = pool.take(block=False)
-        except queue.Empty:  # the workers took them meanwhile
-            return
-        if ready is None:  # a stop request: leave it for a worker
-            pool.queue.put(_STOP)
-            return
-        contexts = self._pusher_contexts.get(threading.get_ident())
-        if contexts is None:
-            worker = f"{pool.label}/push"
-            contexts = RunContextCache(None, worker, threading.get_ident())
-            self._pusher_contexts[contexts.thread] = contexts
-        self._run_chain(ready, pool, contexts)
+    def _run_successors(self, ready: list[Opr]) -> None:
+        for opr in ready:
+            self._dispatch(opr)
 
     # -- waiting inside an op --------------------------------------------------
     def _help_once(self) -> bool:
@@ -294,8 +301,7 @@ class ThreadedEnginePerDevice(ThreadedEngine):
         """Start the CPU pool; the copy pool and GPU pools start when first used."""
         self._copy: _WorkerPool | None = None
         self._gpus: dict[int, _WorkerPool] = {}
-        self._cpu = self._make_pool("cpu(0)", self._nthreads)
-        self._cpu.helped = True
+        self._cpu = self._helped = self._make_pool("cpu(0)", self._nthreads)
 
     def _pool_for(self, opr: Opr) -> _WorkerPool:
         if opr.copy:

@@ -1,11 +1,13 @@
-"""The threaded engines' fast path "the pusher helps" (``ThreadedEngine._catch_up``) against the rule.
+"""The threaded engines' fast path "the pusher helps" (``ThreadedEngine._push_opr``) against the rule.
 
-With ``run_ahead`` and ``behind`` at 0 the pushing thread runs a queued ready
-op after nearly every push.  Random workloads (reads and writes of a few
-vars, priorities, failing ops) must then give what the naive engine — the
-rule with no threads — gives: every op sees the same var values, failures
-reach the same ops, writes to a var complete in push order, and the trace
-still shows each op pushed, started after the ops it depends on, and ended.
+With ``behind`` at -1 the workers always count as behind: every push whose
+vars are idle runs at once in the pushing thread (the idle fast path,
+:mod:`mxnb.engine.idle`), while the workers run the others.  Random workloads
+(reads and writes of a few vars, priorities, failing ops) must then give what
+the naive engine — the rule with no threads — gives: every op sees the same
+var values, failures reach the same ops, writes to a var complete in push
+order, and the trace still shows each op pushed, started after the ops it
+depends on, and ended.
 """
 
 from __future__ import annotations
@@ -22,17 +24,16 @@ from mxnb.engine.events import OpEnd, OpPush, OpStart
 
 
 def helping(kind: str) -> Any:
-    """A threaded engine whose pushing thread helps at once (``run_ahead`` = ``behind`` = 0)."""
+    """A threaded engine whose pushing thread always helps (``behind`` = -1)."""
     engine = mx.engine.create(kind)
-    engine.run_ahead = 0
-    engine.behind = 0
+    engine.behind = -1
     return engine
 
 
 def run_workload(engine: Any, seed: int, fail: bool) -> tuple[dict, dict, list]:
     """Push a random workload; return (what each op saw, each var's writes in completion order, events)."""
     rng = random.Random(seed)
-    names = [f"v{i}" for i in range(5)]
+    names = [f"v{i}" for i in range(8)]
     variables = {name: engine.new_var(name=name) for name in names}
     values = dict.fromkeys(names, "")
     seen: dict[str, tuple] = {}
@@ -52,16 +53,22 @@ def run_workload(engine: Any, seed: int, fail: bool) -> tuple[dict, dict, list]:
     with mx.engine.trace() as recorder:
         for index in range(300):
             op = f"op{index}"
-            reads = rng.sample(names, rng.randint(0, 2))
-            written = rng.sample(
-                [n for n in names if n not in reads], rng.randint(0 if reads else 1, 2)
-            )
+            if rng.random() < 0.3:  # an op on a new var: idle, so it runs in the pusher
+                names.append(f"new{index}")
+                variables[names[-1]] = engine.new_var(name=names[-1])
+                values[names[-1]], writes[names[-1]] = "", []
+                reads, written = [], [names[-1]]
+            else:
+                reads = rng.sample(names, rng.randint(0, 2))
+                written = rng.sample(
+                    [n for n in names if n not in reads], rng.randint(0 if reads else 1, 2)
+                )
             engine.push_sync(
                 make(op, reads, written, fail and rng.random() < 0.03),
                 mx.cpu(),
                 [variables[n] for n in reads],
                 [variables[n] for n in written],
-                priority=rng.choice((0, 0, 0, 1, 5)),
+                priority=rng.choice((0, 0, 0, 0, 1, 5)),
                 name=op,
             )
         try:
@@ -111,12 +118,12 @@ def test_the_pusher_helping_runs_random_workloads_as_the_rule_says(kind, fail):
             *engine.workers(),
             *(f"{w.rsplit('/', 1)[0]}/push" for w in engine.workers()),
         }
-    assert pusher_ran > 300  # the pushing thread did run ops
+    assert pusher_ran > 80  # the pushing thread did run ops (fewer once a var failed)
 
 
 @pytest.mark.timeout(30)
 def test_a_thread_inside_an_op_never_helps():
-    """An op that pushes (here run by the helping pusher) only yields: no op runs inside it."""
+    """An op run by the helping pusher that pushes leaves its pushes to the rule: none runs inside it."""
     engine = mx.engine.create("threaded_per_device")
     gate = threading.Event()
     held = threading.Semaphore(0)
@@ -130,7 +137,7 @@ def test_a_thread_inside_an_op_never_helps():
         for _ in range(2):  # hold both workers
             engine.push_sync(hold, mx.cpu(), mutate_vars=[engine.new_var()], name="hold")
         assert held.acquire(timeout=10) and held.acquire(timeout=10)
-        engine.run_ahead = engine.behind = 0  # now the pusher helps at every push
+        engine.behind = -1  # now the pusher helps at every push
 
         def outer(rctx):
             stacks.append(rctx.worker)  # both workers are held by the gates: the pusher
