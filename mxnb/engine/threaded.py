@@ -226,10 +226,13 @@ class ThreadedEngine(IdleFastPath):
             except BaseException:
                 logger.exception("op '%s' raised through the worker", opr.name)
                 ready = None
-            opr = None
+            done, opr = opr, None
             if ready:
                 for successor in ready:
-                    if opr is None and self._pool_for(successor) is pool:
+                    if opr is None and (
+                        (successor.ctx is done.ctx and successor.copy is done.copy)  # same pool
+                        or self._pool_for(successor) is pool
+                    ):
                         opr = successor
                     else:
                         self._dispatch(successor)
