@@ -18,9 +18,9 @@ and through the plain rule and compares results, traces and var states.
 Users: :class:`~mxnb.engine.naive.NaiveEngine` (every push) and the threaded
 engines (a push while their CPU workers are behind, see
 :mod:`mxnb.engine.threaded`), both subclasses of :class:`IdleFastPath`.  They
-provide ``_run_contexts``
-(the :class:`~.running.RunContextCache` of the pushing thread: its worker name
-shows in traces) and :meth:`IdleFastPath._run_successors`.
+provide ``_run_contexts`` (the :class:`~.running.RunContextCache` of the
+pushing thread: its worker name shows in traces) and
+:meth:`IdleFastPath._run_successors`.
 
 State kept: none (the engine's lock, counts and vars).
 

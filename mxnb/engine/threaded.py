@@ -25,8 +25,9 @@ Run-ahead bound: a pushing thread keeps the GIL for a whole switch interval
 and may run hundreds of ops ahead of the workers.  A push that leaves more
 than ``run_ahead`` ops pending (``MXNB_ENGINE_RUN_AHEAD``, read when the
 engine is created, like the worker counts; default 128) releases the GIL
-once so the workers catch up; it never waits for them.  Ops that die young stay out of the cycle collector's older
-generations, which was a quarter of the cost of a small NDArray op.
+once so the workers catch up; it never waits for them.  Ops that die young
+stay out of the cycle collector's older generations, which was a quarter of
+the cost of a small NDArray op.
 
 The pusher helps (the idle fast path of :mod:`mxnb.engine.idle`, as the
 reference engine of ``benchmarks/`` runs ops in the pushing thread): while the
@@ -35,7 +36,8 @@ are behind, and a push from outside any op, on a CPU context, with priority 0
 and not a copy, whose vars are all idle runs at once in the pushing thread
 (worker name ``<pool>/push``), as on the naive engine, instead of joining the
 queue.  Tiny ops then cost what they cost on the naive engine, not a queue
-round trip each.  Any other push takes the rule.
+round trip each; a large op pushed then holds the pusher for its run (the
+workers had 64 ops to do anyway).  Any other push takes the rule.
 ``tests/engine/test_pusher_helps.py`` runs random workloads with the pusher
 always helping and compares them with the naive engine's runs.
 
