@@ -51,6 +51,7 @@ _CAUSES = [
     (r"cannot import name '(\w+)'", "missing API: {0}"),
     (r"No module named '([\w.]+)'", "missing module: {0}"),
     (r"got an unexpected keyword argument '(\w+)'", "unsupported argument: {0}"),
+    (r"Timeout \(|Failed: Timeout", "timeout (one test)"),
     (r"NotSupportedError", "not supported"),
     (r"ShapeError|infer_shape", "shape inference"),
     (r"AssertionError|ToleranceError|assert ", "wrong result / behaviour differs"),
@@ -78,9 +79,16 @@ def _exception_lines(message: str, traceback: str) -> str:
 
 
 def run_file(
-    path: Path, timeout: float, python: str = sys.executable, shims: Path = SHIMS
+    path: Path,
+    timeout: float,
+    python: str = sys.executable,
+    shims: Path = SHIMS,
+    test_timeout: float = 0.0,
 ) -> list[dict]:
-    """Run one test file; a result per test (a file that does not import: one per test in it)."""
+    """Run one test file; a result per test (a file that does not import: one per test in it).
+
+    ``test_timeout`` (seconds, needs pytest-timeout in ``python``) fails one slow test
+    and goes on with the next, instead of losing the whole file to ``timeout``."""
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.xml"
         paths = [str(shims), str(path.parent), os.environ.get("PYTHONPATH", "")]
@@ -90,6 +98,8 @@ def run_file(
             "-p", "measurement_plugin",
             "--rootdir", str(path.parent), f"--junitxml={report}", str(path),
         ]  # fmt: skip
+        if test_timeout:
+            command[3:3] = [f"--timeout={test_timeout:g}"]
         try:
             subprocess.run(command, check=False, env=env, cwd=path.parent, timeout=timeout,
                            capture_output=True, text=True)  # fmt: skip
@@ -124,7 +134,9 @@ def _import_failure(path: Path, results: list[dict]) -> list[dict]:
     return [{"file": path.name, "test": n, "status": "failed", "cause": cause} for n in names]
 
 
-def oracle_passes(directory: Path, python: str, timeout: float) -> set[tuple[str, str]]:
+def oracle_passes(
+    directory: Path, python: str, timeout: float, test_timeout: float = 0.0
+) -> set[tuple[str, str]]:
     """(file, test) pairs that pass under real MXNet: the files and shims with mxnb -> mxnet."""
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
@@ -135,7 +147,7 @@ def oracle_passes(directory: Path, python: str, timeout: float) -> set[tuple[str
                 copy.write_text(re.sub(r"\bmxnb\b", "mxnet", path.read_text()))
         passed = set()
         for path in sorted((root / "tests").glob("test_*.py")):
-            for result in run_file(path, timeout, python, root / "shims"):
+            for result in run_file(path, timeout, python, root / "shims", test_timeout):
                 if result["status"] == "passed":
                     passed.add((result["file"], result["test"]))
         return passed
@@ -177,7 +189,7 @@ def _oracle(args: argparse.Namespace) -> set[tuple[str, str]]:
         return {tuple(pair) for pair in json.loads(args.oracle_cache.read_text())}
     if not args.oracle_python:
         raise SystemExit("--oracle-cache does not exist yet: give --oracle-python to make it")
-    passing = oracle_passes(args.directory, args.oracle_python, args.timeout)
+    passing = oracle_passes(args.directory, args.oracle_python, args.timeout, args.test_timeout)
     if args.oracle_cache:
         args.oracle_cache.write_text(json.dumps(sorted(passing), indent=1))
     return passing
@@ -188,6 +200,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per file")
+    parser.add_argument("--test-timeout", type=float, default=0.0,
+                        help="seconds per test (pytest-timeout); 0: none")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write every result to this file")
     parser.add_argument("--oracle-python", help="count only tests passing under this MXNet python")
     parser.add_argument(
@@ -200,7 +214,7 @@ def main() -> None:
         print(line)
     results = []
     for path in sorted(args.directory.glob("test_*.py")):
-        results += run_file(path, args.timeout)
+        results += run_file(path, args.timeout, test_timeout=args.test_timeout)
     if args.oracle_python or args.oracle_cache:
         passing = _oracle(args)
         excluded = [r for r in results if (r["file"], r["test"]) not in passing]
