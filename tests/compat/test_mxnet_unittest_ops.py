@@ -171,3 +171,57 @@ def test_broadcasting_arithmetic_functions():
     np.testing.assert_array_equal(mx.nd.modulo(a, 2).asnumpy(), [[1, 0, 1]])
     assert mx.nd.multiply(2, 3) == 6
     assert mx.sym.pow is mx.sym.power and mx.nd.pow is mx.nd.power
+
+
+def _padded_batch():
+    rng = np.random.RandomState(2)
+    return rng.uniform(-1, 1, (4, 3, 2)), np.array([1, 4, 2])
+
+
+def test_sequence_ops_against_numpy_and_their_gradients():
+    x, lengths = _padded_batch()
+    args = {"use_sequence_length": True}
+    masked = mx.nd.SequenceMask(mx.nd.array(x), mx.nd.array(lengths), value=-2.0, **args)
+    want = x.copy()
+    for b, n in enumerate(lengths):
+        want[n:, b] = -2.0
+    np.testing.assert_allclose(masked.asnumpy(), want, rtol=1e-6)
+    reversed_ = mx.nd.SequenceReverse(mx.nd.array(x), mx.nd.array(lengths), **args).asnumpy()
+    last = mx.nd.SequenceLast(mx.nd.array(x), mx.nd.array(lengths), **args).asnumpy()
+    for b, n in enumerate(lengths):
+        np.testing.assert_allclose(reversed_[:n, b], x[:n, b][::-1], rtol=1e-6)
+        np.testing.assert_allclose(reversed_[n:, b], x[n:, b], rtol=1e-6)
+        np.testing.assert_allclose(last[b], x[n - 1, b], rtol=1e-6)
+    batch_major = mx.nd.SequenceMask(mx.nd.array(x.swapaxes(0, 1)), mx.nd.array(lengths),
+                                     axis=1, **args)  # fmt: skip
+    np.testing.assert_allclose(batch_major.asnumpy().swapaxes(0, 1), np.where(
+        want == -2.0, 0.0, want), rtol=1e-6)  # fmt: skip
+    data, length = mx.sym.Variable("data"), mx.sym.Variable("length")
+    for op in (mx.sym.SequenceMask, mx.sym.SequenceReverse, mx.sym.SequenceLast):
+        sym = op(data=data, sequence_length=length, **args)
+        test_utils.check_numeric_gradient(sym, {"data": x, "length": lengths},
+                                          grad_nodes=["data"], numeric_eps=1e-3, rtol=1e-2)  # fmt: skip
+
+
+def test_svm_output_gradient_is_the_hinge_loss():
+    rng = np.random.RandomState(3)
+    x, label = rng.uniform(-2, 2, (5, 4)).astype(np.float32), np.array([0, 3, 1, 1, 2])
+    y = np.where(np.arange(4)[None, :] == label[:, None], 1.0, -1.0)
+    for use_linear, want in (
+        (True, -y * (1 - y * x > 0)),
+        (False, -2 * y * np.maximum(1 - y * x, 0)),
+    ):
+        data = mx.nd.array(x)
+        data.attach_grad()
+        with mx.autograd.record():
+            out = mx.nd.SVMOutput(data, mx.nd.array(label), use_linear=use_linear)
+        out.backward()
+        np.testing.assert_allclose(out.asnumpy(), x)
+        np.testing.assert_allclose(data.grad.asnumpy(), want, rtol=1e-6)
+
+
+def test_none_inputs_are_inputs_not_given():
+    sym = mx.sym.Convolution(mx.sym.Variable("x"), mx.sym.Variable("w"), None,
+                             num_filter=2, kernel=(3,), no_bias=True)  # fmt: skip
+    assert sym.list_arguments() == ["x", "w"]
+    assert mx.nd.one_hot(mx.nd.array([1, 2]), depth=0).shape == (2, 0)

@@ -100,6 +100,8 @@ OP_CASES = {
     "multiply_arrays": ("multiply", [(2, 1), (2, 3)], (-1, 1), {}, {}),
     "divide_scalar": ("divide", [(2, 3)], (0.5, 2), {}, {1: 4.0}),
     "greater_scalar_first": ("greater", [(2, 3)], (-1, 1), {}, {0: 0.0}),
+    "layer_norm": ("LayerNorm", [(4, 5), (5,), (5,)], (-1, 1), {"eps": 1e-3}, {}),
+    "layer_norm_axis0": ("LayerNorm", [(3, 4, 2), (3,), (3,)], (-1, 1), {"axis": 0}, {}),
 }
 
 # name: (function, (low, high)) for second derivatives
