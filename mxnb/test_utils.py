@@ -254,7 +254,14 @@ def check_symbolic_forward(
     equal_nan: bool = False,
     dtype: Any = np.float32,
 ) -> list[np.ndarray]:
-    """MXNet's signature for :func:`mxnb.testing.check_symbolic_forward` (runs with is_train=False)."""
+    """MXNet's signature for :func:`mxnb.testing.check_symbolic_forward` (runs with is_train=False).
+
+    ``expected`` may also be a dict keyed by output name, as in MXNet; ``dtype='asnumpy'``
+    (MXNet: the inputs as given) computes in float32."""
+    if isinstance(dtype, str) and dtype == "asnumpy":
+        dtype = np.float32
+    if isinstance(expected, Mapping):
+        expected = [expected[name] for name in sym.list_outputs()]
     with _on(ctx):
         return _testing.check_symbolic_forward(
             sym, location, expected, rtol, atol, aux_states, dtype=dtype, equal_nan=equal_nan

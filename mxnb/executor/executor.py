@@ -701,7 +701,8 @@ def _as_dict(values: Any, names: Sequence[str], what: str, allow_missing: bool) 
     if values is None:
         return {}
     if isinstance(values, Mapping):
-        unknown = [name for name in values if name not in names]
+        # a None for a name the symbol lacks is nothing given (MXNet: bias=None without a bias)
+        unknown = [name for name in values if name not in names and values[name] is not None]
         if unknown:
             raise ParamError(
                 f"bind: {what} names {', '.join(map(repr, unknown))} which the symbol does not "

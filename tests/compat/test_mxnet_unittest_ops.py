@@ -225,3 +225,42 @@ def test_none_inputs_are_inputs_not_given():
                              num_filter=2, kernel=(3,), no_bias=True)  # fmt: skip
     assert sym.list_arguments() == ["x", "w"]
     assert mx.nd.one_hot(mx.nd.array([1, 2]), depth=0).shape == (2, 0)
+
+
+def test_mxnet_call_conventions_of_the_operator_tests():
+    """Keywords MXNet ignores or accepts that its tests rely on."""
+    x, w = mx.sym.Variable("x"), mx.sym.Variable("w")
+    fc = mx.sym.FullyConnected(x, w, num_hidden=3, no_bias=True, name="fc")
+    exe = fc.simple_bind(mx.cpu(), x=(2, 4), num_hidden=3)  # non-tuple keywords: not shapes
+    assert exe.arg_dict["w"].shape == (3, 4)
+    args = {"x": mx.nd.ones((2, 4)), "w": mx.nd.ones((3, 4)), "b": None}  # None: not given
+    out = fc.bind(mx.cpu(), args).forward()[0]
+    data = np.ones((2, 4), dtype=np.float32)
+    test_utils.check_symbolic_forward(
+        fc, [data, np.ones((3, 4))], {"fc_output": data @ np.ones((4, 3))}
+    )
+    np.testing.assert_allclose(out.asnumpy(), 4.0)
+    with pytest.raises(mx.base.ParamError, match="'reps'"):
+        mx.nd.tile(mx.nd.ones((2, 2)), (1, 0))
+    with mx.np_shape():
+        assert mx.nd.tile(mx.nd.ones((2, 2)), (1, 0)).shape == (2, 0)
+
+
+def test_softmax_output_soft_labels_and_multi_output_normalization():
+    rng = np.random.RandomState(4)
+    x = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+    soft = rng.dirichlet(np.ones(4), 3).astype(np.float32)
+    data = mx.nd.array(x)
+    data.attach_grad()
+    with mx.autograd.record():
+        out = mx.nd.SoftmaxOutput(data, mx.nd.array(soft), preserve_shape=True)
+    out.backward()
+    np.testing.assert_allclose(data.grad.asnumpy(), out.asnumpy() - soft, rtol=1e-5, atol=1e-6)
+    maps = mx.nd.array(rng.uniform(-1, 1, (2, 3, 2, 2)))
+    maps.attach_grad()
+    labels = mx.nd.array(rng.randint(0, 3, (2, 2, 2)))
+    with mx.autograd.record():
+        out = mx.nd.SoftmaxOutput(maps, labels, multi_output=True, normalization="null")
+    out.backward()
+    one_hot = np.eye(3)[labels.asnumpy().astype(int)].transpose(0, 3, 1, 2)
+    np.testing.assert_allclose(maps.grad.asnumpy(), (out.asnumpy() - one_hot) / 4, rtol=1e-5)
