@@ -56,6 +56,16 @@ class _SequenceProp(KernelProp):
         rest = [t if t is not None else in_type[0] for t in in_type[1:]]
         return [in_type[0], *rest], [in_type[0]], []
 
+    def infer_shape(self, in_shape):  # type: ignore[no-untyped-def]
+        """Output like data (SequenceLast: without the time axis); lengths (N,)."""
+        if in_shape[0] is None:
+            return None
+        data = tuple(in_shape[0])
+        return [data, (data[1 - self.axis],)][: len(in_shape)], [self._out_shape(data)], []
+
+    def _out_shape(self, data: tuple) -> tuple:
+        return data
+
     def _time_major(self, x: Any) -> Any:
         return x if self.axis == 0 else x.swapaxes(0, 1)
 
@@ -75,12 +85,6 @@ class SequenceMaskProp(_SequenceProp):
 
     value = Param(float, unbounded=ANY, default=0.0, doc="The value written into padding.")
 
-    def infer_shape(self, in_shape):  # type: ignore[no-untyped-def]
-        """Output like data; lengths (N,)."""
-        if in_shape[0] is None:
-            return None
-        data = tuple(in_shape[0])
-        return [data, (data[1 - self.axis],)][: len(in_shape)], [data], []
 
     def _mask(self, in_data: Any, shape: tuple) -> np.ndarray:
         steps, batch = (shape[0], shape[1]) if self.axis == 0 else (shape[1], shape[0])
@@ -105,12 +109,6 @@ class SequenceMaskProp(_SequenceProp):
 class SequenceReverseProp(_SequenceProp):
     """Reverse the valid part of each sequence along the time axis; padding stays in place."""
 
-    def infer_shape(self, in_shape):  # type: ignore[no-untyped-def]
-        """Output like data; lengths (N,)."""
-        if in_shape[0] is None:
-            return None
-        data = tuple(in_shape[0])
-        return [data, (data[1 - self.axis],)][: len(in_shape)], [data], []
 
     def _reverse(self, in_data: Any, x: Any) -> Any:
         xt = self._time_major(x)
@@ -134,13 +132,8 @@ class SequenceReverseProp(_SequenceProp):
 class SequenceLastProp(_SequenceProp):
     """The last valid element of each sequence: data without its time axis."""
 
-    def infer_shape(self, in_shape):  # type: ignore[no-untyped-def]
-        """Output: data without the time axis; lengths (N,)."""
-        if in_shape[0] is None:
-            return None
-        data = tuple(in_shape[0])
-        out = data[: self.axis] + data[self.axis + 1 :]
-        return [data, (data[1 - self.axis],)][: len(in_shape)], [out], []
+    def _out_shape(self, data: tuple) -> tuple:
+        return data[: self.axis] + data[self.axis + 1 :]
 
     def forward(self, ctx, in_data, req, out_data, aux):  # type: ignore[no-untyped-def]
         """Pick time step length - 1 of each sequence."""

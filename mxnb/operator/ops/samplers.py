@@ -39,6 +39,10 @@ from ..param import ANY, DType, Param, Shape
 from ..registry import register, register_alias
 from ._common import KernelProp, write
 
+# the input-less sampler base (shape / ctx / dtype, the RANDOM resource) is shared with
+# _random_uniform / _random_normal, which mxnb.ndarray._extra_ops registers
+from ...ndarray._extra_ops import SamplerProp  # isort: skip
+
 __all__ = ["DISTRIBUTIONS", "ShuffleProp"]
 
 
@@ -90,43 +94,15 @@ DISTRIBUTIONS: dict[str, tuple[dict[str, float], Any, str]] = {
 }
 
 
-class _RandomProp(KernelProp):
-    """Base of ``_random_<d>``: numbers as parameters, output of ``shape``."""
+class _RandomProp(SamplerProp):
+    """Base of ``_random_<d>``: numbers as parameters, output of ``shape`` (see SamplerProp)."""
 
     distribution = ""
-    shape = Param(Shape, low=0, default=Shape(), doc="Shape of the output.")
-    ctx = Param(str, default="", doc="Context of the output (given to mx.nd as ctx=).")
-    dtype = Param(DType, default=DType("float32"), doc="Data type of the output.")
 
-    def list_arguments(self) -> list[str]:
-        """No input arrays."""
-        return []
-
-    def infer_shape(self, in_shape: list) -> tuple[list, list, list]:
-        """The output has the ``shape`` parameter."""
-        return [], [tuple(self.shape)], []
-
-    def infer_type(self, in_type: list) -> tuple[list, list, list]:
-        """The output has the ``dtype`` parameter."""
-        return [], [np.dtype(self.dtype)], []
-
-    def forward_resource(self, in_shape: Any) -> list[ResourceRequest]:
-        """The context's random generator."""
-        return [ResourceRequest.RANDOM]
-
-    def declare_backward_dependency(self, out_grad, in_data, out_data):  # type: ignore[no-untyped-def]
-        """Nothing: samplers have no gradient."""
-        return []
-
-    def forward(self, ctx, in_data, req, out_data, aux):  # type: ignore[no-untyped-def]
+    def sample(self, generator: np.random.Generator, shape: tuple) -> np.ndarray:
         """Draw ``shape`` samples with the numeric parameters."""
         names, draw, _ = DISTRIBUTIONS[self.distribution]
-        values = draw(ctx.requested[0].generator, *(getattr(self, n) for n in names),
-                      size=tuple(out_data[0].shape))  # fmt: skip
-        write(out_data[0], req[0], ctx.xp.asarray(values.astype(out_data[0].dtype)))
-
-    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):  # type: ignore[no-untyped-def]
-        """No inputs, no gradient."""
+        return draw(generator, *(getattr(self, n) for n in names), size=shape)
 
 
 class _SampleProp(KernelProp):
