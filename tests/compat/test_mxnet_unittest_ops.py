@@ -264,3 +264,34 @@ def test_softmax_output_soft_labels_and_multi_output_normalization():
     out.backward()
     one_hot = np.eye(3)[labels.asnumpy().astype(int)].transpose(0, 3, 1, 2)
     np.testing.assert_allclose(maps.grad.asnumpy(), (out.asnumpy() - one_hot) / 4, rtol=1e-5)
+
+
+def test_fused_and_stacked_lstm_agree_for_every_grad_req():
+    """MXNet's check_rnn_consistency, small: grad_req 'null' gives no input gradient."""
+    T, N, I, H = 3, 2, 4, 5
+    fused = mx.rnn.FusedRNNCell(H, num_layers=2, mode="lstm", get_next_state=True, prefix="")
+    stack = mx.rnn.SequentialRNNCell()
+    stack.add(mx.rnn.LSTMCell(H, prefix="l0_"))
+    stack.add(mx.rnn.LSTMCell(H, prefix="l1_"))
+    for grad_req in ("write", "null"):
+        mods = []
+        for cell in (fused, stack):
+            out, _ = cell.unroll(T, mx.sym.Variable("data"), layout="NTC", merge_outputs=True)
+            mod = mx.mod.Module(out, label_names=None, context=mx.cpu())
+            mod.bind(data_shapes=[("data", (N, T, I))], inputs_need_grad=True, grad_req=grad_req)
+            mods.append(mod)
+        mods[0].init_params()
+        args, auxs = mods[0].get_params()
+        mods[1].set_params(stack.pack_weights(fused.unpack_weights(args)), auxs)
+        batch = mx.io.DataBatch(data=[mx.random.uniform(shape=(N, T, I))])
+        dy = mx.random.uniform(shape=(N, T, H))
+        for mod in mods:
+            mod.forward(batch, is_train=True)
+            mod.backward(out_grads=[dy])
+        outs = [mod.get_outputs()[0].asnumpy() for mod in mods]
+        np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-5)
+        grads = [mod.get_input_grads()[0] for mod in mods]
+        if grad_req == "null":
+            assert grads == [None, None]
+        else:
+            np.testing.assert_allclose(grads[0].asnumpy(), grads[1].asnumpy(), rtol=1e-4, atol=1e-5)
