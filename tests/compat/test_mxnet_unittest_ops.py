@@ -295,3 +295,14 @@ def test_fused_and_stacked_lstm_agree_for_every_grad_req():
             assert grads == [None, None]
         else:
             np.testing.assert_allclose(grads[0].asnumpy(), grads[1].asnumpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_integer_mod_by_zero_gives_zero_value_and_gradient():
+    a = mx.nd.array([5, 7, -3], dtype="int32")
+    b = mx.nd.array([2, 0, 4], dtype="int32")
+    b.attach_grad()
+    with mx.autograd.record():
+        out = mx.nd.broadcast_mod(a, b)
+    out.backward(mx.nd.ones(3, dtype="int32"))
+    assert out.asnumpy().tolist() == [1, 0, 1]
+    assert b.grad.asnumpy().tolist() == [-2, 0, 1]
