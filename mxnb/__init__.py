@@ -30,6 +30,7 @@ from . import rnn
 from . import testing
 from . import test_utils
 from . import util
+from .util import is_np_shape, np_shape, set_np_shape, use_np_shape
 from . import runtime
 from . import name
 from . import attribute
@@ -103,5 +104,9 @@ __all__ = [
     "test_utils",
     "testing",
     "util",
+    "is_np_shape",
+    "np_shape",
+    "set_np_shape",
+    "use_np_shape",
     "widgets",
 ]

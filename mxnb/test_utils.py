@@ -29,7 +29,10 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -37,6 +40,13 @@ import numpy as np
 
 from . import testing as _testing
 from .context import set_default_context
+from .sampler_checks import (
+    chi_square_check,
+    gen_buckets_probs_with_ppf,
+    mean_check,
+    var_check,
+    verify_generator,
+)
 from .testing import (
     ToleranceError,
     assert_exception,
@@ -54,34 +64,47 @@ from .testing import (
 )
 from .util import use_np
 
+# MXNet's test_utils has no __all__, so its tests' ``from mxnet.test_utils import *``
+# also brings the modules it imports; they use ``sys``, ``os`` and ``logging`` unimported.
 __all__ = [
     "EnvManager",
     "ToleranceError",
     "almost_equal",
+    "almost_equal_ignore_nan",
     "assert_almost_equal",
+    "assert_almost_equal_ignore_nan",
     "assert_exception",
     "check_consistency",
     "check_numeric_gradient",
     "check_symbolic_backward",
     "check_symbolic_forward",
+    "chi_square_check",
     "default_atol",
     "default_context",
     "default_dtype",
     "default_rtol",
     "discard_stderr",
     "environment",
+    "gen_buckets_probs_with_ppf",
+    "logging",
+    "mean_check",
     "np_reduce",
     "numeric_grad",
+    "os",
     "rand_ndarray",
     "rand_shape_2d",
     "rand_shape_3d",
     "rand_shape_nd",
     "random_arrays",
     "random_sample",
+    "retry",
     "same",
     "set_default_context",
     "simple_forward",
+    "sys",
     "use_np",
+    "var_check",
+    "verify_generator",
 ]
 
 
@@ -126,6 +149,54 @@ def almost_equal(
     except ToleranceError:
         return False
     return True
+
+
+def _without_nan(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Copies of ``a`` and ``b`` with 0 wherever either one is NaN."""
+    left = np.array(_testing._to_numpy(a), dtype=np.float64)
+    right = np.array(_testing._to_numpy(b), dtype=np.float64)
+    left, right = np.broadcast_arrays(left, right)
+    left, right = left.copy(), right.copy()
+    nan = np.isnan(left) | np.isnan(right)
+    left[nan] = right[nan] = 0
+    return left, right
+
+
+def almost_equal_ignore_nan(
+    a: Any, b: Any, rtol: float | None = None, atol: float | None = None
+) -> bool:
+    """:func:`almost_equal` over the positions where neither array is NaN."""
+    return almost_equal(*_without_nan(a, b), rtol, atol)
+
+
+def assert_almost_equal_ignore_nan(
+    a: Any,
+    b: Any,
+    rtol: float | None = None,
+    atol: float | None = None,
+    names: tuple[str, str] = ("a", "b"),
+) -> None:
+    """:func:`assert_almost_equal` over the positions where neither array is NaN."""
+    assert_almost_equal(*_without_nan(a, b), rtol, atol, names)
+
+
+def retry(n: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: run a flaky statistical test up to ``n`` times; the last failure is raised."""
+
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            for attempt in range(n):
+                try:
+                    return function(*args, **kwargs)
+                except AssertionError:
+                    if attempt == n - 1:
+                        raise
+            return None
+
+        return wrapper
+
+    return decorate
 
 
 def default_dtype() -> type:
@@ -183,7 +254,14 @@ def check_symbolic_forward(
     equal_nan: bool = False,
     dtype: Any = np.float32,
 ) -> list[np.ndarray]:
-    """MXNet's signature for :func:`mxnb.testing.check_symbolic_forward` (runs with is_train=False)."""
+    """MXNet's signature for :func:`mxnb.testing.check_symbolic_forward` (runs with is_train=False).
+
+    ``expected`` may also be a dict keyed by output name, as in MXNet; ``dtype='asnumpy'``
+    (MXNet: the inputs as given) computes in float32."""
+    if isinstance(dtype, str) and dtype == "asnumpy":
+        dtype = np.float32
+    if isinstance(expected, Mapping):
+        expected = [expected[name] for name in sym.list_outputs()]
     with _on(ctx):
         return _testing.check_symbolic_forward(
             sym, location, expected, rtol, atol, aux_states, dtype=dtype, equal_nan=equal_nan

@@ -52,7 +52,7 @@ import numpy as np
 
 from .. import engine as _engine_mod
 from .. import resource as _resource
-from ..base import ContextError, MXNBError, ParamError, ShapeError
+from ..base import ContextError, ParamError, ShapeError
 from ..context import Context, current_context
 from ..ndarray import creation as _nd
 from ..ndarray.debug import check_written, poison_outputs, readonly_view
@@ -350,14 +350,13 @@ class Executor:
         """Run the backward steps: gradients go into ``grad_dict`` (as ``grad_req`` says).
 
         ``out_grads`` are the gradients of the outputs that need one (not of
-        loss outputs), in output order; default ones.
+        loss outputs), in output order; default ones.  Bound with
+        ``grad_req='null'`` for every argument there is nothing to compute, and
+        (as in MXNet) this does nothing.
         """
         graph = self._graph
         if len(self._prepared) == graph.num_forward_steps:
-            raise MXNBError(
-                "backward: this executor was bound with grad_req='null' for every argument, so "
-                "there is nothing to compute; bind with grad_req='write' (or 'add')"
-            )
+            return
         heads = [entry for entry in graph.output_entries if entry in self._head_grads]
         if out_grads is None:
             for entry in heads:
@@ -742,7 +741,8 @@ def _as_dict(values: Any, names: Sequence[str], what: str, allow_missing: bool) 
     if values is None:
         return {}
     if isinstance(values, Mapping):
-        unknown = [name for name in values if name not in names]
+        # a None for a name the symbol lacks is nothing given (MXNet: bias=None without a bias)
+        unknown = [name for name in values if name not in names and values[name] is not None]
         if unknown:
             raise ParamError(
                 f"bind: {what} names {', '.join(map(repr, unknown))} which the symbol does not "

@@ -240,11 +240,15 @@ class DataParallelExecutorGroup:
         return [_merge(parts) for parts in outputs]
 
     def get_input_grads(self, merge_multi_context: bool = True) -> list:
-        """Gradients of the data inputs (bind with ``inputs_need_grad=True``)."""
+        """Gradients of the data inputs (bind with ``inputs_need_grad=True``).
+
+        None for an input without one (bound with ``grad_req='null'``), as MXNet."""
         if not self.inputs_need_grad:
             raise MXNBError("get_input_grads: bind with inputs_need_grad=True")
-        grads = [[e.grad_dict[name] for e in self.execs] for name in self.data_names]
-        return [_merge(parts) for parts in grads] if merge_multi_context else grads
+        grads = [[e.grad_dict.get(name) for e in self.execs] for name in self.data_names]
+        if not merge_multi_context:
+            return grads
+        return [None if None in parts else _merge(parts) for parts in grads]
 
     def update_metric(
         self, eval_metric: Any, labels: Sequence[NDArray], pre_sliced: bool = False

@@ -37,6 +37,8 @@ from . import (
 )
 from .cached_op import CachedOp
 from .compat import eye, from_numpy, hypot, maximum, minimum, moveaxis, onehot_encode, power
+from .compat import ARITHMETIC as _ARITHMETIC
+from .compat import split_v2  # noqa: F401  (MXNet: mx.nd.split_v2)
 from .creation import (
     arange,
     array,
@@ -109,3 +111,6 @@ def __dir__() -> list[str]:
     from ..operator import registry
 
     return sorted(set(globals()) | set(registry.list_ops()))
+
+globals().update(_ARITHMETIC)  # add, subtract, ..., equal, logical_and: MXNet's nd functions
+pow = power  # MXNet: mx.nd.pow is power

@@ -1,7 +1,8 @@
 """MXNet 1.x NDArray entry points that are thin over mxnb's own.
 
-``from_numpy``; ``maximum`` / ``minimum`` / ``hypot`` / ``power`` (array or
-number on either side); ``moveaxis``; ``eye`` (positional ``N, M, k``);
+``from_numpy``; ``maximum`` / ``minimum`` / ``hypot`` / ``power`` / ``pow`` and
+the broadcasting ``add`` / ``subtract`` / ``multiply`` / ``divide`` / ``modulo`` /
+comparisons / ``logical_and`` / ``logical_or`` (array or number on either side); ``moveaxis``; ``eye`` (positional ``N, M, k``);
 ``onehot_encode``.
 
 Example::
@@ -15,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import math
+import operator
 import sys
 from typing import Any
 
@@ -25,6 +27,7 @@ from .creation import array
 from .ndarray import NDArray
 
 __all__ = [
+    "ARITHMETIC",
     "binary_dispatch",
     "eye",
     "from_numpy",
@@ -34,6 +37,7 @@ __all__ = [
     "moveaxis",
     "onehot_encode",
     "power",
+    "split_v2",
 ]
 
 
@@ -60,7 +64,30 @@ _BINARY_DISPATCH = {
     "minimum": ("broadcast_minimum", "_minimum_scalar", "_minimum_scalar", min),
     "hypot": ("broadcast_hypot", "_hypot_scalar", "_hypot_scalar", math.hypot),
     "power": ("broadcast_power", "_power_scalar", "_rpower_scalar", pow),
-}
+    "add": ("broadcast_add", "_plus_scalar", "_plus_scalar", operator.add),
+    "subtract": ("broadcast_sub", "_minus_scalar", "_rminus_scalar", operator.sub),
+    "multiply": ("broadcast_mul", "_mul_scalar", "_mul_scalar", operator.mul),
+    "divide": ("broadcast_div", "_div_scalar", "_rdiv_scalar", operator.truediv),
+    "modulo": ("broadcast_mod", "_mod_scalar", "_rmod_scalar", operator.mod),
+    "equal": ("broadcast_equal", "_equal_scalar", "_equal_scalar", operator.eq),
+    "not_equal": ("broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar", operator.ne),
+    "greater": ("broadcast_greater", "_greater_scalar", "_lesser_scalar", operator.gt),
+    "greater_equal": (
+        "broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar", operator.ge
+    ),
+    "lesser": ("broadcast_lesser", "_lesser_scalar", "_greater_scalar", operator.lt),
+    "lesser_equal": (
+        "broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar", operator.le
+    ),
+    "logical_and": (
+        "broadcast_logical_and", "_logical_and_scalar", "_logical_and_scalar",
+        lambda a, b: float(bool(a) and bool(b)),
+    ),
+    "logical_or": (
+        "broadcast_logical_or", "_logical_or_scalar", "_logical_or_scalar",
+        lambda a, b: float(bool(a) or bool(b)),
+    ),
+}  # fmt: skip
 
 
 def binary_dispatch(name: str, namespace: Any, array_type: type) -> Any:
@@ -92,6 +119,9 @@ maximum = binary_dispatch("maximum", sys.modules[__package__], NDArray)
 minimum = binary_dispatch("minimum", sys.modules[__package__], NDArray)
 hypot = binary_dispatch("hypot", sys.modules[__package__], NDArray)
 power = binary_dispatch("power", sys.modules[__package__], NDArray)
+#: MXNet 1.x's array functions with broadcasting (``mx.nd.add(a, b)``, ``mx.nd.equal`` ...).
+ARITHMETIC = {name: binary_dispatch(name, sys.modules[__package__], NDArray)
+              for name in list(_BINARY_DISPATCH)[4:]}  # fmt: skip
 
 
 def moveaxis(tensor: Any, source: int, destination: int) -> Any:
@@ -132,3 +162,14 @@ def onehot_encode(indices: NDArray, out: NDArray) -> NDArray:
 
     out[:] = make_op_function("one_hot")(indices, depth=out.shape[1], dtype=out.dtype.name)
     return out
+
+
+def split_v2(
+    ary: NDArray, indices_or_sections: Any, axis: int = 0, squeeze_axis: bool = False
+) -> Any:
+    """Split at indices, or into equal sections (MXNet: ``mx.nd.split_v2``; the ``_split_v2`` op)."""
+    from ..operator.ops.stats_compat import split_v2_params
+    from .invoke import invoke
+
+    outputs = invoke("_split_v2", [ary], split_v2_params(indices_or_sections, axis, squeeze_axis))
+    return outputs[0] if len(outputs) == 1 else outputs

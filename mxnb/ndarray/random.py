@@ -17,12 +17,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base import np_dtype
+from ..base import ParamError, np_dtype
 from . import _extra_ops  # noqa: F401 - registers the samplers the op library lacks
 from .invoke import invoke
 from .ndarray import NDArray
 
-__all__ = ["multinomial", "normal", "randint", "randn", "uniform"]
+__all__ = [
+    "exponential",
+    "gamma",
+    "generalized_negative_binomial",
+    "multinomial",
+    "negative_binomial",
+    "normal",
+    "poisson",
+    "randint",
+    "randn",
+    "shuffle",
+    "uniform",
+]
 
 
 def _shape(shape: Any) -> tuple:
@@ -36,6 +48,17 @@ def _shape(shape: Any) -> tuple:
 def _sample(
     op: str, params: dict[str, Any], shape: Any, dtype: Any, ctx: Any, out: NDArray | None
 ) -> NDArray:
+    arrays = [value for value in params.values() if isinstance(value, NDArray)]
+    if arrays:  # MXNet's _sample_<d>: one set of draws per parameter element
+        if len(arrays) != len(params):
+            raise ParamError(
+                f"mx.nd.random ({op}): the parameters {sorted(params)} must be all numbers or "
+                f"all NDArrays; got a mix"
+            )
+        sample_params: dict[str, Any] = {} if shape is None else {"shape": _shape(shape)}
+        if dtype is not None:
+            sample_params["dtype"] = np_dtype(dtype).name
+        return invoke(op.replace("_random_", "_sample_"), arrays, sample_params, out=out)[0]
     if out is not None:
         params["shape"] = out.shape
         params["dtype"] = out.dtype.name
@@ -109,3 +132,72 @@ def multinomial(
         params["shape"] = _shape(shape)
     outputs = invoke("_sample_multinomial", [data], params, out=out)
     return outputs if get_prob else outputs[0]
+
+
+def gamma(
+    alpha: Any = 1.0,
+    beta: Any = 1.0,
+    shape: Any = None,
+    dtype: Any = None,
+    ctx: Any = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
+    """Gamma samples, shape ``alpha`` and scale ``beta`` (numbers, or NDArrays: one draw set each)."""
+    return _sample("_random_gamma", {"alpha": alpha, "beta": beta}, shape, dtype, ctx, out)
+
+
+def exponential(
+    scale: Any = 1.0,
+    shape: Any = None,
+    dtype: Any = None,
+    ctx: Any = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
+    """Exponential samples of mean ``scale`` (the op's ``lam`` is ``1 / scale``, as in MXNet)."""
+    return _sample("_random_exponential", {"lam": 1.0 / scale}, shape, dtype, ctx, out)
+
+
+def poisson(
+    lam: Any = 1.0,
+    shape: Any = None,
+    dtype: Any = None,
+    ctx: Any = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
+    """Poisson samples of rate ``lam`` (float32 counts by default, as MXNet)."""
+    return _sample("_random_poisson", {"lam": lam}, shape, dtype, ctx, out)
+
+
+def negative_binomial(
+    k: Any = 1,
+    p: Any = 1.0,
+    shape: Any = None,
+    dtype: Any = None,
+    ctx: Any = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
+    """Failures before the ``k``-th success, success probability ``p``."""
+    return _sample("_random_negative_binomial", {"k": k, "p": p}, shape, dtype, ctx, out)
+
+
+def generalized_negative_binomial(
+    mu: Any = 1.0,
+    alpha: Any = 1.0,
+    shape: Any = None,
+    dtype: Any = None,
+    ctx: Any = None,
+    out: NDArray | None = None,
+    **kwargs: Any,
+) -> NDArray:
+    """Negative binomial of mean ``mu`` and dispersion ``alpha`` (a gamma-Poisson mixture)."""
+    params = {"mu": mu, "alpha": alpha}
+    return _sample("_random_generalized_negative_binomial", params, shape, dtype, ctx, out)
+
+
+def shuffle(data: NDArray, out: NDArray | None = None, **kwargs: Any) -> NDArray:
+    """A random permutation of ``data`` along its first axis."""
+    return invoke("_shuffle", [data], {}, out=out)[0]

@@ -37,7 +37,7 @@ from typing import Any
 from ..base import FormatError
 from ..operator import registry
 from . import _internal, graph, random  # noqa: F401 - _internal: mx.sym._internal
-from .compat import hypot, maximum, minimum, power
+from .compat import hypot, maximum, minimum, pow, power, split_v2  # noqa: F401
 from .creation import Group, Variable, create, var
 from .scope import AttrScope, NameManager, Prefix
 from .serialization import from_json

@@ -13,14 +13,27 @@ Example::
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from ..ndarray.compat import binary_dispatch
 from .symbol import Symbol
 
-__all__ = ["hypot", "maximum", "minimum", "power"]
+__all__ = ["hypot", "maximum", "minimum", "pow", "power", "split_v2"]
 
 _namespace = sys.modules[__package__]
 maximum = binary_dispatch("maximum", _namespace, Symbol)
 minimum = binary_dispatch("minimum", _namespace, Symbol)
 hypot = binary_dispatch("hypot", _namespace, Symbol)
 power = binary_dispatch("power", _namespace, Symbol)
+pow = power
+
+
+def split_v2(
+    ary: Symbol, indices_or_sections: Any, axis: int = 0, squeeze_axis: bool = False, **kwargs: Any
+) -> Symbol:
+    """Split at indices, or into equal sections (MXNet: ``mx.sym.split_v2``; ``_split_v2``)."""
+    from ..operator.ops.stats_compat import split_v2_params
+    from .creation import create
+
+    params = split_v2_params(indices_or_sections, axis, squeeze_axis)
+    return create("_split_v2", ary, hint="split_v2", **params, **kwargs)

@@ -166,6 +166,8 @@ def create(op_name: str, *args: Any, hint: str | None = None, **kwargs: Any) -> 
     arg_names = list(prop.list_arguments())
     input_slots = arg_names + list(prop.list_auxiliary_states())
     where = f"{prop.op_name} '{node_name}'"
+    while args and args[-1] is None:  # MXNet: a None input is one not given (bias=None)
+        args = args[:-1]
     if len(args) > len(input_slots):
         raise GraphError(
             f"{where}: {len(args)} positional inputs but the operator takes "
@@ -182,7 +184,7 @@ def create(op_name: str, *args: Any, hint: str | None = None, **kwargs: Any) -> 
     inherited = {**param_strings, **attrs}  # nnvm copies the node's attrs onto implicit variables
     entries: list[NodeEntry] = []
     for position, slot in enumerate(input_slots):
-        if position < len(args):
+        if position < len(args) and args[position] is not None:
             if slot in inputs_by_name:
                 raise GraphError(f"{where}: input {slot!r} given both by position and by keyword")
             entries.append(_single_entry(args[position], f"{where} input {slot!r}"))

@@ -509,6 +509,9 @@ class Symbol:
         _reject_unsupported("simple_bind", stype_dict=stype_dict, group2ctx=group2ctx)
         from .. import executor
 
+        # MXNet reads only the tuple-valued keywords as shapes and ignores the others
+        kwargs = {name: shape for name, shape in kwargs.items() if isinstance(shape, (tuple, list))}
+
         return executor.simple_bind(
             self,
             ctx,

@@ -323,5 +323,7 @@ def test_random_nodes_have_no_inputs_and_a_shape():
     noise = mx.sym.random.uniform(-1, 1, shape=(2, 3))
     assert noise.name == "_random_uniform0" and noise.list_arguments() == []
     assert (noise + mx.sym.random.normal(shape=(2, 3))).infer_shape()[1] == [(2, 3)]
-    with pytest.raises(NotSupportedError, match="Symbol as low"):
+    with pytest.raises(ParamError, match="all numbers or all Symbols"):
         mx.sym.random.uniform(mx.sym.Variable("low"), 1, shape=(2,))
+    per_element = mx.sym.random.uniform(mx.sym.Variable("low"), mx.sym.Variable("high"), shape=(2,))
+    assert per_element.infer_shape(low=(3,), high=(3,))[1] == [(3, 2)]  # MXNet's _sample_uniform

@@ -111,3 +111,19 @@ def test_a_file_in_mxnets_style_runs_under_mxnb_with_one_result_per_test(run, tm
     assert results["test_missing"]["cause"] == "missing API: no_such_operator"
     table = run.per_file(list(results.values()))
     assert table[1].split() == ["test_style.py", "4", "3", "1"]
+
+
+def test_out_of_scope_lists_take_tests_out_of_the_count(run, tmp_path):
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"test_a.py": {"out_of_scope": {"test_x": "linear algebra"}}}))
+    results = [
+        {"file": "test_a.py", "test": "test_x", "status": "failed", "cause": "missing API: linalg"},
+        {"file": "test_a.py", "test": "test_y", "status": "passed", "cause": ""},
+    ]
+    marked = run.out_of_scope(results, manifest)
+    assert marked[0]["status"] == "out of scope" and "linear algebra" in marked[0]["cause"]
+    assert marked[1]["status"] == "passed"
+
+
+def test_the_timeout_classifies_as_one_slow_test(run):
+    assert run.classify("Failed: Timeout >45.0s") == "timeout (one test)"

@@ -19,6 +19,9 @@ The procedure (docs/mxnet_unittests.md says more):
 5. ``manifest.json`` beside this tool names the files of the published
    measurement with their SHA-256 (after the import change): the tool says
    for each file whether it is that exact text, so a count can be reproduced.
+   Its ``out_of_scope`` lists (test -> reason) take tests out of the count.
+6. ``--test-timeout S`` (pytest-timeout, in both pythons) fails one slow test
+   instead of losing the whole file to the per-file ``--timeout``.
 
 Causes are read from the failure message: tests needing Gluon, sparse
 storage or ``mx.np`` are out of scope; the rest are named by the missing
@@ -51,6 +54,7 @@ _CAUSES = [
     (r"cannot import name '(\w+)'", "missing API: {0}"),
     (r"No module named '([\w.]+)'", "missing module: {0}"),
     (r"got an unexpected keyword argument '(\w+)'", "unsupported argument: {0}"),
+    (r"Timeout \(|Failed: Timeout", "timeout (one test)"),
     (r"NotSupportedError", "not supported"),
     (r"ShapeError|infer_shape", "shape inference"),
     (r"AssertionError|ToleranceError|assert ", "wrong result / behaviour differs"),
@@ -78,9 +82,16 @@ def _exception_lines(message: str, traceback: str) -> str:
 
 
 def run_file(
-    path: Path, timeout: float, python: str = sys.executable, shims: Path = SHIMS
+    path: Path,
+    timeout: float,
+    python: str = sys.executable,
+    shims: Path = SHIMS,
+    test_timeout: float = 0.0,
 ) -> list[dict]:
-    """Run one test file; a result per test (a file that does not import: one per test in it)."""
+    """Run one test file; a result per test (a file that does not import: one per test in it).
+
+    ``test_timeout`` (seconds, needs pytest-timeout in ``python``) fails one slow test
+    and goes on with the next, instead of losing the whole file to ``timeout``."""
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.xml"
         paths = [str(shims), str(path.parent), os.environ.get("PYTHONPATH", "")]
@@ -90,6 +101,8 @@ def run_file(
             "-p", "measurement_plugin",
             "--rootdir", str(path.parent), f"--junitxml={report}", str(path),
         ]  # fmt: skip
+        if test_timeout:
+            command[3:3] = [f"--timeout={test_timeout:g}"]
         try:
             subprocess.run(command, check=False, env=env, cwd=path.parent, timeout=timeout,
                            capture_output=True, text=True)  # fmt: skip
@@ -124,7 +137,9 @@ def _import_failure(path: Path, results: list[dict]) -> list[dict]:
     return [{"file": path.name, "test": n, "status": "failed", "cause": cause} for n in names]
 
 
-def oracle_passes(directory: Path, python: str, timeout: float) -> set[tuple[str, str]]:
+def oracle_passes(
+    directory: Path, python: str, timeout: float, test_timeout: float = 0.0
+) -> set[tuple[str, str]]:
     """(file, test) pairs that pass under real MXNet: the files and shims with mxnb -> mxnet."""
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
@@ -135,7 +150,7 @@ def oracle_passes(directory: Path, python: str, timeout: float) -> set[tuple[str
                 copy.write_text(re.sub(r"\bmxnb\b", "mxnet", path.read_text()))
         passed = set()
         for path in sorted((root / "tests").glob("test_*.py")):
-            for result in run_file(path, timeout, python, root / "shims"):
+            for result in run_file(path, timeout, python, root / "shims", test_timeout):
                 if result["status"] == "passed":
                     passed.add((result["file"], result["test"]))
         return passed
@@ -159,6 +174,16 @@ def check_manifest(directory: Path, manifest: Path = MANIFEST) -> list[str]:
     return lines
 
 
+def out_of_scope(results: list[dict], manifest: Path = MANIFEST) -> list[dict]:
+    """Mark the tests the manifest lists under ``out_of_scope`` (with the reason) for a file."""
+    known = json.loads(manifest.read_text()) if manifest.exists() else {}
+    for result in results:
+        reason = known.get(result["file"], {}).get("out_of_scope", {}).get(result["test"])
+        if reason:
+            result["status"], result["cause"] = "out of scope", f"out of scope: {reason}"
+    return results
+
+
 def per_file(results: list[dict]) -> list[str]:
     """A table: counted / passed / failed per file."""
     files = sorted({result["file"] for result in results})
@@ -177,7 +202,7 @@ def _oracle(args: argparse.Namespace) -> set[tuple[str, str]]:
         return {tuple(pair) for pair in json.loads(args.oracle_cache.read_text())}
     if not args.oracle_python:
         raise SystemExit("--oracle-cache does not exist yet: give --oracle-python to make it")
-    passing = oracle_passes(args.directory, args.oracle_python, args.timeout)
+    passing = oracle_passes(args.directory, args.oracle_python, args.timeout, args.test_timeout)
     if args.oracle_cache:
         args.oracle_cache.write_text(json.dumps(sorted(passing), indent=1))
     return passing
@@ -188,6 +213,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path)
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per file")
+    parser.add_argument("--test-timeout", type=float, default=0.0,
+                        help="seconds per test (pytest-timeout); 0: none")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write every result to this file")
     parser.add_argument("--oracle-python", help="count only tests passing under this MXNet python")
     parser.add_argument(
@@ -200,12 +227,16 @@ def main() -> None:
         print(line)
     results = []
     for path in sorted(args.directory.glob("test_*.py")):
-        results += run_file(path, args.timeout)
+        results += run_file(path, args.timeout, test_timeout=args.test_timeout)
     if args.oracle_python or args.oracle_cache:
         passing = _oracle(args)
         excluded = [r for r in results if (r["file"], r["test"]) not in passing]
         results = [r for r in results if (r["file"], r["test"]) in passing]
         print(f"{len(excluded)} tests do not pass under MXNet itself; counted: {len(results)}")
+    results = out_of_scope(results)
+    scoped = [r for r in results if r["status"] == "out of scope"]
+    results = [r for r in results if r["status"] != "out of scope"]
+    print(f"{len(scoped)} more are out of scope (manifest.json lists them with the reason)")
     for result in results:
         print(f"{result['status']:8s} {result['file']}::{result['test']}  {result['cause']}")
     print()
@@ -218,7 +249,7 @@ def main() -> None:
     for cause, count in causes.most_common():
         print(f"  {count:4d}  {cause}")
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        args.json.write_text(json.dumps(results + scoped, indent=1))
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ Example::
 
 from . import conv, elemwise, indexing, init, join, matrix, norm, optimizer_ops, pool, reduce, rnn
 from . import compat, legacy  # noqa: I001  (after the families they build on)
+from . import layers_compat, samplers, stats_compat, tensor_compat  # noqa: F401, I001  (likewise)
 
 __all__ = [
     "compat",

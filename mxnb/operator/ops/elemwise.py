@@ -71,6 +71,20 @@ class UnaryRule:
     ufunc: str = ""  # the xp ufunc that IS forward: computed with out= (see ufunc_into)
 
 
+def _mod(xp: Any, a: Any, b: Any) -> Any:
+    """a mod b with the sign of b; for integers a zero divisor gives 0 (as MXNet)."""
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        return xp.mod(a, xp.where(b == 0, 1, b)) * (b != 0)
+    return xp.mod(a, b)
+
+
+def _mod_rhs_grad(xp: Any, g: Any, a: Any, b: Any) -> Any:
+    """-g floor(a / b); integers divide exactly and a zero divisor gives 0 (as MXNet)."""
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        return -g * (a // xp.where(b == 0, 1, b)) * (b != 0)
+    return -g * xp.floor(a / b)
+
+
 def _sigmoid(xp: Any, x: Any) -> Any:
     return 1 / (1 + xp.exp(-x))
 
@@ -328,9 +342,9 @@ BINARY: dict[str, BinaryRule] = {
         "lhs / rhs.",
     ),
     "mod": BinaryRule(
-        lambda xp, a, b: xp.mod(a, b),
+        lambda xp, a, b: _mod(xp, a, b),
         lambda xp, g, a, b, y: g,
-        lambda xp, g, a, b, y: -g * xp.floor(a / b),
+        lambda xp, g, a, b, y: _mod_rhs_grad(xp, g, a, b),
         INPUT,
         "lhs modulo rhs (sign of rhs).",
     ),
@@ -379,7 +393,6 @@ _BINARY_UFUNCS = {
     "sub": "subtract",
     "mul": "multiply",
     "div": "divide",
-    "mod": "mod",
     "power": "power",
     "maximum": "maximum",
     "minimum": "minimum",

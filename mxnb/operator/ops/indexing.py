@@ -221,7 +221,7 @@ class PickProp(KernelProp):
 class OneHotProp(KernelProp):
     """One-hot encoding of integer indices: ``indices.shape + (depth,)``."""
 
-    depth = Param(int, low=1, doc="Number of classes.")
+    depth = Param(int, low=0, doc="Number of classes (0: an empty last axis, as MXNet).")
     on_value = Param(float, unbounded=ANY, default=1.0, doc="Value at the index.")
     off_value = Param(float, unbounded=ANY, default=0.0, doc="Value elsewhere.")
     dtype = Param(DType, default="float32", doc="Output dtype.")

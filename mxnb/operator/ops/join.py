@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ...base import ParamError
 from ..param import ANY, AXIS, UNUSED, Param, Shape
 from ..partial import fmt_partial, is_known, merge, merge_all, partial_shape
 from ..registry import register, register_alias
@@ -385,6 +386,17 @@ class TileProp(_MoveProp):
     """Repeat the whole array ``reps`` times per axis."""
 
     reps = Param(Shape, low=0, doc="Repetitions per axis (aligned on the right).")
+
+    def init(self, kwargs: dict) -> None:
+        """As MXNet: a repetition of 0 (an empty result) only under ``np_shape``."""
+        super().init(kwargs)
+        from ...util import is_np_shape
+
+        if 0 in tuple(self.reps) and not is_np_shape():
+            raise ParamError(
+                f"tile parameter 'reps': {tuple(self.reps)} has a 0, which makes an empty "
+                "array; give repetitions >= 1 (or use mx.np_shape() for empty arrays)"
+            )
 
     def _reps(self, ndim: int) -> tuple:
         reps = tuple(self.reps)

@@ -118,12 +118,8 @@ class FullyConnectedProp(KernelProp):
         data, given_weight = in_shape[0], in_shape[1]
         weight = merge((hidden, 0), given_weight, "weight")
         bias = None if self.no_bias else merge((hidden,), in_shape[2], "bias")
-        if data is None and out is None and in_shape[1] is None:
+        if data is None:  # MXNet: nothing is inferred before data's number of axes is known
             return None
-        if data is None:
-            if self.flatten:
-                out = merge(out, (0, hidden), "output")
-            return [None, weight, bias], [out], []
         data = tuple(data)
         if self.flatten:
             out = merge(out, (data[0], hidden), "output")

@@ -655,10 +655,20 @@ class SoftmaxOutputProp(KernelProp):
         write(out_data[0], req[0], value)
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
-        """(softmax - onehot(label)) * grad_scale / normalizer; ignored rows get 0."""
+        """(softmax - onehot(label)) * grad_scale / normalizer; ignored rows get 0.
+
+        A label of data's own shape holds probabilities (MXNet: soft labels): the
+        gradient is softmax - label.  With multi_output the 'null' and 'batch'
+        normalizers also divide by the positions per sample, as MXNet does.
+        """
         xp = ctx.xp
         y = out_data[0]
         label = in_data[1]
+        if y.ndim > 1 and tuple(label.shape) == tuple(y.shape):
+            scale = self.grad_scale / (y.shape[0] if self.normalization == "batch" else 1)
+            write(in_grad[0], req[0], (y - label) * scale)
+            write(in_grad[1], req[1], 0)
+            return
         flat = not self.multi_output and not self.preserve_shape and y.ndim > 2
         prob = y.reshape(y.shape[0], -1) if flat else y
         axis = self._class_axis(prob.ndim)
@@ -687,6 +697,8 @@ class SoftmaxOutputProp(KernelProp):
             normalizer = max(int(valid.sum()), 1)
         else:
             normalizer = 1
+        if self.multi_output and self.normalization != "valid":
+            normalizer *= math.prod(prob.shape[2:])
         grad = grad * (self.grad_scale / normalizer)
         if self.out_grad:
             grad = grad * out_grad[0].reshape(grad.shape)

@@ -62,6 +62,46 @@ OP_CASES = {
         {},
     ),
     "moveaxis": ("moveaxis", [(2, 3, 4)], (-1, 1), {"source": 0, "destination": -1}, {}),
+    # MXNet's own operator tests (issue 21, second pass): tensor ops
+    "reverse": ("reverse", [(2, 3, 4)], (-1, 1), {"axis": (0, 2)}, {}),
+    "flip": ("flip", [(3, 4)], (-1, 1), {"axis": 1}, {}),
+    "reshape_like": ("reshape_like", [(6, 4), (3, 2, 4)], (-1, 1), {}, {}),
+    "reshape_like_ranges": (
+        "reshape_like",
+        [(30, 7), (15, 2, 4)],
+        (-1, 1),
+        {"lhs_begin": 0, "lhs_end": 1, "rhs_begin": 0, "rhs_end": 2},
+        {},
+    ),
+    "slice_like": ("slice_like", [(4, 5, 6), (2, 3, 9)], (-1, 1), {"axes": (0, -2)}, {}),
+    "slice_like_all": ("slice_like", [(4, 5), (3, 2)], (-1, 1), {}, {}),
+    "diag_2d": ("diag", [(4, 5)], (-1, 1), {"k": 1}, {}),
+    "diag_1d": ("diag", [(3,)], (-1, 1), {"k": -2}, {}),
+    "diag_4d": ("diag", [(3, 4, 5, 2)], (-1, 1), {"k": -1, "axis1": 1, "axis2": 2}, {}),
+    "depth_to_space": ("depth_to_space", [(2, 8, 3, 2)], (-1, 1), {"block_size": 2}, {}),
+    "space_to_depth": ("space_to_depth", [(2, 3, 4, 6)], (-1, 1), {"block_size": 2}, {}),
+    "softmin": ("softmin", [(3, 5)], (-2, 2), {"axis": 0}, {}),
+    # 2-d only: MXNet 1.9.1's instance-mode gradient is wrong for 3-d inputs (mxnb matches
+    # central differences there, tests/compat/test_mxnet_unittest_ops.py)
+    "softmax_activation": ("SoftmaxActivation", [(3, 5)], (-2, 2), {}, {}),
+    "softmax_activation_channel": (
+        "SoftmaxActivation",
+        [(2, 3, 2, 2)],
+        (-2, 2),
+        {"mode": "channel"},
+        {},
+    ),
+    "hard_sigmoid": ("hard_sigmoid", [(3, 4)], (-4, 4), {"alpha": 0.3, "beta": 0.4}, {}),
+    "gamma": ("gamma", [(3, 4)], (0.2, 4), {}, {}),
+    "gammaln": ("gammaln", [(3, 4)], (0.2, 8), {}, {}),
+    "logical_not": ("logical_not", [(3, 4)], (-1, 1), {}, {}),
+    "add_arrays": ("add", [(2, 3), (1, 3)], (-1, 1), {}, {}),
+    "subtract_scalar_first": ("subtract", [(2, 3)], (-1, 1), {}, {0: 1.5}),
+    "multiply_arrays": ("multiply", [(2, 1), (2, 3)], (-1, 1), {}, {}),
+    "divide_scalar": ("divide", [(2, 3)], (0.5, 2), {}, {1: 4.0}),
+    "greater_scalar_first": ("greater", [(2, 3)], (-1, 1), {}, {0: 0.0}),
+    "layer_norm": ("LayerNorm", [(4, 5), (5,), (5,)], (-1, 1), {"eps": 1e-3}, {}),
+    "layer_norm_axis0": ("LayerNorm", [(3, 4, 2), (3,), (3,)], (-1, 1), {"axis": 0}, {}),
 }
 
 # name: (function, (low, high)) for second derivatives

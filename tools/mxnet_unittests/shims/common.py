@@ -1,7 +1,9 @@
 """Our stand-in for MXNet's tests/python/unittest/common.py (not a copy): the names the test
 files import, written for this measurement against mxnb."""
 
+import contextlib
 import functools
+import multiprocessing
 import random
 from tempfile import TemporaryDirectory  # noqa: F401  (the test files import it from here)
 
@@ -23,6 +25,43 @@ def with_seed(seed=None):
         return wrapper
 
     return decorate
+
+
+@contextlib.contextmanager
+def random_seed(seed=None):
+    """Seed numpy, Python and mx.random inside the block (``None``: a seed from OS entropy).
+
+    On exit all three continue from a seed drawn from the outer numpy stream before
+    the block, so the code after it does not depend on what the block drew."""
+    next_seed = int(np.random.randint(0, 2**31 - 1))
+    if seed is None:
+        seed = int(np.random.default_rng().integers(0, 2**31 - 1))
+    np.random.seed(seed)
+    random.seed(seed)
+    mx.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.seed(next_seed)
+        random.seed(next_seed)
+        mx.random.seed(next_seed)
+
+
+def run_in_spawned_process(func, env, *args):
+    """Run ``func(*args)`` in a fresh process with ``env`` added to its environment."""
+    import os
+
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        process = multiprocessing.get_context("spawn").Process(target=func, args=args)
+        process.start()
+        process.join()
+        assert process.exitcode == 0, f"{func.__name__} failed in a spawned process"
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return True
 
 
 def setup_module():
