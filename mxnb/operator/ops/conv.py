@@ -44,9 +44,17 @@ from ..base import OpReqType, ResourceRequest
 from ..param import Param, Shape
 from ..partial import is_known, merge, partial_shape
 from ..registry import register
-from ._common import KernelProp, fmt, parallel_chunks, write
+from ._common import PARALLEL_MIN_ELEMENTS, KernelProp, fmt, parallel_chunks, write
 
-__all__ = ["ConvolutionProp", "DeconvolutionProp", "channel_last_padded", "col2im", "im2col"]
+__all__ = [
+    "ConvolutionProp",
+    "DeconvolutionProp",
+    "channel_last_padded",
+    "col2im",
+    "fold",
+    "im2col",
+    "unfold",
+]
 
 
 # ---------------------------------------------------------------------------
@@ -81,6 +89,9 @@ def copy_batched(xp: Any, dst: Any, src: Any, req: OpReqType = OpReqType.WRITE_T
     batch like MXNet's OpenMP loops.
     """
     if req == OpReqType.NULL:
+        return
+    if dst.size < PARALLEL_MIN_ELEMENTS:  # one thread: no chunking (a few microseconds per call)
+        write(dst, req, src)
         return
 
     def chunk(start: int, stop: int) -> None:
@@ -166,28 +177,104 @@ def col2im(
         result[window] += blocks[..., index, :]
 
 
-def _group_columns(ctx, x, groups, kernel, stride, dilate, pad, out_spatial):
-    """Yield ``(g, cols)``: the im2col matrix of group ``g``'s input channels, channel last.
+# ---------------------------------------------------------------------------
+# columns with the batch innermost: (C*K, P*N), for Convolution
+# ---------------------------------------------------------------------------
 
-    ``x`` is padded once (channel last) and every group's columns are written
-    into one scratch block from the temp-space resource, so forward (a GEMM
-    per group with the weights) and backward (the weight gradient) share the
-    same unfolding.  ``cols`` is overwritten by the next group.
+
+def _to_back(a: Any) -> Any:
+    """A view with the first axis moved last (``transpose``: cheaper than ``moveaxis``)."""
+    return a.transpose(tuple(range(1, a.ndim)) + (0,))
+
+
+def _to_front(a: Any) -> Any:
+    """A view with the last axis moved first."""
+    return a.transpose((a.ndim - 1,) + tuple(range(a.ndim - 1)))
+
+
+def _batch_last(xp: Any, x: Any, pad: Sequence[int]) -> Any:
+    """``(N, C, *S)`` -> zero-padded ``(C, *(S + 2 pad), N)``: one transposing copy."""
+    spatial = x.shape[2:]
+    shape = (x.shape[1],) + tuple(s + 2 * p for s, p in zip(spatial, pad)) + (x.shape[0],)
+    if not any(pad):
+        result = xp.empty(shape, dtype=x.dtype)
+        copy_batched(xp, result, _to_back(x))
+        return result
+    result = xp.zeros(shape, dtype=x.dtype)
+    inner = (slice(None),) + tuple(slice(p, p + s) for p, s in zip(pad, spatial))
+    copy_batched(xp, result[inner], _to_back(x))
+    return result
+
+
+def unfold(xp: Any, cols: Any, x: Any, kernel, stride, dilate, pad) -> Any:
+    """Fill ``cols (C*K, P*N)`` with the windows of ``x (N, C, *S)``; return ``cols``.
+
+    MXNet's im2col (one ``(C*K, P)`` block per image), with the images side by
+    side and the batch innermost: row ``c*K + k`` holds channel ``c`` at kernel
+    offset ``k`` (the weight's ``(F, C, *K)`` order), column ``p*N + n``
+    output position ``p`` of image ``n``.  A strided *view* of the padded
+    input holds every window; it is copied once, in runs of ``N * out_w``
+    contiguous values (long even for small feature maps), and the whole
+    convolution is then ONE GEMM, ``W (F, C*K) @ cols``.
     """
-    xp = ctx.xp
-    c_group = x.shape[1] // groups
-    padded = channel_last_padded(xp, x, pad, pad)
-    rows = x.shape[0] * math.prod(out_spatial)
-    cols = _scratch(ctx, xp, (rows, math.prod(kernel) * c_group), x.dtype)
-    for g in range(groups):
-        channels = padded[..., g * c_group : (g + 1) * c_group]
-        im2col(xp, channels, kernel, stride, dilate, out_spatial, out=cols)
-        yield g, cols
+    padded = _batch_last(xp, x, pad)
+    nd = len(kernel)
+    strides = padded.strides
+    out_spatial = tuple(
+        (s - d * (k - 1) - 1) // st + 1
+        for s, d, k, st in zip(padded.shape[1:-1], dilate, kernel, stride)
+    )
+    view = xp.lib.stride_tricks.as_strided(
+        padded,
+        shape=(padded.shape[0],) + tuple(kernel) + out_spatial + (padded.shape[-1],),
+        strides=(strides[0],)
+        + tuple(strides[1 + i] * dilate[i] for i in range(nd))
+        + tuple(strides[1 + i] * stride[i] for i in range(nd))
+        + (strides[-1],),
+        writeable=False,
+    )
+    copy_batched(xp, cols.reshape(view.shape), view)
+    return cols
 
 
-def _weight_channel_last(xp: Any, weight: Any) -> Any:
-    """``(F, C, *K)`` -> ``(F, K*C)`` matching the channel-last columns."""
-    return xp.moveaxis(weight, 1, -1).reshape(weight.shape[0], -1)
+def fold(xp: Any, cols: Any, target: Any, req: OpReqType, kernel, stride, dilate, pad) -> None:
+    """``target (N, C, *S) (=|+=)`` the columns ``(C*K, P*N)`` summed over their windows (col2im).
+
+    One spatial axis at a time: its ``k`` kernel offsets are added as strided
+    slices into an array whose output axis has become the padded input axis
+    (5 + 5 adds for a 5x5 kernel, not 25, each over long contiguous runs as
+    the batch is innermost); the padding is then cropped off and the batch
+    moved back to the front by the write into ``target``.
+    """
+    nd = len(kernel)
+    n, c = target.shape[:2]
+    spatial = target.shape[2:]
+    out_spatial = tuple(
+        (s + 2 * p - d * (k - 1) - 1) // st + 1
+        for s, p, d, k, st in zip(spatial, pad, dilate, kernel, stride)
+    )
+    current = cols.reshape((c,) + tuple(kernel) + out_spatial + (n,))
+    for axis in reversed(range(nd)):
+        # current: (C, k_0..k_axis, out_0..out_axis, padded_{axis+1}.., N)
+        lead = 1 + axis  # the kernel axis summed now
+        place = 1 + 2 * axis  # where its spatial axis sits once the kernel axis is gone
+        shape = list(current.shape)
+        del shape[lead]
+        shape[place] = spatial[axis] + 2 * pad[axis]
+        summed = xp.zeros(tuple(shape), dtype=cols.dtype)
+        step, size = stride[axis], out_spatial[axis]
+        for offset in range(kernel[axis]):
+            start = offset * dilate[axis]
+            part = summed[
+                (slice(None),) * place + (slice(start, start + step * (size - 1) + 1, step),)
+            ]
+            xp.add(part, current[(slice(None),) * lead + (offset,)], out=part)
+        current = summed
+    value = current[(slice(None),) + tuple(slice(p, p + s) for p, s in zip(pad, spatial))]
+    if req == OpReqType.WRITE_TO:
+        copy_batched(xp, target, _to_front(value))
+    else:
+        write(target, req, _to_front(value))
 
 
 # ---------------------------------------------------------------------------
@@ -326,92 +413,80 @@ class ConvolutionProp(_ConvBase):
         return [ResourceRequest.TEMP_SPACE]
 
     def forward(self, ctx, in_data, req, out_data, aux):
-        """Channel-last im2col + one GEMM per group; bias added before the move back to NCHW."""
+        """Columns ``(C*K, P*N)`` (:func:`unfold`), ONE GEMM per group with the weight ``(F, C*K)``.
+
+        The bias is added in the same call that moves the batch back to the front.
+        """
         xp = ctx.xp
         x, weight = in_data[0], in_data[1]
         kernel, stride, dilate, pad = self._geometry()
         out = out_data[0]
         n, f = out.shape[:2]
-        out_spatial = tuple(out.shape[2:])
+        positions = math.prod(out.shape[2:])
         groups = self.num_group
-        f_group = f // groups
-        result = xp.empty((n * math.prod(out_spatial), f), dtype=out.dtype)
-        for g, cols in _group_columns(ctx, x, groups, kernel, stride, dilate, pad, out_spatial):
-            w = _weight_channel_last(xp, weight[g * f_group : (g + 1) * f_group])
-            if groups == 1:
-                xp.matmul(cols, w.T, out=result)
-            else:
-                result[:, g * f_group : (g + 1) * f_group] = cols @ w.T
+        cols = unfold(xp, self._columns(ctx, x, positions), x, kernel, stride, dilate, pad)
+        weights = weight.reshape(f, -1)  # (F, C/G*K): the weight's own layout
+        rows, f_group = weights.shape[1], f // groups
+        result = xp.empty((f, positions * n), dtype=out.dtype)
+        for g in range(groups):
+            xp.dot(
+                weights[g * f_group : (g + 1) * f_group],
+                cols[g * rows : (g + 1) * rows],
+                out=result[g * f_group : (g + 1) * f_group],
+            )
+        moved = _to_front(result.reshape(f, positions, n))  # (N, F, P)
+        if req[0] == OpReqType.WRITE_TO and out.flags.c_contiguous and not self.no_bias:
+            xp.add(moved, in_data[2].reshape(f, 1), out=out.reshape(n, f, positions))
+            return
         if not self.no_bias:
-            result += in_data[2]
-        copy_batched(xp, out, xp.moveaxis(result.reshape((n,) + out_spatial + (f,)), -1, 1), req[0])
+            result += in_data[2].reshape(f, 1)
+        write(out, req[0], moved.reshape(out.shape))
+
+    def _columns(self, ctx: Any, x: Any, positions: int) -> Any:
+        """The ``(C*K, P*N)`` column block, from TEMP_SPACE when the caller provides it."""
+        shape = (x.shape[1] * math.prod(self.kernel), positions * x.shape[0])
+        return _scratch(ctx, ctx.xp, shape, x.dtype)
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
-        """dW = cols^T @ dy; dx = a stride-1 'full' convolution of dy (or col2im); db = sum(dy)."""
+        """dW = dy @ cols^T and dcols = W^T @ dy, one GEMM each per group; dx = fold(dcols).
+
+        ``dy`` is moved to ``(F, P*N)`` once; db is its row sum.
+        """
         xp = ctx.xp
         x, weight = in_data[0], in_data[1]
         kernel, stride, dilate, pad = self._geometry()
         g_out = out_grad[0]
         n, f = g_out.shape[:2]
-        out_spatial = tuple(g_out.shape[2:])
+        positions = math.prod(g_out.shape[2:])
         groups = self.num_group
-        c_group, f_group = x.shape[1] // groups, f // groups
-        dy = xp.empty((n,) + out_spatial + (f,), dtype=g_out.dtype)
-        copy_batched(xp, dy, xp.moveaxis(g_out, 1, -1))
-        dy = dy.reshape(-1, f)  # (N*P, F)
+        f_group = f // groups
+        dy = xp.empty((f, positions, n), dtype=g_out.dtype)
+        copy_batched(xp, dy, _to_back(g_out.reshape(n, f, positions)))
+        dy = dy.reshape(f, -1)  # (F, P*N)
         if not self.no_bias:
-            write(in_grad[2], req[2], dy.sum(axis=0))
+            write(in_grad[2], req[2], dy.sum(axis=1))
+        weights = weight.reshape(f, -1)  # (F, C/G*K)
+        rows = weights.shape[1]
         if req[1] != OpReqType.NULL:
-            grad_w = xp.empty(weight.shape, dtype=weight.dtype)
-            columns = _group_columns(ctx, x, groups, kernel, stride, dilate, pad, out_spatial)
-            for g, cols in columns:
-                partial = (cols.T @ dy[:, g * f_group : (g + 1) * f_group]).T  # (F/g, K*C/g)
-                grad_w[g * f_group : (g + 1) * f_group] = xp.moveaxis(
-                    partial.reshape((f_group,) + kernel + (c_group,)), -1, 1
+            cols = unfold(xp, self._columns(ctx, x, positions), x, kernel, stride, dilate, pad)
+            grad_w = xp.empty(weights.shape, dtype=weight.dtype)
+            for g in range(groups):
+                xp.dot(
+                    dy[g * f_group : (g + 1) * f_group],
+                    cols[g * rows : (g + 1) * rows].T,
+                    out=grad_w[g * f_group : (g + 1) * f_group],
                 )
-            del columns
-            write(in_grad[1], req[1], grad_w)
+            write(in_grad[1], req[1], grad_w.reshape(weight.shape))
         if req[0] == OpReqType.NULL:
             return
-        spatial = tuple(x.shape[2:])
-        full_pad = tuple(d * (k - 1) - p for k, d, p in zip(kernel, dilate, pad))
-        grad_x = xp.empty((n * math.prod(spatial), x.shape[1]), dtype=x.dtype)
-        if all(s == 1 for s in stride) and all(p >= 0 for p in full_pad):
-            # dx = correlate(dy padded by d(k-1)-p, flipped kernel): one more im2col + GEMM
-            padded = channel_last_padded(xp, g_out, full_pad, full_pad)
-            cols = _scratch(ctx, xp, (grad_x.shape[0], math.prod(kernel) * f_group), x.dtype)
-            flip = (slice(None), slice(None)) + (slice(None, None, -1),) * len(kernel)
-            for g in range(groups):
-                im2col(
-                    xp,
-                    padded[..., g * f_group : (g + 1) * f_group],
-                    kernel,
-                    (1,) * len(kernel),
-                    dilate,
-                    spatial,
-                    out=cols,
-                )
-                w = weight[g * f_group : (g + 1) * f_group][flip]  # (F/g, C/g, *K) flipped
-                w = xp.moveaxis(w, 0, -1).reshape(c_group, -1)  # (C/g, K*F/g)
-                grad_x[:, g * c_group : (g + 1) * c_group] = cols @ w.T
-            value = grad_x.reshape((n,) + spatial + (x.shape[1],))
-        else:
-            padded_spatial = tuple(s + 2 * p for s, p in zip(spatial, pad))
-            result = xp.zeros((n,) + padded_spatial + (x.shape[1],), dtype=x.dtype)
-            for g in range(groups):
-                w = _weight_channel_last(xp, weight[g * f_group : (g + 1) * f_group])
-                dcols = dy[:, g * f_group : (g + 1) * f_group] @ w  # (N*P, K*C/g)
-                col2im(
-                    xp,
-                    dcols,
-                    result[..., g * c_group : (g + 1) * c_group],
-                    kernel,
-                    stride,
-                    dilate,
-                    out_spatial,
-                )
-            value = result[(slice(None),) + tuple(slice(p, p + s) for p, s in zip(pad, spatial))]
-        copy_batched(xp, in_grad[0], xp.moveaxis(value, -1, 1), req[0])
+        dcols = self._columns(ctx, x, positions)  # the columns are not needed any more
+        for g in range(groups):
+            xp.dot(
+                weights[g * f_group : (g + 1) * f_group].T,
+                dy[g * f_group : (g + 1) * f_group],
+                out=dcols[g * rows : (g + 1) * rows],
+            )
+        fold(xp, dcols, in_grad[0], req[0], kernel, stride, dilate, pad)
 
 
 # ---------------------------------------------------------------------------
