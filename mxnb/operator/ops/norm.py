@@ -659,6 +659,10 @@ class SoftmaxOutputProp(KernelProp):
         xp = ctx.xp
         y = out_data[0]
         label = in_data[1]
+        if self._plain_rows(y, label, req):
+            self._backward_rows(xp, y, label, in_grad[0])
+            write(in_grad[1], req[1], 0)
+            return
         flat = not self.multi_output and not self.preserve_shape and y.ndim > 2
         prob = y.reshape(y.shape[0], -1) if flat else y
         axis = self._class_axis(prob.ndim)
@@ -692,6 +696,31 @@ class SoftmaxOutputProp(KernelProp):
             grad = grad * out_grad[0].reshape(grad.shape)
         write(in_grad[0], req[0], grad.reshape(in_grad[0].shape))
         write(in_grad[1], req[1], 0)
+
+    def _plain_rows(self, y: Any, label: Any, req: Any) -> bool:
+        """The common case, classes along axis 1 of ``(N, C)``: :meth:`_backward_rows` applies."""
+        return (
+            y.ndim == 2
+            and label.shape == y.shape[:1]
+            and req[0] == OpReqType.WRITE_TO
+            and not (self.smooth_alpha or self.use_ignore or self.out_grad)
+            and self.normalization != "valid"
+        )
+
+    def _backward_rows(self, xp: Any, y: Any, label: Any, grad: Any) -> None:
+        """``grad = (y - onehot(label)) * scale`` with 1 subtracted in place: 4 small numpy calls.
+
+        The same values as the general path (``y - 1`` or ``y - 0``, then the
+        same multiplication), without building the one-hot matrix: a loss
+        layer's arrays are small, and small numpy calls hold the GIL.
+        """
+        rows, classes = y.shape
+        index = xp.clip(label.astype("int64"), 0, classes - 1)
+        grad[...] = y
+        grad[xp.arange(rows), index] -= 1
+        scale = self.grad_scale / (rows if self.normalization == "batch" else 1)
+        if scale != 1:
+            grad *= scale
 
 
 # ---------------------------------------------------------------------------
