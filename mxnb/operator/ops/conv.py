@@ -464,19 +464,32 @@ class ConvolutionProp(_ConvBase):
         copy_batched(xp, dy, _to_back(g_out.reshape(n, f, positions)))
         dy = dy.reshape(f, -1)  # (F, P*N)
         if not self.no_bias:
-            write(in_grad[2], req[2], dy.sum(axis=1))
+            if req[2] == OpReqType.WRITE_TO and in_grad[2].dtype == dy.dtype:
+                xp.sum(dy, axis=1, out=in_grad[2])
+            else:
+                write(in_grad[2], req[2], dy.sum(axis=1))
         weights = weight.reshape(f, -1)  # (F, C/G*K)
         rows = weights.shape[1]
         if req[1] != OpReqType.NULL:
             cols = unfold(xp, self._columns(ctx, x, positions), x, kernel, stride, dilate, pad)
-            grad_w = xp.empty(weights.shape, dtype=weight.dtype)
+            direct = (
+                req[1] == OpReqType.WRITE_TO
+                and in_grad[1].flags.c_contiguous
+                and in_grad[1].dtype == dy.dtype
+            )
+            grad_w = (
+                in_grad[1].reshape(weights.shape)
+                if direct
+                else xp.empty(weights.shape, dtype=weight.dtype)
+            )
             for g in range(groups):
                 xp.dot(
                     dy[g * f_group : (g + 1) * f_group],
                     cols[g * rows : (g + 1) * rows].T,
                     out=grad_w[g * f_group : (g + 1) * f_group],
                 )
-            write(in_grad[1], req[1], grad_w.reshape(weight.shape))
+            if not direct:
+                write(in_grad[1], req[1], grad_w.reshape(weight.shape))
         if req[0] == OpReqType.NULL:
             return
         dcols = self._columns(ctx, x, positions)  # the columns are not needed any more

@@ -35,7 +35,7 @@ from ..base import OpReqType, ResourceRequest
 from ..param import ANY, AXIS, UNUSED, DType, Param, Shape
 from ..partial import is_known, merge, partial_shape
 from ..registry import register
-from ._common import KernelProp, fmt, normalize_axis, parallel_chunks, write
+from ._common import KernelProp, fmt, normalize_axis, parallel_chunks, ufunc_into, write
 
 __all__ = [
     "ActivationProp",
@@ -92,12 +92,25 @@ class ActivationProp(KernelProp):
         return [(out_grad[0], in_grad[0])]
 
     def forward(self, ctx, in_data, req, out_data, aux):
-        """out = act(x)."""
+        """out = act(x); relu is one ``maximum`` straight into the output."""
+        if self.act_type == "relu" and ufunc_into(
+            ctx.xp, "maximum", out_data[0], req[0], in_data[0], 0
+        ):
+            return
         write(out_data[0], req[0], _ACTIVATIONS[self.act_type][0](ctx.xp, in_data[0]))
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
-        """dx = act'(.) * dy."""
-        value = _ACTIVATIONS[self.act_type][1](ctx.xp, out_grad[0], in_data[0], out_data[0])
+        """dx = act'(.) * dy; relu multiplies by ``y > 0`` straight into the gradient."""
+        xp, grad, head = ctx.xp, in_grad[0], out_grad[0]
+        if (
+            self.act_type == "relu"
+            and req[0] in (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
+            and grad.dtype == head.dtype
+            and grad.dtype.kind == "f"
+        ):
+            xp.multiply(head, xp.greater(out_data[0], 0), out=grad)
+            return
+        value = _ACTIVATIONS[self.act_type][1](xp, out_grad[0], in_data[0], out_data[0])
         write(in_grad[0], req[0], value)
 
 
