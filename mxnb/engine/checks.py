@@ -49,6 +49,7 @@ class OperatorHandle:
 
 
 def check_vars(vars_: Iterable[Var] | None, what: str, op_name: str) -> tuple[Var, ...]:
+    """``vars_`` as a tuple of Vars; an error naming the op and the slot for anything else."""
     if vars_ is None:
         return ()
     if type(vars_) is Var:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,45 @@ from .recompute import REPLAYED_OPS
 from .sharing import bound_arrays, take_blocks
 
 __all__ = ["Executor", "bind", "simple_bind"]
+
+
+def _run_forward(
+    forward: Any,
+    is_train: bool,
+    resources: Any,
+    xp: Any,
+    in_data: Any,
+    req: Any,
+    out_data: Any,
+    aux: Any,
+    run_ctx: Any,
+) -> None:
+    """A forward step's engine function, bound with ``functools.partial`` at first push.
+
+    A partial keeps two objects per step where a closure kept a function and
+    a cell per captured name: a 20,000-op graph's first run made 360,000
+    cells, and the garbage collector walked them all twice.
+    """
+    forward(OpContext(is_train, run_ctx, resources, xp), in_data, req, out_data, aux)
+
+
+def _run_backward(
+    backward: Any,
+    is_train: bool,
+    resources: Any,
+    xp: Any,
+    out_grad: Any,
+    in_data: Any,
+    out_data: Any,
+    req: Any,
+    in_grad: Any,
+    aux: Any,
+    run_ctx: Any,
+) -> None:
+    """A backward step's engine function (see :func:`_run_forward`)."""
+    backward(
+        OpContext(is_train, run_ctx, resources, xp), out_grad, in_data, out_data, req, in_grad, aux
+    )
 
 
 @dataclass(eq=False)
@@ -414,10 +454,9 @@ class Executor:
 
                 return run_checked_forward
 
-            def run_forward(run_ctx: Any) -> None:
-                forward(OpContext(is_train, run_ctx, resources, xp), in_data, req, out_data, aux)
-
-            return run_forward
+            return partial(
+                _run_forward, forward, is_train, resources, xp, in_data, req, out_data, aux
+            )
         if operator is None:
             operator = self._operator_for(step)
             prepared.operator = operator
@@ -441,18 +480,19 @@ class Executor:
             aux_names = step.prop.list_auxiliary_states()  # type: ignore[union-attr]
             aux = [readonly_view(a, step.name, aux_names[i]) for i, a in enumerate(aux)]
 
-        def run_backward(run_ctx: Any) -> None:
-            backward(
-                OpContext(is_train, run_ctx, resources, xp),
-                out_grad,
-                in_data,
-                out_data,
-                req,
-                in_grad,
-                aux,
-            )
-
-        return run_backward
+        return partial(
+            _run_backward,
+            backward,
+            is_train,
+            resources,
+            xp,
+            out_grad,
+            in_data,
+            out_data,
+            req,
+            in_grad,
+            aux,
+        )
 
     def _recompute_runner(self, prepared: _Prepared, is_train: bool) -> Callable[[Any], None]:
         """Run a node's forward again into its recomputed entries (see :mod:`.recompute`).

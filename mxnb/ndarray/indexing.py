@@ -133,6 +133,7 @@ def copy_index(nd: NDArray, key: Any) -> NDArray:
 
 
 def set_item(nd: NDArray, key: Any, value: Any) -> None:
+    """``nd[key] = value`` as one engine op writing ``nd`` (numpy's indexing rules)."""
     key = _numpy_key(key)
     try:
         target_shape = _dummy(nd)[key].shape
