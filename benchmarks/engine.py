@@ -21,22 +21,32 @@ lock, a ready queue, two workers, in plain Python) as the yardstick: naive
 <= 1.3x its naive form, threaded engines <= 1.5x its threaded form, as
 medians of interleaved rounds (:func:`versus_reference`).
 
+The reference tables are in CPU time of all threads (``time.process_time``,
+the figure to trust on a shared machine) and in wall time.
+
 Run: ``python benchmarks/engine.py`` (``--quick`` for a smaller N,
-``--reference`` for the reference table alone).
+``--reference`` for the reference tables alone, ``--against REV`` to run the
+engines of git revision ``REV`` in the same rounds, an A/B of a change).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
+import importlib
+import io
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -53,57 +63,83 @@ def noop(rctx: object) -> None:
     """The tiny op."""
 
 
-def engine_workload(eng: mx.engine.Engine, kind: str, n: int) -> float:
-    """Return seconds for n tiny ops of ``kind`` on ``eng`` (push to wait_for_all)."""
-    ctx = mx.cpu()
+class Timing(NamedTuple):
+    """One timed run: wall seconds, and CPU seconds of the whole process (every thread).
+
+    CPU time (``time.process_time``: all threads, user and system) counts the
+    work done, not the waits for a core another process holds: on a shared
+    machine it is the steadier figure.  For a threaded engine it also counts
+    what its workers did.
+    """
+
+    wall: float
+    cpu: float
+
+
+def _clocks() -> tuple[float, float]:
+    return time.perf_counter(), time.process_time()
+
+
+def _since(start: tuple[float, float]) -> Timing:
+    wall, cpu = _clocks()
+    return Timing(wall - start[0], cpu - start[1])
+
+
+def engine_workload(eng: mx.engine.Engine, kind: str, n: int, ctx: Any = None) -> Timing:
+    """Time n tiny ops of ``kind`` on ``eng``, from the first push to the end of wait_for_all.
+
+    ``ctx``: the context to push with (default ``mx.cpu()``; an older mxnb's own, see
+    :func:`package_at`).
+    """
+    ctx = ctx or mx.cpu()
     push = eng.push_sync
     if kind == "independent":
         variables = [eng.new_var() for _ in range(n)]
-        start = time.perf_counter()
+        start = _clocks()
         for var in variables:
             push(noop, ctx, (), (var,))
     elif kind == "chain":
         var = eng.new_var()
-        start = time.perf_counter()
+        start = _clocks()
         for _ in range(n):
             push(noop, ctx, (), (var,))
     else:
         var = eng.new_var()
-        start = time.perf_counter()
+        start = _clocks()
         push(noop, ctx, (), (var,))
         for _ in range(n - 2):
             push(noop, ctx, (var,), ())
         push(noop, ctx, (), (var,))
     eng.wait_for_all()
-    return time.perf_counter() - start
+    return _since(start)
 
 
 def _ref_noop() -> None:
     """The reference engine's tiny op (it passes no RunContext)."""
 
 
-def reference_workload(eng: ReferenceNaive, kind: str, n: int) -> float:
+def reference_workload(eng: ReferenceNaive, kind: str, n: int) -> Timing:
     """:func:`engine_workload` on a reference engine (``benchmarks/reference_engine.py``)."""
     push = eng.push
     if kind == "independent":
         variables = [eng.new_var() for _ in range(n)]
-        start = time.perf_counter()
+        start = _clocks()
         for var in variables:
             push(_ref_noop, (), (var,))
     elif kind == "chain":
         var = eng.new_var()
-        start = time.perf_counter()
+        start = _clocks()
         for _ in range(n):
             push(_ref_noop, (), (var,))
     else:
         var = eng.new_var()
-        start = time.perf_counter()
+        start = _clocks()
         push(_ref_noop, (), (var,))
         for _ in range(n - 2):
             push(_ref_noop, (var,), ())
         push(_ref_noop, (), (var,))
     eng.wait_for_all()
-    return time.perf_counter() - start
+    return _since(start)
 
 
 #: mxnb engine -> the reference form it is held to, and the target ratio (issue 15).
@@ -114,59 +150,124 @@ REFERENCE_PAIRS = {
 }
 
 
-def versus_reference(n: int, rounds: int = 7) -> None:
+def _ratio_cell(mine: list[float], peer: list[float], n: int) -> tuple[str, float]:
+    """``us/op (median ratio, min-max)`` of paired rounds, and the median ratio."""
+    ratios = [e / r for e, r in zip(mine, peer)]
+    median = statistics.median(ratios)
+    us = statistics.median(mine) / n * 1e6
+    return f"{us:.2f} ({median:.2f}x, {min(ratios):.2f}-{max(ratios):.2f})", median
+
+
+def package_at(revision: str) -> Any:
+    """mxnb as committed at git ``revision``, imported as the package ``mxnb_before``.
+
+    For A/B runs (``--against REV``): the old engine runs in the same process,
+    interleaved with the new one.  mxnb imports itself relatively only, so a
+    renamed copy is a separate package.
+    """
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    archive = subprocess.run(
+        ["git", "-C", root, "archive", revision, "mxnb"], capture_output=True, check=True
+    ).stdout
+    target = tempfile.mkdtemp(prefix="mxnb-bench-")
+    atexit.register(shutil.rmtree, target, ignore_errors=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(target, filter="data")
+    os.rename(os.path.join(target, "mxnb"), os.path.join(target, "mxnb_before"))
+    sys.path.insert(0, target)
+    return importlib.import_module("mxnb_before")
+
+
+def versus_reference(n: int, rounds: int = 7, before: Any = None) -> dict[str, dict[str, float]]:
     """Each engine against the plain reference engine: median ratios of interleaved rounds.
 
     A round times, per workload, both reference forms and every mxnb engine
     back to back (within a second or so, sharing the machine's speed of the
-    moment); the ratio is taken within the round, and the table shows the
-    median of the rounds and their spread (min-max).
+    moment); the ratio is taken within the round, and the tables show the
+    median of the rounds and their spread (min-max): one table in CPU time
+    (the figure to trust on a shared machine), one in wall time.  ``before``:
+    an older mxnb (:func:`package_at`) whose engines run in the same rounds,
+    as rows ``<engine> (before)``, with a table of after / before.  Returns
+    ``{'cpu' | 'wall': {engine/kind: median ratio}}``.
     """
-    engines = {name: mx.engine.create(name) for name in REFERENCE_PAIRS}
+    packages = [("", mx)] + ([(" (before)", before)] if before is not None else [])
+    engines = {
+        name + suffix: (package.engine.create(name), package.cpu())
+        for name in REFERENCE_PAIRS
+        for suffix, package in packages
+    }
     refs = {"ref naive": ReferenceNaive(), "ref threaded": ReferenceThreaded()}
-    times: dict[tuple[str, str], list[float]] = {}
+    times: dict[tuple[str, str], list[Timing]] = {}
     try:
-        for name, eng in engines.items():
-            engine_workload(eng, "independent", 2000)  # warm up
+        for eng, ctx in engines.values():
+            engine_workload(eng, "independent", 2000, ctx)  # warm up
         for ref in refs.values():
             reference_workload(ref, "independent", 2000)
         for _ in range(rounds):
             for kind in KINDS:
                 for label, ref in refs.items():
-                    times.setdefault((label, kind), []).append(reference_workload(ref, kind, n))
-                for name, eng in engines.items():
-                    times.setdefault((name, kind), []).append(engine_workload(eng, kind, n))
+                    got = reference_workload(ref, kind, n)
+                    times.setdefault((label, kind), []).append(got)
+                for name, (eng, ctx) in engines.items():
+                    got = engine_workload(eng, kind, n, ctx)
+                    times.setdefault((name, kind), []).append(got)
     finally:
-        for eng in engines.values():
+        for eng, _ in engines.values():
             eng.shutdown()
         for ref in refs.values():
             ref.shutdown()
-    rows = []
-    for label in refs:
-        rows.append(
-            [label, *(f"{statistics.median(times[label, k]) / n * 1e6:.2f}" for k in KINDS), "", ""]
+    medians: dict[str, dict[str, float]] = {}
+    for field in ("cpu", "wall"):
+        series = {key: [getattr(t, field) for t in value] for key, value in times.items()}
+        rows = []
+        for label in refs:
+            us = (statistics.median(series[label, k]) / n * 1e6 for k in KINDS)
+            rows.append([label, *(f"{u:.2f}" for u in us), "", ""])
+        found = medians[field] = {}
+        for name in engines:
+            label, target = REFERENCE_PAIRS[name.removesuffix(" (before)")]
+            cells = []
+            for kind in KINDS:
+                cell, found[f"{name}/{kind}"] = _ratio_cell(
+                    series[name, kind], series[label, kind], n
+                )
+                cells.append(cell)
+            worst = max(found[f"{name}/{kind}"] for kind in KINDS)
+            rows.append([name, *cells, label, f"{worst:.2f}x <= {target}x"])
+        what = "CPU time of all threads" if field == "cpu" else "wall time"
+        print(
+            table(
+                ["engine", *(f"{k} us/op (ratio, spread)" for k in KINDS), "vs", "worst median"],
+                rows,
+                title=(
+                    f"Tiny ops against the reference engine (benchmarks/reference_engine.py), "
+                    f"{what}, N={n}, medians of {rounds} interleaved rounds; ratio = engine / its "
+                    "reference form in the same round (spread: min-max of the rounds)"
+                ),
+            )
         )
-    for name, (label, target) in REFERENCE_PAIRS.items():
-        cells = []
-        worst = 0.0
-        for kind in KINDS:
-            ratios = [e / r for e, r in zip(times[name, kind], times[label, kind])]
-            median = statistics.median(ratios)
-            worst = max(worst, median)
-            us = statistics.median(times[name, kind]) / n * 1e6
-            cells.append(f"{us:.2f} ({median:.2f}x, {min(ratios):.2f}-{max(ratios):.2f})")
-        rows.append([name, *cells, label, f"{worst:.2f}x <= {target}x"])
-    print(
-        table(
-            ["engine", *(f"{k} us/op (ratio, spread)" for k in KINDS), "vs", "worst median"],
-            rows,
-            title=(
-                f"Tiny ops against the reference engine (benchmarks/reference_engine.py), N={n}, "
-                f"medians of {rounds} interleaved rounds; ratio = engine / its reference form "
-                "in the same round (spread: min-max of the rounds)"
-            ),
+        print()
+    if before is not None:
+        rows = []
+        for name in REFERENCE_PAIRS:
+            cells = [
+                _ratio_cell(
+                    [t.cpu for t in times[name, kind]],
+                    [t.cpu for t in times[f"{name} (before)", kind]],
+                    n,
+                )[0]
+                for kind in KINDS
+            ]
+            rows.append([name, *cells])
+        print(
+            table(
+                ["engine", *(f"{k} us/op (after/before, spread)" for k in KINDS)],
+                rows,
+                title=f"After / before, CPU time, medians of the {rounds} rounds' ratios",
+            )
         )
-    )
+        print()
+    return medians
 
 
 def loop_cost(n: int) -> float:
@@ -203,7 +304,7 @@ def tiny_ops(n: int) -> None:
                 for _ in range(ROUNDS):
                     best["tpe"] = min(best["tpe"], peer.seconds(n))
                     for kind in KINDS:
-                        best[kind] = min(best[kind], engine_workload(engine, kind, n))
+                        best[kind] = min(best[kind], engine_workload(engine, kind, n).wall)
             finally:
                 engine.shutdown()
             tpe = best["tpe"] / n * 1e6
@@ -468,10 +569,14 @@ def main() -> None:
         f"mxnb engine benchmark on {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
         f"load average {load} (other work on the machine skews the figures)\n"
     )
-    versus_reference(n)
+    before = None
+    if "--against" in sys.argv:
+        revision = sys.argv[sys.argv.index("--against") + 1]
+        before = package_at(revision)
+        print(f"(before) = the engines at {revision}\n")
+    versus_reference(n, before=before)
     if "--reference" in sys.argv:
         return
-    print()
     tiny_ops(n)
     print()
     tracing_cost(n)

@@ -169,19 +169,19 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
         copy : bool
             A cross-device copy: runs on the copy workers of ``threaded_per_device``.
         """
-        # One type test per argument; the full checks run only when one fails.
+        # One cheap test per argument; the full checks run only when one fails.
         if type(ctx) is not Context or not callable(fn):
             check_fn_ctx(fn, ctx, name)
-        if type(priority) is not int or type(name) is not str or type(copy) is not bool:
+        if priority != 0 or copy is not False or type(name) is not str:  # not the defaults
             priority = check_options(priority, name, copy)
         if not name:
             name = getattr(fn, "__name__", "op")
-        if const_vars:
-            const, mutate = normalise(const_vars, mutate_vars, name)
-        elif mutate_vars:
-            const, mutate = (), vars_of(mutate_vars, "mutate_vars", name)
+        if not const_vars:
+            const, mutate = (), vars_of(mutate_vars, "mutate_vars", name) if mutate_vars else ()
+        elif not mutate_vars:
+            const, mutate = vars_of(const_vars, "const_vars", name), ()
         else:
-            const = mutate = ()
+            const, mutate = normalise(const_vars, mutate_vars, name)
         return self._push_opr(fn, False, ctx, const, mutate, priority, name, copy)
 
     def push_prepared(

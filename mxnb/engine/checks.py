@@ -92,6 +92,8 @@ def check_options(priority: Any, name: Any, copy: Any) -> int:
 
 def vars_of(vars_: Any, what: str, op_name: str) -> tuple[Var, ...]:
     """``vars_`` as a tuple of distinct vars; one or two vars in a list or tuple take no loop."""
+    if type(vars_) is tuple and len(vars_) == 1 and type(vars_[0]) is Var:
+        return vars_  # the commonest push: one var, already a tuple
     kind = type(vars_)
     if kind is tuple or kind is list:
         count = len(vars_)

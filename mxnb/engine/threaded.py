@@ -25,8 +25,21 @@ Run-ahead bound: a pushing thread keeps the GIL for a whole switch interval
 and may run hundreds of ops ahead of the workers.  A push that leaves more
 than ``run_ahead`` ops pending (``MXNB_ENGINE_RUN_AHEAD``, read when the
 engine is created, like the worker counts; default 128) releases the GIL
-once so the workers catch up; it never waits for them.  Ops that die young stay out of the cycle collector's older
-generations, which was a quarter of the cost of a small NDArray op.
+once so the workers catch up; it never waits for them.  Ops that die young
+stay out of the cycle collector's older generations, which was a quarter of
+the cost of a small NDArray op.
+
+The pusher helps (the idle fast path of :mod:`mxnb.engine.idle`, as the
+reference engine of ``benchmarks/`` runs ops in the pushing thread): while the
+CPU pool has more than ``behind`` ready ops queued (default 64), its workers
+are behind, and a push from outside any op, on a CPU context, with priority 0
+and not a copy, whose vars are all idle runs at once in the pushing thread
+(worker name ``<pool>/push``), as on the naive engine, instead of joining the
+queue.  Tiny ops then cost what they cost on the naive engine, not a queue
+round trip each; a large op pushed then holds the pusher for its run (the
+workers had 64 ops to do anyway).  Any other push takes the rule.
+``tests/engine/test_pusher_helps.py`` runs random workloads with the pusher
+always helping and compares them with the naive engine's runs.
 
 Waiting inside an op: a worker that calls ``wait_for_var`` / ``wait_for_all``
 keeps taking ready ops (from its own pool first, then any) and runs them
@@ -34,6 +47,8 @@ inline until its wait is met, so nested waits never starve the pool.
 
 State kept:
     _pools     label -> _WorkerPool (queue of ready ops, a heap for prioritised ones, threads)
+    _helped    the CPU pool, whose workers a pushing thread helps when they are behind
+    _run_contexts  the pushing thread's RunContexts (worker ``<pool>/push``)
 
 Example::
 
@@ -54,10 +69,12 @@ import logging
 import os
 import queue
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..context import Context
-from .base import Engine, Opr, RunContextCache
+from .base import Engine, Opr, RunContextCache, Var
+from .idle import IdleFastPath
 from .waiting import _local
 
 __all__ = ["ThreadedEngine", "ThreadedEnginePerDevice", "default_cpu_workers"]
@@ -139,12 +156,14 @@ class _WorkerPool:
                 thread.join(timeout)
 
 
-class ThreadedEngine(Engine):
+class ThreadedEngine(IdleFastPath):
     """One shared pool of worker threads for every context (MXNet: ``ThreadedEnginePooled``)."""
 
     kind = "threaded"
     _helper_poll = 0.002  # a waiting worker re-checks its queue this often
     run_ahead = 128  # the default; each engine reads MXNB_ENGINE_RUN_AHEAD when created
+    #: Ready ops queued on the CPU pool beyond which a push of an idle op runs it at once.
+    behind: int | float = 64
 
     def __init__(self, nthreads: int | None = None) -> None:
         super().__init__()
@@ -153,10 +172,11 @@ class ThreadedEngine(Engine):
         self._pools: dict[str, _WorkerPool] = {}
         self._nthreads = nthreads or default_cpu_workers()
         self._make_pools()
+        self._run_contexts = RunContextCache(None, f"{self._helped.label}/push")  # the pusher's
 
     def _make_pools(self) -> None:
         """Start the pools that exist from the beginning: here, the one shared pool."""
-        self._shared = self._make_pool("cpu", self._nthreads)
+        self._shared = self._helped = self._make_pool("cpu", self._nthreads)
 
     def _make_pool(self, label: str, nthreads: int, streams: Any = None) -> _WorkerPool:
         pool = _WorkerPool(self, label, nthreads, streams)
@@ -208,13 +228,46 @@ class ThreadedEngine(Engine):
             except BaseException:
                 logger.exception("op '%s' raised through the worker", opr.name)
                 ready = None
-            opr = None
+            done, opr = opr, None
             if ready:
                 for successor in ready:
-                    if opr is None and self._pool_for(successor) is pool:
+                    if opr is None and (
+                        (successor.ctx is done.ctx and successor.copy is done.copy)  # same pool
+                        or self._pool_for(successor) is pool
+                    ):
                         opr = successor
                     else:
                         self._dispatch(successor)
+
+    # -- the pusher helps (see the module docstring) ----------------------------
+    def _push_opr(
+        self,
+        fn: Callable[..., Any] | None,
+        is_async: bool,
+        ctx: Context,
+        const: tuple[Var, ...],
+        mutate: tuple[Var, ...],
+        priority: int,
+        name: str,
+        copy: bool,
+        delete: tuple[Var, ...] | None = None,
+    ) -> int:
+        """Push by the rule; while the CPU workers are behind, try the idle fast path first."""
+        if (
+            self._helped.queue.qsize() > self.behind
+            and not priority
+            and not copy
+            and ctx.device_type == "cpu"
+            and not _local.__dict__.get("stack")
+        ):
+            return self._push_idle(fn, is_async, ctx, const, mutate, priority, name, copy, delete)
+        return Engine._push_opr(
+            self, fn, is_async, ctx, const, mutate, priority, name, copy, delete
+        )
+
+    def _run_successors(self, ready: list[Opr]) -> None:
+        for opr in ready:
+            self._dispatch(opr)
 
     # -- waiting inside an op --------------------------------------------------
     def _help_once(self) -> bool:
@@ -253,7 +306,7 @@ class ThreadedEnginePerDevice(ThreadedEngine):
         """Start the CPU pool; the copy pool and GPU pools start when first used."""
         self._copy: _WorkerPool | None = None
         self._gpus: dict[int, _WorkerPool] = {}
-        self._cpu = self._make_pool("cpu(0)", self._nthreads)
+        self._cpu = self._helped = self._make_pool("cpu(0)", self._nthreads)
 
     def _pool_for(self, opr: Opr) -> _WorkerPool:
         if opr.copy:

@@ -113,8 +113,10 @@ class Var:
         if self.pending_write is None:
             self.pending_reads += 1
             opr.wait_count -= 1  # granted: decr_wait, never to 0 (the pusher holds a count)
+        elif self.queue is None:  # the queue is made when first needed
+            self.queue = deque([(opr, False)])
         else:
-            self._enqueue(opr, False)
+            self.queue.append((opr, False))
 
     def append_write_dependency(self, opr: Opr) -> None:
         """Ask to write: hold the var if no write does (granted once no read runs), else queue."""
@@ -123,14 +125,10 @@ class Var:
             self.pending_write = opr
             if not self.pending_reads:
                 opr.wait_count -= 1  # granted: decr_wait, never to 0 (as above)
+        elif self.queue is None:
+            self.queue = deque([(opr, True)])
         else:
-            self._enqueue(opr, True)
-
-    def _enqueue(self, opr: Opr, is_write: bool) -> None:
-        queue = self.queue
-        if queue is None:
-            queue = self.queue = deque()
-        queue.append((opr, is_write))
+            self.queue.append((opr, True))
 
     def complete_read_dependency(self) -> Sequence[Opr]:
         """A granted read is done; the last one grants the pending write.  Returns the ops made ready."""

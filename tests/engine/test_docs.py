@@ -11,6 +11,7 @@ MODULES = [
     "mxnb.engine",
     "mxnb.engine.base",
     "mxnb.engine.naive",
+    "mxnb.engine.idle",
     "mxnb.engine.threaded",
     "mxnb.engine.stepper",
     "mxnb.engine.trace",

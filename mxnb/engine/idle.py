@@ -1,0 +1,197 @@
+"""The idle fast path: an op whose vars are all idle runs at once, booked as the rule would.
+
+Idea: most ops on the naive engine — and on a threaded engine whose workers
+are behind — are pushed when none of their vars has anything pending.  The
+rule (:mod:`.var`) then grants every var at once, so such an op can run at
+once in the pushing thread, and its booking is the rule's result written
+out: a read counts one more pending read, a write holds the var; when it
+completes with nothing pushed behind it, the booking is undone the same way.
+This is the one exception to "every push goes through the rule", kept here,
+apart from the rule and from the engines.
+
+Rule: whatever else comes — a busy var, an async op, a delete, a failure,
+debug mode, a hand-over, a shutdown, an op pushed behind it while it runs —
+takes the plain rule (``Engine._push_opr`` / ``Engine._complete``).
+``tests/engine/test_naive_idle.py`` runs random workloads through this path
+and through the plain rule and compares results, traces and var states.
+
+Users: :class:`~mxnb.engine.naive.NaiveEngine` (every push) and the threaded
+engines (a push while their CPU workers are behind, see
+:mod:`mxnb.engine.threaded`), both subclasses of :class:`IdleFastPath`.  They
+provide ``_run_contexts`` (the :class:`~.running.RunContextCache` of the
+pushing thread: its worker name shows in traces) and
+:meth:`IdleFastPath._run_successors`.
+
+State kept: none (the engine's lock, counts and vars).
+
+Example::
+
+    >>> import mxnb as mx
+    >>> eng = mx.engine.create('naive')          # every push tries the idle path
+    >>> v = eng.new_var(name='v')
+    >>> _ = eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[v])
+    >>> (v.pending_write, v.writes_done)         # booked and released, as the rule would
+    (None, 1)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..context import Context
+from . import trace
+from .base import Engine, _next_op_id
+from .records import record_done, record_push, record_start
+from .running import RunContextCache
+from .var import DONE, READY, RUNNING, Opr, Var
+from .waiting import _local
+
+__all__ = ["IdleFastPath"]
+
+_new_object = object.__new__
+
+
+class IdleFastPath(Engine):
+    """An engine that can run an op whose vars are idle at push (see the module docstring)."""
+
+    _run_contexts: RunContextCache
+
+    def _run_successors(self, ready: list[Opr]) -> None:
+        """Hand on the ops an idle op's completion made ready (the naive engine runs them)."""
+        raise NotImplementedError
+
+    def _push_idle(
+        self,
+        fn: Any,
+        is_async: bool,
+        ctx: Context,
+        const: tuple[Var, ...],
+        mutate: tuple[Var, ...],
+        priority: int,
+        name: str,
+        copy: bool,
+        delete: tuple[Var, ...] | None = None,
+    ) -> int:
+        """Run an op whose vars are all idle at once, booked as the rule would; else push by the rule.
+
+        Idle: no write holds any of its vars, no read holds a var it writes,
+        none is deleted; and the engine has no failure, hand-over, shutdown
+        or debug mode to look after.  The op is sync and deletes nothing.
+        """
+        if is_async or delete is not None:
+            return Engine._push_opr(
+                self, fn, is_async, ctx, const, mutate, priority, name, copy, delete
+            )
+        lock = self._lock
+        if not lock.acquire(False):
+            self._acquire_contended()
+        try:
+            opr = None
+            idle = not (
+                self._failures
+                or self._handover is not None
+                or self._shut
+                or self.slow_wait_threshold is not None
+            )
+            if idle:
+                for var in const:
+                    if var.pending_write is not None or var.deleted:
+                        idle = False
+                for var in mutate:
+                    if var.pending_write is not None or var.pending_reads or var.deleted:
+                        idle = False
+            if idle:  # the rule's booking, every var granting at once
+                # Opr(...) written out, already granted: a class call and its
+                # __init__ were an eighth of this path (tests/engine/test_naive_idle.py
+                # checks every slot against Opr's own).
+                opr = _new_object(Opr)
+                opr.id = _next_op_id()
+                opr.name = name
+                opr.const_vars = const
+                opr.mutate_vars = mutate
+                opr.wait_count = 0
+                opr.state = READY
+                opr.fn = fn
+                opr.ctx = ctx
+                opr.priority = priority
+                opr.is_async = False
+                opr.copy = copy
+                opr.deletes = None
+                opr.push_time = 0.0
+                opr.waited_on = ()
+                for var in const:
+                    var.pending_reads += 1
+                for var in mutate:
+                    var.writes_pushed += 1
+                    var.pending_write = opr
+                self._num_pending += 1
+                if trace.enabled:
+                    record_push(opr, self._run_contexts.worker)  # push and start, one record
+        finally:
+            lock.release()
+        if opr is None:
+            return Engine._push_opr(self, fn, is_async, ctx, const, mutate, priority, name, copy)
+        rctx = self._run_contexts.by_id.get(id(ctx))  # RunContextCache.get without the call
+        if rctx is None or rctx.ctx is not ctx:
+            rctx = self._run_contexts.get(ctx)
+        if trace.enabled and opr.state is READY:  # recording began since the push
+            record_start(opr, rctx.worker, None)
+        opr.state = RUNNING
+        try:
+            stack = _local.stack
+        except AttributeError:
+            stack = _local.stack = []
+        stack.append(opr)
+        try:
+            fn(rctx)
+        except BaseException as exc:  # a failure is the rule's business: complete it so
+            stack.pop()
+            ready = self._complete(opr, exc)
+            if not isinstance(exc, Exception):  # Ctrl-C: book it, run what it released, raise
+                for successor in ready:
+                    self._dispatch(successor)
+                raise
+            if ready:
+                self._run_successors(ready)
+            return opr.id
+        stack.pop()
+        self._complete_idle(opr)
+        return opr.id
+
+    def _complete_idle(self, opr: Opr) -> None:
+        """Complete an op of :meth:`_push_idle`: undo its booking if nothing was pushed behind it.
+
+        Otherwise (or if a failure appeared meanwhile) it completes by the rule.
+        """
+        lock = self._lock
+        if not lock.acquire(False):
+            self._acquire_contended()
+        try:
+            alone = not self._failures
+            if alone:
+                for var in opr.const_vars:
+                    if var.pending_write is not None:  # a write waits for this read
+                        alone = False
+                for var in opr.mutate_vars:
+                    if var.queue:
+                        alone = False
+            if alone:  # the rule's release, nothing made ready
+                for var in opr.const_vars:
+                    var.pending_reads -= 1
+                for var in opr.mutate_vars:
+                    var.writes_done += 1
+                    var.pending_write = None
+                opr.state = DONE
+                self._num_pending -= 1
+                if self._num_waiters:
+                    self._wake_waiters(opr)
+                if trace.enabled:
+                    record_done(opr)
+        finally:
+            lock.release()
+        if alone:
+            opr.fn = None  # drops the user's closure outside the lock
+            return
+        ready = self._complete(opr, None)
+        if ready:
+            self._run_successors(ready)
