@@ -49,10 +49,16 @@ class GilMeter:
         library = ctypes.CDLL(None)
         self._free_ns = library.gil_meter_free_ns
         self._free_ns.restype = ctypes.c_longlong
+        self._thread_free_ns = library.gil_meter_thread_free_ns
+        self._thread_free_ns.restype = ctypes.c_longlong
 
     def free_seconds(self) -> float:
         """CPU seconds spent with the GIL released since the process started."""
         return self._free_ns() / 1e9
+
+    def thread_free_seconds(self) -> float:
+        """CPU seconds the calling thread spent with the GIL released (per-op profiles)."""
+        return self._thread_free_ns() / 1e9
 
 
 def _counts(gil: GilMeter) -> bool:

@@ -20,6 +20,7 @@ static restore_fn real_restore;
 static __thread long long released_at; /* thread CPU ns when this thread released the GIL */
 static _Atomic long long free_ns;      /* CPU ns spent with the GIL released, all threads */
 static _Atomic long long sections;     /* completed release/acquire pairs */
+static __thread long long thread_free; /* CPU ns this thread spent with the GIL released */
 
 static long long thread_cpu_ns(void) {
     struct timespec now;
@@ -38,8 +39,10 @@ void PyEval_RestoreThread(void *state) {
     long long spent = thread_cpu_ns() - released_at;
     real_restore(state);
     atomic_fetch_add(&free_ns, spent);
+    thread_free += spent;
     atomic_fetch_add(&sections, 1);
 }
 
 long long gil_meter_free_ns(void) { return free_ns; }
 long long gil_meter_sections(void) { return sections; }
+long long gil_meter_thread_free_ns(void) { return thread_free; }

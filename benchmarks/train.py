@@ -10,16 +10,19 @@ Three figures, each a ratio against a peer measured in the same run:
    against one, with BLAS pinned to one thread per worker (threadpoolctl) and
    ``MXNB_OP_THREADS=1``, so each device's lane is one core.  Target: >= 1.4x
    samples per second (numpy releases the GIL inside its kernels).  Measured at
-   each ``--batches`` size (default 32, the issue's, and 256, where a device's
-   kernels are large), with what explains the figure: engine ops per step, CPU
-   time per step and, when the GIL meter (``_gil.py``, needs a C compiler)
-   runs, the CPU time that holds the GIL.  Wall-clock speed-ups need two free
-   cores; the load average is printed beside them, and the CPU-time bound
-   ``max(gil_held, cpu / 2)`` of a two-device step holds on a busy machine too.
+   each ``--batches`` size (default 32, the issue's, 128 and 256, where a
+   device's kernels are large) in interleaved rounds: the speed-up is the
+   median of the rounds' ratios.  Beside it, what explains the figure: engine
+   ops per step, CPU time per step, the time runnable threads waited for a core
+   (other processes' load), and, when the GIL meter (``_gil.py``, needs a C
+   compiler) runs, the CPU time that holds the GIL.  Wall-clock speed-ups need
+   two free cores; the CPU-time bound ``max(gil_held, cpu / 2)`` of a
+   two-device step holds on a busy machine too.
 3. **KVStore cost**: ``kv.push`` + ``kv.pull`` of every LeNet parameter on a
    ``local`` store (no updater) against a plain ``a += b`` on the same arrays.
 
-Run: ``python benchmarks/train.py [--epochs 1] [--repeat 3] [--batches 32,256] [--no-gil-meter]``
+Run: ``python benchmarks/train.py [--epochs 1] [--repeat 5] [--batches 32,128,256] [--only scaling]
+[--no-gil-meter]``
 (PyTorch from the ``bench`` extra; figure 1 is skipped with a note when torch is missing).
 """
 
@@ -28,6 +31,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -136,43 +140,65 @@ def best_alternating(functions: list, repeat: int) -> list[float]:
     return best
 
 
+def run_queue_wait() -> float:
+    """Seconds this process's threads have waited for a core, runnable (Linux schedstat; else 0).
+
+    Time another process held the core: on a shared machine it is what the
+    wall clock loses beyond CPU and GIL, and it hits the two-device run,
+    which wants both cores, harder than the one-device run.
+    """
+    total = 0
+    try:
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/schedstat") as file:
+                total += int(file.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    return total / 1e9
+
+
 @dataclass
 class StepCost:
-    """What one training step costs: wall and CPU seconds, GIL-held CPU seconds, engine ops."""
+    """What one training step costs, per round: wall, CPU, GIL-held and run-queue seconds."""
 
-    wall: float
-    cpu: float
-    gil_held: float | None  # None: the GIL meter is not running
-    ops: float
+    wall: list[float]
+    cpu: list[float]
+    gil_held: list[float]  # empty: the GIL meter is not running
+    waiting: list[float]  # runnable but not running: other processes had the cores
+    ops: float = 0.0
+
+    def median(self, name: str) -> float | None:
+        """The median of one field over the rounds (None when it was not measured)."""
+        values = getattr(self, name)
+        return statistics.median(values) if values else None
 
 
 def step_costs(functions: list, steps: int, repeat: int, gil: GilMeter | None) -> list[StepCost]:
-    """Per-step costs of each function (``steps`` steps per call), run in turns, best of ``repeat``.
+    """Per-step costs of each function (``steps`` steps per call), rounds interleaved.
 
-    Wall time is the fastest round; CPU and GIL-held times come from the round
-    with the least CPU time (the one least disturbed by other processes).  The
-    engine ops are counted in one more, traced, round.
+    Round ``r`` runs every function once, one after the other, so a burst of
+    load from other processes hits them alike; each round's figures are kept
+    (callers take medians, and ratios round by round).  The engine ops are
+    counted in one more, traced, round.
     """
-    best = [StepCost(float("inf"), float("inf"), None, 0.0) for _ in functions]
+    costs = [StepCost([], [], [], []) for _ in functions]
     for _ in range(repeat):
-        for index, function in enumerate(functions):
+        for cost, function in zip(costs, functions):
             free = gil.free_seconds() if gil else 0.0
+            waited = run_queue_wait()
             cpu = time.process_time()
             start = time.perf_counter()
             function()
-            wall = time.perf_counter() - start
-            cpu = time.process_time() - cpu
-            held = cpu - (gil.free_seconds() - free) if gil else None
-            cost = best[index]
-            cost.wall = min(cost.wall, wall / steps)
-            if cpu / steps < cost.cpu:
-                cost.cpu = cpu / steps
-                cost.gil_held = None if held is None else held / steps
-    for index, function in enumerate(functions):
+            cost.wall.append((time.perf_counter() - start) / steps)
+            cost.cpu.append((time.process_time() - cpu) / steps)
+            cost.waiting.append((run_queue_wait() - waited) / steps)
+            if gil:
+                cost.gil_held.append(cost.cpu[-1] - (gil.free_seconds() - free) / steps)
+    for cost, function in zip(costs, functions):
         with mx.engine.trace() as trace:
             function()
-        best[index].ops = len(trace.events_of(OpPush)) / steps
-    return best
+        cost.ops = len(trace.events_of(OpPush)) / steps
+    return costs
 
 
 def scaling(batch: int, epochs: int, repeat: int, gil: GilMeter | None) -> None:
@@ -183,21 +209,29 @@ def scaling(batch: int, epochs: int, repeat: int, gil: GilMeter | None) -> None:
         one = mxnb_trainer(x, y, [mx.gpu(0)], "device", epochs, batch)
         two = mxnb_trainer(x, y, [mx.gpu(0), mx.gpu(1)], "device", epochs, batch)
         costs = step_costs([one, two], steps, repeat, gil)
-    print(f"  batch {batch} ({batch // 2} per device on two), {steps} steps per round")
+    print(f"  batch {batch} ({batch // 2} per device on two), {steps} steps per round, medians")
     for devices, cost in zip((1, 2), costs):
-        held = "-" if cost.gil_held is None else f"{cost.gil_held * 1e3:.2f}"
+        held = cost.median("gil_held")
         print(
-            f"    {devices} virtual GPU{'s' if devices > 1 else ' '}  {batch / cost.wall:8.0f} samples/s"
-            f"  {cost.ops:6.1f} ops/step  CPU {cost.cpu * 1e3:7.2f} ms/step"
-            f"  GIL-held {held} ms/step"
+            f"    {devices} virtual GPU{'s' if devices > 1 else ' '}"
+            f"  {batch / cost.median('wall'):8.0f} samples/s  {cost.ops:6.1f} ops/step"
+            f"  CPU {cost.median('cpu') * 1e3:6.2f} ms/step"
+            f"  GIL-held {'-' if held is None else f'{held * 1e3:.2f}'} ms/step"
+            f"  waiting for a core {cost.median('waiting') * 1e3:6.2f} ms/step"
         )
     first, second = costs
-    print(f"    speed-up 2 vs 1 (wall) = {first.wall / second.wall:.2f}x   (target >= 1.4x)")
-    if second.gil_held is not None:
-        floor = max(second.gil_held, second.cpu / 2)
+    rounds = [a / b for a, b in zip(first.wall, second.wall)]
+    print(
+        f"    speed-up 2 vs 1 (wall) = {statistics.median(rounds):.2f}x median of rounds "
+        f"[{', '.join(f'{r:.2f}' for r in rounds)}]; best-of ratio "
+        f"{min(first.wall) / min(second.wall):.2f}x   (target >= 1.4x)"
+    )
+    held = second.median("gil_held")
+    if held is not None:
+        floor = max(held, second.median("cpu") / 2)
         print(
             f"    CPU-time bound on two free cores: 1-device step CPU / max(GIL-held, CPU / 2) "
-            f"of 2 devices = {first.cpu / floor:.2f}x"
+            f"of 2 devices = {first.median('cpu') / floor:.2f}x"
         )
 
 
@@ -245,32 +279,64 @@ def kvstore_ratio(repeat: int = 20) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=1, help="epochs per timed round")
-    parser.add_argument("--repeat", type=int, default=3, help="timed rounds (best is kept)")
     parser.add_argument(
-        "--batches", default="32,256", help="batch sizes of the scaling figure, comma separated"
+        "--repeat", type=int, default=5, help="timed rounds (speed: best; scaling: medians)"
+    )
+    parser.add_argument(
+        "--batches",
+        default="32,128,256",
+        help="batch sizes of the scaling figure, comma separated",
     )
     parser.add_argument(
         "--no-gil-meter", action="store_true", help="do not build and preload the GIL meter"
+    )
+    parser.add_argument(
+        "--only", choices=("speed", "scaling", "kvstore"), help="print one figure only"
     )
     args = parser.parse_args()
     if not args.no_gil_meter:
         preload()  # runs this script again with the meter preloaded (when a C compiler exists)
     gil = meter()
     logging.disable(logging.WARNING)
+    if args.only in (None, "speed"):
+        speed(args.epochs, args.repeat)
+    if args.only in (None, "scaling"):
+        mx.context.set_virtual_gpus(2)
+        load = os.getloadavg()[0]
+        print(
+            f"Data parallel (kvstore='device'), BLAS 1 thread per worker, MXNB_OP_THREADS=1; "
+            f"{os.cpu_count()} cores, load average {load:.1f} (wall figures need free cores)"
+        )
+        workers = os.environ.get("MXNB_GPU_WORKER_NTHREADS", "the default 2")
+        print(f"  engine {mx.engine.engine_type()!r}, {workers} worker threads per virtual GPU")
+        if gil is None:
+            print("  GIL meter not running (no C compiler, --no-gil-meter, or a static libpython)")
+        for batch in (int(text) for text in args.batches.split(",")):
+            scaling(batch, args.epochs, args.repeat, gil)
+    if args.only in (None, "kvstore"):
+        with_kv, plain = kvstore_ratio()
+        print("KVStore cost, 10 LeNet parameters per round")
+        print(f"  push+pull per key   {with_kv * 1e6 / 10:8.1f} us/key")
+        print(f"  a += b              {plain * 1e6 / 10:8.1f} us/key")
+        print(f"  kvstore / a += b = {with_kv / plain:.2f}x")
+
+
+def speed(epochs: int, repeat: int) -> None:
+    """Print figure 1: Module.fit against PyTorch, batch 32, best of ``repeat`` alternating."""
     x, y = digits()
-    samples = len(x) * args.epochs
+    samples = len(x) * epochs
     threads = int(os.environ.get("MXNB_BENCH_THREADS", "1"))
     with threadpool_limits(threads):
-        theirs = torch_trainer(x, y, args.epochs)
+        theirs = torch_trainer(x, y, epochs)
         if theirs is not None:
             import torch
 
             torch.set_num_threads(threads)
-        ours = mxnb_trainer(x, y, [mx.cpu()], "local", args.epochs)
-        times = best_alternating([ours] if theirs is None else [ours, theirs], args.repeat)
+        ours = mxnb_trainer(x, y, [mx.cpu()], "local", epochs)
+        times = best_alternating([ours] if theirs is None else [ours, theirs], repeat)
     print(
         f"LeNet-5 on digits, batch {BATCH}, {samples} samples per round, {threads} thread(s), "
-        f"best of {args.repeat}"
+        f"best of {repeat}"
     )
     print(f"  mxnb Module.fit     {samples / times[0]:8.0f} samples/s")
     if theirs is None:
@@ -278,25 +344,6 @@ def main() -> None:
     else:
         print(f"  PyTorch (CPU)       {samples / times[1]:8.0f} samples/s")
         print(f"  time mxnb / PyTorch = {times[0] / times[1]:.2f}x   (target <= 2x)")
-
-    mx.context.set_virtual_gpus(2)
-    load = os.getloadavg()[0]
-    print(
-        f"Data parallel (kvstore='device'), BLAS 1 thread per worker, MXNB_OP_THREADS=1; "
-        f"{os.cpu_count()} cores, load average {load:.1f} (wall figures need free cores)"
-    )
-    workers = os.environ.get("MXNB_GPU_WORKER_NTHREADS", "the default 2")
-    print(f"  engine {mx.engine.engine_type()!r}, {workers} worker threads per virtual GPU")
-    if gil is None:
-        print("  GIL meter not running (no C compiler, --no-gil-meter, or a static libpython)")
-    for batch in (int(text) for text in args.batches.split(",")):
-        scaling(batch, args.epochs, args.repeat, gil)
-
-    with_kv, plain = kvstore_ratio()
-    print("KVStore cost, 10 LeNet parameters per round")
-    print(f"  push+pull per key   {with_kv * 1e6 / 10:8.1f} us/key")
-    print(f"  a += b              {plain * 1e6 / 10:8.1f} us/key")
-    print(f"  kvstore / a += b = {with_kv / plain:.2f}x")
 
 
 if __name__ == "__main__":

@@ -294,3 +294,49 @@ def test_chunked_parallel_kernels_equal_the_single_thread_result(monkeypatch, na
     np.testing.assert_allclose(out_a, out_b, rtol=1e-12)
     for a, b in zip(aux_a + grads_a, aux_b + grads_b):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def _max_pool_reference(x, kernel, stride, pad, out):
+    """Per-window loops: the max, and its head gradient at the first maximum (row-major)."""
+    y = np.full(x.shape[:2] + out, -np.inf)
+    grad_of = {}  # output index -> input index of its first maximum
+    for index in np.ndindex(*x.shape[:2], *out):
+        n, c, o = index[0], index[1], index[2:]
+        best, where = -np.inf, None
+        for k in np.ndindex(*kernel):
+            cell = tuple(oi * s + ki - p for oi, s, ki, p in zip(o, stride, k, pad))
+            if all(0 <= ci < size for ci, size in zip(cell, x.shape[2:])):
+                value = x[(n, c) + cell]
+                if value > best:
+                    best, where = value, cell
+        y[index] = best
+        grad_of[index] = (n, c) + where
+    return y, grad_of
+
+
+@pytest.mark.parametrize(
+    "shape, params",
+    [
+        ((2, 3, 8, 8), {"kernel": (2, 2), "stride": (2, 2)}),
+        ((2, 2, 7, 6), {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)}),
+        ((2, 2, 7, 7), {"kernel": (3, 2), "stride": (1, 2)}),
+        ((2, 2, 9), {"kernel": (3,), "stride": (2,)}),
+        ((1, 2, 4, 5, 4), {"kernel": (2, 2, 2), "stride": (2, 1, 2), "pad": (0, 1, 0)}),
+    ],
+)
+def test_max_pooling_ties_go_to_the_first_maximum_in_row_major_order(shape, params):
+    """Few distinct values (ReLU outputs are often all zero): every tie is broken as MXNet does."""
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 3, size=shape).astype(np.float32)
+    outs, _, state = eager.run_forward("Pooling", [x], dict(params, pool_type="max"))
+    out = outs[0].shape[2:]
+    nd = len(shape) - 2
+    pad = params.get("pad", (0,) * nd)
+    expected, grad_of = _max_pool_reference(x, params["kernel"], params["stride"], pad, out)
+    np.testing.assert_array_equal(outs[0], expected)
+    head = rng.normal(size=outs[0].shape).astype(np.float32)
+    grad = eager.run_backward(state, [head])[0]
+    want = np.zeros(x.shape, np.float32)
+    for index, cell in grad_of.items():
+        want[cell] += head[index]
+    np.testing.assert_allclose(grad, want, rtol=1e-6, atol=1e-6)

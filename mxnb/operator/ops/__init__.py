@@ -5,7 +5,7 @@ binary, scalar, broadcast, comparison, Cast, ElementWiseSum), :mod:`.reduce`
 (sum, mean, max, norm, argmax, ...), :mod:`.matrix` (dot, FullyConnected,
 Reshape, transpose, ...), :mod:`.join` (Concat, SliceChannel, slice, tile,
 Pad, ...), :mod:`.indexing` (Embedding, take, one_hot, topk, where, clip),
-:mod:`.conv` (Convolution, Deconvolution), :mod:`.pool` (Pooling,
+:mod:`.conv` (Convolution), :mod:`.deconv` (Deconvolution), :mod:`.pool` (Pooling,
 UpSampling, LRN),
 :mod:`.norm` (Activation, BatchNorm, Dropout, softmax, loss layers),
 :mod:`.optimizer_ops` (sgd_update, adam_update, ...: fused optimizer steps),
@@ -29,13 +29,15 @@ Example::
     'SliceChannel'
 """
 
-from . import conv, elemwise, indexing, init, join, matrix, norm, optimizer_ops, pool, reduce, rnn
+from . import conv, deconv, elemwise, indexing, init, join, matrix, norm, optimizer_ops, pool
+from . import reduce, rnn
 from . import compat, legacy  # noqa: I001  (after the families they build on)
 from . import layers_compat, samplers, stats_compat, tensor_compat  # noqa: F401, I001  (likewise)
 
 __all__ = [
     "compat",
     "conv",
+    "deconv",
     "elemwise",
     "indexing",
     "init",

@@ -277,11 +277,14 @@ def parallel_chunks(xp: Any, size: int, work: int, function: Any) -> None:
     deadlock).  Chunks must write disjoint memory.
     """
     global _POOL
+    if work < PARALLEL_MIN_ELEMENTS or xp is not np:  # the common case first: a few tests only
+        function(0, size)
+        return
     threads = min(_thread_count(), size)
     nested = (
         __import__("threading").current_thread().name.startswith("mxnb-op")
     )  # never wait on ourselves
-    if xp is not np or threads <= 1 or work < PARALLEL_MIN_ELEMENTS or nested:
+    if threads <= 1 or nested:
         function(0, size)
         return
     if _POOL is None:

@@ -1,24 +1,22 @@
-"""Convolution and Deconvolution: im2col + one GEMM per group, in channel-last layout.
+"""Convolution: MXNet's im2col with the batch innermost, and one GEMM per group.
 
-Idea (MXNet: src/operator/nn/convolution*, deconvolution*): a convolution
-is one matrix product once the input is laid out as columns.  The padded
-input is moved to channel-last ``(N, *spatial, C)``; a strided *view*
-``(N, *out, *kernel, C)`` of it (``xp.lib.stride_tricks.as_strided``, no
-Python loop over pixels) is copied once into columns ``(N*P, K*C)`` — in
-channel-last each run of ``kernel[-1] * C`` values is contiguous, so the copy
-is fast — and one GEMM per group with the weight ``(F, K*C)`` gives the
-output.  Backward: the weight gradient is one GEMM against the same columns;
-the data gradient of a stride-1 convolution is itself a convolution (of the
-padded head gradient with the flipped kernel), otherwise a GEMM to columns
-followed by ``col2im``: a loop over the ``K`` kernel offsets (9 for 3x3),
-each a strided slice-add.  Deconvolution is the same two steps swapped.
+Idea (MXNet: src/operator/nn/convolution*): a convolution is one matrix
+product once the input is laid out as columns.  MXNet lays out ``(C*K, P)``
+per image and calls one GEMM per image; here the images sit side by side with
+the batch innermost, ``(C*K, P*N)`` (:func:`unfold`): the padded input is
+moved once to ``(C, *padded, N)``, a strided *view* of it holds every window,
+and one copy, in runs of ``out_w * N`` contiguous values, gives the columns.
+Forward is then ONE ``np.dot`` per group with the weight in its own
+``(F, C*K)`` layout; backward one ``np.dot`` for the weight gradient and one
+to columns that :func:`fold` (col2im) adds back, one spatial axis at a time.
+``np.dot`` releases the GIL at any size (``np.matmul`` keeps it for small
+outputs), and few, large numpy calls are what lets the threads of two devices
+run at once (docs/scaling.md).  Deconvolution lives in :mod:`.deconv`.
 
 Rules:
-    * layouts are MXNet's: data ``(N, C, *spatial)``, Convolution weight
-      ``(num_filter, C/num_group, *kernel)``, Deconvolution weight
-      ``(C, num_filter/num_group, *kernel)``; 1, 2 or 3 spatial dims;
-    * output size: conv ``(in + 2p - d(k-1) - 1) // s + 1``; deconv
-      ``s(in-1) + d(k-1) + 1 - 2p + adj``;
+    * layouts are MXNet's: data ``(N, C, *spatial)``, weight
+      ``(num_filter, C/num_group, *kernel)``; 1, 2 or 3 spatial dims;
+    * output size ``(in + 2p - d(k-1) - 1) // s + 1``;
     * backward reads head gradient, data and weight — never the output;
     * the columns live in the TEMP_SPACE resource (one block reused across
       calls, as MXNet's workspace) when the caller provides it.
@@ -44,9 +42,10 @@ from ..base import OpReqType, ResourceRequest
 from ..param import Param, Shape
 from ..partial import is_known, merge, partial_shape
 from ..registry import register
+from . import _common
 from ._common import KernelProp, fmt, parallel_chunks, write
 
-__all__ = ["ConvolutionProp", "DeconvolutionProp", "channel_last_padded", "col2im", "im2col"]
+__all__ = ["ConvolutionProp", "copy_batched", "fold", "unfold"]
 
 
 # ---------------------------------------------------------------------------
@@ -82,6 +81,9 @@ def copy_batched(xp: Any, dst: Any, src: Any, req: OpReqType = OpReqType.WRITE_T
     """
     if req == OpReqType.NULL:
         return
+    if dst.size < _common.PARALLEL_MIN_ELEMENTS:  # no chunking: saves microseconds per call
+        write(dst, req, src)
+        return
 
     def chunk(start: int, stop: int) -> None:
         write(dst[start:stop], req, src[start:stop])
@@ -89,105 +91,104 @@ def copy_batched(xp: Any, dst: Any, src: Any, req: OpReqType = OpReqType.WRITE_T
     parallel_chunks(xp, dst.shape[0], dst.size, chunk)
 
 
-def channel_last_padded(xp: Any, x: Any, before: Sequence[int], after: Sequence[int]) -> Any:
-    """``(N, C, *S)`` -> zero-padded channel-last ``(N, *(S + pads), C)`` (negative pads crop)."""
+# ---------------------------------------------------------------------------
+# columns with the batch innermost: (C*K, P*N), for Convolution
+# ---------------------------------------------------------------------------
+
+
+def _to_back(a: Any) -> Any:
+    """A view with the first axis moved last (``transpose``: cheaper than ``moveaxis``)."""
+    return a.transpose(tuple(range(1, a.ndim)) + (0,))
+
+
+def _to_front(a: Any) -> Any:
+    """A view with the last axis moved first."""
+    return a.transpose((a.ndim - 1,) + tuple(range(a.ndim - 1)))
+
+
+def _batch_last(xp: Any, x: Any, pad: Sequence[int]) -> Any:
+    """``(N, C, *S)`` -> zero-padded ``(C, *(S + 2 pad), N)``: one transposing copy."""
     spatial = x.shape[2:]
-    shape = (
-        (x.shape[0],) + tuple(s + b + a for s, b, a in zip(spatial, before, after)) + (x.shape[1],)
-    )
-    result = (
-        xp.zeros(shape, dtype=x.dtype)
-        if any(before) or any(after)
-        else xp.empty(shape, dtype=x.dtype)
-    )
-    target = tuple(
-        slice(max(b, 0), max(b, 0) + s + min(b, 0) + min(a, 0))
-        for s, b, a in zip(spatial, before, after)
-    )
-    source = tuple(slice(max(-b, 0), s - max(-a, 0)) for s, b, a in zip(spatial, before, after))
-    copy_batched(
-        xp,
-        result[(slice(None),) + target + (slice(None),)],
-        xp.moveaxis(x[(slice(None), slice(None)) + source], 1, -1),
-    )
+    shape = (x.shape[1],) + tuple(s + 2 * p for s, p in zip(spatial, pad)) + (x.shape[0],)
+    if not any(pad):
+        result = xp.empty(shape, dtype=x.dtype)
+        copy_batched(xp, result, _to_back(x))
+        return result
+    result = xp.zeros(shape, dtype=x.dtype)
+    inner = (slice(None),) + tuple(slice(p, p + s) for p, s in zip(pad, spatial))
+    copy_batched(xp, result[inner], _to_back(x))
     return result
 
 
-def im2col(
-    xp: Any,
-    padded: Any,
-    kernel: Sequence[int],
-    stride: Sequence[int],
-    dilate: Sequence[int],
-    out_spatial: Sequence[int],
-    out: Any = None,
-) -> Any:
-    """Columns ``(N*prod(out), prod(kernel)*C)`` of a channel-last padded input, in one copy.
+def unfold(xp: Any, cols: Any, x: Any, kernel, stride, dilate, pad) -> Any:
+    """Fill ``cols (C*K, P*N)`` with the windows of ``x (N, C, *S)``; return ``cols``.
 
-    Channel-last makes the copy fast: for stride-1 windows each run of
-    ``kernel[-1] * C`` values is contiguous in memory.
+    MXNet's im2col (one ``(C*K, P)`` block per image), with the images side by
+    side and the batch innermost: row ``c*K + k`` holds channel ``c`` at kernel
+    offset ``k`` (the weight's ``(F, C, *K)`` order), column ``p*N + n``
+    output position ``p`` of image ``n``.  A strided *view* of the padded
+    input holds every window; it is copied once, in runs of ``N * out_w``
+    contiguous values (long even for small feature maps), and the whole
+    convolution is then ONE GEMM, ``W (F, C*K) @ cols``.
     """
+    padded = _batch_last(xp, x, pad)
     nd = len(kernel)
     strides = padded.strides
-    shape = (padded.shape[0],) + tuple(out_spatial) + tuple(kernel) + (padded.shape[-1],)
-    view_strides = (
-        (strides[0],)
-        + tuple(strides[1 + i] * stride[i] for i in range(nd))
-        + tuple(strides[1 + i] * dilate[i] for i in range(nd))
-        + (strides[-1],)
+    out_spatial = tuple(
+        (s - d * (k - 1) - 1) // st + 1
+        for s, d, k, st in zip(padded.shape[1:-1], dilate, kernel, stride)
     )
     view = xp.lib.stride_tricks.as_strided(
-        padded, shape=shape, strides=view_strides, writeable=False
+        padded,
+        shape=(padded.shape[0],) + tuple(kernel) + out_spatial + (padded.shape[-1],),
+        strides=(strides[0],)
+        + tuple(strides[1 + i] * dilate[i] for i in range(nd))
+        + tuple(strides[1 + i] * stride[i] for i in range(nd))
+        + (strides[-1],),
+        writeable=False,
     )
-    columns = math.prod(kernel) * padded.shape[-1]
-    if out is None:
-        return xp.ascontiguousarray(view).reshape(-1, columns)
-    copy_batched(xp, out.reshape(shape), view)
-    return out
+    copy_batched(xp, cols.reshape(view.shape), view)
+    return cols
 
 
-def col2im(
-    xp: Any,
-    cols: Any,
-    result: Any,
-    kernel: Sequence[int],
-    stride: Sequence[int],
-    dilate: Sequence[int],
-    out_spatial: Sequence[int],
-) -> None:
-    """Add columns ``(N*P, K*C)`` into a channel-last padded ``result`` (loop over kernel offsets)."""
-    n, c = result.shape[0], result.shape[-1]
-    blocks = cols.reshape((n,) + tuple(out_spatial) + (math.prod(kernel), c))
-    for index, offset in enumerate(_offsets(kernel)):
-        window = (slice(None),) + tuple(
-            slice(k * d, k * d + s * (o - 1) + 1, s)
-            for k, s, d, o in zip(offset, stride, dilate, out_spatial)
-        )
-        result[window] += blocks[..., index, :]
+def fold(xp: Any, cols: Any, target: Any, req: OpReqType, kernel, stride, dilate, pad) -> None:
+    """``target (N, C, *S) (=|+=)`` the columns ``(C*K, P*N)`` summed over their windows (col2im).
 
-
-def _group_columns(ctx, x, groups, kernel, stride, dilate, pad, out_spatial):
-    """Yield ``(g, cols)``: the im2col matrix of group ``g``'s input channels, channel last.
-
-    ``x`` is padded once (channel last) and every group's columns are written
-    into one scratch block from the temp-space resource, so forward (a GEMM
-    per group with the weights) and backward (the weight gradient) share the
-    same unfolding.  ``cols`` is overwritten by the next group.
+    One spatial axis at a time: its ``k`` kernel offsets are added as strided
+    slices into an array whose output axis has become the padded input axis
+    (5 + 5 adds for a 5x5 kernel, not 25, each over long contiguous runs as
+    the batch is innermost); the padding is then cropped off and the batch
+    moved back to the front by the write into ``target``.
     """
-    xp = ctx.xp
-    c_group = x.shape[1] // groups
-    padded = channel_last_padded(xp, x, pad, pad)
-    rows = x.shape[0] * math.prod(out_spatial)
-    cols = _scratch(ctx, xp, (rows, math.prod(kernel) * c_group), x.dtype)
-    for g in range(groups):
-        channels = padded[..., g * c_group : (g + 1) * c_group]
-        im2col(xp, channels, kernel, stride, dilate, out_spatial, out=cols)
-        yield g, cols
-
-
-def _weight_channel_last(xp: Any, weight: Any) -> Any:
-    """``(F, C, *K)`` -> ``(F, K*C)`` matching the channel-last columns."""
-    return xp.moveaxis(weight, 1, -1).reshape(weight.shape[0], -1)
+    nd = len(kernel)
+    n, c = target.shape[:2]
+    spatial = target.shape[2:]
+    out_spatial = tuple(
+        (s + 2 * p - d * (k - 1) - 1) // st + 1
+        for s, p, d, k, st in zip(spatial, pad, dilate, kernel, stride)
+    )
+    current = cols.reshape((c,) + tuple(kernel) + out_spatial + (n,))
+    for axis in reversed(range(nd)):
+        # current: (C, k_0..k_axis, out_0..out_axis, padded_{axis+1}.., N)
+        lead = 1 + axis  # the kernel axis summed now
+        place = 1 + 2 * axis  # where its spatial axis sits once the kernel axis is gone
+        shape = list(current.shape)
+        del shape[lead]
+        shape[place] = spatial[axis] + 2 * pad[axis]
+        summed = xp.zeros(tuple(shape), dtype=cols.dtype)
+        step, size = stride[axis], out_spatial[axis]
+        for offset in range(kernel[axis]):
+            start = offset * dilate[axis]
+            part = summed[
+                (slice(None),) * place + (slice(start, start + step * (size - 1) + 1, step),)
+            ]
+            xp.add(part, current[(slice(None),) * lead + (offset,)], out=part)
+        current = summed
+    value = current[(slice(None),) + tuple(slice(p, p + s) for p, s in zip(pad, spatial))]
+    if req == OpReqType.WRITE_TO:
+        copy_batched(xp, target, _to_front(value))
+    else:
+        write(target, req, _to_front(value))
 
 
 # ---------------------------------------------------------------------------
@@ -326,232 +327,90 @@ class ConvolutionProp(_ConvBase):
         return [ResourceRequest.TEMP_SPACE]
 
     def forward(self, ctx, in_data, req, out_data, aux):
-        """Channel-last im2col + one GEMM per group; bias added before the move back to NCHW."""
+        """Columns ``(C*K, P*N)`` (:func:`unfold`), ONE GEMM per group with the weight ``(F, C*K)``.
+
+        The bias is added in the same call that moves the batch back to the front.
+        """
         xp = ctx.xp
         x, weight = in_data[0], in_data[1]
         kernel, stride, dilate, pad = self._geometry()
         out = out_data[0]
         n, f = out.shape[:2]
-        out_spatial = tuple(out.shape[2:])
+        positions = math.prod(out.shape[2:])
         groups = self.num_group
-        f_group = f // groups
-        result = xp.empty((n * math.prod(out_spatial), f), dtype=out.dtype)
-        for g, cols in _group_columns(ctx, x, groups, kernel, stride, dilate, pad, out_spatial):
-            w = _weight_channel_last(xp, weight[g * f_group : (g + 1) * f_group])
-            if groups == 1:
-                xp.matmul(cols, w.T, out=result)
-            else:
-                result[:, g * f_group : (g + 1) * f_group] = cols @ w.T
+        cols = unfold(xp, self._columns(ctx, x, positions), x, kernel, stride, dilate, pad)
+        weights = weight.reshape(f, -1)  # (F, C/G*K): the weight's own layout
+        rows, f_group = weights.shape[1], f // groups
+        result = xp.empty((f, positions * n), dtype=out.dtype)
+        for g in range(groups):
+            xp.dot(
+                weights[g * f_group : (g + 1) * f_group],
+                cols[g * rows : (g + 1) * rows],
+                out=result[g * f_group : (g + 1) * f_group],
+            )
+        moved = _to_front(result.reshape(f, positions, n))  # (N, F, P)
+        if req[0] == OpReqType.WRITE_TO and out.flags.c_contiguous and not self.no_bias:
+            xp.add(moved, in_data[2].reshape(f, 1), out=out.reshape(n, f, positions))
+            return
         if not self.no_bias:
-            result += in_data[2]
-        copy_batched(xp, out, xp.moveaxis(result.reshape((n,) + out_spatial + (f,)), -1, 1), req[0])
+            result += in_data[2].reshape(f, 1)
+        write(out, req[0], moved.reshape(out.shape))
+
+    def _columns(self, ctx: Any, x: Any, positions: int) -> Any:
+        """The ``(C*K, P*N)`` column block, from TEMP_SPACE when the caller provides it."""
+        shape = (x.shape[1] * math.prod(self.kernel), positions * x.shape[0])
+        return _scratch(ctx, ctx.xp, shape, x.dtype)
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
-        """dW = cols^T @ dy; dx = a stride-1 'full' convolution of dy (or col2im); db = sum(dy)."""
+        """dW = dy @ cols^T and dcols = W^T @ dy, one GEMM each per group; dx = fold(dcols).
+
+        ``dy`` is moved to ``(F, P*N)`` once; db is its row sum.
+        """
         xp = ctx.xp
         x, weight = in_data[0], in_data[1]
         kernel, stride, dilate, pad = self._geometry()
         g_out = out_grad[0]
         n, f = g_out.shape[:2]
-        out_spatial = tuple(g_out.shape[2:])
+        positions = math.prod(g_out.shape[2:])
         groups = self.num_group
-        c_group, f_group = x.shape[1] // groups, f // groups
-        dy = xp.empty((n,) + out_spatial + (f,), dtype=g_out.dtype)
-        copy_batched(xp, dy, xp.moveaxis(g_out, 1, -1))
-        dy = dy.reshape(-1, f)  # (N*P, F)
+        f_group = f // groups
+        dy = xp.empty((f, positions, n), dtype=g_out.dtype)
+        copy_batched(xp, dy, _to_back(g_out.reshape(n, f, positions)))
+        dy = dy.reshape(f, -1)  # (F, P*N)
         if not self.no_bias:
-            write(in_grad[2], req[2], dy.sum(axis=0))
+            if req[2] == OpReqType.WRITE_TO and in_grad[2].dtype == dy.dtype:
+                xp.sum(dy, axis=1, out=in_grad[2])
+            else:
+                write(in_grad[2], req[2], dy.sum(axis=1))
+        weights = weight.reshape(f, -1)  # (F, C/G*K)
+        rows = weights.shape[1]
         if req[1] != OpReqType.NULL:
-            grad_w = xp.empty(weight.shape, dtype=weight.dtype)
-            columns = _group_columns(ctx, x, groups, kernel, stride, dilate, pad, out_spatial)
-            for g, cols in columns:
-                partial = (cols.T @ dy[:, g * f_group : (g + 1) * f_group]).T  # (F/g, K*C/g)
-                grad_w[g * f_group : (g + 1) * f_group] = xp.moveaxis(
-                    partial.reshape((f_group,) + kernel + (c_group,)), -1, 1
+            cols = unfold(xp, self._columns(ctx, x, positions), x, kernel, stride, dilate, pad)
+            direct = (
+                req[1] == OpReqType.WRITE_TO
+                and in_grad[1].flags.c_contiguous
+                and in_grad[1].dtype == dy.dtype
+            )
+            grad_w = (
+                in_grad[1].reshape(weights.shape)
+                if direct
+                else xp.empty(weights.shape, dtype=weight.dtype)
+            )
+            for g in range(groups):
+                xp.dot(
+                    dy[g * f_group : (g + 1) * f_group],
+                    cols[g * rows : (g + 1) * rows].T,
+                    out=grad_w[g * f_group : (g + 1) * f_group],
                 )
-            del columns
-            write(in_grad[1], req[1], grad_w)
+            if not direct:
+                write(in_grad[1], req[1], grad_w.reshape(weight.shape))
         if req[0] == OpReqType.NULL:
             return
-        spatial = tuple(x.shape[2:])
-        full_pad = tuple(d * (k - 1) - p for k, d, p in zip(kernel, dilate, pad))
-        grad_x = xp.empty((n * math.prod(spatial), x.shape[1]), dtype=x.dtype)
-        if all(s == 1 for s in stride) and all(p >= 0 for p in full_pad):
-            # dx = correlate(dy padded by d(k-1)-p, flipped kernel): one more im2col + GEMM
-            padded = channel_last_padded(xp, g_out, full_pad, full_pad)
-            cols = _scratch(ctx, xp, (grad_x.shape[0], math.prod(kernel) * f_group), x.dtype)
-            flip = (slice(None), slice(None)) + (slice(None, None, -1),) * len(kernel)
-            for g in range(groups):
-                im2col(
-                    xp,
-                    padded[..., g * f_group : (g + 1) * f_group],
-                    kernel,
-                    (1,) * len(kernel),
-                    dilate,
-                    spatial,
-                    out=cols,
-                )
-                w = weight[g * f_group : (g + 1) * f_group][flip]  # (F/g, C/g, *K) flipped
-                w = xp.moveaxis(w, 0, -1).reshape(c_group, -1)  # (C/g, K*F/g)
-                grad_x[:, g * c_group : (g + 1) * c_group] = cols @ w.T
-            value = grad_x.reshape((n,) + spatial + (x.shape[1],))
-        else:
-            padded_spatial = tuple(s + 2 * p for s, p in zip(spatial, pad))
-            result = xp.zeros((n,) + padded_spatial + (x.shape[1],), dtype=x.dtype)
-            for g in range(groups):
-                w = _weight_channel_last(xp, weight[g * f_group : (g + 1) * f_group])
-                dcols = dy[:, g * f_group : (g + 1) * f_group] @ w  # (N*P, K*C/g)
-                col2im(
-                    xp,
-                    dcols,
-                    result[..., g * c_group : (g + 1) * c_group],
-                    kernel,
-                    stride,
-                    dilate,
-                    out_spatial,
-                )
-            value = result[(slice(None),) + tuple(slice(p, p + s) for p, s in zip(pad, spatial))]
-        copy_batched(xp, in_grad[0], xp.moveaxis(value, -1, 1), req[0])
-
-
-# ---------------------------------------------------------------------------
-# Deconvolution
-# ---------------------------------------------------------------------------
-
-
-@register("Deconvolution")
-class DeconvolutionProp(_ConvBase):
-    """Transposed convolution: the gradient of Convolution with respect to its data."""
-
-    adj = Param(Shape, default=(), low=0, doc="Extra size added to one side of the output.")
-    target_shape = Param(
-        Shape, default=(), low=0, doc="Output spatial shape; pad and adj are then inferred."
-    )
-    no_bias = Param(bool, default=True, doc="Whether to leave out the bias (MXNet default: True).")
-
-    def _geometry_full(
-        self, spatial: Sequence[int]
-    ) -> tuple[tuple, tuple, tuple, tuple, tuple, tuple]:
-        kernel, stride, dilate, pad = self._geometry()
-        nd = len(kernel)
-        adj = _fill(self.adj, nd, 0)
-        if self.target_shape and any(self.target_shape):
-            pads, adjs = [], []
-            for i in range(nd):
-                total = (
-                    stride[i] * (spatial[i] - 1)
-                    + dilate[i] * (kernel[i] - 1)
-                    + 1
-                    - self.target_shape[i]
-                )
-                adjs.append(total % 2)
-                pads.append((total + 1) // 2)
-            pad, adj = tuple(pads), tuple(adjs)
-        out = tuple(
-            stride[i] * (spatial[i] - 1) + dilate[i] * (kernel[i] - 1) + 1 - 2 * pad[i] + adj[i]
-            for i in range(nd)
-        )
-        return kernel, stride, dilate, pad, adj, out
-
-    def infer_shape(self, in_shape):
-        """Fill weight ``(C, F/g, *kernel)`` and bias ``(F,)``; output size as the module doc says."""
-        data = in_shape[0]
-        if data is None:
-            return None
-        data = tuple(data)
-        kernel = tuple(self.kernel)
-        if len(data) != len(kernel) + 2:
-            raise self.shape_error(
-                f"data {fmt(data)} must have {len(kernel) + 2} dimensions for kernel {kernel}"
-            )
-        if data[1] % self.num_group or self.num_filter % self.num_group:
-            raise self.shape_error(
-                f"channels {data[1]} and num_filter {self.num_filter} must be divisible by num_group {self.num_group}"
-            )
-        *_, out = self._geometry_full(data[2:])
-        if any(o <= 0 for o in out):
-            raise self.shape_error(f"output spatial shape {out} is not positive; reduce pad")
-        weight = (data[1], self.num_filter // self.num_group) + kernel
-        shapes = [data, weight] + ([] if self.no_bias else [(self.num_filter,)])
-        self._check_given(in_shape, shapes, self.list_arguments())
-        return shapes, [(data[0], self.num_filter) + out], []
-
-    def forward_resource(self, in_shape):
-        """TEMP_SPACE holds the columns."""
-        return [ResourceRequest.TEMP_SPACE]
-
-    def backward_resource(self, in_shape):
-        """TEMP_SPACE holds the columns."""
-        return [ResourceRequest.TEMP_SPACE]
-
-    def _weight_matrix(self, xp: Any, weight: Any) -> Any:
-        """``(C/g, F/g, *K)`` -> ``(C/g, K*F/g)`` matching channel-last columns."""
-        return xp.moveaxis(weight, 1, -1).reshape(weight.shape[0], -1)
-
-    def forward(self, ctx, in_data, req, out_data, aux):
-        """cols = x @ W per group (channel-last), then col2im into the padded output and crop."""
-        xp = ctx.xp
-        x, weight = in_data[0], in_data[1]
-        kernel, stride, dilate, pad, _, out_spatial = self._geometry_full(x.shape[2:])
-        n, c = x.shape[:2]
-        in_spatial = tuple(x.shape[2:])
-        f = self.num_filter
-        groups = self.num_group
-        c_group, f_group = c // groups, f // groups
-        x_cl = xp.ascontiguousarray(xp.moveaxis(x, 1, -1)).reshape(-1, c)  # (N*I, C)
-        padded_spatial = tuple(o + 2 * p for o, p in zip(out_spatial, pad))
-        result = xp.zeros((n,) + padded_spatial + (f,), dtype=x.dtype)
-        cols = _scratch(ctx, xp, (x_cl.shape[0], math.prod(kernel) * f_group), x.dtype)
+        dcols = self._columns(ctx, x, positions)  # the columns are not needed any more
         for g in range(groups):
-            w = self._weight_matrix(xp, weight[g * c_group : (g + 1) * c_group])
-            xp.matmul(x_cl[:, g * c_group : (g + 1) * c_group], w, out=cols)
-            col2im(
-                xp,
-                cols,
-                result[..., g * f_group : (g + 1) * f_group],
-                kernel,
-                stride,
-                dilate,
-                in_spatial,
+            xp.dot(
+                weights[g * f_group : (g + 1) * f_group].T,
+                dy[g * f_group : (g + 1) * f_group],
+                out=dcols[g * rows : (g + 1) * rows],
             )
-        value = result[(slice(None),) + tuple(slice(p, p + o) for p, o in zip(pad, out_spatial))]
-        if not self.no_bias:
-            value += in_data[2]
-        write(out_data[0], req[0], xp.moveaxis(value, -1, 1))
-
-    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
-        """cols = im2col(dy); dx = cols @ W^T; dW = x^T @ cols; db = sum(dy)."""
-        xp = ctx.xp
-        x, weight = in_data[0], in_data[1]
-        kernel, stride, dilate, pad, _, _ = self._geometry_full(x.shape[2:])
-        n, c = x.shape[:2]
-        in_spatial = tuple(x.shape[2:])
-        f = self.num_filter
-        groups = self.num_group
-        c_group, f_group = c // groups, f // groups
-        dy = out_grad[0]
-        if not self.no_bias:
-            write(in_grad[2], req[2], dy.sum(axis=(0,) + tuple(range(2, dy.ndim))))
-        padded = channel_last_padded(xp, dy, pad, pad)
-        x_cl = xp.ascontiguousarray(xp.moveaxis(x, 1, -1)).reshape(-1, c)
-        grad_x = xp.empty(x_cl.shape, dtype=x.dtype)
-        grad_w = xp.empty(weight.shape, dtype=weight.dtype)
-        cols = _scratch(ctx, xp, (x_cl.shape[0], math.prod(kernel) * f_group), x.dtype)
-        for g in range(groups):
-            im2col(
-                xp,
-                padded[..., g * f_group : (g + 1) * f_group],
-                kernel,
-                stride,
-                dilate,
-                in_spatial,
-                out=cols,
-            )
-            w = self._weight_matrix(xp, weight[g * c_group : (g + 1) * c_group])
-            grad_x[:, g * c_group : (g + 1) * c_group] = cols @ w.T
-            partial = x_cl[:, g * c_group : (g + 1) * c_group].T @ cols  # (C/g, K*F/g)
-            grad_w[g * c_group : (g + 1) * c_group] = xp.moveaxis(
-                partial.reshape((c_group,) + kernel + (f_group,)), -1, 1
-            )
-        write(in_grad[0], req[0], xp.moveaxis(grad_x.reshape((n,) + in_spatial + (c,)), -1, 1))
-        write(in_grad[1], req[1], grad_w)
+        fold(xp, dcols, in_grad[0], req[0], kernel, stride, dilate, pad)

@@ -46,6 +46,20 @@ __all__ = ["DotProp", "FullyConnectedProp", "ReshapeProp", "infer_reshape"]
 # ---------------------------------------------------------------------------
 
 
+def _product_into(xp: Any, a: Any, b: Any, out: Any) -> None:
+    """``out = a @ b`` for matrices: ``xp.dot`` when the dtypes agree, else ``xp.matmul``.
+
+    Both call the same BLAS GEMM, but numpy's ``matmul`` keeps the GIL for
+    the whole call when the output has fewer than about 500 elements (a
+    weight gradient such as FullyConnected's or Convolution's is that small
+    and its inner dimension is the batch); ``dot`` always releases it.
+    """
+    if a.dtype == b.dtype == out.dtype and a.ndim == b.ndim == 2:
+        xp.dot(a, b, out=out)
+    else:
+        xp.matmul(a, b, out=out)
+
+
 def _matmul_into(xp: Any, out: Any, req: OpReqType, a: Any, b: Any) -> None:
     """out (=|+=) a @ b, writing straight into ``out`` when it is a plain overwrite."""
     if req == OpReqType.NULL:
@@ -55,7 +69,7 @@ def _matmul_into(xp: Any, out: Any, req: OpReqType, a: Any, b: Any) -> None:
         and out.flags.c_contiguous
         and out.shape == (a.shape[0], b.shape[1])
     ):
-        xp.matmul(a, b, out=out)
+        _product_into(xp, a, b, out)
     else:
         write(out, req, (a @ b).reshape(out.shape))
 
@@ -145,8 +159,8 @@ class FullyConnectedProp(KernelProp):
         xp = ctx.xp
         x, weight = self._flat(in_data[0]), in_data[1]
         out = out_data[0].reshape(x.shape[0], self.num_hidden)
-        if req[0] == OpReqType.WRITE_TO:
-            xp.matmul(x, weight.T, out=out)
+        if req[0] == OpReqType.WRITE_TO and out.flags.c_contiguous:
+            _product_into(xp, x, weight.T, out)
             if not self.no_bias:
                 out += in_data[2]
         else:

@@ -35,7 +35,7 @@ from ..base import OpReqType, ResourceRequest
 from ..param import ANY, AXIS, UNUSED, DType, Param, Shape
 from ..partial import is_known, merge, partial_shape
 from ..registry import register
-from ._common import KernelProp, fmt, normalize_axis, parallel_chunks, write
+from ._common import KernelProp, fmt, normalize_axis, parallel_chunks, ufunc_into, write
 
 __all__ = [
     "ActivationProp",
@@ -92,12 +92,25 @@ class ActivationProp(KernelProp):
         return [(out_grad[0], in_grad[0])]
 
     def forward(self, ctx, in_data, req, out_data, aux):
-        """out = act(x)."""
+        """out = act(x); relu is one ``maximum`` straight into the output."""
+        if self.act_type == "relu" and ufunc_into(
+            ctx.xp, "maximum", out_data[0], req[0], in_data[0], 0
+        ):
+            return
         write(out_data[0], req[0], _ACTIVATIONS[self.act_type][0](ctx.xp, in_data[0]))
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
-        """dx = act'(.) * dy."""
-        value = _ACTIVATIONS[self.act_type][1](ctx.xp, out_grad[0], in_data[0], out_data[0])
+        """dx = act'(.) * dy; relu multiplies by ``y > 0`` straight into the gradient."""
+        xp, grad, head = ctx.xp, in_grad[0], out_grad[0]
+        if (
+            self.act_type == "relu"
+            and req[0] in (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
+            and grad.dtype == head.dtype
+            and grad.dtype.kind == "f"
+        ):
+            xp.multiply(head, xp.greater(out_data[0], 0), out=grad)
+            return
+        value = _ACTIVATIONS[self.act_type][1](xp, out_grad[0], in_data[0], out_data[0])
         write(in_grad[0], req[0], value)
 
 
@@ -664,9 +677,13 @@ class SoftmaxOutputProp(KernelProp):
         xp = ctx.xp
         y = out_data[0]
         label = in_data[1]
-        if y.ndim > 1 and tuple(label.shape) == tuple(y.shape):
+        if y.ndim > 1 and tuple(label.shape) == tuple(y.shape):  # soft labels
             scale = self.grad_scale / (y.shape[0] if self.normalization == "batch" else 1)
             write(in_grad[0], req[0], (y - label) * scale)
+            write(in_grad[1], req[1], 0)
+            return
+        if self._plain_rows(y, label, req):
+            self._backward_rows(xp, y, label, in_grad[0])
             write(in_grad[1], req[1], 0)
             return
         flat = not self.multi_output and not self.preserve_shape and y.ndim > 2
@@ -704,6 +721,31 @@ class SoftmaxOutputProp(KernelProp):
             grad = grad * out_grad[0].reshape(grad.shape)
         write(in_grad[0], req[0], grad.reshape(in_grad[0].shape))
         write(in_grad[1], req[1], 0)
+
+    def _plain_rows(self, y: Any, label: Any, req: Any) -> bool:
+        """The common case, classes along axis 1 of ``(N, C)``: :meth:`_backward_rows` applies."""
+        return (
+            y.ndim == 2
+            and label.shape == y.shape[:1]
+            and req[0] == OpReqType.WRITE_TO
+            and not (self.smooth_alpha or self.use_ignore or self.out_grad)
+            and self.normalization != "valid"
+        )
+
+    def _backward_rows(self, xp: Any, y: Any, label: Any, grad: Any) -> None:
+        """``grad = (y - onehot(label)) * scale`` with 1 subtracted in place: 4 small numpy calls.
+
+        The same values as the general path (``y - 1`` or ``y - 0``, then the
+        same multiplication), without building the one-hot matrix: a loss
+        layer's arrays are small, and small numpy calls hold the GIL.
+        """
+        rows, classes = y.shape
+        index = xp.clip(label.astype("int64"), 0, classes - 1)
+        grad[...] = y
+        grad[xp.arange(rows), index] -= 1
+        scale = self.grad_scale / (rows if self.normalization == "batch" else 1)
+        if scale != 1:
+            grad *= scale
 
 
 # ---------------------------------------------------------------------------

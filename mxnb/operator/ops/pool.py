@@ -2,8 +2,10 @@
 
 Idea (MXNet: src/operator/nn/pooling*, upsampling*, lrn*): a pooling window
 of ``K`` cells is ``K`` strided slices of the input, one per kernel offset;
-max pooling is ``K`` ``maximum`` calls over them and average / sum pooling
-``K`` additions.  Offsets that fall into the padding are clipped away
+average / sum pooling is ``K`` additions of them.  Max pooling is separable:
+one axis at a time, ``k_i`` offsets along axis ``i`` (2 + 2 calls for a 2x2
+window, not 4 + 4), and its backward undoes the axes in turn, which sends each
+window's gradient to its first maximum in row-major order.  Offsets that fall into the padding are clipped away
 instead of materialising a padded copy.  Backward walks the same offsets.
 
 Rules:
@@ -161,6 +163,65 @@ class PoolingProp(KernelProp):
                 pairs.append((tuple(out_index), tuple(in_index)))
         return pairs
 
+    @staticmethod
+    def _axis_windows(k: int, s_: int, b: int, size: int, o: int) -> list[tuple[slice, slice]]:
+        """(output slice, input slice) of each kernel offset along one axis, clipped to the input."""
+        pairs = []
+        for offset in range(k):
+            low = max(-(-(b - offset) // s_), 0)
+            high = min((size - 1 + b - offset) // s_ + 1, o)
+            if high > low:
+                start = low * s_ + offset - b
+                pairs.append(
+                    (slice(low, high), slice(start, start + s_ * (high - low - 1) + 1, s_))
+                )
+        return pairs
+
+    def _max_stage(self, xp: Any, source: Any, axis: int, pairs: list, out: Any) -> Any:
+        """``out`` = the max of ``source`` over the kernel offsets along spatial ``axis``.
+
+        Max pooling is separable: the max over a window is the max over its
+        rows of the max along each row.  Offsets covering every output start
+        with one ``maximum`` of two of them; the rest update their range.
+        """
+        lead = (slice(None),) * (2 + axis)
+        full = [
+            pair for pair in pairs if pair[0].start == 0 and pair[0].stop == out.shape[2 + axis]
+        ]
+        rest = [pair for pair in pairs if pair not in full[:2]]
+        if len(full) >= 2:
+            xp.maximum(source[lead + (full[0][1],)], source[lead + (full[1][1],)], out=out)
+        elif full:
+            out[...] = source[lead + (full[0][1],)]
+        else:
+            out[...] = -xp.inf
+        for out_index, in_index in rest:
+            part = out[lead + (out_index,)]
+            xp.maximum(part, source[lead + (in_index,)], out=part)
+        return out
+
+    def _axes(self, spatial, kernel, stride, before, out) -> list[list[tuple[slice, slice]]]:
+        """:meth:`_axis_windows` of every spatial axis."""
+        return [
+            self._axis_windows(k, s_, b, size, o)
+            for k, s_, b, size, o in zip(kernel, stride, before, spatial, out)
+        ]
+
+    def _max_stages(self, xp: Any, x: Any, axes: list, out: Sequence[int]) -> list[Any]:
+        """``[x, max along the last axis, along the last two, ...]``: all but axis 0 reduced.
+
+        Last axis first, so that backward (:meth:`_route_max`), which undoes the
+        stages from axis 0 on, picks the first row holding the max before the
+        first cell of that row: MXNet's row-major first maximum.
+        """
+        stages = [x]
+        for axis in range(len(axes) - 1, 0, -1):
+            shape = list(stages[-1].shape)
+            shape[2 + axis] = out[axis]
+            stage = xp.empty(tuple(shape), dtype=x.dtype)
+            stages.append(self._max_stage(xp, stages[-1], axis, axes[axis], stage))
+        return stages
+
     def _divisor(self, xp: Any, spatial, kernel, stride, pad, out, dtype) -> Any:
         """Window sizes per output position (MXNet's pool_size with or without padding)."""
         include = self.count_include_pad is None or self.count_include_pad
@@ -190,17 +251,25 @@ class PoolingProp(KernelProp):
         result = (
             target if req[0] == OpReqType.WRITE_TO else xp.empty(target.shape, dtype=target.dtype)
         )
-        result[...] = -xp.inf if self.pool_type == "max" else 0
         before = self._before(x.shape[2:], kernel, stride, pad, out)
+        if self.pool_type == "max":
+            axes = self._axes(x.shape[2:], kernel, stride, before, out)
+
+            def chunk(start: int, stop: int) -> None:
+                stages = self._max_stages(xp, x[start:stop], axes, out)
+                self._max_stage(xp, stages[-1], 0, axes[0], result[start:stop])
+
+            parallel_chunks(xp, x.shape[0], x.size, chunk)
+            if result is not target:
+                write(target, req[0], result)
+            return
+        result[...] = 0
         windows = self._windows(x.shape[2:], kernel, stride, before, out)
 
         def chunk(start: int, stop: int) -> None:
             part, data = result[start:stop], x[start:stop]
             for out_index, in_index in windows:
-                if self.pool_type == "max":
-                    xp.maximum(part[out_index], data[in_index], out=part[out_index])
-                else:
-                    part[out_index] += data[in_index]
+                part[out_index] += data[in_index]
 
         parallel_chunks(xp, x.shape[0], x.size, chunk)
         if self.pool_type == "avg":
@@ -221,37 +290,83 @@ class PoolingProp(KernelProp):
             return
         target = in_grad[0]
         grad = target if req[0] == OpReqType.WRITE_TO else xp.empty(grad_shape, dtype=target.dtype)
-        grad[...] = 0
         before = self._before(spatial, kernel, stride, pad, out)
+        if self.pool_type == "max":
+            axes = self._axes(spatial, kernel, stride, before, out)
+            tiled = [  # the offsets' input slices tile the axis: every cell written once
+                s_ == k and b == 0 and size == o * k
+                for k, s_, b, size, o in zip(kernel, stride, before, spatial, out)
+            ]
+            x, y = in_data[0], out_data[0]
+
+            def chunk(start: int, stop: int) -> None:
+                stages = self._max_stages(xp, x[start:stop], axes, out)
+                head = g[start:stop]
+                above = y[start:stop]
+                for axis in range(len(axes)):  # stages[-1] was reduced along axis 0 into y
+                    source = stages[len(axes) - 1 - axis]
+                    below = grad[start:stop] if axis == len(axes) - 1 else xp.empty_like(source)
+                    self._route_max(xp, source, above, head, axis, axes[axis], below, tiled[axis])
+                    head, above = below, source
+
+            parallel_chunks(xp, grad.shape[0], grad.size, chunk)
+            if grad is not target:
+                write(target, req[0], grad)
+            return
+        grad[...] = 0
         windows = self._windows(spatial, kernel, stride, before, out)
         if self.pool_type == "avg":
             g = g / self._divisor(xp, spatial, kernel, stride, pad, out, g.dtype)
-        x, y = in_data[0], out_data[0]
 
         def chunk(start: int, stop: int) -> None:
             grad_part, g_part = grad[start:stop], g[start:stop]
-            if self.pool_type != "max":
-                for out_index, in_index in windows:
-                    grad_part[in_index] += g_part[out_index]
-                return
-            x_part, y_part = x[start:stop], y[start:stop]
-            pending = xp.ones(
-                y_part.shape, dtype=bool
-            )  # outputs whose first maximum is not found yet
-            hit = xp.empty(y_part.shape, dtype=bool)
-            share = xp.empty(y_part.shape, dtype=g.dtype)
             for out_index, in_index in windows:
-                found = hit[out_index]
-                xp.equal(x_part[in_index], y_part[out_index], out=found)
-                xp.logical_and(found, pending[out_index], out=found)
-                xp.logical_xor(pending[out_index], found, out=pending[out_index])
-                part = share[out_index]
-                xp.multiply(g_part[out_index], found, out=part)
-                grad_part[in_index] += part
+                grad_part[in_index] += g_part[out_index]
 
         parallel_chunks(xp, grad.shape[0], grad.size, chunk)
         if grad is not target:
             write(target, req[0], grad)
+
+    @staticmethod
+    def _route_max(
+        xp: Any, source, value, head, axis: int, pairs: list, below, tiled: bool
+    ) -> None:
+        """``below`` = ``head`` sent back along spatial ``axis`` to the first max of each window.
+
+        The backward of one :meth:`_max_stage`: offset by offset, a window's
+        head gradient goes to the first offset whose ``source`` equals the
+        window's max ``value`` and that no earlier offset took.  Chained from
+        axis 0 to the last, this is MXNet's rule, the first maximum in
+        row-major order: the first row holding the max, then the first cell
+        of that row.  ``tiled``: each input cell is in exactly one window.
+        """
+        lead = (slice(None),) * (2 + axis)
+        if not tiled:
+            below[...] = 0
+        pending = None  # outputs whose first max is not found yet (None: all)
+        last = len(pairs) - 1
+        for index, (out_slice, in_slice) in enumerate(pairs):
+            at_out, at_in = lead + (out_slice,), lead + (in_slice,)
+            found = xp.equal(source[at_in], value[at_out])
+            if pending is not None:
+                xp.logical_and(found, pending[at_out], out=found)
+            if index < last:
+                if (
+                    pending is None
+                    and out_slice.start == 0
+                    and out_slice.stop == value.shape[2 + axis]
+                ):
+                    pending = xp.logical_not(found)
+                else:
+                    if pending is None:
+                        pending = xp.ones(value.shape, dtype=bool)
+                    rows = pending[at_out]
+                    xp.logical_xor(rows, found, out=rows)
+            part = below[at_in]
+            if tiled:
+                xp.multiply(head[at_out], found, out=part)
+            else:
+                xp.add(part, head[at_out] * found, out=part)
 
 
 # ---------------------------------------------------------------------------
