@@ -160,7 +160,7 @@ counter = {"items": 0}
 
 
 def stage(run_ctx):
-    time.sleep(0.03)  # the pipeline's work (a device kernel, say)
+    time.sleep(0.08)  # the pipeline's work (a device kernel, say)
     counter["items"] += 1
 
 
