@@ -112,5 +112,6 @@ def __dir__() -> list[str]:
 
     return sorted(set(globals()) | set(registry.list_ops()))
 
+
 globals().update(_ARITHMETIC)  # add, subtract, ..., equal, logical_and: MXNet's nd functions
 pow = power  # MXNet: mx.nd.pow is power

@@ -85,7 +85,6 @@ class SequenceMaskProp(_SequenceProp):
 
     value = Param(float, unbounded=ANY, default=0.0, doc="The value written into padding.")
 
-
     def _mask(self, in_data: Any, shape: tuple) -> np.ndarray:
         steps, batch = (shape[0], shape[1]) if self.axis == 0 else (shape[1], shape[0])
         keep = np.arange(steps)[:, None] < self._lengths(in_data, steps, batch)[None, :]
@@ -108,7 +107,6 @@ class SequenceMaskProp(_SequenceProp):
 @register("SequenceReverse")
 class SequenceReverseProp(_SequenceProp):
     """Reverse the valid part of each sequence along the time axis; padding stays in place."""
-
 
     def _reverse(self, in_data: Any, x: Any) -> Any:
         xt = self._time_major(x)
