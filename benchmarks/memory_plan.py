@@ -37,6 +37,7 @@ Run: ``.venv/bin/python benchmarks/memory_plan.py`` (``--quick``: batch 32 only)
 
 from __future__ import annotations
 
+import gc
 import json
 import statistics
 import sys
@@ -232,7 +233,13 @@ def _chain(length: int):
 
 
 def long_chains() -> None:
-    """Planning and binding stay O(n log n): a 20,000-op chain against a 2,000-op one."""
+    """Planning and binding stay O(n log n): a 20,000-op chain against a 2,000-op one.
+
+    Each size's timed region ends with a full garbage collection.  Without it
+    the figure depended on where the collector's thresholds fell: the 20k
+    run paid a full walk over all its objects inside the region, the 2k run
+    paid its own later, outside it, and the ratio swung 9x-12x at idle.
+    """
     from mxnb.executor.graph import build_graph
     from mxnb.executor.memory import plan_graph
 
@@ -258,6 +265,7 @@ def long_chains() -> None:
         start = time.perf_counter()
         mx.executor.plan_memory(net, {"x": (4, 4)}, grad_req="write")
         planned = time.perf_counter() - start
+        gc.collect()  # each size starts from a collected heap ...
         cpu_start = time.process_time()  # every thread's CPU: steadier than wall on a busy machine
         start = time.perf_counter()
         exe = net.simple_bind(mx.cpu(), x=(4, 4))
@@ -266,6 +274,7 @@ def long_chains() -> None:
         exe.forward(is_train=True)
         exe.backward(mx.nd.ones((4, 4)))
         mx.nd.waitall()
+        gc.collect()  # ... and pays for its own objects: one full walk (see the docstring)
         ran = time.perf_counter() - start
         totals[length] = bound + ran
         cpu_totals[length] = time.process_time() - cpu_start

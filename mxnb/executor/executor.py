@@ -112,10 +112,10 @@ class _Prepared:
 
     step: Step
     operator: Any = None
-    resources: list[Any] = field(default_factory=list)
-    const_vars: list[Any] = field(default_factory=list)
-    mutate_vars: list[Any] = field(default_factory=list)
-    raw: dict[str, list[Any]] = field(default_factory=dict)  # slot -> raw arrays (None allowed)
+    resources: Sequence[Any] = ()
+    const_vars: tuple[Any, ...] = ()
+    mutate_vars: tuple[Any, ...] = ()
+    raw: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # slot -> raw arrays (or None)
     runners: dict[tuple[bool, bool], Any] = field(default_factory=dict)  # (is_train, debug) -> fn
     xp: Any = np
 
@@ -297,14 +297,15 @@ class Executor:
         if self._borrowed_vars:  # a borrowed block's var is written on every access (.sharing)
             mutate.extend(var for var in const if id(var) in self._borrowed_vars)
             const = [var for var in const if id(var) not in self._borrowed_vars]
-        prepared.const_vars = _unique(const)
-        prepared.mutate_vars = _unique(mutate)
+        prepared.const_vars = tuple(_unique(const))
+        prepared.mutate_vars = tuple(_unique(mutate))
+        # tuples, as the step's ids: tuples of arrays leave the garbage collector's lists
         prepared.raw = {
-            "in_data": [raw(e) for e in step.in_data],
-            "out_data": [raw(e) for e in step.out_data],
-            "aux": [raw(e) for e in step.aux],
-            "out_grad": [raw(e) for e in step.out_grad],
-            "in_grad": [raw(e) for e in step.in_grad],
+            "in_data": tuple(raw(e) for e in step.in_data),
+            "out_data": tuple(raw(e) for e in step.out_data),
+            "aux": tuple(raw(e) for e in step.aux),
+            "out_grad": tuple(raw(e) for e in step.out_grad),
+            "in_grad": tuple(raw(e) for e in step.in_grad),
         }
         return prepared
 

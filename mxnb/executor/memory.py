@@ -155,7 +155,14 @@ def _without_gc_pauses() -> Iterator[None]:
     Building the graph of a 20,000-op chain makes hundreds of thousands of
     small objects, and each automatic collection walks all of them: half of
     the time went there.  Nothing made here forms a cycle, so collecting
-    once afterwards (as usual, on the next allocation threshold) loses nothing.
+    afterwards loses nothing.
+
+    On the way out the new objects go straight to the oldest generation
+    (``gc.freeze()`` then ``gc.unfreeze()``, which moves without walking).
+    Left young, the first two collections after a bind walked every one of
+    them (0.15 s and 0.17 s for the 20,000-op chain) only to promote them.
+    Skipped when the program froze objects of its own, which ``unfreeze``
+    would release.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -163,6 +170,9 @@ def _without_gc_pauses() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 

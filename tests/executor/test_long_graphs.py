@@ -61,3 +61,34 @@ def test_every_zoo_network_is_planned_with_every_candidate():
 
     graph = build_graph(zoo.build("lstm"), zoo.input_shapes("lstm", 1), grad_req="write")
     assert len(graph.steps) <= memory.MID_GRAPH_STEPS < memory.LARGE_GRAPH_STEPS
+
+
+def test_binding_moves_its_objects_to_the_oldest_generation_and_leaves_nothing_frozen():
+    import gc
+
+    net = _chain(300)
+    gc.collect()
+    exe = net.simple_bind(mx.cpu(), x=(2, 3))
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0  # freeze() was undone by unfreeze()
+    young = len(gc.get_objects(generation=0)) + len(gc.get_objects(generation=1))
+    assert young < 5_000  # the bind's own objects (tens of thousands) skipped the young walks
+    exe.forward(is_train=True)
+    exe.backward(mx.nd.ones((2, 3)))
+    mx.nd.waitall()
+
+
+def test_binding_does_not_release_objects_the_program_froze():
+    import gc
+
+    keep = [object() for _ in range(10)], {"frozen": True}
+    gc.collect()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        _chain(50).simple_bind(mx.cpu(), x=(2, 3))
+        # still frozen (a few frozen objects may die meanwhile; unfreeze() would make it 0)
+        assert gc.get_freeze_count() > frozen - 100
+    finally:
+        gc.unfreeze()
+    del keep
