@@ -319,8 +319,7 @@ class BucketingModule(BaseModule):
         force_init: bool = False,
     ) -> None:
         """Create the optimizer on the current module; every other bucket borrows it."""
-        if not (self.binded and self.params_initialized):
-            raise MXNBError("init_optimizer: call bind() and init_params() first")
+        self._check_ready("init_optimizer")
         if self.optimizer_initialized and not force_init:
             self.logger.warning("optimizer already initialized, ignoring.")
             return

@@ -306,8 +306,7 @@ class Module(BaseModule):
 
     def get_params(self) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
         """``(arg_params, aux_params)`` on the CPU, synchronised from the devices."""
-        if not (self.binded and self.params_initialized):
-            raise MXNBError("get_params: call bind() and init_params() first")
+        self._check_ready("get_params")
         if self._params_dirty:
             self._exec_group.get_params(self._arg_params, self._aux_params)
             self._params_dirty = False
@@ -322,8 +321,7 @@ class Module(BaseModule):
         force_init: bool = False,
     ) -> None:
         """Create the optimizer (``rescale_grad = 1/batch``) and the kvstore, MXNet's way."""
-        if not (self.binded and self.params_initialized):
-            raise MXNBError("init_optimizer: call bind() and init_params() first")
+        self._check_ready("init_optimizer")
         if self.optimizer_initialized and not force_init:
             self.logger.warning("optimizer already initialized, ignoring...")
             return
