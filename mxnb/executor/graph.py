@@ -131,8 +131,17 @@ class Step:
     )  # (input id, output id)
 
 
-# the entry-id lists a step is built with; ``add_step`` makes them tuples
-_STEP_ID_LISTS = ("in_data", "out_data", "aux", "out_grad", "in_grad", "inputs", "outputs")
+# the lists of entry ids (and id pairs) a step is built with; ``add_step`` makes them tuples
+_STEP_ID_LISTS = (
+    "in_data",
+    "out_data",
+    "aux",
+    "out_grad",
+    "in_grad",
+    "inputs",
+    "outputs",
+    "inplace_options",
+)
 
 
 @dataclass
@@ -249,7 +258,6 @@ class _Builder:
         # collector walked on every full pass, a third of its first run's time.
         for slot in _STEP_ID_LISTS:
             setattr(step, slot, tuple(getattr(step, slot)))
-        step.inplace_options = tuple(step.inplace_options)
         self.steps.append(step)
         return step
 
