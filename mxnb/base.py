@@ -46,6 +46,7 @@ __all__ = [
     "OpError",
     "ParamError",
     "ShapeError",
+    "SignatureError",
     "VarDeletedError",
     "acquire_lock",
     "array_module",
@@ -111,6 +112,11 @@ class ContextError(MXNBError, ValueError):
 
 class ParamError(MXNBError, ValueError):
     """An operator parameter that is missing, unknown or out of range."""
+
+
+class SignatureError(ParamError, TypeError):
+    """An operator function called with arguments that do not fit its signature (too many
+    positional values, one parameter given twice): a ``TypeError`` as Python's own."""
 
 
 class GraphError(MXNBError, ValueError):

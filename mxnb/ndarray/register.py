@@ -58,7 +58,6 @@ def make_op_function(op_name: str) -> Callable[..., Any]:
     if function is not None and function._op_info is info:  # type: ignore[attr-defined]
         return function
     prop_cls = info.prop_cls
-    param_names = list(prop_cls.params)
     key_var_num_args = prop_cls.key_var_num_args
 
     def op_function(
@@ -79,13 +78,9 @@ def make_op_function(op_name: str) -> Callable[..., Any]:
             arrays = list(args[0])
             index = 1
         extra = args[index:]
-        if extra:
-            for position, value in enumerate(extra):
-                if isinstance(value, NDArray):
-                    raise MXNBError(f"{op_name}: NDArray arguments must come before parameters")
-                if position >= len(param_names):
-                    raise MXNBError(f"{op_name}: too many positional arguments ({len(args)})")
-                kwargs.setdefault(param_names[position], value)
+        if any(isinstance(value, NDArray) for value in extra):
+            raise MXNBError(f"{op_name}: NDArray arguments must come before parameters")
+        info.positional_params(extra, kwargs)
         named_arrays = {key: value for key, value in kwargs.items() if isinstance(value, NDArray)}
         params = {key: value for key, value in kwargs.items() if not isinstance(value, NDArray)}
         if key_var_num_args and key_var_num_args not in params:

@@ -136,12 +136,18 @@ def create(op_name: str, *args: Any, hint: str | None = None, **kwargs: Any) -> 
     """Apply the registered operator ``op_name`` to input symbols (``mx.sym.<op_name>``).
 
     Positional arguments are input symbols in ``list_arguments()`` order (then
-    aux states); keyword arguments that are symbols are inputs by name; other
+    aux states), and after them parameter values in declaration order; keyword arguments that are symbols are inputs by name; other
     keyword arguments are parameters, except ``name`` (the node's name; an
     automatic ``{hint}{n}`` otherwise) and ``attr`` (string attributes).
     Inputs not given become variables named ``{name}_{argument}``.
     """
     info = registry.get(op_name)
+    count = 0
+    while count < len(args) and (args[count] is None or isinstance(args[count], Symbol)):
+        count += 1
+    if count < len(args):  # MXNet: positional values after the inputs are parameters
+        info.positional_params(args[count:], kwargs)
+        args = args[:count]
     name = kwargs.pop("name", None)
     attr = kwargs.pop("attr", None)
     if kwargs.pop("out", None) is not None:

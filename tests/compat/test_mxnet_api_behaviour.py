@@ -40,3 +40,34 @@ def test_check_symbolic_backward_grad_req_per_argument_and_wrong_values():
         )
     with pytest.raises(mx.MXNetError, match="grad_req"):
         tu.check_symbolic_backward(a * b, [ones, ones], [ones], [ones, ones], grad_req="sum")
+
+
+def test_positional_values_after_the_inputs_are_parameters_in_declaration_order():
+    # MXNet 1.9.1: mx.nd.depth_to_space(x, 2) and mx.sym.Activation(x, 'relu').
+    x = mx.nd.array(np.arange(8.0).reshape(1, 4, 1, 2))
+    assert mx.nd.depth_to_space(x, 2).shape == (1, 1, 2, 4)
+    assert mx.nd.space_to_depth(mx.nd.depth_to_space(x, 2), 2).asnumpy().tolist() == (
+        x.asnumpy().tolist()
+    )
+    data = mx.sym.Variable("data")
+    assert mx.sym.Activation(data, "relu").attr("act_type") == "relu"
+    block = mx.sym.depth_to_space(data, 2)
+    assert block.list_arguments() == ["data"]
+    assert block.infer_shape(data=(1, 4, 1, 2))[1] == [(1, 1, 2, 4)]
+    # None before the parameters is an input not given, as in MXNet
+    fc = mx.sym.FullyConnected(data, None, None, 3, True)
+    assert fc.list_arguments() == ["data", fc.name + "_weight"]
+
+
+def test_positional_parameters_too_many_or_twice_are_type_errors():
+    # MXNet: "depth_to_space() got multiple values for argument 'block_size'" (a TypeError).
+    data = mx.sym.Variable("data")
+    x = mx.nd.ones((1, 4, 1, 1))
+    with pytest.raises(TypeError, match="'block_size' given both by position and by keyword"):
+        mx.nd.depth_to_space(x, 2, block_size=2)
+    with pytest.raises(TypeError, match="'block_size' given both"):
+        mx.sym.depth_to_space(data, 2, block_size=2)
+    with pytest.raises(mx.MXNetError, match=r"2 positional parameter value.*\(block_size\)"):
+        mx.sym.depth_to_space(data, 2, 3)
+    with pytest.raises(mx.MXNetError, match="NDArray arguments must come before parameters"):
+        mx.nd.depth_to_space(x, 2, x)
