@@ -123,6 +123,8 @@ def _split_kwargs(
     for key, value in kwargs.items():
         if isinstance(value, Symbol):
             inputs[key] = value
+        elif value is None and key not in declared:
+            continue  # MXNet: an input given as None is an input not given (sequence_length=None)
         elif key not in declared and (hide_key(key) != key or key.startswith("__")):
             attrs[hide_key(key)] = str(value)
         elif value is None and key in declared and declared[key].default is not REQUIRED:

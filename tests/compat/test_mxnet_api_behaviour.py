@@ -71,3 +71,19 @@ def test_positional_parameters_too_many_or_twice_are_type_errors():
         mx.sym.depth_to_space(data, 2, 3)
     with pytest.raises(mx.MXNetError, match="NDArray arguments must come before parameters"):
         mx.nd.depth_to_space(x, 2, x)
+
+
+def test_an_input_given_as_none_by_keyword_is_not_given():
+    # MXNet 1.9.1: SequenceReverse(data=..., sequence_length=None, use_sequence_length=False).
+    seq = mx.sym.Variable("seq")
+    rev = mx.sym.SequenceReverse(data=seq, sequence_length=None, use_sequence_length=False)
+    assert rev.list_arguments() == ["seq"]
+    out = rev.bind(mx.cpu(), {"seq": mx.nd.array([[1.0], [2.0], [3.0]])}).forward()[0]
+    assert out.asnumpy().ravel().tolist() == [3.0, 2.0, 1.0]
+    x = mx.nd.array([[1.0], [2.0], [3.0]])
+    out = mx.nd.SequenceReverse(x, sequence_length=None, use_sequence_length=False)
+    assert out.asnumpy().ravel().tolist() == [3.0, 2.0, 1.0]
+    # a None for a key that is not an input of this configuration changes nothing;
+    # a real value for an unknown parameter is still refused
+    with pytest.raises(mx.MXNetError, match="unknown parameter 'sequence_lenght'"):
+        mx.nd.SequenceReverse(x, sequence_lenght=2)
