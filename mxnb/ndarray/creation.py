@@ -24,12 +24,14 @@ Example::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..base import DTypeError, ParamError, ShapeError, np_dtype
+from ..operator.ops.init import arange_values
 from . import chunk as _chunk_module
 from .ndarray import (
     NDArray,
@@ -172,14 +174,13 @@ def arange(
             raise ParamError(f"arange: {what} must be a finite number, got {value!r}")
     if step == 0:
         raise ParamError("arange: step must not be 0 (the range would never end)")
-    values = (
-        np.arange(start, stop, step, dtype=np.float64)
-        if stop is not None
-        else np.arange(start, dtype=np.float64)
-    )
+    if stop is None:
+        start, stop = 0, start
+    count = max(math.ceil((stop - start) / step), 0)
+    values = arange_values(start, step, count, dtype)
     if repeat > 1:
         values = np.repeat(values, repeat)
-    return array(values.astype(dtype), ctx=ctx, dtype=dtype)
+    return array(values, ctx=ctx, dtype=dtype)
 
 
 def zeros_like(other: NDArray) -> NDArray:

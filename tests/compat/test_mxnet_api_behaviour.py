@@ -87,3 +87,47 @@ def test_an_input_given_as_none_by_keyword_is_not_given():
     # a real value for an unknown parameter is still refused
     with pytest.raises(mx.MXNetError, match="unknown parameter 'sequence_lenght'"):
         mx.nd.SequenceReverse(x, sequence_lenght=2)
+
+
+@pytest.mark.parametrize(
+    ("config", "dtype", "mxnet_first_and_last"),
+    [  # MXNet 1.9.1's output: start and step are cast to the dtype first
+        ((1.3, 456.6, 1.3), "int32", (351, [1, 2, 3], [349, 350, 351])),
+        ((1.3, 456.6, 1.3), "uint8", (351, [1, 2, 3], [93, 94, 95])),
+        ((50, -50, -2), "uint8", (50, [50, 48, 46], [212, 210, 208])),
+        ((-100, 100, 1), "uint8", (200, [156, 157, 158], [97, 98, 99])),
+        ((0.5, 5.5, 0.7), "int32", (8, [0, 0, 0], [0, 0, 0])),
+        ((2.7,), "int32", (3, [0, 1, 2], [0, 1, 2])),
+    ],
+)
+def test_integer_arange_casts_start_and_step_first(config, dtype, mxnet_first_and_last):
+    length, first, last = mxnet_first_and_last
+    for out in (
+        mx.nd.arange(*config, dtype=dtype),
+        mx.sym.arange(*config, dtype=dtype).bind(mx.cpu(), {}).forward()[0],
+    ):
+        values = out.asnumpy()
+        assert values.dtype == np.dtype(dtype)
+        assert (len(values), values[:3].tolist(), values[-3:].tolist()) == (length, first, last)
+
+
+def test_float_arange_adds_in_the_dtype():
+    values = mx.nd.arange(1.3, 456.6, 1.3).asnumpy()
+    assert values.dtype == np.float32
+    mxnet_last = np.array([453.69998, 454.99997, 456.29996], dtype=np.float32)
+    np.testing.assert_array_equal(values[-3:], mxnet_last)
+
+
+def test_arange_infer_range_takes_its_length_from_the_graph():
+    # MXNet 1.9.1: arange(start=3, step=2, repeat=2, infer_range=True) + zeros(4) -> 3 3 5 5
+    ranged = mx.sym.arange(start=3, stop=None, step=2, repeat=2, infer_range=True)
+    out = mx.sym.elemwise_add(ranged, mx.sym.zeros(shape=[4])).bind(mx.cpu(), {}).forward()[0]
+    assert out.asnumpy().tolist() == [3.0, 3.0, 5.0, 5.0]
+    counted = mx.sym.arange(start=0, stop=None, infer_range=True) + mx.sym.zeros(shape=[5])
+    assert counted.bind(mx.cpu(), {}).forward()[0].asnumpy().tolist() == [0, 1, 2, 3, 4]
+    # with stop given the length is the usual one; alone, the length stays unknown
+    assert mx.sym.arange(3, 10, 2, infer_range=True).infer_shape_partial()[1] == [(4,)]
+    alone = mx.sym.arange(start=3, stop=None, infer_range=True)
+    assert alone.infer_shape_partial()[1] == [()]
+    with pytest.raises(mx.MXNetError, match="_arange"):
+        alone.bind(mx.cpu(), {})
