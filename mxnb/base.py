@@ -214,7 +214,7 @@ def array_module(device_type: str) -> Any:
     when cupy is not installed.  (Not run on real hardware: our machines have
     no GPU; the cupy path is written once against the same kernels.)
     """
-    if device_type in ("cpu", "cpu_pinned", "virtual_gpu"):
+    if device_type in ("cpu", "cpu_pinned", "cpu_shared", "virtual_gpu"):
         return np
     if device_type == "gpu":
         try:

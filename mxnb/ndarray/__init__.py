@@ -54,6 +54,7 @@ from .creation import (
     zeros_like,
 )
 from .debug import readonly_view
+from .dlpack import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
 from .fileformat import load, load_frombuffer, save
 from .invoke import clear_cache, invoke
 from .ndarray import NDArray
@@ -70,6 +71,7 @@ __all__ = [
     "empty",
     "empty_like",
     "eye",
+    "from_dlpack",
     "from_numpy",
     "full",
     "full_like",
@@ -88,6 +90,8 @@ __all__ = [
     "random",
     "readonly_view",
     "save",
+    "to_dlpack_for_read",
+    "to_dlpack_for_write",
     "waitall",
     "zeros",
     "zeros_like",

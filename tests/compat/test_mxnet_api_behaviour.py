@@ -131,3 +131,40 @@ def test_arange_infer_range_takes_its_length_from_the_graph():
     assert alone.infer_shape_partial()[1] == [()]
     with pytest.raises(mx.MXNetError, match="_arange"):
         alone.bind(mx.cpu(), {})
+
+
+def test_cpu_shared_is_a_host_context():
+    # MXNet: Context('cpu_shared', 0) is the shared-memory CPU context (device type 5).
+    ctx = mx.Context("cpu_shared", 0)
+    made = mx.nd.zeros((1, 2, 3), ctx=ctx)
+    assert made.context == ctx and ctx.device_typeid == 5
+    assert (made + 1).copyto(mx.cpu()).asnumpy().sum() == 6.0
+    assert mx.nd.random.uniform(shape=(2,), ctx=ctx).context == ctx
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float64"])
+def test_dlpack_round_trip_read_and_write(dtype):
+    a = mx.nd.array(np.arange(12).reshape(3, 4), dtype=dtype)
+    for pack in (a.to_dlpack_for_read(), a.to_dlpack_for_write(), mx.nd.to_dlpack_for_read(a)):
+        back = mx.nd.from_dlpack(pack)
+        assert back.dtype == np.dtype(dtype)
+        assert back.asnumpy().tolist() == a.asnumpy().tolist()
+    assert mx.nd.from_dlpack(np.arange(3.0)).asnumpy().tolist() == [0.0, 1.0, 2.0]
+
+
+def test_dlpack_capsule_keeps_the_array_and_waits_for_its_writes():
+    import gc
+
+    source = mx.nd.zeros((1000,))
+    source += 5  # a pending write: for_read waits for it
+    pack = mx.nd.to_dlpack_for_write(source)
+    del source
+    gc.collect()
+    others = [mx.nd.ones((1000,)) * 9 for _ in range(4)]  # storage may be reused, not this one
+    mx.nd.waitall()
+    assert mx.nd.from_dlpack(pack).asnumpy().tolist() == [5.0] * 1000
+    assert len(others) == 4
+    with pytest.raises(mx.MXNetError, match="only once"):
+        mx.nd.from_dlpack(pack)
+    with pytest.raises(mx.MXNetError, match="DLPack capsule"):
+        mx.nd.from_dlpack([1, 2])
