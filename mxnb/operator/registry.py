@@ -65,10 +65,13 @@ class OpInfo:
 
         MXNet's generated ``mx.nd`` / ``mx.sym`` functions take the parameters, in
         declaration order, after the inputs: ``mx.nd.depth_to_space(x, 2)`` is
-        ``block_size=2``.  A parameter given both ways, or more values than
+        ``block_size=2``.  A property's ``trailing_params`` go last (a sampler's
+        ``shape, ctx, dtype`` follow its distribution's parameters, as in MXNet).  A parameter given both ways, or more values than
         parameters, is an error naming the op and its parameters.
         """
-        names = list(self.prop_cls.params)
+        trailing = [name for name in getattr(self.prop_cls, "trailing_params", ()) if name in
+                    self.prop_cls.params]  # fmt: skip
+        names = [name for name in self.prop_cls.params if name not in trailing] + trailing
         if len(values) > len(names):
             raise SignatureError(
                 f"{self.name}: {len(values)} positional parameter value(s) after the inputs, "

@@ -77,7 +77,7 @@ def Variable(
         raise TypeError(f"Variable: name must be a string, got {type(name).__name__}")
     attrs = AttrScope.current.get(attr)
     if shape is not None:
-        attrs["__shape__"] = param_string(as_shape(shape, f"Variable {name!r}: shape"))
+        attrs["__shape__"] = param_string(as_shape(_np_unknown(shape), f"Variable {name!r}: shape"))
     if lr_mult is not None:
         attrs["__lr_mult__"] = str(lr_mult)
     if wd_mult is not None:
@@ -102,6 +102,15 @@ def Variable(
 
 
 var = Variable
+
+
+def _np_unknown(shape: Any) -> Any:
+    """Under ``np_shape`` MXNet writes an unknown dimension as -1; mxnb keeps it as 0."""
+    from ..util import is_np_shape
+
+    if is_np_shape() and not isinstance(shape, int) and shape is not None:
+        return tuple(0 if dim == -1 else dim for dim in shape)
+    return shape
 
 
 def Group(symbols: Sequence[Symbol]) -> Symbol:
