@@ -72,6 +72,7 @@ class NaiveEngine(IdleFastPath):
                 todo.extend(ready)
 
     _push_opr = IdleFastPath._push_idle  # every push tries the idle fast path
+    push_sync = IdleFastPath.push_sync_one_var  # ... the commonest fused with its checks
     _run_successors = _run_ready
 
     # -- async ops: the push waits for on_complete ---------------------------------
