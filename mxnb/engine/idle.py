@@ -145,15 +145,9 @@ class IdleFastPath(Engine):
         stack.append(opr)
         try:
             fn(rctx)
-        except BaseException as exc:  # a failure is the rule's business: complete it so
+        except BaseException as exc:  # noqa: BLE001 - _fail_idle books it, raises a Ctrl-C on
             stack.pop()
-            ready = self._complete(opr, exc)
-            if not isinstance(exc, Exception):  # Ctrl-C: book it, run what it released, raise
-                for successor in ready:
-                    self._dispatch(successor)
-                raise
-            if ready:
-                self._run_successors(ready)
+            self._fail_idle(opr, exc)
             return opr.id
         stack.pop()
         self._complete_idle(opr)
@@ -262,15 +256,9 @@ class IdleFastPath(Engine):
         stack.append(opr)
         try:
             fn(rctx)
-        except BaseException as exc:  # a failure is the rule's business
+        except BaseException as exc:  # noqa: BLE001 - _fail_idle books it, raises a Ctrl-C on
             stack.pop()
-            ready = self._complete(opr, exc)
-            if not isinstance(exc, Exception):  # Ctrl-C: book it, run what it released, raise
-                for successor in ready:
-                    self._dispatch(successor)
-                raise
-            if ready:
-                self._run_successors(ready)
+            self._fail_idle(opr, exc)
             return opr.id
         stack.pop()
         if not lock.acquire(False):
@@ -298,6 +286,20 @@ class IdleFastPath(Engine):
             if ready:
                 self._run_successors(ready)
         return opr.id
+
+    def _fail_idle(self, opr: Opr, exc: BaseException) -> None:
+        """An op of the fast path raised ``exc``: a failure is the rule's business, complete it so.
+
+        Call inside the ``except`` block: a Ctrl-C (not an ``Exception``) is
+        booked, what it released runs, and it is raised on.
+        """
+        ready = self._complete(opr, exc)
+        if not isinstance(exc, Exception):
+            for successor in ready:
+                self._dispatch(successor)
+            raise  # noqa: PLE0704 - the exception being handled by the caller
+        if ready:
+            self._run_successors(ready)
 
     def _complete_idle(self, opr: Opr) -> None:
         """Complete an op of :meth:`_push_idle`: undo its booking if nothing was pushed behind it.
