@@ -18,7 +18,8 @@ called (from any thread).
 Every push tries the idle fast path first (:mod:`mxnb.engine.idle`, the one
 exception to "every push goes through the rule"): most ops here are pushed
 when none of their vars has anything pending — every earlier op ran at its
-own push — and such an op runs at once, booked as the rule would.
+own push — and such an op runs at once, booked as the rule would.  A
+``push_sync`` on one var takes that path's fused form, checks included.
 
 State kept:
     _run_contexts   one RunContext per context (worker ``'main'``)
