@@ -67,7 +67,7 @@ from .events import (
     VarName,
     VarNew,
 )
-from .var import READY, RUNNING, Opr, Var
+from .var import RUNNING, Opr, Var
 
 __all__ = [
     "RecordReader",
