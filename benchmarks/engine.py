@@ -24,6 +24,23 @@ medians of interleaved rounds (:func:`versus_reference`).
 The reference tables are in CPU time of all threads (``time.process_time``,
 the figure to trust on a shared machine) and in wall time.
 
+Issue 15's last two targets (engine4, load 11-20 on the 2 shared cores; CPU
+time, medians of interleaved rounds, ``--against main`` in the same run):
+
+* naive vs the reference's naive form, independent / chain / fan: 1.05x /
+  1.11x / 1.09x, before 1.33x / 1.56x / 1.54x (after/before 0.81x / 0.72x /
+  0.74x; the worst workload's median in four more runs: 1.08-1.18x).  ``push_sync`` on one var
+  takes ``IdleFastPath.push_sync_one_var`` (checks, booking, run and release
+  in one function).  Target 1.3x: met.
+* tracing adds, chain, threaded_per_device: 0.74 us/op on one core and 0.62 on
+  all cores, before 0.87 / 0.75; naive 0.60 / 0.63, before 0.60 / 0.61.  A
+  worker no longer calls ``record_start`` for an op its predecessor's end
+  started, and ``record_end`` tests a chain's link first.  Target 0.6 us:
+  naive at it, threaded_per_device still 0.1 over (the two records an op
+  writes cost the same on both engines; the rest is the two threads
+  sharing one core).  As a ratio to ThreadPoolExecutor(2), 0.008-0.017x
+  (target 0.05x).
+
 Run: ``python benchmarks/engine.py`` (``--quick`` for a smaller N,
 ``--reference`` for the reference tables alone, ``--tracing`` for those and
 the tracing table, ``--against REV`` to run the engines of git revision
