@@ -154,7 +154,7 @@ def arange_values(start: float, step: float, count: int, dtype: Any, xp: Any = n
     dtype = np.dtype(dtype)
     index = xp.arange(count, dtype=np.int64)
     if dtype.kind in "iub":
-        first, stride = (int(math.trunc(value)) for value in (start, step))
+        first, stride = (math.trunc(value) for value in (start, step))
         return (first + index * stride).astype(dtype)
     first, stride = dtype.type(start), dtype.type(step)
     return first + index.astype(dtype) * stride
