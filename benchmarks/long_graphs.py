@@ -10,8 +10,9 @@ generation, seconds).  The 20k / 2k ratio per phase shows which one grows
 faster than the graph.  A ratio above 10 in the CPU column is a real
 super-linear cost; one only in the wall column is the machine's load.
 
-Then ``--rounds N`` interleaves N more pairs (2k, 20k) and prints each pair's
-ratio, wall and CPU, and their median: on a busy machine one run says little.
+Then ``--rounds N`` runs the sequence N more times, each in a fresh process,
+and prints each run's 20k / 2k ratio, wall and CPU, and their median: on a
+busy machine one run says little.
 
 Run: ``.venv/bin/python benchmarks/long_graphs.py [--rounds N]``.
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -86,8 +88,11 @@ def _totals(rows: dict[str, tuple]) -> tuple[float, float]:
     return sum(row[0] for row in rows.values()), sum(row[1] for row in rows.values())
 
 
-def phase_table(collections: _Collections) -> None:
-    """The sequence of ``long_chains``; the phases of 2k and 20k side by side."""
+def phase_table(collections: _Collections, show: bool = True) -> tuple[float, float]:
+    """The sequence of ``long_chains``; the phases of 2k and 20k side by side.
+
+    Returns the 20k / 2k ratios of the totals: wall, CPU.
+    """
     measured = {}
     for length in (1000, 2000, 4000, 20000):
         net = chain(length)
@@ -96,6 +101,9 @@ def phase_table(collections: _Collections) -> None:
         mx.executor.plan_memory(net, {"x": (4, 4)}, grad_req="write")
         measured[length] = bind_and_run(net, collections)
     small, large = measured[2000], measured[20000]
+    (wall_a, cpu_a), (wall_b, cpu_b) = _totals(small), _totals(large)
+    if not show:
+        return wall_b / wall_a, cpu_b / cpu_a
     header = (
         f"{'phase':>9} {'2k wall':>8} {'2k CPU':>7} {'2k gc (0,1,2) s':>20} "
         f"{'20k wall':>9} {'20k CPU':>8} {'20k gc (0,1,2) s':>24} {'wall x':>7} {'CPU x':>6}"
@@ -109,22 +117,30 @@ def phase_table(collections: _Collections) -> None:
             f"{b[0]:>9.3f} {b[1]:>8.3f} {b[2]!s:>17} {b[3]:>6.3f} "
             f"{b[0] / max(a[0], 1e-6):>7.1f} {b[1] / max(a[1], 1e-6):>6.1f}"
         )
-    (wall_a, cpu_a), (wall_b, cpu_b) = _totals(small), _totals(large)
     print(
         f"{'total':>9} {wall_a:>8.3f} {cpu_a:>7.3f} {'':>20} {wall_b:>9.3f} {cpu_b:>8.3f} "
         f"{'':>24} {wall_b / wall_a:>7.1f} {cpu_b / cpu_a:>6.1f}   (target <= 10x)"
     )
+    return wall_b / wall_a, cpu_b / cpu_a
 
 
-def rounds(count: int, collections: _Collections) -> None:
-    """``count`` interleaved pairs (2k then 20k); each pair's ratios and their median."""
-    small_net, large_net = chain(2000), chain(20000)
+def rounds(count: int) -> None:
+    """``count`` more runs of the sequence, each in a fresh process; their ratios and median.
+
+    A fresh process each: the collector's state after one 20k run (its
+    thresholds grow with the heap it has seen) would flatter the next.
+    """
     walls, cpus = [], []
     for index in range(count):
-        wall_a, cpu_a = _totals(bind_and_run(small_net, collections))
-        wall_b, cpu_b = _totals(bind_and_run(large_net, collections))
-        walls.append(wall_b / wall_a)
-        cpus.append(cpu_b / cpu_a)
+        out = subprocess.run(
+            [sys.executable, __file__, "--ratios-only"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        ).stdout.split()
+        walls.append(float(out[-2]))
+        cpus.append(float(out[-1]))
         print(f"round {index + 1}: 20k / 2k {walls[-1]:.1f}x wall, {cpus[-1]:.1f}x CPU", flush=True)
     print(
         f"median of {count}: {statistics.median(walls):.1f}x wall, "
@@ -133,14 +149,18 @@ def rounds(count: int, collections: _Collections) -> None:
 
 
 def main() -> None:
-    count = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 0
     collections = _Collections()
+    if "--ratios-only" in sys.argv:  # one round of rounds(): print the two ratios
+        wall, cpu = phase_table(collections, show=False)
+        print(wall, cpu)
+        return
+    count = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 0
     print(
         f"bind + forward + backward of a chain of small ops, by phase ({mx.engine.engine_type()})"
     )
     phase_table(collections)
     if count:
-        rounds(count, collections)
+        rounds(count)
 
 
 if __name__ == "__main__":
