@@ -15,6 +15,7 @@ from mxnb.executor import (
     memory,
     plan,
     recompute,
+    runners,
     sharing,
     tradeoff,
     zoo,
@@ -23,7 +24,20 @@ from mxnb.executor import (
 
 @pytest.mark.parametrize(
     "module",
-    [plan, graph, gradient, flops, recompute, tradeoff, arena, memory, executor, sharing, zoo],
+    [
+        plan,
+        graph,
+        gradient,
+        flops,
+        recompute,
+        tradeoff,
+        arena,
+        memory,
+        executor,
+        runners,
+        sharing,
+        zoo,
+    ],
     ids=lambda m: m.__name__,
 )
 def test_docstring_examples_run(module):
