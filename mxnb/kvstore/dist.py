@@ -68,6 +68,7 @@ from ..base import NotSupportedError
 from ..context import cpu
 from ..ndarray import NDArray
 from .base import Key, KVStoreError
+from .dist_batch import Channel
 from .dist_server import (
     NAMESPACE,
     DistError,
@@ -171,6 +172,7 @@ class DistKVStore(LocalKVStore):
             raise DistError(
                 f"mx.kv.create({kvtype!r}): job {self.config.job!r} has no servers running ({exc})"
             ) from exc
+        self._pushes, self._pulls = self._channels()
         self._seq: dict[Key, int] = {}
         self._log: list[dict] | None = None
         self._trace: Any = None
@@ -195,6 +197,24 @@ class DistKVStore(LocalKVStore):
         """The job's server actor handles (server ``i`` is ``servers[i]``)."""
         return list(self._servers)
 
+    def _channels(self) -> tuple[list[Channel], list[Channel]]:
+        """Per server, the :class:`~.dist_batch.Channel` of pushes and that of pulls."""
+        rank, sync = self.rank, self._sync
+        pushes = [
+            Channel(lambda items, values, s=s: s.push_batch.remote(rank, sync, items, *values))
+            for s in self._servers
+        ]
+        pulls = [
+            Channel(lambda items, _, s=s: s.pull_batch.remote(rank, sync, items))
+            for s in self._servers
+        ]
+        return pushes, pulls
+
+    @property
+    def calls(self) -> int:
+        """Push and pull calls sent to the servers so far (each carries a batch of keys)."""
+        return sum(channel.calls for channel in self._pushes + self._pulls)
+
     # -- where a key lives -----------------------------------------------------------------------
     def placement(self, key: Key, size: int) -> list[tuple[int, int, slice]]:
         """``[(server, part, flat slice), ...]``: one server for a small key, all for a big one."""
@@ -205,11 +225,12 @@ class DistKVStore(LocalKVStore):
         return [(i, i, slice(bounds[i], bounds[i + 1])) for i in range(servers)]
 
     # -- remote calls as engine ops ----------------------------------------------------------------
-    def _call(self, refs: list, what: str, on_complete: Callable, finish: Callable) -> None:
-        """When every ref resolves call ``finish(values)`` then ``on_complete()``; errors and a
-        timeout go to ``on_complete(DistError)`` (exactly once)."""
-        results: list[Any] = [None] * len(refs)
-        state = {"left": len(refs), "over": False}
+    def _call(self, futures: list, what: str, on_complete: Callable, finish: Callable) -> None:
+        """When every future (a Ray ref's or a :class:`~.dist_batch.Channel`'s) resolves call
+        ``finish(values)`` then ``on_complete()``; errors and a timeout go to
+        ``on_complete(DistError)`` (exactly once)."""
+        results: list[Any] = [None] * len(futures)
+        state = {"left": len(futures), "over": False}
         lock = threading.Lock()
 
         def end(error: BaseException | None) -> None:
@@ -243,8 +264,8 @@ class DistKVStore(LocalKVStore):
         )
         timer.daemon = True
         timer.start()
-        for index, ref in enumerate(refs):
-            ref.future().add_done_callback(lambda fut, i=index: arrived(i, fut))
+        for index, future in enumerate(futures):
+            future.add_done_callback(lambda fut, i=index: arrived(i, fut))
 
     def _remote_op(
         self, name: str, reads: list[NDArray], writes: list[NDArray], start: Callable, priority: int
@@ -273,7 +294,7 @@ class DistKVStore(LocalKVStore):
 
             flat = mirror._array.reshape(-1)
             refs = [
-                self._servers[s].init.remote(key, part, ray.put(flat[where]))
+                self._servers[s].init.remote(key, part, ray.put(flat[where])).future()
                 for s, part, where in self.placement(key, flat.size)
             ]
             self._call(refs, f"kvstore.init of key {key!r}", on_complete, lambda _: None)
@@ -287,22 +308,18 @@ class DistKVStore(LocalKVStore):
         seq = self._seq[key] = self._seq[key] + 1
 
         def start(on_complete: Callable) -> None:
-            import ray
-
             t0 = time.perf_counter()
-            flat = merged._array.reshape(-1)
+            flat = merged._array.reshape(-1)  # read until the op completes: no copy needed
             places = self.placement(key, flat.size)
-            refs = [
-                self._servers[s].push.remote(
-                    key, part, self.rank, seq, ray.put(flat[where]), self._sync
-                )
+            futures = [
+                self._pushes[s].submit((key, part, seq), flat[where], priority)
                 for s, part, where in places
             ]
 
             def finish(_: list) -> None:
                 self._record("push", key, places, seq, t0)
 
-            self._call(refs, f"kvstore.push of key {key!r}", on_complete, finish)
+            self._call(futures, f"kvstore.push of key {key!r}", on_complete, finish)
 
         self._remote_op(f"kvstore.push:{key}", [merged], [mirror], start, priority)
 
@@ -315,8 +332,8 @@ class DistKVStore(LocalKVStore):
             t0 = time.perf_counter()
             flat = mirror._array.reshape(-1)
             places = self.placement(key, flat.size)
-            refs = [
-                self._servers[s].pull.remote(key, part, self.rank, seq) for s, part, _ in places
+            futures = [
+                self._pulls[s].submit((key, part, seq), None, priority) for s, part, _ in places
             ]
 
             def finish(results: list) -> None:
@@ -324,7 +341,7 @@ class DistKVStore(LocalKVStore):
                     flat[where] = value
                 self._record("pull", key, places, seq, t0, [v for _, v in results])
 
-            self._call(refs, f"kvstore.pull of key {key!r}", on_complete, finish)
+            self._call(futures, f"kvstore.pull of key {key!r}", on_complete, finish)
 
         self._remote_op(f"kvstore.pull:{key}", [], [mirror], start, priority)
         super()._broadcast(key, outs, priority)
