@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import ray
-from _util import ratio, table
+from _util import table
 
 import mxnb as mx
 from mxnb.executor import zoo
@@ -62,21 +62,24 @@ def param_set() -> dict[str, np.ndarray]:
     return arrays
 
 
-def kvstore_rounds(kv, reps: int) -> list[float]:
-    """Seconds of each round of push + pull of every key (after one warm-up round)."""
+def kvstore_rounds(kv, reps: int) -> tuple[list[float], float]:
+    """Seconds of each round of push + pull of every key (after one warm-up round), and the
+    server calls per round (batched: far fewer than 2 x the key parts)."""
     arrays = {k: mx.nd.array(v) for k, v in param_set().items()}
     keys = sorted(arrays)
     kv.init(keys, [arrays[k] for k in keys])
     outs = [mx.nd.zeros(arrays[k].shape) for k in keys]
     times = []
-    for _ in range(reps + 1):
+    for rep in range(reps + 1):
         kv.barrier()
+        if rep == 1:
+            calls = kv.calls
         start = time.perf_counter()
         kv.push(keys, [arrays[k] for k in keys])
         kv.pull(keys, out=outs)
         mx.nd.waitall()
         times.append(time.perf_counter() - start)
-    return times[1:]
+    return times[1:], (kv.calls - calls) / reps
 
 
 @ray.remote(num_cpus=0)
@@ -136,6 +139,7 @@ def lenet_steps(kv, batches: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batches", type=int, default=8)
     args = parser.parse_args()
     start_ray(num_cpus=4, object_store_mb=600)
@@ -147,23 +151,43 @@ def main() -> None:
         def peer_worker() -> list[float]:
             return ray_rounds(echo, args.reps)
 
-        peer = min(min(t) for t in ray.get([peer_worker.remote() for _ in range(2)]))
+        # Interleaved rounds (the peer swings from run to run): each round measures the peer,
+        # 1 server and 2 servers back to back; a round's figure is the median of its
+        # workers' timed repetitions, and the ratios are taken within a round.
+        rounds: dict[str, list[float]] = {"peer": [], "1": [], "2": []}
+        calls: dict[str, list[float]] = {"1": [], "2": []}
+        for _ in range(args.rounds):
+            timings = ray.get([peer_worker.remote() for _ in range(2)])
+            rounds["peer"].append(float(np.median(np.concatenate(timings))))
+            for servers in (1, 2):
+                results = values(
+                    run_tasks(kvstore_rounds, 2, servers, "dist_sync", 120.0, reps=args.reps)
+                )
+                rounds[str(servers)].append(
+                    float(np.median(np.concatenate([t for t, _ in results])))
+                )
+                calls[str(servers)].append(float(np.mean([c for _, c in results])))
+        peer = np.array(rounds["peer"])
         rows = []
-        for servers in (1, 2):
-            results = values(
-                run_tasks(kvstore_rounds, 2, servers, "dist_sync", 120.0, reps=args.reps)
-            )
-            ours = min(min(t) for t in results)
+        for servers in ("1", "2"):
+            ours = np.array(rounds[servers])
+            ratios = peer / ours
             rows.append(
                 [
                     f"push+pull, 2 workers, {servers} server(s)",
-                    f"{2 * megabytes / ours:.0f}",
-                    f"{2 * megabytes / peer:.0f}",
-                    ratio(peer, ours),
+                    f"{2 * megabytes / np.median(ours):.0f}",
+                    f"{2 * megabytes / np.median(peer):.0f}",
+                    f"{np.median(ratios):.2f}x ({ratios.min():.2f}-{ratios.max():.2f})",
+                    f"{np.median(calls[servers]):.0f}",
                 ]
             )
-        print(f"parameter set: {megabytes:.1f} MB, {len(param_set())} keys")
-        print(table(["what", "mxnb MB/s", "ray put/get MB/s", "mxnb / ray"], rows))
+        print(f"parameter set: {megabytes:.1f} MB, {len(param_set())} keys, {args.rounds} rounds")
+        print(
+            table(
+                ["what", "mxnb MB/s", "ray put/get MB/s", "mxnb / ray (min-max)", "calls / round"],
+                rows,
+            )
+        )
         tiny = values(run_tasks(tiny_key_rounds, 1, 1, "dist_sync", 60.0, reps=args.reps))[0]
         print(f"per-key round trip (push + pull, 1 element): {1e3 * float(np.median(tiny)):.2f} ms")
         one = values(run_tasks(lenet_steps, 1, 1, "dist_sync", 300.0, batches=args.batches))[0]
