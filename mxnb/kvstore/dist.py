@@ -15,6 +15,10 @@ Rules:
       (``kvstore.push:<key>`` / ``kvstore.pull:<key>``), each writing the key's
       local mirror, so they overlap backward exactly as in the local store and
       a pull after a push sees it;
+    * the ops' requests to one server share calls (:mod:`.dist_batch`): one
+      call per server is in flight for pushes and one for pulls, and what the
+      ops ask meanwhile leaves together in the next call (ps-lite batches a key
+      list the same way), so a step costs a few calls per server, not two per key;
     * ``init`` is sent by rank 0; the others' first pull waits for it;
     * every remote wait is bounded (``MXNB_DIST_TIMEOUT``, 60 s): a dead peer
       raises :class:`~.dist_server.DistError` in the engine op, so the next read
@@ -30,6 +34,7 @@ The job's environment (set by ``python -m mxnb.launch``):
 State kept:
     _seq        key -> pushes sent so far (the step of the next pull)
     _servers    the servers' actor handles
+    _pushes, _pulls   per server, the Channel that batches its push / pull requests
     _log        with kv.trace(): the push / pull records of the cluster timeline
 
 Data sharding (each worker reads its own share; docs/scaling.md)::
@@ -54,7 +59,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -68,7 +72,7 @@ from ..base import NotSupportedError
 from ..context import cpu
 from ..ndarray import NDArray
 from .base import Key, KVStoreError
-from .dist_batch import Channel
+from .dist_batch import Channel, remote_error, when_all
 from .dist_server import (
     NAMESPACE,
     DistError,
@@ -132,19 +136,6 @@ class JobConfig:
             "MXNB_DIST_NUM_SERVERS": str(self.num_servers),
             "MXNB_DIST_TIMEOUT": str(self.timeout),
         }
-
-
-def _remote_error(exc: BaseException, what: str) -> DistError:
-    """Turn a Ray failure into a DistError that says what failed."""
-    import ray.exceptions as rex
-
-    if isinstance(exc, rex.RayTaskError) and isinstance(exc.cause, DistError):
-        return DistError(f"{what}: {exc.cause}")  # the server's message, without Ray's trace
-    if isinstance(exc, DistError):
-        return exc
-    if isinstance(exc, rex.ActorDiedError | rex.ActorUnavailableError | rex.RayActorError):
-        return DistError(f"{what}: a kvstore server died ({type(exc).__name__}); the job is lost")
-    return DistError(f"{what}: {type(exc).__name__}: {exc}")
 
 
 class DistKVStore(LocalKVStore):
@@ -226,46 +217,8 @@ class DistKVStore(LocalKVStore):
 
     # -- remote calls as engine ops ----------------------------------------------------------------
     def _call(self, futures: list, what: str, on_complete: Callable, finish: Callable) -> None:
-        """When every future (a Ray ref's or a :class:`~.dist_batch.Channel`'s) resolves call
-        ``finish(values)`` then ``on_complete()``; errors and a timeout go to
-        ``on_complete(DistError)`` (exactly once)."""
-        results: list[Any] = [None] * len(futures)
-        state = {"left": len(futures), "over": False}
-        lock = threading.Lock()
-
-        def end(error: BaseException | None) -> None:
-            with lock:
-                if state["over"]:
-                    return
-                state["over"] = True
-            timer.cancel()
-            if error is None:
-                try:
-                    finish(results)
-                except BaseException as exc:  # noqa: BLE001 - handed to the engine
-                    error = exc
-            on_complete(error) if error is not None else on_complete()
-
-        def arrived(index: int, future: Any) -> None:
-            try:
-                results[index] = future.result()
-            except BaseException as exc:  # noqa: BLE001 - a remote failure
-                end(_remote_error(exc, what))
-                return
-            with lock:
-                state["left"] -= 1
-                last = state["left"] == 0
-            if last:
-                end(None)
-
-        limit = self.config.timeout + 30.0  # the servers' own waits end first
-        timer = threading.Timer(
-            limit, lambda: end(DistError(f"{what}: no answer from the servers in {limit:g} s"))
-        )
-        timer.daemon = True
-        timer.start()
-        for index, future in enumerate(futures):
-            future.add_done_callback(lambda fut, i=index: arrived(i, fut))
+        """:func:`~.dist_batch.when_all` with this job's bound (the servers' own waits end first)."""
+        when_all(futures, what, self.config.timeout + 30.0, on_complete, finish)
 
     def _remote_op(
         self, name: str, reads: list[NDArray], writes: list[NDArray], start: Callable, priority: int
@@ -367,7 +320,7 @@ class DistKVStore(LocalKVStore):
         try:
             return ray.get(refs, timeout=self.config.timeout + 30.0)
         except Exception as exc:
-            raise _remote_error(exc, what) from exc
+            raise remote_error(exc, what) from exc
 
     def barrier(self) -> None:
         """Wait until every pending op here has run and every worker has reached the barrier."""

@@ -21,7 +21,9 @@ Rules:
     * big values are put in the object store once, when submitted (the copy
       overlaps the call in flight); small ones travel inline in the call;
     * a failed call fails every request of its batch (the server's message names
-      the key); each engine op keeps its own bound (``MXNB_DIST_TIMEOUT``).
+      the key); each engine op keeps its own bound (``MXNB_DIST_TIMEOUT``):
+      :func:`when_all` waits for an op's answers and turns Ray's failures into
+      :class:`~.dist_server.DistError` (:func:`remote_error`).
 
 State kept (per channel):
     _queue       requests not sent yet: (priority, arrival, item, value, future)
@@ -44,7 +46,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["INLINE_BYTES", "Channel"]
+from .dist_server import DistError
+
+__all__ = ["INLINE_BYTES", "Channel", "remote_error", "when_all"]
 
 #: Values of at least this many bytes go through the object store (Ray inlines less itself).
 INLINE_BYTES = 100 * 1024
@@ -116,3 +120,61 @@ class Channel:
                 request[4].set_exception(error)
             else:
                 request[4].set_result(answers[index])
+
+
+def remote_error(exc: BaseException, what: str) -> DistError:
+    """Turn a Ray failure into a DistError that says what failed."""
+    import ray.exceptions as rex
+
+    if isinstance(exc, rex.RayTaskError) and isinstance(exc.cause, DistError):
+        return DistError(f"{what}: {exc.cause}")  # the server's message, without Ray's trace
+    if isinstance(exc, DistError):
+        return exc
+    if isinstance(exc, rex.ActorDiedError | rex.ActorUnavailableError | rex.RayActorError):
+        return DistError(f"{what}: a kvstore server died ({type(exc).__name__}); the job is lost")
+    return DistError(f"{what}: {type(exc).__name__}: {exc}")
+
+
+def when_all(
+    futures: list, what: str, limit: float, on_complete: Callable, finish: Callable
+) -> None:
+    """When every future (a Ray ref's or a :class:`Channel`'s) resolves call
+    ``finish(values)`` then ``on_complete()``; errors and no answer within
+    ``limit`` seconds go to ``on_complete(DistError)`` (exactly once): the body of
+    a worker's remote engine op."""
+    results: list[Any] = [None] * len(futures)
+    state = {"left": len(futures), "over": False}
+    lock = threading.Lock()
+
+    def end(error: BaseException | None) -> None:
+        with lock:
+            if state["over"]:
+                return
+            state["over"] = True
+        timer.cancel()
+        if error is None:
+            try:
+                finish(results)
+            except BaseException as exc:  # noqa: BLE001 - handed to the engine
+                error = exc
+        on_complete(error) if error is not None else on_complete()
+
+    def arrived(index: int, future: Any) -> None:
+        try:
+            results[index] = future.result()
+        except BaseException as exc:  # noqa: BLE001 - a remote failure
+            end(remote_error(exc, what))
+            return
+        with lock:
+            state["left"] -= 1
+            last = state["left"] == 0
+        if last:
+            end(None)
+
+    timer = threading.Timer(
+        limit, lambda: end(DistError(f"{what}: no answer from the servers in {limit:g} s"))
+    )
+    timer.daemon = True
+    timer.start()
+    for index, future in enumerate(futures):
+        future.add_done_callback(lambda fut, i=index: arrived(i, fut))

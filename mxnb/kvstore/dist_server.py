@@ -13,6 +13,9 @@ Rules:
     * async mode: each push is applied when it arrives;
     * a pull by worker ``r`` after its push ``s`` waits until that push is
       applied, and returns the value with its version (updates applied so far);
+    * calls carry batches (:mod:`.dist_batch`): ``push_batch`` applies a
+      worker's pushes of many keys, running their updates on the engine
+      together; ``pull_batch`` answers once every key in it is ready;
     * every wait is bounded by ``timeout`` seconds: a worker that died or stalls
       makes the others fail with a :class:`DistError` naming the key, the step
       and the missing ranks, instead of hanging (ps-lite hangs here).
