@@ -24,9 +24,28 @@ medians of interleaved rounds (:func:`versus_reference`).
 The reference tables are in CPU time of all threads (``time.process_time``,
 the figure to trust on a shared machine) and in wall time.
 
+Issue 15's last two targets (engine4, load 11-20 on the 2 shared cores; CPU
+time, medians of interleaved rounds, ``--against main`` in the same run):
+
+* naive vs the reference's naive form, independent / chain / fan: 1.05x /
+  1.11x / 1.09x, before 1.33x / 1.56x / 1.54x (after/before 0.81x / 0.72x /
+  0.74x; the worst workload's median in four more runs: 1.08-1.18x).  ``push_sync`` on one var
+  takes ``IdleFastPath.push_sync_one_var`` (checks, booking, run and release
+  in one function).  Target 1.3x: met.
+* tracing adds, chain, threaded_per_device: 0.74 us/op on one core and 0.62 on
+  all cores, before 0.87 / 0.75; naive 0.60 / 0.63, before 0.60 / 0.61.  A
+  worker no longer calls ``record_start`` for an op its predecessor's end
+  started, and ``record_end`` tests a chain's link first.  Target 0.6 us:
+  naive at it, threaded_per_device still 0.1 over (the two records an op
+  writes cost the same on both engines; the rest is the two threads
+  sharing one core).  As a ratio to ThreadPoolExecutor(2), 0.008-0.017x
+  (target 0.05x).
+
 Run: ``python benchmarks/engine.py`` (``--quick`` for a smaller N,
-``--reference`` for the reference tables alone, ``--against REV`` to run the
-engines of git revision ``REV`` in the same rounds, an A/B of a change).
+``--reference`` for the reference tables alone, ``--tracing`` for those and
+the tracing table, ``--against REV`` to run the engines of git revision
+``REV`` in the same rounds, an A/B of a change, in the reference and the
+tracing tables).
 """
 
 from __future__ import annotations
@@ -395,7 +414,9 @@ class TracingRounds(NamedTuple):
     events: int
 
 
-def tracing_rounds(name: str, n: int, peer: ExecutorPeer, rounds: int = 9) -> TracingRounds:
+def tracing_rounds(
+    name: str, n: int, peer: ExecutorPeer, rounds: int = 9, packages: tuple = (mx,)
+) -> list[TracingRounds]:
     """Time a chain untraced, then traced, then the peer, ``rounds`` times; medians of the pairs.
 
     Each round's three figures are taken within a second, so they share the
@@ -406,41 +427,50 @@ def tracing_rounds(name: str, n: int, peer: ExecutorPeer, rounds: int = 9) -> Tr
     series, taken apart, can pair a fast moment of one with a slow moment of
     the other.  Building the events (lazily, when the trace is first read)
     is timed apart, with the garbage collection its events cost: it happens
-    off the hot path.
+    off the hot path.  ``packages``: mxnb, then older revisions
+    (:func:`package_at`) whose engine runs its pair in the same rounds; one
+    result per package.
     """
-    engine = mx.engine.create(name)
-    plain, traced, build, tpe = [], [], [], []
+    engines = [(package, package.engine.create(name)) for package in packages]
+    figures: list[tuple[list[float], ...]] = [([], [], [], []) for _ in packages]
     try:
-        engine_workload(engine, "chain", 2000)
+        for package, engine in engines:
+            engine_workload(engine, "chain", 2000, package.cpu())
         for _ in range(rounds):
-            start = time.process_time()
-            engine_workload(engine, "chain", n)
-            plain.append(time.process_time() - start)
-            recorder = mx.engine.trace().attach()
-            start = time.process_time()
-            engine_workload(engine, "chain", n)
-            traced.append(time.process_time() - start)
-            tpe.append(peer_seconds(peer, n))
-            start = time.process_time()
-            recorder.detach()  # builds the events
-            events = len(recorder)
-            del recorder
-            gc.collect()  # the collections the built events cost are the build's, not the next run's
-            build.append(time.process_time() - start)
+            tpe = peer_seconds(peer, n)
+            for (package, engine), (plain, traced, build, peers) in zip(engines, figures):
+                start = time.process_time()
+                engine_workload(engine, "chain", n, package.cpu())
+                plain.append(time.process_time() - start)
+                recorder = package.engine.trace().attach()
+                start = time.process_time()
+                engine_workload(engine, "chain", n, package.cpu())
+                traced.append(time.process_time() - start)
+                peers.append(tpe)
+                start = time.process_time()
+                recorder.detach()  # builds the events
+                events = len(recorder)
+                del recorder
+                gc.collect()  # the collections the built events cost are the build's, not the next run's
+                build.append(time.process_time() - start)
     finally:
-        engine.shutdown()
-    return TracingRounds(
-        plain=statistics.median(plain) / n,
-        traced=statistics.median(traced) / n,
-        adds=statistics.median(t - p for p, t in zip(plain, traced)) / n,
-        adds_vs_tpe=statistics.median((t - p) / q for p, t, q in zip(plain, traced, tpe)),
-        tpe=statistics.median(tpe) / n,
-        build=statistics.median(build) / n,
-        events=events,
-    )
+        for _, engine in engines:
+            engine.shutdown()
+    return [
+        TracingRounds(
+            plain=statistics.median(plain) / n,
+            traced=statistics.median(traced) / n,
+            adds=statistics.median(t - p for p, t in zip(plain, traced)) / n,
+            adds_vs_tpe=statistics.median((t - p) / q for p, t, q in zip(plain, traced, tpe)),
+            tpe=statistics.median(tpe) / n,
+            build=statistics.median(build) / n,
+            events=events,
+        )
+        for plain, traced, build, tpe in figures
+    ]
 
 
-def tracing_cost(n: int) -> None:
+def tracing_cost(n: int, before: Any = None) -> None:
     """What tracing adds per op of a chain: CPU time of all threads, on one core and on all.
 
     CPU time, not wall time: on a shared machine it is the steadier measure of
@@ -451,27 +481,31 @@ def tracing_cost(n: int) -> None:
     row is shown for what a user sees, not as the measure of tracing's work.
     The target is a ratio to the ``ThreadPoolExecutor(2)`` peer (wall time
     per task, as the issue's anchor was taken), timed in the same rounds.
+    ``before``: an older mxnb (:func:`package_at`) measured in the same
+    rounds, as rows ``<engine> (before)``.
     """
     rows = []
     peer = ExecutorPeer()
+    packages = (mx,) if before is None else (mx, before)
     try:
         for name in ("naive", "threaded_per_device"):
             for pinned in (True, False):
                 with one_core() if pinned else contextlib.nullcontext("all cores") as where:
-                    got = tracing_rounds(name, n, peer)
-                rows.append(
-                    [
-                        name,
-                        where,
-                        f"{got.plain * 1e6:.2f}",
-                        f"{got.traced * 1e6:.2f}",
-                        f"{got.adds * 1e6:.2f}",
-                        f"{got.tpe * 1e6:.2f}",
-                        f"{got.adds_vs_tpe:.3f}x",
-                        f"{got.build * 1e6:.2f}",
-                        str(got.events),
-                    ]
-                )
+                    results = tracing_rounds(name, n, peer, packages=packages)
+                for suffix, got in zip(("", " (before)"), results):
+                    rows.append(
+                        [
+                            name + suffix,
+                            where,
+                            f"{got.plain * 1e6:.2f}",
+                            f"{got.traced * 1e6:.2f}",
+                            f"{got.adds * 1e6:.2f}",
+                            f"{got.tpe * 1e6:.2f}",
+                            f"{got.adds_vs_tpe:.3f}x",
+                            f"{got.build * 1e6:.2f}",
+                            str(got.events),
+                        ]
+                    )
     finally:
         peer.close()
     print(
@@ -577,9 +611,12 @@ def main() -> None:
     versus_reference(n, before=before)
     if "--reference" in sys.argv:
         return
-    tiny_ops(n)
-    print()
-    tracing_cost(n)
+    if "--tracing" not in sys.argv:
+        tiny_ops(n)
+        print()
+    tracing_cost(n, before)
+    if "--tracing" in sys.argv:
+        return
     print()
     matmul_speedup(length=2 if "--quick" in sys.argv else 4)
 

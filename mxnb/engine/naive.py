@@ -18,7 +18,8 @@ called (from any thread).
 Every push tries the idle fast path first (:mod:`mxnb.engine.idle`, the one
 exception to "every push goes through the rule"): most ops here are pushed
 when none of their vars has anything pending — every earlier op ran at its
-own push — and such an op runs at once, booked as the rule would.
+own push — and such an op runs at once, booked as the rule would.  A
+``push_sync`` on one var takes that path's fused form, checks included.
 
 State kept:
     _run_contexts   one RunContext per context (worker ``'main'``)
@@ -72,6 +73,7 @@ class NaiveEngine(IdleFastPath):
                 todo.extend(ready)
 
     _push_opr = IdleFastPath._push_idle  # every push tries the idle fast path
+    push_sync = IdleFastPath.push_sync_one_var  # ... the commonest fused with its checks
     _run_successors = _run_ready
 
     # -- async ops: the push waits for on_complete ---------------------------------

@@ -67,7 +67,7 @@ from .events import (
     VarName,
     VarNew,
 )
-from .var import READY, RUNNING, Opr, Var
+from .var import RUNNING, Opr, Var
 
 __all__ = [
     "RecordReader",
@@ -127,7 +127,12 @@ def record_push(opr: Opr, starts_as: str | None = None) -> None:
     does not record it again.
     """
     const = opr.const_vars
-    touched = const + opr.mutate_vars if const else opr.mutate_vars
+    if const:
+        touched = const + opr.mutate_vars
+        n_const = len(const)
+    else:  # writes only (the commonest push)
+        touched = opr.mutate_vars
+        n_const = 0
     if len(touched) == 1:  # one var: its id stands alone (the commonest case)
         ids: Any = touched[0].id
         if ids not in seen_vars:
@@ -142,7 +147,7 @@ def record_push(opr: Opr, starts_as: str | None = None) -> None:
     else:
         code, last = RAW_PUSH, opr.wait_count
     _extend(
-        (code, _now(), opr.id, opr.name, opr.ctx, len(const), ids, opr.priority, get_ident(), last)
+        (code, _now(), opr.id, opr.name, opr.ctx, n_const, ids, opr.priority, get_ident(), last)
     )
 
 
@@ -159,9 +164,18 @@ def record_end(
 
     ``chain``: the worker's RunContext when that worker runs the first op
     made ready next, if it is in the same pool (see ``ThreadedEngine._run_chain``);
-    a lone successor that qualifies is started here and marked RUNNING, so
-    :func:`record_start` does not record it again.
+    the engine passes None for an op that failed or was skipped.  A lone
+    successor that qualifies (its context and copy flag are the op's: the
+    same pool runs it) is started here and marked RUNNING, so
+    :func:`record_start` does not record it again.  The ops in ``ready`` have
+    just been made READY by the engine's ``_complete``, the one caller.
     """
+    if chain is not None and len(ready) == 1 and opr.deletes is None:  # a link of a chain
+        successor = ready[0]
+        if successor.ctx is opr.ctx and successor.copy is opr.copy:
+            successor.state = RUNNING
+            _extend((RAW_DONE_START, _now(), opr.id, successor.id, chain))
+            return
     if exc is not None or inherited is not None or opr.deletes is not None:
         if exc is not None:
             error: str | None = repr(exc)
@@ -172,23 +186,10 @@ def record_end(
         skipped = exc is None and inherited is not None
         deleted = None if opr.deletes is None else tuple(map(_var_id, opr.deletes))
         _extend((RAW_END, _now(), opr.id, error, skipped, deleted, _ids(ready)))
-        return
-    if not ready:  # the commonest ends first: nothing, or one op, made ready
+    elif not ready:  # the commonest other ends: nothing, or one op, made ready
         _extend((RAW_DONE, _now(), opr.id, ()))
-    elif len(ready) == 1:
-        successor = ready[0]
-        if (
-            chain is not None
-            and successor.ctx is opr.ctx  # so the same pool runs it
-            and successor.copy is opr.copy
-            and successor.state is READY
-        ):
-            successor.state = RUNNING
-            _extend((RAW_DONE_START, _now(), opr.id, successor.id, chain))
-        else:
-            _extend((RAW_DONE, _now(), opr.id, successor.id))
     else:
-        _extend((RAW_DONE, _now(), opr.id, _ids(ready)))
+        _extend((RAW_DONE, _now(), opr.id, ready[0].id if len(ready) == 1 else _ids(ready)))
 
 
 def record_done(opr: Opr) -> None:

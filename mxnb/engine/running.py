@@ -163,7 +163,7 @@ class Running:
             inherited = self._failed_input(opr)
             if inherited is not None:
                 return self._complete(opr, None, inherited)
-        if trace.enabled:
+        if trace.enabled and opr.state is not RUNNING:  # RUNNING: its predecessor's end said so
             record_start(opr, rctx.worker, rctx.thread)
         opr.state = RUNNING
         try:

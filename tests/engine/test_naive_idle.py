@@ -1,7 +1,7 @@
-"""The naive engine's idle fast path (``NaiveEngine._push_idle``) against the plain rule.
+"""The naive engine's idle fast paths (``_push_idle``, ``push_sync_one_var``) against the plain rule.
 
-The fast path writes the rule's booking out for an op whose vars are all
-idle.  These tests run the same random workloads — nested pushes on busy and
+The fast paths write the rule's booking out for an op whose vars are all
+idle (``push_sync_one_var``: for an op on one var, with push_sync's checks).  These tests run the same random workloads — nested pushes on busy and
 idle vars, reads and writes, failing ops, deletes, waits — once through the
 naive engine and once through a naive engine whose every push takes the plain
 rule (``Engine._push_opr``), and assert identical runs: the order ops run in,
@@ -12,6 +12,7 @@ dependency edges, starts, ends) and the final var states.
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ class PlainNaive(NaiveEngine):
     """The naive engine with every push through the plain rule: no idle fast path."""
 
     _push_opr = Engine._push_opr
+    push_sync = Engine.push_sync
 
 
 def var_state(var: Any) -> tuple:
@@ -76,6 +78,8 @@ def run_workload(engine: NaiveEngine, seed: int, fail: bool) -> tuple[list, list
         const = rng.sample(pool, rng.randint(0, 2))
         others = [var for var in pool if var not in const]
         mutate = rng.sample(others, rng.randint(0 if const else 1, 2))
+        if rng.random() < 0.5:  # push_sync takes tuples and lists
+            const, mutate = tuple(const), tuple(mutate)
         engine.push_sync(make(name, depth), mx.cpu(), const, mutate, name=name)
 
     with mx.engine.trace() as recorder:
@@ -125,20 +129,26 @@ def normalised(events: list) -> list:
     return out
 
 
+def counting(engine: NaiveEngine, method: str) -> list[int]:
+    """Count the calls of ``engine.<method>`` in the returned one-item list."""
+    calls = [0]
+    original = getattr(engine, method)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        return original(*args, **kwargs)
+
+    setattr(engine, method, counted)
+    return calls
+
+
 @pytest.mark.parametrize("fail", [False, True])
-def test_the_idle_fast_path_runs_random_workloads_as_the_plain_rule(fail):
-    fast_path_runs = 0
+def test_the_idle_fast_paths_run_random_workloads_as_the_plain_rule(fail):
+    many_vars = one_var = 0  # ops released by _complete_idle, and by push_sync_one_var
     for seed in range(25):
         fast, plain = NaiveEngine(), PlainNaive()
-        calls = 0
-        original = fast._complete_idle
-
-        def counting(opr, original=original):
-            nonlocal calls
-            calls += 1
-            return original(opr)
-
-        fast._complete_idle = counting
+        idle_ends = counting(fast, "_complete_idle")
+        fast_rule_ends, plain_rule_ends = counting(fast, "_complete"), counting(plain, "_complete")
         try:
             got = run_workload(fast, seed, fail)
             expected = run_workload(plain, seed, fail)
@@ -148,8 +158,10 @@ def test_the_idle_fast_path_runs_random_workloads_as_the_plain_rule(fail):
         assert got[0] == expected[0], f"seed {seed}: ops ran differently"
         assert got[1] == expected[1], f"seed {seed}: traces differ"
         assert got[2] == expected[2], f"seed {seed}: final var states differ"
-        fast_path_runs += calls
-    assert fast_path_runs > 500  # the workloads did take the fast path
+        many_vars += idle_ends[0]
+        # every op the plain engine completed by the rule that the fast one did not: fast paths
+        one_var += plain_rule_ends[0] - fast_rule_ends[0] - idle_ends[0]
+    assert many_vars > 300 and one_var > 80  # the workloads took both fast paths
 
 
 def test_an_op_pushed_behind_an_idle_op_while_it_runs_is_released_by_the_rule():
@@ -191,3 +203,44 @@ def test_the_idle_fast_path_builds_the_op_opr_would_build():
         assert seen == {slot: getattr(expected, slot) for slot in slots}
     finally:
         engine.shutdown(timeout=10)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"fn": 42},
+        {"ctx": "cpu"},
+        {"mutate_vars": ("a",)},
+        {"mutate_vars": "single var"},
+        {"const_vars": "single var"},
+        {"priority": "high"},
+        {"priority": None},
+        {"name": 5},
+        {"copy": "yes"},
+        {"mutate_vars": "deleted"},
+        {"const_vars": "deleted"},
+    ],
+)
+def test_push_sync_one_var_refuses_what_push_sync_refuses_with_its_words(bad):
+    """The fused path checks inline and hands anything unusual to ``Engine.push_sync``."""
+    messages = []
+    for engine in (NaiveEngine(), PlainNaive()):
+        var, deleted = engine.new_var(name="a"), engine.new_var(name="gone")
+        engine.push_delete(deleted)
+        args = {"fn": lambda rctx: None, "ctx": mx.cpu(), "mutate_vars": (var,), "name": "op"}
+        args.update(bad)
+        for slot in ("const_vars", "mutate_vars"):
+            if args.get(slot) == "single var":
+                args[slot] = var
+            elif args.get(slot) == "deleted":
+                args[slot] = [deleted]
+        if "const_vars" in bad:
+            del args["mutate_vars"]
+        try:
+            with pytest.raises(MXNBError) as raised:
+                engine.push_sync(**args)
+            assert engine.num_pending() == 0 and var.writes_pushed == 0  # booked nothing
+            messages.append((type(raised.value), re.sub(r"\d+", "N", str(raised.value))))  # var ids
+        finally:
+            engine.shutdown(timeout=10)
+    assert messages[0] == messages[1]
