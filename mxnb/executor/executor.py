@@ -1,4 +1,4 @@
-"""The Executor: a bound graph run through the engine, one engine op per step.
+"""The Executor: a bound graph run through the engine, one engine op per step or segment.
 
 Idea (MXNet: ``GraphExecutor`` in src/executor/graph_executor.cc): binding
 infers shapes, builds the forward+backward steps (:mod:`.graph`), plans
@@ -9,6 +9,8 @@ const vars are the vars of what it reads and whose mutate vars are the vars
 of what it writes (plus aux states and resources).  Because a reused block
 keeps its var, a step writing into a block waits for the earlier steps that
 still read it: memory reuse becomes real ordering, visible in the DAG view.
+With bulk execution (:mod:`.bulk`, on by default) consecutive steps of a
+pass are pushed as one engine op, a segment, with the union of their vars.
 Recompute steps (:mod:`.recompute`) are engine ops like the others: a node's
 forward run again in backward into planned storage.  An *arena* block
 (:mod:`.arena`, entries at byte offsets) gets one var per byte segment, and an
@@ -58,6 +60,7 @@ from ..ndarray import creation as _nd
 from ..ndarray.debug import check_written, poison_outputs, readonly_view
 from ..ndarray.ndarray import NDArray, _ctx_of
 from ..operator.base import OpContext, OpReqType
+from .bulk import Segment, build_segments, max_nodes
 from .graph import ExecGraph, Step, StepKind
 from .memory import _without_gc_pauses, plan_best
 from .plan import MemoryPlan
@@ -168,6 +171,7 @@ class Executor:
             id(step.node): step for step in graph.steps[: graph.num_forward_steps]
         }
         self._prepared = [self._prepare(step) for step in graph.steps]
+        self._segments: dict[tuple, list[Segment]] = {}  # (pass start, mode, size) -> segments
         self.outputs: list[NDArray] = [self._arrays[entry] for entry in graph.output_entries]
         self._output_names = [graph.entries[entry].name for entry in graph.output_entries]
 
@@ -341,8 +345,7 @@ class Executor:
             else:
                 target[:] = np.asarray(value)
         self._forward_is_train = is_train  # recompute steps run forward the same way
-        for prepared in self._prepared[: self._graph.num_forward_steps]:
-            self._push(prepared, is_train)
+        self._push_pass(0, self._graph.num_forward_steps, is_train)
         return self.outputs
 
     def backward(
@@ -378,16 +381,49 @@ class Executor:
                     value.copyto(target)
                 else:
                     target[:] = np.asarray(value)
-        for prepared in self._prepared[graph.num_forward_steps :]:
-            recompute = prepared.step.kind is StepKind.RECOMPUTE
-            self._push(prepared, self._forward_is_train if recompute else is_train)
+        self._push_pass(graph.num_forward_steps, len(self._prepared), is_train)
 
-    def _push(self, prepared: _Prepared, is_train: bool) -> None:
-        step = prepared.step
+    def _push_pass(self, start: int, stop: int, is_train: bool) -> None:
+        """Push steps ``start:stop``: one engine op per bulk segment (:mod:`.bulk`), or per step."""
+        size = _engine_mod.bulk_size()
+        if size <= 1 or self._monitor is not None or stop - start <= 1:
+            for prepared in self._prepared[start:stop]:
+                self._push(prepared, self._is_train_of(prepared, is_train))
+            return
+        key = (start, is_train, self._forward_is_train, _engine_mod.is_debug(), size)
+        segments = self._segments.get(key)
+        if segments is None:
+            segments = self._segments[key] = self._build_segments(start, stop, is_train, size)
+        push = _engine_mod.get().push_prepared  # the engine at push time (set_engine)
+        ctx = self._ctx
+        for segment in segments:
+            push(segment.run, ctx, segment.const_vars, segment.mutate_vars, segment.name)
+
+    def _build_segments(self, start: int, stop: int, is_train: bool, size: int) -> list[Segment]:
+        steps = self._prepared[start:stop]
+        grads = set(self._graph.grad_entries.values())  # the kvstore waits for these
+        return build_segments(
+            [prepared.step.name for prepared in steps],
+            [self._runner_of(prepared, self._is_train_of(prepared, is_train)) for prepared in steps],
+            [(prepared.const_vars, prepared.mutate_vars) for prepared in steps],
+            [any(entry in grads for entry in prepared.step.outputs) for prepared in steps],
+            max_nodes(size, "forward" if start == 0 else "backward"),
+        )
+
+    def _is_train_of(self, prepared: _Prepared, is_train: bool) -> bool:
+        """A recompute step runs forward as the last ``forward`` did; the others as asked."""
+        return self._forward_is_train if prepared.step.kind is StepKind.RECOMPUTE else is_train
+
+    def _runner_of(self, prepared: _Prepared, is_train: bool) -> Callable[[Any], None]:
         key = (is_train, _engine_mod.is_debug())
         run = prepared.runners.get(key)
         if run is None:
             run = prepared.runners[key] = self._runner(prepared, is_train)
+        return run
+
+    def _push(self, prepared: _Prepared, is_train: bool) -> None:
+        step = prepared.step
+        run = self._runner_of(prepared, is_train)
         # the process-wide engine at push time: set_engine may have switched it since bind
         _engine_mod.get().push_sync(
             run, self._ctx, prepared.const_vars, prepared.mutate_vars, 0, step.name

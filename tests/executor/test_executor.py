@@ -273,7 +273,7 @@ def test_storage_reuse_is_a_real_engine_dependency():
     try:
         mx.engine.set_engine("step")
         exe = bind_with(net, random_location(net, data=(2, 4)), grad_req="null")
-        with mx.engine.trace() as recorder:
+        with mx.engine.bulk(0), mx.engine.trace() as recorder:  # one engine op per step
             exe.forward()
             mx.engine.get().run()
         pushes = {event.name: event for event in recorder.events_of(OpPush)}
