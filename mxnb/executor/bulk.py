@@ -92,7 +92,9 @@ def cut(steps: Sequence[Any], size: int, ends_segment: Sequence[bool]) -> list[r
     return segments
 
 
-def _run_steps(runs: tuple[Callable[[Any], None], ...], names: tuple[str, ...], run_ctx: Any) -> None:
+def _run_steps(
+    runs: tuple[Callable[[Any], None], ...], names: tuple[str, ...], run_ctx: Any
+) -> None:
     """A segment's engine function: each step's function in order (a partial, as the executor's)."""
     for run, name in zip(runs, names):
         try:

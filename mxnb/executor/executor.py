@@ -404,7 +404,10 @@ class Executor:
         grads = set(self._graph.grad_entries.values())  # the kvstore waits for these
         return build_segments(
             [prepared.step.name for prepared in steps],
-            [self._runner_of(prepared, self._is_train_of(prepared, is_train)) for prepared in steps],
+            [
+                self._runner_of(prepared, self._is_train_of(prepared, is_train))
+                for prepared in steps
+            ],
             [(prepared.const_vars, prepared.mutate_vars) for prepared in steps],
             [any(entry in grads for entry in prepared.step.outputs) for prepared in steps],
             max_nodes(size, "forward" if start == 0 else "backward"),

@@ -14,9 +14,9 @@ from mxnb.executor.bulk import cut, max_nodes, step_names
 def test_cut_keeps_order_caps_size_and_ends_where_asked():
     steps = list("abcdefg")
     ends = [False, True, False, False, False, False, False]
-    assert cut(steps, 3, ends) == [range(0, 2), range(2, 5), range(5, 7)]
+    assert cut(steps, 3, ends) == [range(2), range(2, 5), range(5, 7)]
     assert cut(steps, 1, [False] * 7) == [range(i, i + 1) for i in range(7)]
-    assert cut(steps, 15, [False] * 7) == [range(0, 7)]
+    assert cut(steps, 15, [False] * 7) == [range(7)]
     assert cut([], 15, []) == []
 
 
