@@ -308,7 +308,10 @@ def main() -> None:
             f"{os.cpu_count()} cores, load average {load:.1f} (wall figures need free cores)"
         )
         workers = os.environ.get("MXNB_GPU_WORKER_NTHREADS", "the default 2")
-        print(f"  engine {mx.engine.engine_type()!r}, {workers} worker threads per virtual GPU")
+        print(
+            f"  engine {mx.engine.engine_type()!r}, {workers} worker threads per virtual GPU, "
+            f"executor bulk size {mx.engine.bulk_size()} (MXNB_EXEC_BULK_EXEC_TRAIN=0: off)"
+        )
         if gil is None:
             print("  GIL meter not running (no C compiler, --no-gil-meter, or a static libpython)")
         for batch in (int(text) for text in args.batches.split(",")):
