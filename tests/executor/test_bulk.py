@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -180,3 +183,42 @@ def test_an_error_inside_a_segment_names_its_step():
         text += str(cause) + "".join(getattr(cause, "__notes__", []))
         cause = cause.__cause__
     assert "boom" in text
+
+
+def _bucketing_lm():
+    """The bucketed LSTM language model of ``tests/rnn`` (executors sharing one memory pool)."""
+    path = Path(__file__).resolve().parents[1] / "rnn" / "data" / "make_bucketing_lm.py"
+    spec = importlib.util.spec_from_file_location("make_bucketing_lm_bulk", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bucketing_module_with_shared_memory_bulked_equals_one_op_per_step():
+    lm = _bucketing_lm()
+    runs = []
+    for size in (0, 15):
+        with mx.engine.bulk(size):
+            module, perplexities, score = lm.train(mx)
+            args, _ = module.get_params()
+        runs.append(({name: array.asnumpy() for name, array in args.items()}, perplexities, score))
+    (alone, alone_ppl, alone_score), (bulked, bulked_ppl, bulked_score) = runs
+    assert list(alone_ppl) == list(bulked_ppl) and alone_score == bulked_score
+    for name in alone:
+        assert alone[name].tobytes() == bulked[name].tobytes(), name
+
+
+@pytest.mark.parametrize("engine", ["naive", "step"])
+def test_segments_run_on_every_engine(engine):
+    previous = mx.engine.engine_type()
+    try:
+        mx.engine.set_engine(engine)
+        make, shape = NETWORKS["lenet5"]
+        alone = _train_executor(make, shape, 0)
+        bulked = _train_executor(make, shape, 15)
+        if engine == "step":
+            mx.engine.get().run()
+    finally:
+        mx.engine.set_engine(previous)
+    for a, b in zip(alone, bulked):
+        assert a.tobytes() == b.tobytes()
