@@ -222,3 +222,27 @@ def test_segments_run_on_every_engine(engine):
         mx.engine.set_engine(previous)
     for a, b in zip(alone, bulked):
         assert a.tobytes() == b.tobytes()
+
+
+def test_bulk_size_from_the_environment(monkeypatch):
+    from mxnb.engine import _default_bulk_size
+
+    monkeypatch.delenv("MXNB_EXEC_BULK_EXEC_TRAIN", raising=False)
+    monkeypatch.delenv("MXNB_EXEC_BULK_EXEC_MAX_NODE_TRAIN", raising=False)
+    assert _default_bulk_size() == 15  # MXNet's MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN
+    monkeypatch.setenv("MXNB_EXEC_BULK_EXEC_MAX_NODE_TRAIN", "4")
+    assert _default_bulk_size() == 4
+    monkeypatch.setenv("MXNB_EXEC_BULK_EXEC_TRAIN", "0")
+    assert _default_bulk_size() == 0
+    monkeypatch.setenv("MXNB_EXEC_BULK_EXEC_TRAIN", "1")
+    monkeypatch.setenv("MXNB_EXEC_BULK_EXEC_MAX_NODE_TRAIN", "many")
+    with pytest.raises(mx.base.EngineError, match="MXNB_EXEC_BULK_EXEC_MAX_NODE_TRAIN"):
+        _default_bulk_size()
+    previous = mx.engine.set_bulk_size(3)
+    try:
+        assert mx.engine.bulk_size() == 3
+        with mx.engine.bulk(0):
+            assert mx.engine.bulk_size() == 0
+        assert mx.engine.bulk_size() == 3
+    finally:
+        mx.engine.set_bulk_size(previous)

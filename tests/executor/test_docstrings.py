@@ -8,6 +8,7 @@ import pytest
 
 from mxnb.executor import (
     arena,
+    bulk,
     executor,
     flops,
     gradient,
@@ -23,7 +24,20 @@ from mxnb.executor import (
 
 @pytest.mark.parametrize(
     "module",
-    [plan, graph, gradient, flops, recompute, tradeoff, arena, memory, executor, sharing, zoo],
+    [
+        plan,
+        graph,
+        gradient,
+        flops,
+        recompute,
+        tradeoff,
+        arena,
+        memory,
+        executor,
+        sharing,
+        zoo,
+        bulk,
+    ],
     ids=lambda m: m.__name__,
 )
 def test_docstring_examples_run(module):
