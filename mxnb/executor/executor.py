@@ -1,4 +1,4 @@
-"""The Executor: a bound graph run through the engine, one engine op per step.
+"""The Executor: a bound graph run through the engine, one engine op per step or segment.
 
 Idea (MXNet: ``GraphExecutor`` in src/executor/graph_executor.cc): binding
 infers shapes, builds the forward+backward steps (:mod:`.graph`), plans
@@ -10,6 +10,8 @@ of what it writes (plus aux states and resources), and whose function
 (:mod:`.runners`) calls the operator on the step's arrays.  Because a reused block
 keeps its var, a step writing into a block waits for the earlier steps that
 still read it: memory reuse becomes real ordering, visible in the DAG view.
+With bulk execution (:mod:`.bulk`, on by default) consecutive steps of a
+pass are pushed as one engine op, a segment, with the union of their vars.
 Recompute steps (:mod:`.recompute`) are engine ops like the others: a node's
 forward run again in backward into planned storage.  An *arena* block
 (:mod:`.arena`, entries at byte offsets) gets one var per byte segment, and an
@@ -55,6 +57,7 @@ from ..base import ContextError, ParamError, ShapeError
 from ..context import Context, current_context
 from ..ndarray import creation as _nd
 from ..ndarray.ndarray import NDArray, _ctx_of
+from .bulk import Segment, build_segments, max_nodes
 from .graph import ExecGraph, Step, StepKind
 from .memory import _without_gc_pauses, plan_best
 from .plan import MemoryPlan
@@ -114,6 +117,7 @@ class Executor:
         }
         self._prepared = [self._prepare(step) for step in graph.steps]
         self._made: set[tuple] = set()  # passes whose engine functions are made (_push_pass)
+        self._segments: dict[tuple, list[Segment]] = {}  # (pass start, mode, size) -> segments
         self.outputs: list[NDArray] = [self._arrays[entry] for entry in graph.output_entries]
         self._output_names = [graph.entries[entry].name for entry in graph.output_entries]
 
@@ -326,25 +330,52 @@ class Executor:
         self._push_pass(graph.num_forward_steps, len(self._prepared), is_train)
 
     def _push_pass(self, start: int, stop: int, is_train: bool) -> None:
-        """Push steps ``start:stop``, one engine op each.
+        """Push steps ``start:stop``: one engine op per bulk segment (:mod:`.bulk`), or per step.
 
-        The first time a pass runs in a mode, its steps' engine functions are
-        all made first, in one go, as bind makes its objects: with the
-        collector paused, then moved to its oldest generation
+        The first time a pass runs in a mode, its steps' engine functions (and
+        its segments) are all made first, in one go, as bind makes its objects:
+        with the collector paused, then moved to its oldest generation
         (:func:`.memory._without_gc_pauses`).  Made one per push instead, the
         80,000 functions of a 20,000-op chain's first run counted as objects
         surviving the young collections, and the collector walked every
         object of the graph once more in the middle of the forward pass
         (a third of the 20k run's forward time, none of the 2k run's).
         """
-        mode = (start, is_train, self._forward_is_train, _engine_mod.is_debug())
-        if mode not in self._made:
+        size = _engine_mod.bulk_size()
+        if size <= 1 or self._monitor is not None or stop - start <= 1:
+            mode = (start, is_train, self._forward_is_train, _engine_mod.is_debug())
+            if mode not in self._made:
+                with _without_gc_pauses():
+                    for prepared in self._prepared[start:stop]:
+                        self._runner_of(prepared, self._is_train_of(prepared, is_train))
+                self._made.add(mode)
+            for prepared in self._prepared[start:stop]:
+                self._push(prepared, self._is_train_of(prepared, is_train))
+            return
+        key = (start, is_train, self._forward_is_train, _engine_mod.is_debug(), size)
+        segments = self._segments.get(key)
+        if segments is None:
             with _without_gc_pauses():
-                for prepared in self._prepared[start:stop]:
-                    self._runner_of(prepared, self._is_train_of(prepared, is_train))
-            self._made.add(mode)
-        for prepared in self._prepared[start:stop]:
-            self._push(prepared, self._is_train_of(prepared, is_train))
+                segments = self._build_segments(start, stop, is_train, size)
+            self._segments[key] = segments
+        push = _engine_mod.get().push_prepared  # the engine at push time (set_engine)
+        ctx = self._ctx
+        for segment in segments:
+            push(segment.run, ctx, segment.const_vars, segment.mutate_vars, segment.name)
+
+    def _build_segments(self, start: int, stop: int, is_train: bool, size: int) -> list[Segment]:
+        steps = self._prepared[start:stop]
+        grads = set(self._graph.grad_entries.values())  # the kvstore waits for these
+        return build_segments(
+            [prepared.step.name for prepared in steps],
+            [
+                self._runner_of(prepared, self._is_train_of(prepared, is_train))
+                for prepared in steps
+            ],
+            [(prepared.const_vars, prepared.mutate_vars) for prepared in steps],
+            [any(entry in grads for entry in prepared.step.outputs) for prepared in steps],
+            max_nodes(size, "forward" if start == 0 else "backward"),
+        )
 
     def _is_train_of(self, prepared: _Prepared, is_train: bool) -> bool:
         """A recompute step runs forward as the last ``forward`` did; the others as asked."""

@@ -8,6 +8,7 @@ import pytest
 
 from mxnb.executor import (
     arena,
+    bulk,
     executor,
     flops,
     gradient,
@@ -37,6 +38,7 @@ from mxnb.executor import (
         runners,
         sharing,
         zoo,
+        bulk,
     ],
     ids=lambda m: m.__name__,
 )
