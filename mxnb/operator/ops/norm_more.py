@@ -223,7 +223,11 @@ class SyncBatchNormProp(BatchNormProp):
     ndev = Param(int, low=1, default=1, doc="Devices that share the statistics (only 1 here).")
     key = Param(str, doc="Name shared by the copies of this layer on every device.")
     saves_variance = True  # MXNet's SyncBatchNorm shows the variance as its third output
-    axis = 1  # not a parameter: MXNet's SyncBatchNorm always normalizes axis 1
+    # Plain values in place of BatchNorm's parameters that MXNet's SyncBatchNorm does not have:
+    axis = 1  # it always normalizes axis 1
+    cudnn_off = False
+    min_calib_range = None
+    max_calib_range = None
 
     def init(self, kwargs: dict[str, Any]) -> None:
         """Parse the parameters; more than one device cannot synchronise in one process."""
@@ -233,11 +237,3 @@ class SyncBatchNormProp(BatchNormProp):
                 f"{self.op_name}: ndev={self.ndev} needs {self.ndev} devices exchanging statistics, "
                 "which mxnb does not do; use ndev=1 (one device: BatchNorm) or BatchNorm"
             )
-
-
-# BatchNorm's axis, cudnn_off and calibration ranges are not SyncBatchNorm's parameters.
-SyncBatchNormProp.params = {
-    name: param
-    for name, param in SyncBatchNormProp.params.items()
-    if name not in ("axis", "cudnn_off", "min_calib_range", "max_calib_range")
-}

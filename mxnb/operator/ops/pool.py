@@ -10,7 +10,8 @@ instead of materialising a padded copy.  Backward walks the same offsets.
 
 Rules:
     * output size: ``valid`` floors ``(in + 2p - k) / s``, ``full`` ceils it,
-      ``same`` is ``ceil(in / s)``; ``global_pool`` pools the whole extent;
+      ``same`` is ``ceil(in / s)`` (and refuses a ``pad``, as MXNet);
+      ``global_pool`` pools the whole extent;
     * max pooling sends the gradient to the first maximum of each window
       (row-major), as MXNet does, and its backward reads input and output;
       average pooling divides by the window clipped to the padded input
@@ -93,6 +94,11 @@ class PoolingProp(KernelProp):
                 f"kernel {kernel} must have {nd} dimensions for data with {nd} spatial axes"
             )
         stride, pad = _fill(self.stride, nd, 1), _fill(self.pad, nd, 0)
+        if self.pooling_convention == "same" and any(pad):
+            raise ParamError(
+                f"Pooling: pooling_convention='same' chooses its own padding, so pad must be 0, "
+                f"got pad={tuple(self.pad)}; drop pad or use pooling_convention='valid' / 'full'"
+            )
         out = []
         for i in range(nd):
             size = spatial[i] + 2 * pad[i]
