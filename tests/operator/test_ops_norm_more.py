@@ -228,3 +228,21 @@ def test_numpy_op_with_two_inputs_runs_in_a_graph_and_its_gradient_checks():
         .list_outputs()[0]
         .endswith("_output")
     )
+
+
+def test_layer_norm_sums_long_columns_without_float32_drift():
+    """The gamma gradient of a (4096, 256) float32 input adds 4096 products per element:
+    summed one by one in float32 it drifted by 1e-3; MXNet 1.9.1 accumulates wider."""
+    rng = np.random.default_rng(5)
+    data = rng.normal(size=(4096, 256)).astype(np.float32)
+    gamma = rng.normal(size=256).astype(np.float32)
+    head = rng.normal(size=(4096, 256)).astype(np.float32)
+    x, g = mx.nd.array(data), mx.nd.array(gamma)
+    g.attach_grad()
+    with mx.autograd.record():
+        out = mx.nd.LayerNorm(x, g, mx.nd.zeros(256), axis=-1, eps=1e-2)
+    out.backward(mx.nd.array(head))
+    wide = data.astype(np.float64)
+    xhat = (wide - wide.mean(axis=1, keepdims=True)) / np.sqrt(wide.var(axis=1, keepdims=True) + 1e-2)
+    np.testing.assert_allclose(out.asnumpy(), xhat * gamma, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(g.grad.asnumpy(), (head * xhat).sum(axis=0), rtol=1e-5, atol=1e-5)
