@@ -61,6 +61,7 @@ from .bulk import Segment, build_segments, max_nodes
 from .graph import ExecGraph, Step, StepKind
 from .memory import _without_gc_pauses, plan_best
 from .plan import MemoryPlan
+from .plan_cache import plan_for_bind
 from .recompute import REPLAYED_OPS
 from .runners import _Prepared, make_runner
 from .sharing import bound_arrays, take_blocks
@@ -612,9 +613,7 @@ def simple_bind(
     """
     ctx = _context(ctx)
     with _without_gc_pauses():  # a long graph's objects would make every collection slower
-        graph, plan = plan_best(
-            sym, shapes, grad_req=grad_req, type_dict=type_dict, recompute=recompute
-        )
+        graph, plan = plan_for_bind(sym, shapes, grad_req, type_dict, recompute)
 
         args, grads, aux = bound_arrays(graph, ctx, shared_exec, shared_arg_names, shared_buffer)
         return Executor(sym, ctx, graph, plan, args, grads, aux, shared_exec=shared_exec)
@@ -684,6 +683,6 @@ def bind(
     shapes.update({name: tuple(array.shape) for name, array in aux_map.items()})
     types = {name: array.dtype for name, array in arg_map.items()}
     with _without_gc_pauses():  # (see simple_bind)
-        graph, plan = plan_best(sym, shapes, grad_req=req, type_dict=types, recompute=recompute)
+        graph, plan = plan_for_bind(sym, shapes, req, types, recompute)
         grads = {name: grad_map[name] for name in graph.grad_entries}
         return Executor(sym, ctx, graph, plan, arg_map, grads, aux_map)
