@@ -22,7 +22,8 @@ Three figures, each a ratio against a peer measured in the same run:
    ``local`` store (no updater) against a plain ``a += b`` on the same arrays.
 
 Run: ``python benchmarks/train.py [--epochs 1] [--repeat 5] [--batches 32,128,256] [--only scaling]
-[--no-gil-meter]``
+[--compare-bulk] [--no-gil-meter]`` (``--compare-bulk``: the scaling pair also with the
+executor's bulk execution off, in the same interleaved rounds)
 (PyTorch from the ``bench`` extra; figure 1 is skipped with a note when torch is missing).
 """
 
@@ -201,15 +202,41 @@ def step_costs(functions: list, steps: int, repeat: int, gil: GilMeter | None) -
     return costs
 
 
-def scaling(batch: int, epochs: int, repeat: int, gil: GilMeter | None) -> None:
-    """Print figure 2 for one batch size: one and two virtual GPUs, and the speed-up."""
+def _bulked(function: Any, size: int) -> Any:
+    """``function`` run under ``mx.engine.bulk(size)`` (0: one engine op per executor step)."""
+
+    def run() -> None:
+        with mx.engine.bulk(size):
+            function()
+
+    return run
+
+
+def scaling(
+    batch: int, epochs: int, repeat: int, gil: GilMeter | None, compare_bulk: bool = False
+) -> None:
+    """Print figure 2 for one batch size: one and two virtual GPUs, and the speed-up.
+
+    ``compare_bulk``: the same pair again with bulk execution off, in the same
+    interleaved rounds, so the before / after of :mod:`mxnb.executor.bulk` is one run.
+    """
     x, y = digits(batch)
     steps = len(x) // batch * epochs
+    size = mx.engine.bulk_size()
+    sizes = (size, 0) if compare_bulk else (size,)
     with threadpool_limits(1):
         one = mxnb_trainer(x, y, [mx.gpu(0)], "device", epochs, batch)
         two = mxnb_trainer(x, y, [mx.gpu(0), mx.gpu(1)], "device", epochs, batch)
-        costs = step_costs([one, two], steps, repeat, gil)
+        functions = [_bulked(f, bulk) for bulk in sizes for f in (one, two)]
+        costs = step_costs(functions, steps, repeat, gil)
     print(f"  batch {batch} ({batch // 2} per device on two), {steps} steps per round, medians")
+    for index, bulk in enumerate(sizes):
+        if compare_bulk:
+            print(f"   executor bulk size {bulk}{' (off)' if bulk <= 1 else ''}")
+        _print_pair(batch, costs[2 * index : 2 * index + 2])
+
+
+def _print_pair(batch: int, costs: list[StepCost]) -> None:
     for devices, cost in zip((1, 2), costs):
         held = cost.median("gil_held")
         print(
@@ -293,6 +320,11 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=("speed", "scaling", "kvstore"), help="print one figure only"
     )
+    parser.add_argument(
+        "--compare-bulk",
+        action="store_true",
+        help="scaling: also run with executor bulk execution off, in the same rounds",
+    )
     args = parser.parse_args()
     if not args.no_gil_meter:
         preload()  # runs this script again with the meter preloaded (when a C compiler exists)
@@ -308,11 +340,14 @@ def main() -> None:
             f"{os.cpu_count()} cores, load average {load:.1f} (wall figures need free cores)"
         )
         workers = os.environ.get("MXNB_GPU_WORKER_NTHREADS", "the default 2")
-        print(f"  engine {mx.engine.engine_type()!r}, {workers} worker threads per virtual GPU")
+        print(
+            f"  engine {mx.engine.engine_type()!r}, {workers} worker threads per virtual GPU, "
+            f"executor bulk size {mx.engine.bulk_size()} (MXNB_EXEC_BULK_EXEC_TRAIN=0: off)"
+        )
         if gil is None:
             print("  GIL meter not running (no C compiler, --no-gil-meter, or a static libpython)")
         for batch in (int(text) for text in args.batches.split(",")):
-            scaling(batch, args.epochs, args.repeat, gil)
+            scaling(batch, args.epochs, args.repeat, gil, args.compare_bulk)
     if args.only in (None, "kvstore"):
         with_kv, plain = kvstore_ratio()
         print("KVStore cost, 10 LeNet parameters per round")

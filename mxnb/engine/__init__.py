@@ -73,6 +73,7 @@ __all__ = [
     "Trace",
     "Var",
     "bulk",
+    "bulk_size",
     "create",
     "debug",
     "engine_type",
@@ -234,15 +235,31 @@ def debug(slow_wait: float = DEFAULT_SLOW_WAIT) -> Iterator[None]:
         set_debug(previous[0], previous[1])
 
 
-_bulk_size = 0  # MXNet's bulk size; recorded, not used to fuse (see set_bulk_size)
+def _default_bulk_size() -> int:
+    """The bulk size at start: ``MXNB_EXEC_BULK_EXEC_MAX_NODE_TRAIN`` (15), 0 when
+    ``MXNB_EXEC_BULK_EXEC_TRAIN=0`` (MXNet's ``MXNET_EXEC_BULK_EXEC_*`` defaults)."""
+    if os.environ.get("MXNB_EXEC_BULK_EXEC_TRAIN", "1").strip() == "0":
+        return 0
+    value = os.environ.get("MXNB_EXEC_BULK_EXEC_MAX_NODE_TRAIN", "").strip() or "15"
+    if not value.isdigit():
+        raise EngineError(
+            f"MXNB_EXEC_BULK_EXEC_MAX_NODE_TRAIN must be a count of ops >= 0, got {value!r}"
+        )
+    return int(value)
+
+
+_bulk_size = _default_bulk_size()  # the most ops an executor pushes as one engine op
 
 
 def set_bulk_size(size: int) -> int:
-    """Set MXNet's bulk-execution size and return the previous one (MXNet: ``engine.set_bulk_size``).
+    """Set the bulk-execution size and return the previous one (MXNet: ``engine.set_bulk_size``).
 
-    MXNet groups up to ``size`` consecutive imperative ops into one engine op;
-    mxnb pushes every op on its own (so each shows in the DAG and timeline),
-    which gives the same results: the size is kept for code that reads it back.
+    An executor groups up to ``size`` consecutive steps of one pass into one
+    engine op, a *segment* (:mod:`mxnb.executor.bulk`); 0 or 1 pushes every
+    step on its own, which is what to do while debugging (every op then shows
+    in the DAG and timeline by itself).  The start value is 15, MXNet's
+    ``MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN``, or 0 with ``MXNB_EXEC_BULK_EXEC_TRAIN=0``.
+    Imperative NDArray ops are pushed one by one whatever the size.
     """
     global _bulk_size
     if int(size) < 0:
@@ -251,9 +268,17 @@ def set_bulk_size(size: int) -> int:
     return previous
 
 
+def bulk_size() -> int:
+    """Return the bulk-execution size (see :func:`set_bulk_size`)."""
+    return _bulk_size
+
+
 @contextlib.contextmanager
 def bulk(size: int) -> Iterator[None]:
-    """``with mx.engine.bulk(size):`` MXNet's bulk scope (the size is restored after)."""
+    """``with mx.engine.bulk(size):`` MXNet's bulk scope (the size is restored after).
+
+    ``with mx.engine.bulk(0):`` pushes every executor step as its own engine op.
+    """
     previous = set_bulk_size(size)
     try:
         yield

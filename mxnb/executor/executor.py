@@ -1,4 +1,4 @@
-"""The Executor: a bound graph run through the engine, one engine op per step.
+"""The Executor: a bound graph run through the engine, one engine op per step or segment.
 
 Idea (MXNet: ``GraphExecutor`` in src/executor/graph_executor.cc): binding
 infers shapes, builds the forward+backward steps (:mod:`.graph`), plans
@@ -6,9 +6,12 @@ memory (:mod:`.memory`) and allocates ONE storage chunk per planned block,
 each with its own engine var.  Every internal entry is a view into its
 block.  ``forward`` / ``backward`` then push one engine op per step, whose
 const vars are the vars of what it reads and whose mutate vars are the vars
-of what it writes (plus aux states and resources).  Because a reused block
+of what it writes (plus aux states and resources), and whose function
+(:mod:`.runners`) calls the operator on the step's arrays.  Because a reused block
 keeps its var, a step writing into a block waits for the earlier steps that
 still read it: memory reuse becomes real ordering, visible in the DAG view.
+With bulk execution (:mod:`.bulk`, on by default) consecutive steps of a
+pass are pushed as one engine op, a segment, with the union of their vars.
 Recompute steps (:mod:`.recompute`) are engine ops like the others: a node's
 forward run again in backward into planned storage.  An *arena* block
 (:mod:`.arena`, entries at byte offsets) gets one var per byte segment, and an
@@ -44,8 +47,6 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -55,69 +56,17 @@ from .. import resource as _resource
 from ..base import ContextError, ParamError, ShapeError
 from ..context import Context, current_context
 from ..ndarray import creation as _nd
-from ..ndarray.debug import check_written, poison_outputs, readonly_view
 from ..ndarray.ndarray import NDArray, _ctx_of
-from ..operator.base import OpContext, OpReqType
+from .bulk import Segment, build_segments, max_nodes
 from .graph import ExecGraph, Step, StepKind
 from .memory import _without_gc_pauses, plan_best
 from .plan import MemoryPlan
+from .plan_cache import plan_for_bind
 from .recompute import REPLAYED_OPS
+from .runners import _Prepared, make_runner
 from .sharing import _reshape_or_create, bound_arrays, take_blocks
 
 __all__ = ["Executor", "bind", "simple_bind"]
-
-
-def _run_forward(
-    forward: Any,
-    is_train: bool,
-    resources: Any,
-    xp: Any,
-    in_data: Any,
-    req: Any,
-    out_data: Any,
-    aux: Any,
-    run_ctx: Any,
-) -> None:
-    """A forward step's engine function, bound with ``functools.partial`` at first push.
-
-    A partial keeps two objects per step where a closure kept a function and
-    a cell per captured name: a 20,000-op graph's first run made 360,000
-    cells, and the garbage collector walked them all twice.
-    """
-    forward(OpContext(is_train, run_ctx, resources, xp), in_data, req, out_data, aux)
-
-
-def _run_backward(
-    backward: Any,
-    is_train: bool,
-    resources: Any,
-    xp: Any,
-    out_grad: Any,
-    in_data: Any,
-    out_data: Any,
-    req: Any,
-    in_grad: Any,
-    aux: Any,
-    run_ctx: Any,
-) -> None:
-    """A backward step's engine function (see :func:`_run_forward`)."""
-    backward(
-        OpContext(is_train, run_ctx, resources, xp), out_grad, in_data, out_data, req, in_grad, aux
-    )
-
-
-@dataclass(eq=False)
-class _Prepared:
-    """What one step needs at push time, computed once at bind."""
-
-    step: Step
-    operator: Any = None
-    resources: Sequence[Any] = ()
-    const_vars: tuple[Any, ...] = ()
-    mutate_vars: tuple[Any, ...] = ()
-    raw: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # slot -> raw arrays (or None)
-    runners: dict[tuple[bool, bool], Any] = field(default_factory=dict)  # (is_train, debug) -> fn
-    xp: Any = np
 
 
 class Executor:
@@ -168,6 +117,8 @@ class Executor:
             id(step.node): step for step in graph.steps[: graph.num_forward_steps]
         }
         self._prepared = [self._prepare(step) for step in graph.steps]
+        self._made: set[tuple] = set()  # passes whose engine functions are made (_push_pass)
+        self._segments: dict[tuple, list[Segment]] = {}  # (pass start, mode, size) -> segments
         self.outputs: list[NDArray] = [self._arrays[entry] for entry in graph.output_entries]
         self._output_names = [graph.entries[entry].name for entry in graph.output_entries]
 
@@ -341,8 +292,7 @@ class Executor:
             else:
                 target[:] = np.asarray(value)
         self._forward_is_train = is_train  # recompute steps run forward the same way
-        for prepared in self._prepared[: self._graph.num_forward_steps]:
-            self._push(prepared, is_train)
+        self._push_pass(0, self._graph.num_forward_steps, is_train)
         return self.outputs
 
     def backward(
@@ -378,16 +328,71 @@ class Executor:
                     value.copyto(target)
                 else:
                     target[:] = np.asarray(value)
-        for prepared in self._prepared[graph.num_forward_steps :]:
-            recompute = prepared.step.kind is StepKind.RECOMPUTE
-            self._push(prepared, self._forward_is_train if recompute else is_train)
+        self._push_pass(graph.num_forward_steps, len(self._prepared), is_train)
 
-    def _push(self, prepared: _Prepared, is_train: bool) -> None:
-        step = prepared.step
+    def _push_pass(self, start: int, stop: int, is_train: bool) -> None:
+        """Push steps ``start:stop``: one engine op per bulk segment (:mod:`.bulk`), or per step.
+
+        The first time a pass runs in a mode, its steps' engine functions (and
+        its segments) are all made first, in one go, as bind makes its objects:
+        with the collector paused, then moved to its oldest generation
+        (:func:`.memory._without_gc_pauses`).  Made one per push instead, the
+        80,000 functions of a 20,000-op chain's first run counted as objects
+        surviving the young collections, and the collector walked every
+        object of the graph once more in the middle of the forward pass
+        (a third of the 20k run's forward time, none of the 2k run's).
+        """
+        size = _engine_mod.bulk_size()
+        if size <= 1 or self._monitor is not None or stop - start <= 1:
+            mode = (start, is_train, self._forward_is_train, _engine_mod.is_debug())
+            if mode not in self._made:
+                with _without_gc_pauses():
+                    for prepared in self._prepared[start:stop]:
+                        self._runner_of(prepared, self._is_train_of(prepared, is_train))
+                self._made.add(mode)
+            for prepared in self._prepared[start:stop]:
+                self._push(prepared, self._is_train_of(prepared, is_train))
+            return
+        key = (start, is_train, self._forward_is_train, _engine_mod.is_debug(), size)
+        segments = self._segments.get(key)
+        if segments is None:
+            with _without_gc_pauses():
+                segments = self._build_segments(start, stop, is_train, size)
+            self._segments[key] = segments
+        push = _engine_mod.get().push_prepared  # the engine at push time (set_engine)
+        ctx = self._ctx
+        for segment in segments:
+            push(segment.run, ctx, segment.const_vars, segment.mutate_vars, segment.name)
+
+    def _build_segments(self, start: int, stop: int, is_train: bool, size: int) -> list[Segment]:
+        steps = self._prepared[start:stop]
+        grads = set(self._graph.grad_entries.values())  # the kvstore waits for these
+        return build_segments(
+            [prepared.step.name for prepared in steps],
+            [
+                self._runner_of(prepared, self._is_train_of(prepared, is_train))
+                for prepared in steps
+            ],
+            [(prepared.const_vars, prepared.mutate_vars) for prepared in steps],
+            [any(entry in grads for entry in prepared.step.outputs) for prepared in steps],
+            max_nodes(size, "forward" if start == 0 else "backward"),
+        )
+
+    def _is_train_of(self, prepared: _Prepared, is_train: bool) -> bool:
+        """A recompute step runs forward as the last ``forward`` did; the others as asked."""
+        return self._forward_is_train if prepared.step.kind is StepKind.RECOMPUTE else is_train
+
+    def _runner_of(self, prepared: _Prepared, is_train: bool) -> Callable[[Any], None]:
+        """The step's engine function in this mode, made once and kept."""
         key = (is_train, _engine_mod.is_debug())
         run = prepared.runners.get(key)
         if run is None:
-            run = prepared.runners[key] = self._runner(prepared, is_train)
+            run = prepared.runners[key] = make_runner(prepared, is_train, self._operator_for)
+        return run
+
+    def _push(self, prepared: _Prepared, is_train: bool) -> None:
+        step = prepared.step
+        run = self._runner_of(prepared, is_train)
         # the process-wide engine at push time: set_engine may have switched it since bind
         _engine_mod.get().push_sync(
             run, self._ctx, prepared.const_vars, prepared.mutate_vars, 0, step.name
@@ -399,128 +404,6 @@ class Executor:
                     self._monitor(f"{step.name}:{entries[entry].name}", self._arrays[entry])
             for entry in step.outputs:
                 self._monitor(entries[entry].name, self._arrays[entry])
-
-    def _runner(self, prepared: _Prepared, is_train: bool) -> Callable[[Any], None]:
-        step = prepared.step
-        raw = prepared.raw
-        xp = prepared.xp
-        req = step.req
-        debug = _engine_mod.is_debug()
-        if step.kind is StepKind.SUM:
-            parts = raw["in_data"]
-            out = raw["out_data"][0]
-            add = req[0] == OpReqType.ADD_TO
-            if debug:
-                parts = [readonly_view(p, step.name, f"part{i}") for i, p in enumerate(parts)]
-
-            def run_sum(run_ctx: Any) -> None:
-                total = parts[0] + parts[1]
-                for part in parts[2:]:
-                    total += part
-                if add:
-                    out[...] += total
-                else:
-                    out[...] = total
-
-            return run_sum
-        if step.kind is StepKind.ZEROS:
-            out = raw["out_data"][0]
-
-            def run_zeros(run_ctx: Any) -> None:
-                out[...] = 0
-
-            return run_zeros
-        if step.kind is StepKind.RECOMPUTE:
-            return self._recompute_runner(prepared, is_train)
-        operator = prepared.operator
-        resources = prepared.resources
-        if step.kind is StepKind.FORWARD:
-            in_data = raw["in_data"]
-            if debug:
-                names = step.prop.list_arguments()  # type: ignore[union-attr]
-                in_data = [readonly_view(a, step.name, n) for a, n in zip(in_data, names)]
-            out_data, aux = raw["out_data"], raw["aux"]
-            forward = operator.forward
-            if debug:  # every element of an output it overwrites must be written
-                writes = [r == OpReqType.WRITE_TO for r in req]
-                out_names = step.prop.list_outputs()  # type: ignore[union-attr]
-
-                def run_checked_forward(run_ctx: Any) -> None:
-                    poisoned = poison_outputs(out_data, writes, [*in_data, *aux])
-                    forward(
-                        OpContext(is_train, run_ctx, resources, xp), in_data, req, out_data, aux
-                    )
-                    check_written(step.name, out_data, poisoned, out_names)
-
-                return run_checked_forward
-
-            return partial(
-                _run_forward, forward, is_train, resources, xp, in_data, req, out_data, aux
-            )
-        if operator is None:
-            operator = self._operator_for(step)
-            prepared.operator = operator
-        backward = operator.backward
-        out_grad, in_data, out_data = raw["out_grad"], raw["in_data"], raw["out_data"]
-        aux, in_grad = raw["aux"], raw["in_grad"]
-        if debug:
-            args = step.prop.list_arguments()  # type: ignore[union-attr]
-            out_grad = [
-                None if a is None else readonly_view(a, step.name, f"out_grad{i}")
-                for i, a in enumerate(out_grad)
-            ]
-            in_data = [
-                None if a is None else readonly_view(a, step.name, args[i])
-                for i, a in enumerate(in_data)
-            ]
-            out_data = [
-                None if a is None else readonly_view(a, step.name, f"out_data{i}")
-                for i, a in enumerate(out_data)
-            ]
-            aux_names = step.prop.list_auxiliary_states()  # type: ignore[union-attr]
-            aux = [readonly_view(a, step.name, aux_names[i]) for i, a in enumerate(aux)]
-
-        return partial(
-            _run_backward,
-            backward,
-            is_train,
-            resources,
-            xp,
-            out_grad,
-            in_data,
-            out_data,
-            req,
-            in_grad,
-            aux,
-        )
-
-    def _recompute_runner(self, prepared: _Prepared, is_train: bool) -> Callable[[Any], None]:
-        """Run a node's forward again into its recomputed entries (see :mod:`.recompute`).
-
-        Dropout is replayed from its kept mask; any other op runs its forward
-        on scratch copies of its aux states, so moving statistics update once.
-        """
-        step = prepared.step
-        raw = prepared.raw
-        in_data, out_data, aux = raw["in_data"], raw["out_data"], raw["aux"]
-        kept = REPLAYED_OPS.get(step.op_type)
-        if kept is not None:
-            out, mask, x = out_data[0], out_data[kept], in_data[0]
-
-            def run_replay(run_ctx: Any) -> None:
-                out[...] = x * mask  # as Dropout's forward wrote it: the same bits
-
-            return run_replay
-        forward = prepared.operator.forward
-        resources = prepared.resources
-        xp = prepared.xp
-        req = step.req
-
-        def run_recompute(run_ctx: Any) -> None:
-            scratch = [array.copy() for array in aux]  # the real aux states were updated once
-            forward(OpContext(is_train, run_ctx, resources, xp), in_data, req, out_data, scratch)
-
-        return run_recompute
 
     def _operator_for(self, step: Step) -> Any:
         """The operator object of the forward step of ``step.node`` (forward and backward share it)."""
@@ -737,9 +620,7 @@ def simple_bind(
     """
     ctx = _context(ctx)
     with _without_gc_pauses():  # a long graph's objects would make every collection slower
-        graph, plan = plan_best(
-            sym, shapes, grad_req=grad_req, type_dict=type_dict, recompute=recompute
-        )
+        graph, plan = plan_for_bind(sym, shapes, grad_req, type_dict, recompute)
 
         args, grads, aux = bound_arrays(graph, ctx, shared_exec, shared_arg_names, shared_buffer)
         return Executor(sym, ctx, graph, plan, args, grads, aux, shared_exec=shared_exec)
@@ -809,6 +690,6 @@ def bind(
     shapes.update({name: tuple(array.shape) for name, array in aux_map.items()})
     types = {name: array.dtype for name, array in arg_map.items()}
     with _without_gc_pauses():  # (see simple_bind)
-        graph, plan = plan_best(sym, shapes, grad_req=req, type_dict=types, recompute=recompute)
+        graph, plan = plan_for_bind(sym, shapes, req, types, recompute)
         grads = {name: grad_map[name] for name in graph.grad_entries}
         return Executor(sym, ctx, graph, plan, arg_map, grads, aux_map)

@@ -15,6 +15,10 @@ Rules:
       (``kvstore.push:<key>`` / ``kvstore.pull:<key>``), each writing the key's
       local mirror, so they overlap backward exactly as in the local store and
       a pull after a push sees it;
+    * the ops' requests to one server share calls (:mod:`.dist_batch`): one
+      call per server is in flight for pushes and one for pulls, and what the
+      ops ask meanwhile leaves together in the next call (ps-lite batches a key
+      list the same way), so a step costs a few calls per server, not two per key;
     * ``init`` is sent by rank 0; the others' first pull waits for it;
     * every remote wait is bounded (``MXNB_DIST_TIMEOUT``, 60 s): a dead peer
       raises :class:`~.dist_server.DistError` in the engine op, so the next read
@@ -30,6 +34,7 @@ The job's environment (set by ``python -m mxnb.launch``):
 State kept:
     _seq        key -> pushes sent so far (the step of the next pull)
     _servers    the servers' actor handles
+    _pushes, _pulls   per server, the Channel that batches its push / pull requests
     _log        with kv.trace(): the push / pull records of the cluster timeline
 
 Data sharding (each worker reads its own share; docs/scaling.md)::
@@ -54,7 +59,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -68,6 +72,7 @@ from ..base import NotSupportedError
 from ..context import cpu
 from ..ndarray import NDArray
 from .base import Key, KVStoreError
+from .dist_batch import Channel, remote_error, when_all
 from .dist_server import (
     NAMESPACE,
     DistError,
@@ -133,19 +138,6 @@ class JobConfig:
         }
 
 
-def _remote_error(exc: BaseException, what: str) -> DistError:
-    """Turn a Ray failure into a DistError that says what failed."""
-    import ray.exceptions as rex
-
-    if isinstance(exc, rex.RayTaskError) and isinstance(exc.cause, DistError):
-        return DistError(f"{what}: {exc.cause}")  # the server's message, without Ray's trace
-    if isinstance(exc, DistError):
-        return exc
-    if isinstance(exc, rex.ActorDiedError | rex.ActorUnavailableError | rex.RayActorError):
-        return DistError(f"{what}: a kvstore server died ({type(exc).__name__}); the job is lost")
-    return DistError(f"{what}: {type(exc).__name__}: {exc}")
-
-
 class DistKVStore(LocalKVStore):
     """A worker's handle on the job's servers (``dist_sync``, ``dist_async``, ``dist_device_sync``)."""
 
@@ -171,6 +163,7 @@ class DistKVStore(LocalKVStore):
             raise DistError(
                 f"mx.kv.create({kvtype!r}): job {self.config.job!r} has no servers running ({exc})"
             ) from exc
+        self._pushes, self._pulls = self._channels()
         self._seq: dict[Key, int] = {}
         self._log: list[dict] | None = None
         self._trace: Any = None
@@ -195,6 +188,24 @@ class DistKVStore(LocalKVStore):
         """The job's server actor handles (server ``i`` is ``servers[i]``)."""
         return list(self._servers)
 
+    def _channels(self) -> tuple[list[Channel], list[Channel]]:
+        """Per server, the :class:`~.dist_batch.Channel` of pushes and that of pulls."""
+        rank, sync = self.rank, self._sync
+        pushes = [
+            Channel(lambda items, values, s=s: s.push_batch.remote(rank, sync, items, *values))
+            for s in self._servers
+        ]
+        pulls = [
+            Channel(lambda items, _, s=s: s.pull_batch.remote(rank, sync, items))
+            for s in self._servers
+        ]
+        return pushes, pulls
+
+    @property
+    def calls(self) -> int:
+        """Push and pull calls sent to the servers so far (each carries a batch of keys)."""
+        return sum(channel.calls for channel in self._pushes + self._pulls)
+
     # -- where a key lives -----------------------------------------------------------------------
     def placement(self, key: Key, size: int) -> list[tuple[int, int, slice]]:
         """``[(server, part, flat slice), ...]``: one server for a small key, all for a big one."""
@@ -205,46 +216,9 @@ class DistKVStore(LocalKVStore):
         return [(i, i, slice(bounds[i], bounds[i + 1])) for i in range(servers)]
 
     # -- remote calls as engine ops ----------------------------------------------------------------
-    def _call(self, refs: list, what: str, on_complete: Callable, finish: Callable) -> None:
-        """When every ref resolves call ``finish(values)`` then ``on_complete()``; errors and a
-        timeout go to ``on_complete(DistError)`` (exactly once)."""
-        results: list[Any] = [None] * len(refs)
-        state = {"left": len(refs), "over": False}
-        lock = threading.Lock()
-
-        def end(error: BaseException | None) -> None:
-            with lock:
-                if state["over"]:
-                    return
-                state["over"] = True
-            timer.cancel()
-            if error is None:
-                try:
-                    finish(results)
-                except BaseException as exc:  # noqa: BLE001 - handed to the engine
-                    error = exc
-            on_complete(error) if error is not None else on_complete()
-
-        def arrived(index: int, future: Any) -> None:
-            try:
-                results[index] = future.result()
-            except BaseException as exc:  # noqa: BLE001 - a remote failure
-                end(_remote_error(exc, what))
-                return
-            with lock:
-                state["left"] -= 1
-                last = state["left"] == 0
-            if last:
-                end(None)
-
-        limit = self.config.timeout + 30.0  # the servers' own waits end first
-        timer = threading.Timer(
-            limit, lambda: end(DistError(f"{what}: no answer from the servers in {limit:g} s"))
-        )
-        timer.daemon = True
-        timer.start()
-        for index, ref in enumerate(refs):
-            ref.future().add_done_callback(lambda fut, i=index: arrived(i, fut))
+    def _call(self, futures: list, what: str, on_complete: Callable, finish: Callable) -> None:
+        """:func:`~.dist_batch.when_all` with this job's bound (the servers' own waits end first)."""
+        when_all(futures, what, self.config.timeout + 30.0, on_complete, finish)
 
     def _remote_op(
         self, name: str, reads: list[NDArray], writes: list[NDArray], start: Callable, priority: int
@@ -273,7 +247,7 @@ class DistKVStore(LocalKVStore):
 
             flat = mirror._array.reshape(-1)
             refs = [
-                self._servers[s].init.remote(key, part, ray.put(flat[where]))
+                self._servers[s].init.remote(key, part, ray.put(flat[where])).future()
                 for s, part, where in self.placement(key, flat.size)
             ]
             self._call(refs, f"kvstore.init of key {key!r}", on_complete, lambda _: None)
@@ -287,22 +261,18 @@ class DistKVStore(LocalKVStore):
         seq = self._seq[key] = self._seq[key] + 1
 
         def start(on_complete: Callable) -> None:
-            import ray
-
             t0 = time.perf_counter()
-            flat = merged._array.reshape(-1)
+            flat = merged._array.reshape(-1)  # read until the op completes: no copy needed
             places = self.placement(key, flat.size)
-            refs = [
-                self._servers[s].push.remote(
-                    key, part, self.rank, seq, ray.put(flat[where]), self._sync
-                )
+            futures = [
+                self._pushes[s].submit((key, part, seq), flat[where], priority)
                 for s, part, where in places
             ]
 
             def finish(_: list) -> None:
                 self._record("push", key, places, seq, t0)
 
-            self._call(refs, f"kvstore.push of key {key!r}", on_complete, finish)
+            self._call(futures, f"kvstore.push of key {key!r}", on_complete, finish)
 
         self._remote_op(f"kvstore.push:{key}", [merged], [mirror], start, priority)
 
@@ -315,8 +285,8 @@ class DistKVStore(LocalKVStore):
             t0 = time.perf_counter()
             flat = mirror._array.reshape(-1)
             places = self.placement(key, flat.size)
-            refs = [
-                self._servers[s].pull.remote(key, part, self.rank, seq) for s, part, _ in places
+            futures = [
+                self._pulls[s].submit((key, part, seq), None, priority) for s, part, _ in places
             ]
 
             def finish(results: list) -> None:
@@ -324,7 +294,7 @@ class DistKVStore(LocalKVStore):
                     flat[where] = value
                 self._record("pull", key, places, seq, t0, [v for _, v in results])
 
-            self._call(refs, f"kvstore.pull of key {key!r}", on_complete, finish)
+            self._call(futures, f"kvstore.pull of key {key!r}", on_complete, finish)
 
         self._remote_op(f"kvstore.pull:{key}", [], [mirror], start, priority)
         super()._broadcast(key, outs, priority)
@@ -350,7 +320,7 @@ class DistKVStore(LocalKVStore):
         try:
             return ray.get(refs, timeout=self.config.timeout + 30.0)
         except Exception as exc:
-            raise _remote_error(exc, what) from exc
+            raise remote_error(exc, what) from exc
 
     def barrier(self) -> None:
         """Wait until every pending op here has run and every worker has reached the barrier."""

@@ -13,6 +13,9 @@ Rules:
     * async mode: each push is applied when it arrives;
     * a pull by worker ``r`` after its push ``s`` waits until that push is
       applied, and returns the value with its version (updates applied so far);
+    * calls carry batches (:mod:`.dist_batch`): ``push_batch`` applies a
+      worker's pushes of many keys, running their updates on the engine
+      together; ``pull_batch`` answers once every key in it is ready;
     * every wait is bounded by ``timeout`` seconds: a worker that died or stalls
       makes the others fail with a :class:`DistError` naming the key, the step
       and the missing ranks, instead of hanging (ps-lite hangs here).
@@ -113,83 +116,126 @@ class KVServer:
         slot = (key, part)
         if slot in self._values:
             raise DistError(f"kvstore.init: key {key!r} is already initialised on the servers")
-        self._values[slot] = nd.array(np.array(value), dtype=value.dtype)
+        self._values[slot] = nd.array(value, dtype=value.dtype)
         self._version[slot] = 0
         await self._notify()
 
-    async def push(
-        self, key: Any, part: int, rank: int, seq: int, value: np.ndarray, sync: bool
-    ) -> None:
-        """Worker ``rank``'s push number ``seq`` of ``(key, part)``; applied at once or per step."""
-        slot = (key, part)
-        if slot not in self._values:
-            await self._wait(
-                lambda: slot in self._values,
-                lambda: f"push of key {key!r}: it was never initialised",
-            )
+    async def push_batch(self, rank: int, sync: bool, items: list[tuple], *values: Any) -> list:
+        """Worker ``rank``'s pushes ``items = [(key, part, seq), ...]`` with their ``values``
+        (one call per server and batch: :mod:`.dist_batch`); each is applied at once
+        (async) or once its step is complete (sync).  Answers None per item."""
+        for key, part, _ in items:
+            slot = (key, part)
+            if slot not in self._values:
+                await self._wait(
+                    lambda slot=slot: slot in self._values,
+                    lambda key=key: f"push of key {key!r}: it was never initialised",
+                )
         t0 = time.perf_counter()
-        if not sync:
-            self._apply(key, part, np.array(value), [(rank, seq)], t0)
-            self._done[(key, part, rank)] = seq
-        else:
-            pending = self._pending.setdefault(slot, {})
-            entry = pending.get(seq)
-            if entry is None:
-                pending[seq] = [np.array(value), [(rank, seq)]]
+        applied: list = []
+        for (key, part, seq), value in zip(items, values):
+            if sync:
+                self._accept(key, part, rank, seq, value, t0, applied)
             else:
-                np.add(entry[0], value, out=entry[0])
-                entry[1].append((rank, seq))
-            while True:
-                step = self._version[slot] + 1
-                entry = pending.get(step)
-                if entry is None or len(entry[1]) < self.num_workers:
-                    break
-                del pending[step]
-                self._apply(key, part, entry[0], entry[1], t0)
-                for done_rank, _ in entry[1]:
-                    self._done[(key, part, done_rank)] = step
+                applied.append(self._apply(key, part, self._own(value), [(rank, seq)], t0))
+                self._done[(key, part, rank)] = seq
+        # The updates of the whole batch run on this server's engine together; pulls (on
+        # this loop) see the new versions only after every one of them has run.
+        for stored, entry in applied:
+            stored.wait_to_read()
+            if entry is not None:
+                entry["t1"] = time.perf_counter()
         await self._notify()
+        return [None] * len(items)
 
-    def _apply(self, key: Any, part: int, total: np.ndarray, pushes: list, t0: float) -> None:
-        from .. import ndarray as nd
+    def _own(self, value: np.ndarray) -> np.ndarray:
+        """``value`` (read-only, in the object store) as the merged gradient: the updater may
+        write its input, so it gets a copy; a plain assignment only reads it."""
+        return value if self._updater is None else np.array(value)
+
+    def _accept(
+        self, key: Any, part: int, rank: int, seq: int, value: np.ndarray, t0: float, applied: list
+    ) -> None:
+        """Add a sync push to its step's sum; apply every step that is now complete."""
+        slot = (key, part)
+        pending = self._pending.setdefault(slot, {})
+        entry = pending.get(seq)
+        if entry is None:
+            pending[seq] = [value, [(rank, seq)]]  # summed into a new array by the next push
+        else:
+            if entry[0].flags.writeable:
+                np.add(entry[0], value, out=entry[0])
+            else:
+                entry[0] = np.add(entry[0], value)
+            entry[1].append((rank, seq))
+        while True:
+            step = self._version[slot] + 1
+            entry = pending.get(step)
+            if entry is None or len(entry[1]) < self.num_workers:
+                break
+            del pending[step]
+            total = entry[0] if entry[0].flags.writeable else self._own(entry[0])
+            applied.append(self._apply(key, part, total, entry[1], t0))
+            for done_rank, _ in entry[1]:
+                self._done[(key, part, done_rank)] = step
+
+    def _apply(
+        self, key: Any, part: int, total: np.ndarray, pushes: list, t0: float
+    ) -> tuple[Any, dict | None]:
+        """Push the update of ``(key, part)`` on the engine (not waited); bump its version."""
+        from ..ndarray import NDArray
 
         slot = (key, part)
         stored = self._values[slot]
-        merged = nd.array(total, dtype=total.dtype)
-        apply_update(key, merged, stored, self._updater)
-        stored.wait_to_read()
+        apply_update(key, NDArray._wrap_raw(total), stored, self._updater)
         self._version[slot] += 1
+        entry = None
         if self._log is not None:
-            self._log.append(
-                {
-                    "kind": "update",
-                    "key": str(key),
-                    "part": part,
-                    "version": self._version[slot],
-                    "pushes": sorted(pushes),
-                    "t0": t0,
-                    "t1": time.perf_counter(),
-                }
-            )
+            entry = {
+                "kind": "update",
+                "key": str(key),
+                "part": part,
+                "version": self._version[slot],
+                "pushes": sorted(pushes),
+                "t0": t0,
+                "t1": t0,
+            }
+            self._log.append(entry)
+        return stored, entry
 
-    async def pull(self, key: Any, part: int, rank: int, seq: int) -> tuple[np.ndarray, int]:
-        """The value of ``(key, part)`` once worker ``rank``'s push ``seq`` is applied, and its version."""
-        slot = (key, part)
+    async def pull_batch(self, rank: int, sync: bool, items: list[tuple]) -> list[tuple]:
+        """``[(value, version), ...]`` of ``items = [(key, part, seq), ...]`` once worker
+        ``rank``'s push ``seq`` of each is applied.  In sync mode the value is the stored
+        array itself: no update can run before every worker has pulled this step (a
+        worker's next push of a key waits for its pull), so Ray serializes it unchanged."""
 
         def ready() -> bool:
-            return slot in self._values and self._done.get((key, part, rank), 0) >= seq
+            return all(
+                (key, part) in self._values and self._done.get((key, part, rank), 0) >= seq
+                for key, part, seq in items
+            )
 
         def what() -> str:
-            if slot not in self._values:
-                return f"pull of key {key!r}: it was never initialised"
-            waiting = self._pending.get(slot, {}).get(seq)
-            pushed = sorted(r for r, _ in waiting[1]) if waiting else []
-            missing = [r for r in range(self.num_workers) if r not in pushed]
-            return f"key {key!r} step {seq}: still waiting for the pushes of workers {missing}"
+            for key, part, seq in items:
+                slot = (key, part)
+                if slot not in self._values:
+                    return f"pull of key {key!r}: it was never initialised"
+                if self._done.get((key, part, rank), 0) < seq:
+                    waiting = self._pending.get(slot, {}).get(seq)
+                    pushed = sorted(r for r, _ in waiting[1]) if waiting else []
+                    missing = [r for r in range(self.num_workers) if r not in pushed]
+                    return (
+                        f"key {key!r} step {seq}: still waiting for the pushes of workers {missing}"
+                    )
+            return "pull: ready"
 
         if not ready():
             await self._wait(ready, what)
-        return self._values[slot].asnumpy(), self._version[slot]
+        answers = []
+        for key, part, _ in items:
+            raw = self._values[(key, part)]._array
+            answers.append((raw if sync else np.array(raw), self._version[(key, part)]))
+        return answers
 
     # -- optimizer -----------------------------------------------------------------------------
     def set_optimizer(self, optimizer: Any) -> None:

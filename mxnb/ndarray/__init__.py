@@ -33,6 +33,7 @@ from . import (
     _extra_ops,  # noqa: F401 - registers ops the operator library lacks
     _internal,  # noqa: F401 - mx.nd._internal
     contrib,
+    linalg,
     random,
 )
 from .cached_op import CachedOp
@@ -77,6 +78,7 @@ __all__ = [
     "full_like",
     "hypot",
     "invoke",
+    "linalg",
     "load",
     "load_frombuffer",
     "make_op_function",

@@ -2,7 +2,7 @@
 
 ``from_numpy``; ``maximum`` / ``minimum`` / ``hypot`` / ``power`` / ``pow`` and
 the broadcasting ``add`` / ``subtract`` / ``multiply`` / ``divide`` / ``modulo`` /
-comparisons / ``logical_and`` / ``logical_or`` (array or number on either side); ``moveaxis``; ``eye`` (positional ``N, M, k``);
+comparisons / ``logical_and`` / ``logical_or`` / ``logical_xor`` (array or number on either side); ``moveaxis``; ``eye`` (positional ``N, M, k``);
 ``onehot_encode``.
 
 Example::
@@ -86,6 +86,10 @@ _BINARY_DISPATCH = {
     "logical_or": (
         "broadcast_logical_or", "_logical_or_scalar", "_logical_or_scalar",
         lambda a, b: float(bool(a) or bool(b)),
+    ),
+    "logical_xor": (
+        "broadcast_logical_xor", "_logical_xor_scalar", "_logical_xor_scalar",
+        lambda a, b: float(bool(a) != bool(b)),
     ),
 }  # fmt: skip
 

@@ -23,6 +23,7 @@ from .base import (
     assign,
 )
 from .custom import CustomOp, CustomOpProp
+from .numpy_op import NumpyOp, PythonOp
 from .param import DType, Param, Shape
 from .registry import register, register_alias
 from .simple_op import GradUses, SimpleOpInplace, simple_op
@@ -33,11 +34,13 @@ __all__ = [
     "CustomOpProp",
     "DType",
     "GradUses",
+    "NumpyOp",
     "OpContext",
     "OpReqType",
     "Operator",
     "OperatorProperty",
     "Param",
+    "PythonOp",
     "ResourceRequest",
     "Shape",
     "SimpleOpInplace",

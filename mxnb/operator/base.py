@@ -175,6 +175,8 @@ class OperatorProperty:
             for name, value in vars(klass).items():
                 if isinstance(value, Param):
                     collected[name] = value
+                elif name in collected:  # a plain value in a subclass drops the parameter
+                    del collected[name]
         cls.params = collected
 
     def __init__(self, **kwargs: Any) -> None:

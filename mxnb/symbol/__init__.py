@@ -36,7 +36,7 @@ from typing import Any
 
 from ..base import FormatError
 from ..operator import registry
-from . import _internal, graph, random  # noqa: F401 - _internal: mx.sym._internal
+from . import _internal, contrib, graph, linalg, random  # noqa: F401 - _internal: mx.sym._internal
 from .compat import hypot, maximum, minimum, pow, power, split_v2  # noqa: F401
 from .creation import Group, Variable, create, var
 from .scope import AttrScope, NameManager, Prefix
@@ -51,10 +51,12 @@ __all__ = [
     "Symbol",
     "Variable",
     "arange",
+    "contrib",
     "create",
     "full",
     "graph",
     "hypot",
+    "linalg",
     "load",
     "load_json",
     "maximum",

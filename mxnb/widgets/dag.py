@@ -57,6 +57,14 @@ def edge_style(kind: DepKind) -> dict[str, str]:
     return dict(_EDGE_STYLE[kind])
 
 
+def _stacked(label: str) -> str:
+    """An executor's bulk segment (``'#7 bulk[conv1, relu1]'``) drawn with one step per line."""
+    head, bracket, rest = label.partition("bulk[")
+    if not bracket or not rest.endswith("]"):
+        return label
+    return f"{head}bulk[\n  " + ",\n  ".join(rest[:-1].split(", ")) + "]"
+
+
 def is_delete(op: OpRecord) -> bool:
     """True for an op that deletes vars (``push_delete``: named ``delete:...``)."""
     return op.name.startswith("delete:")
@@ -214,7 +222,8 @@ class DependencyGraph(GraphvizView):
             attrs["style"] = (
                 "rounded,filled,dashed" if state == "skipped" else "rounded,filled,bold"
             )
-        dot.node(f"op{op.op_id}", f"{op.label}\n{op.ctx} · {state}{frees}", **attrs)
+        label = _stacked(op.label)
+        dot.node(f"op{op.op_id}", f"{label}\n{op.ctx} · {state}{frees}", **attrs)
 
     def _op_graph(self, dot: Any, ops: list[OpRecord]) -> None:
         shown = {op.op_id for op in ops}

@@ -230,14 +230,15 @@ assert plan_pool.entry("pool_output").last_step == len(plan_pool.steps) - 1
 # (`storage0`, ...), and `name@n` is the var after its n-th write.
 # After the FC, `relu` writes `storage0` again (`storage0@2`): the block `fc` wrote, in place.
 # After the pooling, `pool_backward` *reads* the pooling's output block `storage0`, so `relu`
-# writes a block of its own.
+# writes a block of its own. (`mx.engine.bulk(0)` makes the executor push every step as its
+# own engine op; by default it groups consecutive steps into one *bulk segment*, notebook 09.)
 
 
 # %%
 def forward_backward_trace(net, shape):
     """Bind ``net`` and record one forward + backward under the step engine."""
     mx.engine.set_engine("step")
-    with mx.engine.trace() as trace:
+    with mx.engine.bulk(0), mx.engine.trace() as trace:
         exe = net.simple_bind(mx.cpu(), data=shape, grad_req="write")
         exe.arg_dict["data"][:] = rng.standard_normal(shape).astype(np.float32)
         exe.forward(is_train=True)

@@ -251,12 +251,13 @@ print("executor and autograd gradients agree")
 # executor's storage vars. Inside, our Python code pushes *more* engine ops (`tanh`,
 # `_mul_scalar`, ...) and the custom op waits for the arrays it wrote before it completes.
 # A worker that waits does not sit idle: it helps run ready ops (the `cpu(0)/help` lane), so
-# nesting cannot deadlock even with every worker busy.
+# nesting cannot deadlock even with every worker busy. (`mx.engine.bulk(0)`: the executor
+# pushes each step as its own engine op, not grouped in bulk segments, notebook 09.)
 
 # %%
 exe.forward(is_train=True)
 mx.nd.waitall()
-with mx.engine.trace() as custom_trace:
+with mx.engine.bulk(0), mx.engine.trace() as custom_trace:
     exe.forward(is_train=True)
     exe.backward(mx.nd.array(head))
     mx.nd.waitall()

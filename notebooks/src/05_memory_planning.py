@@ -208,11 +208,13 @@ assert kinds["forward"] > kinds["backward"]
 #
 # To see every edge, bind and run one forward pass under the **step engine** (notebook 01):
 # nothing runs until `waitall()`, so every dependency is still pending when the next op is
-# pushed, and the trace records it.
+# pushed, and the trace records it. `mx.engine.bulk(0)` makes the executor push each step as
+# its own engine op (by default it groups up to 15 consecutive steps into one *bulk segment*
+# that runs them in this same order, notebook 09).
 
 # %%
 mx.engine.set_engine("step")
-with mx.engine.trace() as trace:
+with mx.engine.bulk(0), mx.engine.trace() as trace:
     exe = mlp.simple_bind(mx.cpu(), data=(32, 784), grad_req="null")
     exe.forward(is_train=False, data=np.random.default_rng(0).random((32, 784)))
     mx.nd.waitall()

@@ -29,6 +29,7 @@ import mxnb as mx
 from mxnb import widgets
 from mxnb.engine.trace import OpEnd, OpPush, OpStart
 from mxnb.executor import zoo
+from mxnb.executor.bulk import step_names
 
 mx.context.set_virtual_gpus(2)
 mx.random.seed(0)
@@ -117,6 +118,13 @@ assert exact >= 0.97, f"LeNet-5 reached only {exact:.2%}"
 # (last layer first, with MXNet's priorities `-index`), right after backward has been
 # queued: nothing waits in Python, so the engine starts each gradient's sync as soon as
 # that gradient is written, while backward is still working through the first layers.
+#
+# The executor does not push one engine op per layer: as MXNet does in training, it
+# pushes **bulk segments**, up to 15 consecutive steps run as one engine op (each engine op
+# costs tens of microseconds of Python, paid again on every device). A segment is named
+# after its steps, `bulk[conv1, relu1, ...]`, and ends at every step that writes a
+# parameter's gradient, so the KVStore still gets each gradient as soon as it exists.
+# `with mx.engine.bulk(0):` pushes every step on its own, to see each in the timeline.
 
 # %%
 train_iter.reset()
@@ -153,15 +161,24 @@ def ancestors(op_id):
     return seen
 
 
+def is_backward(push):
+    """A backward step's op, or a segment of them."""
+    return any(name.endswith("_backward") for name in step_names(push.name))
+
+
 syncs = [push for push in pushes if push.name.startswith("kvstore.")]
 first_sync = next(push for push in syncs if push.name == "kvstore.reduce:fc3_weight")
-conv1_backward = [push for push in pushes if push.name == "conv1_backward"]
-lanes = sorted({push.ctx for push in pushes if push.name.endswith("_backward")})
+conv1_backward = [push for push in pushes if "conv1_backward" in step_names(push.name)]
+backward = [push for push in pushes if is_backward(push)]
+lanes = sorted({push.ctx for push in backward})
 print("backward lanes:", lanes)
+print("one device's backward segments:")
+for push in backward[: len(backward) // 2]:
+    print("   ", push.name)
 print("kvstore ops:", len(syncs), "e.g.", [push.name for push in syncs[:4]])
 assert len(lanes) == 2 and len(conv1_backward) == 2
 assert not {push.op_id for push in conv1_backward} & ancestors(first_sync.op_id)
-last_backward_end = max(ended[push.op_id] for push in pushes if push.name.endswith("_backward"))
+last_backward_end = max(ended[push.op_id] for push in backward)
 lead = (last_backward_end - started[first_sync.op_id]) * 1e3
 if lead > 0:
     print(f"overlap: the fc3 gradient sync started {lead:.2f} ms before the last backward op ended")

@@ -298,11 +298,32 @@ def test_fused_and_stacked_lstm_agree_for_every_grad_req():
 
 
 def test_integer_mod_by_zero_gives_zero_value_and_gradient():
+    """MXNet 1.9.1 defines mod's gradients for floating-point types only: integers get 0."""
     a = mx.nd.array([5, 7, -3], dtype="int32")
     b = mx.nd.array([2, 0, 4], dtype="int32")
+    a.attach_grad()
     b.attach_grad()
     with mx.autograd.record():
         out = mx.nd.broadcast_mod(a, b)
     out.backward(mx.nd.ones(3, dtype="int32"))
     assert out.asnumpy().tolist() == [1, 0, 1]
-    assert b.grad.asnumpy().tolist() == [-2, 0, 1]
+    assert a.grad.asnumpy().tolist() == [0, 0, 0]
+    assert b.grad.asnumpy().tolist() == [0, 0, 0]
+    for record in (lambda: a % 3, lambda: 11 % b):
+        with mx.autograd.record():
+            out = record()
+        out.backward(mx.nd.ones(3, dtype="int32"))
+    assert a.grad.asnumpy().tolist() == [0, 0, 0] and b.grad.asnumpy().tolist() == [0, 0, 0]
+    x, y = mx.nd.array([5.5, -3.0]), mx.nd.array([2.0, 4.0])
+    y.attach_grad()
+    with mx.autograd.record():
+        out = mx.nd.broadcast_mod(x, y)
+    out.backward()
+    assert y.grad.asnumpy().tolist() == [-2.0, 1.0]
+
+
+def test_logical_xor_takes_arrays_or_numbers():
+    lhs, rhs = mx.nd.array([0, 1, 2]), mx.nd.array([[1], [0]])
+    assert mx.nd.logical_xor(lhs, rhs).asnumpy().tolist() == [[1, 0, 0], [0, 1, 1]]
+    assert mx.nd.logical_xor(lhs, 1).asnumpy().tolist() == [1, 0, 0]
+    assert mx.nd.logical_xor(0, 3) == 1.0

@@ -8,6 +8,7 @@ import pytest
 
 from mxnb.executor import (
     arena,
+    bulk,
     executor,
     flops,
     gradient,
@@ -15,6 +16,7 @@ from mxnb.executor import (
     memory,
     plan,
     recompute,
+    runners,
     sharing,
     tradeoff,
     zoo,
@@ -23,7 +25,21 @@ from mxnb.executor import (
 
 @pytest.mark.parametrize(
     "module",
-    [plan, graph, gradient, flops, recompute, tradeoff, arena, memory, executor, sharing, zoo],
+    [
+        plan,
+        graph,
+        gradient,
+        flops,
+        recompute,
+        tradeoff,
+        arena,
+        memory,
+        executor,
+        runners,
+        sharing,
+        zoo,
+        bulk,
+    ],
     ids=lambda m: m.__name__,
 )
 def test_docstring_examples_run(module):

@@ -12,6 +12,7 @@ import mxnb as mx
 from mxnb.base import OpError, ParamError, ShapeError
 from mxnb.engine.trace import DepKind, OpPush
 from mxnb.executor import EntryKind
+from mxnb.executor.bulk import step_names
 from mxnb.operator.base import Operator, OperatorProperty
 from mxnb.testing import assert_almost_equal, check_numeric_gradient
 
@@ -273,7 +274,7 @@ def test_storage_reuse_is_a_real_engine_dependency():
     try:
         mx.engine.set_engine("step")
         exe = bind_with(net, random_location(net, data=(2, 4)), grad_req="null")
-        with mx.engine.trace() as recorder:
+        with mx.engine.bulk(0), mx.engine.trace() as recorder:  # one engine op per step
             exe.forward()
             mx.engine.get().run()
         pushes = {event.name: event for event in recorder.events_of(OpPush)}
@@ -338,7 +339,11 @@ def test_executor_on_a_virtual_gpu_matches_cpu():
                 exe.forward(is_train=True)
                 exe.backward()
                 mx.nd.waitall()
-            contexts = {event.ctx for event in recorder.events_of(OpPush) if event.name == "fc1"}
+            contexts = {
+                event.ctx
+                for event in recorder.events_of(OpPush)
+                if "fc1" in step_names(event.name)  # its own op, or a bulk segment's
+            }
             assert contexts == {str(ctx) if ctx.device_type == "cpu" else "gpu(0) [virtual]"}
             results.append(exe.grad_dict["fc1_weight"].asnumpy())
         np.testing.assert_array_equal(results[0], results[1])

@@ -92,3 +92,30 @@ def test_binding_does_not_release_objects_the_program_froze():
     finally:
         gc.unfreeze()
     del keep
+
+
+def test_a_pass_makes_all_its_engine_functions_at_once_into_the_oldest_generation():
+    """The first forward makes its steps' functions before pushing, as bind makes its objects.
+
+    Made one per push, a long graph's functions went through the young
+    generations and made the collector walk the whole graph again mid-pass.
+    """
+    import gc
+
+    net = _chain(200)
+    exe = net.simple_bind(mx.cpu(), x=(2, 3))
+    gc.collect()
+    forward_steps = exe._graph.num_forward_steps
+    exe.forward(is_train=True)
+    made = [prepared.runners for prepared in exe._prepared[:forward_steps]]
+    assert all(set(runners) == {(True, False)} for runners in made)
+    assert not any(prepared.runners for prepared in exe._prepared[forward_steps:])  # not yet
+    oldest = {id(obj) for obj in gc.get_objects(generation=2)}
+    assert all(id(runners[(True, False)]) in oldest for runners in made)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    exe.backward(mx.nd.ones((2, 3)))
+    assert all((True, False) in prepared.runners for prepared in exe._prepared[forward_steps:])
+    first = exe.outputs[0].asnumpy().copy()
+    exe.forward(is_train=False)  # another mode: its own functions, the same values
+    assert all(len(runners) == 2 for runners in made)
+    np.testing.assert_array_equal(exe.outputs[0].asnumpy(), first)

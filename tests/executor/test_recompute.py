@@ -15,6 +15,7 @@ import mxnb as mx
 from mxnb.base import ParamError
 from mxnb.engine.trace import OpPush
 from mxnb.executor import EntryKind, plan_memory, zoo
+from mxnb.executor.bulk import step_names
 from mxnb.executor.graph import build_graph
 from mxnb.executor.recompute import choose
 from mxnb.executor.tradeoff import MemoryBudgetError, pareto, tradeoff_curve
@@ -243,16 +244,21 @@ def test_bad_recompute_value_names_the_choices():
 
 
 def test_recompute_steps_run_through_the_engine():
-    """Recompute steps are engine ops: they appear in the trace (and so on the timeline)."""
+    """Recompute steps are engine ops: they appear in the trace (and so on the timeline).
+
+    With bulk execution they run inside segments, named after their steps.
+    """
     exe = zoo.mlp().simple_bind(mx.cpu(), recompute="mirror", data=(4, 784))
-    with mx.engine.trace() as trace:
-        exe.forward(is_train=True)
-        exe.backward()
-        mx.nd.waitall()
-    names = [event.name for event in trace.events_of(OpPush)]
-    assert "relu2_recompute" in names and "relu1_recompute" in names
-    assert names.index("relu2_recompute") < names.index("relu2_backward")
-    assert names.index("relu1_recompute") < names.index("fc2_backward")
+    for size in (0, 15):
+        with mx.engine.bulk(size), mx.engine.trace() as trace:
+            exe.forward(is_train=True)
+            exe.backward()
+            mx.nd.waitall()
+        names = [name for event in trace.events_of(OpPush) for name in step_names(event.name)]
+        assert "relu2_recompute" in names and "relu1_recompute" in names
+        assert names.index("relu2_recompute") < names.index("relu2_backward")
+        assert names.index("relu1_recompute") < names.index("fc2_backward")
+    assert len(trace.events_of(OpPush)) < len(names)  # bulked: fewer ops than steps
 
 
 def test_flops_per_operator():

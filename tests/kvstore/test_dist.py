@@ -266,16 +266,120 @@ def survivor(kv):
     return None, "no error", time.time() - started
 
 
+def assert_worker_1_died_and_0_was_told(results, bound=4.0):
+    """Worker 1 was killed in step 3; worker 0 got a DistError naming them within the bound."""
+    assert isinstance(results[1], ray.exceptions.RayError)  # the killed worker
+    cause, message, took = results[0]
+    assert cause == "DistError", message
+    assert "step 3" in message and "workers [1]" in message, message
+    assert took < bound + 30.0
+
+
 def test_dead_worker_makes_the_others_fail_within_the_bound(cluster):
     def scenario(kv):
         return dies_mid_training(kv) if kv.rank == 1 else survivor(kv)
 
     results = run_tasks(scenario, 2, 1, "dist_sync", timeout=4.0)
-    assert isinstance(results[1], ray.exceptions.RayError)  # the killed worker
-    cause, message, took = results[0]
-    assert cause == "DistError", message
-    assert "step 3" in message and "workers [1]" in message, message
-    assert took < 4.0 + 30.0
+    assert_worker_1_died_and_0_was_told(results)
+
+
+# -- the batched path: one call per server carries many keys (mxnb.kvstore.dist_batch) ----------
+SHAPES = {"k0": (3,), "k1": (40, 30), "k2": (200, 150), "k3": (5,), "k4": (3001,), "k5": (7, 2)}
+
+
+def gradients(rank, step):
+    """Worker ``rank``'s gradients of ``step``: different per key, rank and step."""
+    rng = np.random.default_rng(100 * step + rank)
+    return {k: rng.standard_normal(shape).astype("float32") for k, shape in SHAPES.items()}
+
+
+def list_against_per_key(kv):
+    """Keys ``a.*`` pushed and pulled as one list (batched), ``b.*`` one key at a time, each
+    waited for (one call per key): the same gradients give the same weights."""
+    os.environ["MXNET_KVSTORE_BIGARRAY_BOUND"] = "1000"  # k4 is split across the servers
+    keys = sorted(SHAPES)
+    start = [mx.nd.ones(SHAPES[k]) for k in keys]
+    kv.init([f"a.{k}" for k in keys] + [f"b.{k}" for k in keys], start + start)
+    kv.set_optimizer(mx.optimizer.create("sgd", learning_rate=0.1, momentum=0.9, wd=0.01))
+    outs = {f"{c}.{k}": mx.nd.zeros(SHAPES[k]) for c in "ab" for k in keys}
+    calls = {}
+    for copy in "ab":
+        mx.nd.waitall()
+        before = kv.calls
+        for step in range(3):
+            grads = gradients(kv.rank, step)
+            if copy == "a":
+                kv.push([f"a.{k}" for k in keys], [mx.nd.array(grads[k]) for k in keys])
+                kv.pull([f"a.{k}" for k in keys], out=[outs[f"a.{k}"] for k in keys])
+            for k in keys if copy == "b" else []:
+                kv.push(f"b.{k}", mx.nd.array(grads[k]))
+                kv.pull(f"b.{k}", out=outs[f"b.{k}"])
+                outs[f"b.{k}"].wait_to_read()
+        mx.nd.waitall()
+        calls[copy] = kv.calls - before
+    return {k: v.asnumpy() for k, v in outs.items()}, calls
+
+
+def test_list_push_pull_equals_per_key(cluster):
+    results = run_tasks(list_against_per_key, 2, 2, "dist_sync")
+    for result in results:
+        assert not isinstance(result, Exception), result
+        values, calls = result
+        for key in SHAPES:
+            np.testing.assert_array_equal(values[f"a.{key}"], values[f"b.{key}"], err_msg=key)
+            assert np.abs(values[f"a.{key}"] - 1).max() > 0.01  # the optimizer ran
+        # per key: 3 steps x (6 keys + the second parts of k1, k2, k4) x (push + pull)
+        assert calls["b"] == 3 * 9 * 2, calls
+        assert calls["a"] < calls["b"], calls  # batched: keys shared calls
+
+
+def sync_sums_with_a_slow_worker(kv):
+    """No optimizer: each step's pulled value is the sum of both workers' pushes of that step,
+    although worker 1 pushes late (worker 0's batched pull waits on the server)."""
+    keys = sorted(SHAPES)
+    kv.init(keys, [mx.nd.zeros(SHAPES[k]) for k in keys])
+    outs = [mx.nd.zeros(SHAPES[k]) for k in keys]
+    pulled = []
+    for step in range(1, 4):
+        if kv.rank == 1:
+            time.sleep(0.3)
+        kv.push(keys, [mx.nd.ones(SHAPES[k]) * (kv.rank + 1) * step for k in keys])
+        kv.pull(keys, out=outs)
+        pulled.append(
+            [float(o.asnumpy().min()) for o in outs] + [float(o.asnumpy().max()) for o in outs]
+        )
+    return pulled
+
+
+def test_batched_sync_step_waits_for_every_worker(cluster):
+    results = run_tasks(sync_sums_with_a_slow_worker, 2, 2, "dist_sync")
+    for result in results:
+        assert not isinstance(result, Exception), result
+        assert result == [[3.0 * step] * 2 * len(SHAPES) for step in (1, 2, 3)]
+
+
+def dies_mid_batch(kv):
+    keys = sorted(SHAPES)
+    kv.init(keys, [mx.nd.zeros(SHAPES[k]) for k in keys])
+    outs = [mx.nd.zeros(SHAPES[k]) for k in keys]
+    started = time.time()
+    for step in range(4):
+        if kv.rank == 1 and step == 2:
+            kv.push(keys[:3], [mx.nd.ones(SHAPES[k]) for k in keys[:3]])  # half a step's batch
+            mx.nd.waitall()
+            os._exit(3)
+        kv.push(keys, [mx.nd.ones(SHAPES[k]) for k in keys])
+        kv.pull(keys, out=outs)
+        try:
+            mx.nd.waitall()
+        except mx.base.MXNBError as exc:
+            return type(exc.__cause__).__name__, str(exc), time.time() - started
+    return None, "no error", time.time() - started
+
+
+def test_a_worker_dying_mid_batch_fails_the_others_within_the_bound(cluster):
+    results = run_tasks(dies_mid_batch, 2, 2, "dist_sync", timeout=4.0)
+    assert_worker_1_died_and_0_was_told(results)
 
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "dist_script.py")

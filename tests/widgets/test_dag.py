@@ -205,3 +205,17 @@ def test_a_short_chain_is_drawn_small(push):
     )
     # the browser shows the drawing at its natural size (canvas.js), about 1.33 px a pt
     assert width < 200 and height < 300
+
+
+def test_a_bulk_segment_shows_one_step_per_line():
+    """An executor's bulk segment is one op; its box lists the steps it ran, one per line."""
+    from mxnb.executor import zoo
+
+    exe = zoo.mlp().simple_bind(mx.cpu(), data=(2, 784), grad_req="null")
+    exe.forward()
+    mx.nd.waitall()
+    with mx.engine.bulk(15), mx.engine.trace() as trace:
+        exe.forward()
+        mx.nd.waitall()
+    source = DependencyGraph(trace).to_dot().source
+    assert "bulk[\n  fc1,\n  relu1,\n  fc2,\n  relu2,\n  fc3,\n  softmax]" in source

@@ -8,6 +8,7 @@ Pad, ...), :mod:`.indexing` (Embedding, take, one_hot, topk, where, clip),
 :mod:`.conv` (Convolution), :mod:`.deconv` (Deconvolution), :mod:`.pool` (Pooling,
 UpSampling, LRN),
 :mod:`.norm` (Activation, BatchNorm, Dropout, softmax, loss layers),
+:mod:`.norm_more` (InstanceNorm, L2Normalization, SyncBatchNorm), :mod:`.linalg` (gelqf),
 :mod:`.optimizer_ops` (sgd_update, adam_update, ...: fused optimizer steps),
 :mod:`.init` (_zeros, _ones, _full, _arange, zeros_like, ...) and :mod:`.rnn` (the
 fused RNN operator).  Each module
@@ -33,6 +34,7 @@ from . import conv, deconv, elemwise, indexing, init, join, matrix, norm, optimi
 from . import reduce, rnn
 from . import compat, legacy  # noqa: I001  (after the families they build on)
 from . import layers_compat, samplers, stats_compat, tensor_compat  # noqa: F401, I001  (likewise)
+from . import linalg, norm_more  # noqa: I001  (norm_more builds on norm)
 
 __all__ = [
     "compat",
@@ -43,8 +45,10 @@ __all__ = [
     "init",
     "join",
     "legacy",
+    "linalg",
     "matrix",
     "norm",
+    "norm_more",
     "optimizer_ops",
     "pool",
     "reduce",

@@ -78,11 +78,16 @@ def _mod(xp: Any, a: Any, b: Any) -> Any:
     return xp.mod(a, b)
 
 
-def _mod_rhs_grad(xp: Any, g: Any, a: Any, b: Any) -> Any:
-    """-g floor(a / b); integers divide exactly and a zero divisor gives 0 (as MXNet)."""
-    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
-        return -g * (a // xp.where(b == 0, 1, b)) * (b != 0)
-    return -g * xp.floor(a / b)
+def _mod_grad(xp: Any, g: Any, value: Callable[[], Any]) -> Any:
+    """A gradient of mod: ``value()`` for floating-point results, zeros for integer ones.
+
+    MXNet 1.9.1 defines mod's gradients (1 for the dividend, -floor(a / b) for
+    the divisor) only for floating-point types; for integers both are 0.  The
+    head gradient ``g`` has the result's dtype.
+    """
+    if g.dtype.kind in "iu":
+        return xp.zeros_like(g)
+    return value()
 
 
 def _sigmoid(xp: Any, x: Any) -> Any:
@@ -343,8 +348,8 @@ BINARY: dict[str, BinaryRule] = {
     ),
     "mod": BinaryRule(
         lambda xp, a, b: _mod(xp, a, b),
-        lambda xp, g, a, b, y: g,
-        lambda xp, g, a, b, y: _mod_rhs_grad(xp, g, a, b),
+        lambda xp, g, a, b, y: _mod_grad(xp, g, lambda: g),
+        lambda xp, g, a, b, y: _mod_grad(xp, g, lambda: -g * xp.floor(a / b)),
         INPUT,
         "lhs modulo rhs (sign of rhs).",
     ),
@@ -588,11 +593,14 @@ SCALAR: dict[str, ScalarRule] = {
         lambda xp, x, s: s / x, lambda xp, g, x, y, s: -g * s / (x * x), INPUT, "scalar / data."
     ),
     "_mod_scalar": ScalarRule(
-        lambda xp, x, s: xp.mod(x, s), lambda xp, g, x, y, s: g, NONE, "data modulo scalar."
+        lambda xp, x, s: xp.mod(x, s),
+        lambda xp, g, x, y, s: _mod_grad(xp, g, lambda: g),
+        NONE,
+        "data modulo scalar.",
     ),
     "_rmod_scalar": ScalarRule(
         lambda xp, x, s: xp.mod(s, x),
-        lambda xp, g, x, y, s: -g * xp.floor(s / x),
+        lambda xp, g, x, y, s: _mod_grad(xp, g, lambda: -g * xp.floor(s / x)),
         INPUT,
         "scalar modulo data.",
     ),
@@ -635,6 +643,7 @@ SCALAR: dict[str, ScalarRule] = {
     "_lesser_equal_scalar": _scmp(lambda xp, x, s: x <= s, "data <= scalar."),
     "_logical_and_scalar": _scmp(lambda xp, x, s: (x != 0) & (s != 0), "data and scalar."),
     "_logical_or_scalar": _scmp(lambda xp, x, s: (x != 0) | (s != 0), "data or scalar."),
+    "_logical_xor_scalar": _scmp(lambda xp, x, s: (x != 0) ^ (s != 0), "data xor scalar."),
 }
 
 # Scalar rules whose forward is exactly one xp ufunc, (ufunc, scalar first): computed with out=.

@@ -150,6 +150,14 @@ class SequenceLastProp(_SequenceProp):
             write(g, how, 0)
 
 
+def _wide64(xp: Any, x: Any) -> Any:
+    """``x`` in float64: LayerNorm sums over whole rows and columns (the gamma gradient
+    of a (4096, 512) input adds 4096 products per element); a float32 sum along a
+    non-contiguous axis adds one by one and lost 1e-3 of the result, against
+    MXNet 1.9.1's wider accumulation.  Results are cast back on write."""
+    return x.astype(xp.float64) if x.dtype.kind == "f" and x.dtype.itemsize < 8 else x
+
+
 @register("LayerNorm")
 class LayerNormProp(KernelProp):
     """gamma * (x - mean) / sqrt(var + eps) + beta, statistics over ``axis``."""
@@ -180,6 +188,7 @@ class LayerNormProp(KernelProp):
         return [data, (data[axis],), (data[axis],)], [data, stat, stat], []
 
     def _parts(self, x: Any) -> tuple[int, tuple, Any, Any]:
+        """axis, gamma's broadcast shape, mean and std; ``x`` in float64 (see :func:`_wide64`)."""
         axis = normalize_axis(self.axis, x.ndim, self.op_name)
         shape = tuple(x.shape[axis] if i == axis else 1 for i in range(x.ndim))
         mean = x.mean(axis=axis, keepdims=True)
@@ -188,7 +197,7 @@ class LayerNormProp(KernelProp):
 
     def forward(self, ctx, in_data, req, out_data, aux):  # type: ignore[no-untyped-def]
         """Normalize, scale, shift."""
-        x, gamma, beta = in_data
+        x, gamma, beta = (_wide64(ctx.xp, a) for a in in_data)
         _, shape, mean, std = self._parts(x)
         write(out_data[0], req[0], gamma.reshape(shape) * (x - mean) / std + beta.reshape(shape))
         write(out_data[1], req[1], mean)
@@ -200,8 +209,8 @@ class LayerNormProp(KernelProp):
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):  # type: ignore[no-untyped-def]
         """dx = w - mean(w) - xhat mean(w xhat) with w = g gamma / std; dgamma, dbeta summed."""
-        x, gamma = in_data[0], in_data[1]
-        g = out_grad[0]
+        x, gamma = _wide64(ctx.xp, in_data[0]), _wide64(ctx.xp, in_data[1])
+        g = _wide64(ctx.xp, out_grad[0])
         axis, shape, mean, std = self._parts(x)
         xhat = (x - mean) / std
         others = tuple(i for i in range(x.ndim) if i != axis)

@@ -263,12 +263,14 @@ class BatchNormProp(KernelProp):
         float, unbounded=UNUSED, default=None, optional=True, doc="Ignored (quantization)."
     )
 
+    saves_variance = False  # third output: 1/sqrt(var + eps) as MXNet's BatchNorm (True: var)
+
     def list_arguments(self):
         """``data, gamma, beta``."""
         return ["data", "gamma", "beta"]
 
     def list_outputs(self):
-        """``output`` and the hidden batch ``mean`` and ``var``."""
+        """``output``, the hidden batch ``mean`` and ``var`` (holding 1/sqrt(var + eps))."""
         return ["output", "mean", "var"]
 
     def list_auxiliary_states(self):
@@ -362,7 +364,8 @@ class BatchNormProp(KernelProp):
         if not direct:
             write(out, req[0], centered)
         write(out_data[1], req[1], mean)
-        write(out_data[2], req[2], var)
+        # MXNet 1.9.1 shows 1/sqrt(var + eps) as BatchNorm's third output (SyncBatchNorm: var)
+        write(out_data[2], req[2], var if self.saves_variance else 1 / xp.sqrt(var + self.eps))
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """Training: the full batch-statistics gradient; otherwise a per-channel scale."""
@@ -371,8 +374,11 @@ class BatchNormProp(KernelProp):
         g = out_grad[0].reshape(x3.shape)
         gamma = xp.ones_like(in_data[1]) if self.fix_gamma else in_data[1]
         batch = self._use_batch(ctx)
-        mean, var = (out_data[1], out_data[2]) if batch else (aux[0], aux[1])
-        invstd = 1 / xp.sqrt(var + self.eps)
+        if batch and not self.saves_variance:
+            mean, invstd = out_data[1], out_data[2]
+        else:
+            mean, var = (out_data[1], out_data[2]) if batch else (aux[0], aux[1])
+            invstd = 1 / xp.sqrt(var + self.eps)
         count = x3.shape[0] * x3.shape[2]
         direct = req[0] == OpReqType.WRITE_TO
         # the data-gradient buffer first holds x - mean (no temporaries when writing directly)

@@ -10,14 +10,18 @@ instead of materialising a padded copy.  Backward walks the same offsets.
 
 Rules:
     * output size: ``valid`` floors ``(in + 2p - k) / s``, ``full`` ceils it,
-      ``same`` is ``ceil(in / s)``; ``global_pool`` pools the whole extent;
+      ``same`` is ``ceil(in / s)`` (and refuses a ``pad``, as MXNet);
+      ``global_pool`` pools the whole extent;
     * max pooling sends the gradient to the first maximum of each window
       (row-major), as MXNet does, and its backward reads input and output;
       average pooling divides by the window clipped to the padded input
       (``count_include_pad=True``, MXNet's default) or to the input itself,
       and its backward reads only the head gradient;
-    * UpSampling supports ``nearest``; LRN normalises across channels and
-      keeps its normaliser as a hidden output for backward.
+    * UpSampling ``nearest`` repeats pixels; ``bilinear`` is, as in MXNet, a
+      depthwise Deconvolution (kernel ``2s - s % 2``, stride ``s``, pad
+      ``ceil((s - 1) / 2)``) whose weight input the caller fills with a
+      bilinear kernel; LRN normalises across channels and keeps its
+      normaliser as a hidden output for backward.
 
 Example::
 
@@ -34,13 +38,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ...base import NotSupportedError
-from ..base import OpReqType
+from ...base import NotSupportedError, ParamError
+from ..base import OpReqType, ResourceRequest
 from ..param import ANY, Param, Shape
 from ..partial import merge, partial_shape
 from ..registry import register
 from ._common import KernelProp, fmt, parallel_chunks, write
 from .conv import _fill, _offsets
+from .deconv import DeconvolutionProp
 
 __all__ = ["LRNProp", "PoolingProp", "UpSamplingProp"]
 
@@ -89,6 +94,11 @@ class PoolingProp(KernelProp):
                 f"kernel {kernel} must have {nd} dimensions for data with {nd} spatial axes"
             )
         stride, pad = _fill(self.stride, nd, 1), _fill(self.pad, nd, 0)
+        if self.pooling_convention == "same" and any(pad):
+            raise ParamError(
+                f"Pooling: pooling_convention='same' chooses its own padding, so pad must be 0, "
+                f"got pad={tuple(self.pad)}; drop pad or use pooling_convention='valid' / 'full'"
+            )
         out = []
         for i in range(nd):
             size = spatial[i] + 2 * pad[i]
@@ -376,14 +386,16 @@ class PoolingProp(KernelProp):
 
 @register("UpSampling")
 class UpSamplingProp(KernelProp):
-    """Nearest-neighbour upsampling of 4-D inputs by an integer ``scale``."""
+    """Upsampling of 4-D inputs by an integer ``scale``: nearest, or bilinear (a Deconvolution)."""
 
     key_var_num_args = "num_args"
     scale = Param(int, low=1, doc="Upsampling factor.")
     num_filter = Param(
         int, default=0, low=0, doc="Filters of bilinear upsampling (unused for nearest)."
     )
-    sample_type = Param(str, choices=("nearest", "bilinear"), doc="Only 'nearest' is supported.")
+    sample_type = Param(
+        str, choices=("nearest", "bilinear"), doc="Repeat pixels, or a bilinear Deconvolution."
+    )
     multi_input_mode = Param(
         str, default="concat", choices=("concat", "sum"), doc="How several inputs are combined."
     )
@@ -391,15 +403,43 @@ class UpSamplingProp(KernelProp):
     workspace = Param(int, default=512, low=0, doc="Ignored.")
 
     def list_arguments(self):
-        """``arg0 … arg{num_args-1}``."""
+        """``arg0 … arg{num_args-1}``; bilinear: ``data, weight``."""
         if self.sample_type == "bilinear":
-            raise NotSupportedError(
-                "UpSampling: sample_type='bilinear' is not supported; use 'nearest'"
-            )
+            return ["data", "weight"]
         return [f"arg{i}" for i in range(self.num_args)]
 
+    def _bilinear(self) -> DeconvolutionProp:
+        """The Deconvolution that bilinear upsampling is (MXNet builds the same one)."""
+        if self.num_filter < 1:
+            raise ParamError(
+                f"UpSampling: sample_type='bilinear' needs num_filter >= 1 (the data's channels), "
+                f"got {self.num_filter}"
+            )
+        scale = self.scale
+        return DeconvolutionProp(
+            kernel=(2 * scale - scale % 2,) * 2,
+            stride=(scale,) * 2,
+            pad=(math.ceil((scale - 1) / 2),) * 2,
+            num_filter=self.num_filter,
+            num_group=self.num_filter,
+            no_bias=True,
+        )
+
+    def forward_resource(self, in_shape):
+        """Bilinear: TEMP_SPACE for the Deconvolution's columns."""
+        return [ResourceRequest.TEMP_SPACE] if self.sample_type == "bilinear" else []
+
+    def backward_resource(self, in_shape):
+        """Bilinear: TEMP_SPACE for the Deconvolution's columns."""
+        return self.forward_resource(in_shape)
+
     def infer_shape(self, in_shape):
-        """Output spatial size = first input's size * scale; the others scale to it."""
+        """Output spatial size = first input's size * scale; the others scale to it.
+
+        Bilinear: the Deconvolution's shapes, weight ``(C, 1, k, k)``.
+        """
+        if self.sample_type == "bilinear":
+            return self._bilinear().infer_shape(in_shape)
         if any(s is None for s in in_shape):
             return None
         first = tuple(in_shape[0])
@@ -416,11 +456,16 @@ class UpSamplingProp(KernelProp):
         return [tuple(s) for s in in_shape], [(first[0], channels, height, width)], []
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):
-        """Only the head gradient."""
+        """Only the head gradient (bilinear: also data and weight)."""
+        if self.sample_type == "bilinear":
+            return [out_grad[0], in_data[0], in_data[1]]
         return [out_grad[0]]
 
     def forward(self, ctx, in_data, req, out_data, aux):
-        """Repeat rows and columns; concatenate or sum the inputs."""
+        """Repeat rows and columns; concatenate or sum the inputs (bilinear: the Deconvolution)."""
+        if self.sample_type == "bilinear":
+            self._bilinear().forward(ctx, in_data, req, out_data, aux)
+            return
         xp = ctx.xp
         height, width = out_data[0].shape[2:]
         parts = []
@@ -436,7 +481,10 @@ class UpSamplingProp(KernelProp):
         write(out_data[0], req[0], value)
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
-        """Sum the head gradient over each block."""
+        """Sum the head gradient over each block (bilinear: the Deconvolution's gradients)."""
+        if self.sample_type == "bilinear":
+            self._bilinear().backward(ctx, out_grad, in_data, out_data, req, in_grad, aux)
+            return
         g = out_grad[0]
         n, _, height, width = g.shape
         start = 0

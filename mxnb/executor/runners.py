@@ -1,0 +1,226 @@
+"""What one engine op of an executor runs: a step's engine function.
+
+Idea (MXNet: the ``OpExecutor`` of each node in src/executor/): binding
+prepares, per step, everything a push needs (:class:`_Prepared`: operator,
+resources, the raw arrays of each slot, const and mutate vars); a step's
+*engine function* then calls the operator's ``forward`` / ``backward`` on
+those arrays with an ``OpContext``, or sums gradient parts, writes zeros, or
+runs a node's forward again for recomputation (:mod:`.recompute`).
+
+Rule: a plain forward / backward step's function is a ``functools.partial``
+of :func:`_run_forward` / :func:`_run_backward` (two objects per step: a
+closure kept a function and a cell per captured name, and a 20,000-op graph's
+collector walked them all); the others are closures.  In debug mode
+(``mx.engine.debug``) inputs are read-only views and a forward must write
+every element of an output it overwrites.  The executor makes each step's
+function once per mode (``is_train``, debug) and keeps it.
+
+State kept: none here; the functions are kept in ``_Prepared.runners``.
+
+Example::
+
+    >>> import mxnb as mx
+    >>> x = mx.sym.Variable('x')
+    >>> exe = (x * 2).simple_bind(mx.cpu(), x=(1, 2))
+    >>> prepared = exe._prepared[0]
+    >>> run = make_runner(prepared, False, exe._operator_for)
+    >>> run.func.__name__
+    '_run_forward'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from .. import engine as _engine_mod
+from ..ndarray.debug import check_written, poison_outputs, readonly_view
+from ..operator.base import OpContext, OpReqType
+from .graph import Step, StepKind
+from .recompute import REPLAYED_OPS
+
+__all__ = ["make_runner"]
+
+
+def _run_forward(
+    forward: Any,
+    is_train: bool,
+    resources: Any,
+    xp: Any,
+    in_data: Any,
+    req: Any,
+    out_data: Any,
+    aux: Any,
+    run_ctx: Any,
+) -> None:
+    """A forward step's engine function, bound with ``functools.partial`` at first push.
+
+    A partial keeps two objects per step where a closure kept a function and
+    a cell per captured name: a 20,000-op graph's first run made 360,000
+    cells, and the garbage collector walked them all twice.
+    """
+    forward(OpContext(is_train, run_ctx, resources, xp), in_data, req, out_data, aux)
+
+
+def _run_backward(
+    backward: Any,
+    is_train: bool,
+    resources: Any,
+    xp: Any,
+    out_grad: Any,
+    in_data: Any,
+    out_data: Any,
+    req: Any,
+    in_grad: Any,
+    aux: Any,
+    run_ctx: Any,
+) -> None:
+    """A backward step's engine function (see :func:`_run_forward`)."""
+    backward(
+        OpContext(is_train, run_ctx, resources, xp), out_grad, in_data, out_data, req, in_grad, aux
+    )
+
+
+@dataclass(eq=False)
+class _Prepared:
+    """What one step needs at push time, computed once at bind."""
+
+    step: Step
+    operator: Any = None
+    resources: Sequence[Any] = ()
+    const_vars: tuple[Any, ...] = ()
+    mutate_vars: tuple[Any, ...] = ()
+    raw: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # slot -> raw arrays (or None)
+    runners: dict[tuple[bool, bool], Any] = field(default_factory=dict)  # (is_train, debug) -> fn
+    xp: Any = np
+
+
+def make_runner(
+    prepared: _Prepared, is_train: bool, operator_for: Callable[[Step], Any]
+) -> Callable[[Any], None]:
+    """The engine function of one step in one mode (``is_train``, and debug mode at the call).
+
+    ``operator_for(step)`` gives a backward step the operator of its forward
+    step (they share one), bound at the first backward.
+    """
+    step = prepared.step
+    raw = prepared.raw
+    xp = prepared.xp
+    req = step.req
+    debug = _engine_mod.is_debug()
+    if step.kind is StepKind.SUM:
+        parts = raw["in_data"]
+        out = raw["out_data"][0]
+        add = req[0] == OpReqType.ADD_TO
+        if debug:
+            parts = [readonly_view(p, step.name, f"part{i}") for i, p in enumerate(parts)]
+
+        def run_sum(run_ctx: Any) -> None:
+            total = parts[0] + parts[1]
+            for part in parts[2:]:
+                total += part
+            if add:
+                out[...] += total
+            else:
+                out[...] = total
+
+        return run_sum
+    if step.kind is StepKind.ZEROS:
+        out = raw["out_data"][0]
+
+        def run_zeros(run_ctx: Any) -> None:
+            out[...] = 0
+
+        return run_zeros
+    if step.kind is StepKind.RECOMPUTE:
+        return _recompute_runner(prepared, is_train)
+    operator = prepared.operator
+    resources = prepared.resources
+    if step.kind is StepKind.FORWARD:
+        in_data = raw["in_data"]
+        if debug:
+            names = step.prop.list_arguments()  # type: ignore[union-attr]
+            in_data = [readonly_view(a, step.name, n) for a, n in zip(in_data, names)]
+        out_data, aux = raw["out_data"], raw["aux"]
+        forward = operator.forward
+        if debug:  # every element of an output it overwrites must be written
+            writes = [r == OpReqType.WRITE_TO for r in req]
+            out_names = step.prop.list_outputs()  # type: ignore[union-attr]
+
+            def run_checked_forward(run_ctx: Any) -> None:
+                poisoned = poison_outputs(out_data, writes, [*in_data, *aux])
+                forward(OpContext(is_train, run_ctx, resources, xp), in_data, req, out_data, aux)
+                check_written(step.name, out_data, poisoned, out_names)
+
+            return run_checked_forward
+
+        return partial(_run_forward, forward, is_train, resources, xp, in_data, req, out_data, aux)
+    if operator is None:
+        operator = operator_for(step)
+        prepared.operator = operator
+    backward = operator.backward
+    out_grad, in_data, out_data = raw["out_grad"], raw["in_data"], raw["out_data"]
+    aux, in_grad = raw["aux"], raw["in_grad"]
+    if debug:
+        args = step.prop.list_arguments()  # type: ignore[union-attr]
+        out_grad = [
+            None if a is None else readonly_view(a, step.name, f"out_grad{i}")
+            for i, a in enumerate(out_grad)
+        ]
+        in_data = [
+            None if a is None else readonly_view(a, step.name, args[i])
+            for i, a in enumerate(in_data)
+        ]
+        out_data = [
+            None if a is None else readonly_view(a, step.name, f"out_data{i}")
+            for i, a in enumerate(out_data)
+        ]
+        aux_names = step.prop.list_auxiliary_states()  # type: ignore[union-attr]
+        aux = [readonly_view(a, step.name, aux_names[i]) for i, a in enumerate(aux)]
+
+    return partial(
+        _run_backward,
+        backward,
+        is_train,
+        resources,
+        xp,
+        out_grad,
+        in_data,
+        out_data,
+        req,
+        in_grad,
+        aux,
+    )
+
+
+def _recompute_runner(prepared: _Prepared, is_train: bool) -> Callable[[Any], None]:
+    """Run a node's forward again into its recomputed entries (see :mod:`.recompute`).
+
+    Dropout is replayed from its kept mask; any other op runs its forward
+    on scratch copies of its aux states, so moving statistics update once.
+    """
+    step = prepared.step
+    raw = prepared.raw
+    in_data, out_data, aux = raw["in_data"], raw["out_data"], raw["aux"]
+    kept = REPLAYED_OPS.get(step.op_type)
+    if kept is not None:
+        out, mask, x = out_data[0], out_data[kept], in_data[0]
+
+        def run_replay(run_ctx: Any) -> None:
+            out[...] = x * mask  # as Dropout's forward wrote it: the same bits
+
+        return run_replay
+    forward = prepared.operator.forward
+    resources = prepared.resources
+    xp = prepared.xp
+    req = step.req
+
+    def run_recompute(run_ctx: Any) -> None:
+        scratch = [array.copy() for array in aux]  # the real aux states were updated once
+        forward(OpContext(is_train, run_ctx, resources, xp), in_data, req, out_data, scratch)
+
+    return run_recompute
