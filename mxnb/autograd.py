@@ -342,7 +342,7 @@ def attach_grad(array: Any, grad_req: str = "write") -> None:
         raise ParamError(
             f"attach_grad: grad_req must be 'write', 'add' or 'null'; got {grad_req!r}"
         )
-    gradient = nd.zeros(array.shape, ctx=array.context, dtype=array.dtype)
+    gradient = nd.zeros_like(array)
     mark_variables([array], [gradient], grad_req)
 
 
@@ -517,7 +517,7 @@ class _Backward:
             if not self._needs(entry, node_needs):
                 continue
             if head_grad is None:
-                head_grad = nd.ones(head.shape, ctx=head.context, dtype=head.dtype)
+                head_grad = nd.ones_like(head)
             elif not isinstance(head_grad, nd.NDArray):
                 head_grad = nd.array(head_grad, ctx=head.context, dtype=head.dtype)
             elif tuple(head_grad.shape) != tuple(head.shape):
@@ -677,9 +677,7 @@ class _Backward:
         for position, result in enumerate(results):
             if result is None and self.variables is not None:
                 variable = self.variables[position]
-                results[position] = nd.zeros(
-                    variable.shape, ctx=variable.context, dtype=variable.dtype
-                )
+                results[position] = nd.zeros_like(variable)
 
 
 def _read_only_guard(label: str) -> Any:

@@ -46,6 +46,7 @@ __all__ = [
     "OpError",
     "ParamError",
     "ShapeError",
+    "SignatureError",
     "VarDeletedError",
     "acquire_lock",
     "array_module",
@@ -111,6 +112,11 @@ class ContextError(MXNBError, ValueError):
 
 class ParamError(MXNBError, ValueError):
     """An operator parameter that is missing, unknown or out of range."""
+
+
+class SignatureError(ParamError, TypeError):
+    """An operator function called with arguments that do not fit its signature (too many
+    positional values, one parameter given twice): a ``TypeError`` as Python's own."""
 
 
 class GraphError(MXNBError, ValueError):
@@ -208,7 +214,7 @@ def array_module(device_type: str) -> Any:
     when cupy is not installed.  (Not run on real hardware: our machines have
     no GPU; the cupy path is written once against the same kernels.)
     """
-    if device_type in ("cpu", "cpu_pinned", "virtual_gpu"):
+    if device_type in ("cpu", "cpu_pinned", "cpu_shared", "virtual_gpu"):
         return np
     if device_type == "gpu":
         try:

@@ -48,7 +48,7 @@ __all__ = [
     "virtual_gpus",
 ]
 
-_DEVICE_TYPES = ("cpu", "gpu", "cpu_pinned")
+_DEVICE_TYPES = ("cpu", "gpu", "cpu_pinned", "cpu_shared")
 
 
 def _env_virtual_gpus() -> int:
@@ -109,7 +109,8 @@ class Context(metaclass=_DefaultContext):
     Parameters
     ----------
     device_type : str or Context
-        ``'cpu'``, ``'gpu'`` or ``'cpu_pinned'`` (a Context is copied).
+        ``'cpu'``, ``'gpu'``, ``'cpu_pinned'`` or ``'cpu_shared'`` (a Context is copied;
+        ``cpu_shared``, MXNet's shared-memory CPU context, is host memory here).
     device_id : int
         Which device of that type.
     """
@@ -172,7 +173,7 @@ class Context(metaclass=_DefaultContext):
 
     @property
     def device_typeid(self) -> int:
-        """MXNet's code of the device type (cpu 1, gpu 2, cpu_pinned 3)."""
+        """MXNet's code of the device type (cpu 1, gpu 2, cpu_pinned 3, cpu_shared 5)."""
         return self.devstr2type[self.device_type]
 
 

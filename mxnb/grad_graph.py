@@ -205,7 +205,7 @@ def _total(grads: list[Any], shape: tuple, dtype: Any, ctx: Any) -> Any:
     from . import ndarray as nd
 
     if not grads:
-        return nd.zeros(shape, ctx=ctx, dtype=dtype)
+        return nd.full(shape, 0, ctx=ctx, dtype=dtype)  # any shape, a 0-d one too
     if len(grads) == 1:
         return grads[0]
     return nd.add_n(*grads)

@@ -56,7 +56,7 @@ __all__ = [
 #: The seed used until ``mx.random.seed`` is called (runs are reproducible by default).
 DEFAULT_SEED = 0
 
-_DEVICE_CODES = {"cpu": 0, "gpu": 1, "cpu_pinned": 2}
+_DEVICE_CODES = {"cpu": 0, "gpu": 1, "cpu_pinned": 2, "cpu_shared": 3}
 
 
 def _engine() -> Any:

@@ -565,25 +565,61 @@ def check_symbolic_backward(
 ) -> dict[str, np.ndarray]:
     """Bind ``sym``, run forward and backward with ``out_grads``; compare gradients with ``expected``.
 
-    ``expected`` is a list in argument order or a dict by argument name.
+    ``expected`` is a list in argument order or a dict by argument name.  As in
+    MXNet, ``grad_req`` (one string, a list in argument order or a dict) is
+    checked per argument: the gradient arrays start with random values, 'write'
+    must give ``expected``, 'add' the start value plus ``expected``, and 'null'
+    must leave the start value untouched.
     """
     from . import ndarray as nd
+    from .context import cpu
 
-    executor = _bind_symbol(sym, location, aux_states, grad_req, dtype)
+    arguments = sym.list_arguments()
+    wanted = _as_named(expected, arguments, "expected gradients", "symbol")
+    reqs = _grad_reqs(grad_req, arguments)
+    inputs = _as_named(location, arguments, "inputs", "symbol")
+    aux = _as_named(aux_states, sym.list_auxiliary_states(), "aux states", "symbol")
+    start = {name: np.random.normal(size=value.shape) for name, value in inputs.items()}
+    grad_arrays = {name: nd.array(value, dtype=dtype) for name, value in start.items()}
+    executor = sym.bind(
+        cpu(),
+        {name: nd.array(value, dtype=dtype) for name, value in inputs.items()},
+        args_grad=grad_arrays,
+        grad_req=reqs,
+        aux_states={name: nd.array(value, dtype=dtype) for name, value in aux.items()} or None,
+    )
     executor.forward(is_train=is_train)
     executor.backward([nd.array(_to_numpy(g), dtype=dtype) for g in out_grads])
-    wanted = _as_named(expected, sym.list_arguments(), "expected gradients", "symbol")
-    grads = {name: executor.grad_dict[name].asnumpy() for name in wanted}
+    grads = {name: grad_arrays[name].asnumpy() for name in wanted}
     for name, want in wanted.items():
+        begun = start[name].astype(dtype)
+        target = {"write": want, "add": begun + want, "null": begun}[reqs[name]]
         assert_almost_equal(
             grads[name],
-            want,
+            target,
             rtol,
             atol,
             names=(f"BACKWARD_{name}", f"EXPECTED_{name}"),
             equal_nan=equal_nan,
         )
     return grads
+
+
+def _grad_reqs(grad_req: Any, arguments: Sequence[str]) -> dict[str, str]:
+    """``grad_req`` as a dict by argument name (MXNet: a string, a list or a dict)."""
+    if isinstance(grad_req, str):
+        reqs = dict.fromkeys(arguments, grad_req)
+    elif isinstance(grad_req, Mapping):
+        reqs = {name: grad_req.get(name, "null") for name in arguments}
+    else:
+        reqs = dict(zip(arguments, grad_req))
+    bad = {name: req for name, req in reqs.items() if req not in ("write", "add", "null")}
+    if bad or len(reqs) != len(arguments):
+        raise ParamError(
+            f"check_symbolic_backward: grad_req must be 'write', 'add' or 'null' for each of "
+            f"{list(arguments)}; got {grad_req!r}"
+        )
+    return reqs
 
 
 # ---------------------------------------------------------------------------

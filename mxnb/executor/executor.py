@@ -64,7 +64,7 @@ from .plan import MemoryPlan
 from .plan_cache import plan_for_bind
 from .recompute import REPLAYED_OPS
 from .runners import _Prepared, make_runner
-from .sharing import bound_arrays, take_blocks
+from .sharing import _reshape_or_create, bound_arrays, take_blocks
 
 __all__ = ["Executor", "bind", "simple_bind"]
 
@@ -503,8 +503,10 @@ class Executor:
         """Return an executor for new input shapes sharing this one's parameters.
 
         Arguments whose shape is unchanged share their arrays (and gradients);
-        changed ones get new arrays.  Without ``allow_up_sizing`` an argument
-        may not grow.
+        changed ones that do not grow are views of the old arrays' first
+        elements, and the new executor takes its memory from this one's pool
+        (MXNet: the outputs share memory too); only a grown argument gets a new
+        array.  Without ``allow_up_sizing`` an argument may not grow.
         """
         graph = self._graph
         shapes = {name: tuple(self.arg_dict[name].shape) for name in graph.arg_names}
@@ -535,10 +537,15 @@ class Executor:
                 raise ShapeError(
                     f"reshape: {name!r} grows from {old.shape} to {want}; pass allow_up_sizing=True"
                 )
-            args[name] = _nd.zeros(want, ctx=self._ctx, dtype=old.dtype)
+            # MXNet: an array that does not grow is a view of the old one's first elements
+            args[name] = _reshape_or_create(name, want, old.dtype, self._ctx, {name: old})
             if name in self.grad_dict:
-                grads[name] = _nd.zeros(want, ctx=self._ctx, dtype=old.dtype)
-        return Executor(self._symbol, self._ctx, new_graph, plan, args, grads, dict(self.aux_dict))
+                old_grad = {name: self.grad_dict[name]}
+                grads[name] = _reshape_or_create(name, want, old.dtype, self._ctx, old_grad)
+        return Executor(
+            self._symbol, self._ctx, new_graph, plan, args, grads, dict(self.aux_dict),
+            shared_exec=self,
+        )  # fmt: skip
 
     def __repr__(self) -> str:
         plan = self.memory_plan

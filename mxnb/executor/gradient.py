@@ -43,12 +43,16 @@ Example::
 
 from __future__ import annotations
 
+from ..base import GraphError
 from ..operator.base import OpReqType
 from ..symbol.graph import Node, NodeEntry
 from .graph import Step, StepKind, _Builder
 from .plan import EntryKind
 
-__all__ = ["GradientPass"]
+__all__ = ["ZERO_GRADIENT_OPS", "GradientPass"]
+
+#: Operators whose input gradients are zero by definition (MXNet: ``MakeZeroGradNodes``).
+ZERO_GRADIENT_OPS = frozenset({"BlockGrad", "zeros_like", "ones_like"})
 
 
 class GradientPass:
@@ -82,6 +86,7 @@ class GradientPass:
         self.head_grad_entries: dict[int, int] = {}
         self.contributions: dict[int, list[int]] = {}
         self.accumulated: set[int] = set()
+        self.arg_entries = arg_entries
         self.needs_grad = self._needs_grad(arg_entries)
         self.consumers: dict[int, int] = {}
         self.repeated: set[int] = set()
@@ -119,16 +124,71 @@ class GradientPass:
 
     # -- the walk ------------------------------------------------------------------
     def run(self) -> None:
-        """Append a backward step per node that needs one, in reverse order, then variable sums."""
+        """Append a backward step per node that needs one, in reverse order, then variable sums.
+
+        Zero gradients are pruned as MXNet's gradient pass does: a node whose outputs get no
+        gradient at all (every consumer sits behind ``BlockGrad`` / ``stop_gradient``) runs
+        no backward step and contributes nothing; an argument left without any contribution
+        gets a ``zeros`` step into its gradient array ('write') or keeps it ('add').
+        """
         for node in reversed(self._op_nodes()):
-            if any(entry in self.needs_grad for entry in self._arguments(node)):
+            if not any(entry in self.needs_grad for entry in self._arguments(node)):
+                continue
+            if self._gives_zero_gradient(node):
+                self._skip_backward(node)
+            else:
                 self._add_backward(node)
+        for name, req in self.req.items():
+            entry = self.arg_entries.get(name)
+            if req == "write" and entry is not None and self._never_written(entry):
+                self._zero_argument(entry)
+
+    def _gives_zero_gradient(self, node: Node) -> bool:
+        """Whether every input gradient of ``node`` is zero: it blocks gradients, or no
+        gradient reaches any of its outputs (MXNet's zero-gradient propagation)."""
+        prop = node.op
+        assert prop is not None
+        if prop.op_name in ZERO_GRADIENT_OPS:
+            return True
+        outputs = [self.entry_id[NodeEntry(node, index)] for index in range(node.num_outputs())]
+        return not any(out in self.head_set or self.contributions.get(out) for out in outputs)
+
+    def _skip_backward(self, node: Node) -> None:
+        """A pruned node: its argument slots are read by one consumer fewer."""
+        for entry in self._arguments(node):
+            self.consumers[entry] -= 1
+            if (
+                entry in self.repeated
+                and self.builder.entries[entry].kind is EntryKind.ARGUMENT
+                and self.contributions.get(entry)
+                and len(self.contributions[entry]) == self.consumers[entry]
+            ):
+                self._sum_variable(entry)
+
+    def _never_written(self, variable_entry: int) -> bool:
+        return variable_entry not in self.accumulated and not self.contributions.get(variable_entry)
+
+    def _zero_argument(self, variable_entry: int) -> None:
+        """A ``zeros`` step writing an argument's gradient array (its gradient is zero)."""
+        output = self._argument_grad(variable_entry)
+        name = self.builder.entries[variable_entry].variable
+        step = Step(0, self.builder.step_name(f"{name}_zeros"), StepKind.ZEROS, "zeros", None, None)
+        step.outputs = [output]
+        step.out_data = [output]
+        step.req = [OpReqType.WRITE_TO]
+        self.builder.add_step(step)
 
     def _add_backward(self, node: Node) -> None:
         """One node's backward step (and the sums / zeros / variable sums around it)."""
         builder = self.builder
         prop = node.op
         assert prop is not None
+        if not getattr(prop, "differentiable", True):
+            raise GraphError(
+                f"{prop.op_name} '{node.name}' has no gradient (MXNet registers none for it), but "
+                f"an input of it needs one; bind with grad_req='null' for those inputs or put "
+                f"stop_gradient after it"
+            )
         arg_inputs = self._arguments(node)
         num_visible = prop.num_visible_outputs()
         outputs = [self.entry_id[NodeEntry(node, index)] for index in range(node.num_outputs())]

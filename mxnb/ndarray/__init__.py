@@ -55,6 +55,7 @@ from .creation import (
     zeros_like,
 )
 from .debug import readonly_view
+from .dlpack import from_dlpack, to_dlpack_for_read, to_dlpack_for_write
 from .fileformat import load, load_frombuffer, save
 from .invoke import clear_cache, invoke
 from .ndarray import NDArray
@@ -71,6 +72,7 @@ __all__ = [
     "empty",
     "empty_like",
     "eye",
+    "from_dlpack",
     "from_numpy",
     "full",
     "full_like",
@@ -90,6 +92,8 @@ __all__ = [
     "random",
     "readonly_view",
     "save",
+    "to_dlpack_for_read",
+    "to_dlpack_for_write",
     "waitall",
     "zeros",
     "zeros_like",

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base import ParamError
 from ..operator.base import (
     OpContext,
     Operator,
@@ -66,6 +67,8 @@ class SamplerProp(OperatorProperty):
     shape = Param(Shape, low=0, default=Shape(), doc="Shape of the output.")
     ctx = Param(str, default="", doc="Context of the output (given to mx.nd as ctx=).")
     dtype = Param(DType, default=DType("float32"), doc="Data type of the output.")
+    #: positional values fill these last: ``random_normal(0, 1, (2, 2))`` (MXNet's order)
+    trailing_params = ("shape", "ctx", "dtype")
 
     def list_arguments(self) -> list[str]:
         """Samplers take no input arrays."""
@@ -103,7 +106,12 @@ class _UniformProp(SamplerProp):
     high = Param(float, unbounded=ANY, default=1.0, doc="Upper bound of the distribution.")
 
     def sample(self, generator: np.random.Generator, shape: tuple) -> np.ndarray:
-        """Uniform samples on [low, high)."""
+        """Uniform samples on [low, high); ``low > high`` fails when the op runs, as in MXNet."""
+        if self.low > self.high:
+            raise ParamError(
+                f"_random_uniform: low={self.low:g} is above high={self.high:g}; "
+                "low must be less or equal to high"
+            )
         return generator.uniform(self.low, self.high, size=shape)
 
 
@@ -111,10 +119,24 @@ class _NormalProp(SamplerProp):
     """Draw samples from a normal (Gaussian) distribution."""
 
     loc = Param(float, unbounded=ANY, default=0.0, doc="Mean of the distribution.")
-    scale = Param(float, default=1.0, low=0.0, doc="Standard deviation of the distribution.")
+    scale = Param(
+        float,
+        unbounded="any value at push; a negative one fails when the op runs",
+        default=1.0,
+        doc="Standard deviation of the distribution (>= 0).",
+    )
 
     def sample(self, generator: np.random.Generator, shape: tuple) -> np.ndarray:
-        """Normal samples with mean loc and standard deviation scale."""
+        """Normal samples with mean loc and standard deviation scale.
+
+        A negative scale fails here, when the op runs, as MXNet's kernel check does:
+        the array raises the error on every read (``mx.nd.random.normal(0, -1)``
+        itself does not raise)."""
+        if self.scale < 0:
+            raise ParamError(
+                f"_random_normal: scale={self.scale:g} is negative; the standard deviation "
+                "must be >= 0"
+            )
         return generator.normal(self.loc, self.scale, size=shape)
 
 

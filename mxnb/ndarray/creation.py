@@ -24,12 +24,14 @@ Example::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..base import DTypeError, ParamError, ShapeError, np_dtype
+from ..operator.ops.init import arange_values
 from . import chunk as _chunk_module
 from .ndarray import (
     NDArray,
@@ -74,18 +76,37 @@ def _filled(shape: Any, ctx: Any, dtype: Any, value: Any, name: str) -> NDArray:
     return result
 
 
+def _mxnet_shape(shape: Any, name: str) -> Any:
+    """MXNet 1.x: outside ``np_shape`` a 0 dimension is unknown and ``()`` an unknown shape,
+    so ``zeros`` / ``ones`` refuse them; under ``mx.np_shape()`` they make empty / 0-d arrays."""
+    from ..util import is_np_shape
+
+    dims = _to_shape(shape)
+    if not is_np_shape() and (not dims or 0 in dims):
+        raise ShapeError(
+            f"{name}: shape {dims} has {'no dimensions' if not dims else 'a 0 dimension'}, "
+            f"which MXNet 1.x reads as unknown; give every dimension (>= 1), or create "
+            f"scalar and zero-size arrays inside `with mx.np_shape():`"
+        )
+    return dims
+
+
 def zeros(shape: Any, ctx: Any = None, dtype: Any = None, **kwargs: Any) -> NDArray:
-    """Return a new array of zeros (filled by a pushed ``_zeros`` op), or fill ``out=``."""
+    """Return a new array of zeros (filled by a pushed ``_zeros`` op), or fill ``out=``.
+
+    As MXNet 1.x, a ``()`` or zero-size ``shape`` needs ``mx.np_shape()``."""
     if kwargs.get("out") is not None:
         return full(shape, 0, out=kwargs["out"])
-    return _filled(shape, ctx, dtype, 0, "_zeros")
+    return _filled(_mxnet_shape(shape, "zeros"), ctx, dtype, 0, "_zeros")
 
 
 def ones(shape: Any, ctx: Any = None, dtype: Any = None, **kwargs: Any) -> NDArray:
-    """Return a new array of ones (filled by a pushed ``_ones`` op), or fill ``out=``."""
+    """Return a new array of ones (filled by a pushed ``_ones`` op), or fill ``out=``.
+
+    As MXNet 1.x, a ``()`` or zero-size ``shape`` needs ``mx.np_shape()``."""
     if kwargs.get("out") is not None:
         return full(shape, 1, out=kwargs["out"])
-    return _filled(shape, ctx, dtype, 1, "_ones")
+    return _filled(_mxnet_shape(shape, "ones"), ctx, dtype, 1, "_ones")
 
 
 def full(
@@ -172,24 +193,23 @@ def arange(
             raise ParamError(f"arange: {what} must be a finite number, got {value!r}")
     if step == 0:
         raise ParamError("arange: step must not be 0 (the range would never end)")
-    values = (
-        np.arange(start, stop, step, dtype=np.float64)
-        if stop is not None
-        else np.arange(start, dtype=np.float64)
-    )
+    if stop is None:
+        start, stop = 0, start
+    count = max(math.ceil((stop - start) / step), 0)
+    values = arange_values(start, step, count, dtype)
     if repeat > 1:
         values = np.repeat(values, repeat)
-    return array(values.astype(dtype), ctx=ctx, dtype=dtype)
+    return array(values, ctx=ctx, dtype=dtype)
 
 
 def zeros_like(other: NDArray) -> NDArray:
-    """Return zeros with ``other``'s shape, dtype and context."""
-    return zeros(other.shape, other.context, other.dtype)
+    """Return zeros with ``other``'s shape, dtype and context (any shape ``other`` has)."""
+    return _filled(other.shape, other.context, other.dtype, 0, "_zeros")
 
 
 def ones_like(other: NDArray) -> NDArray:
-    """Return ones with ``other``'s shape, dtype and context."""
-    return ones(other.shape, other.context, other.dtype)
+    """Return ones with ``other``'s shape, dtype and context (any shape ``other`` has)."""
+    return _filled(other.shape, other.context, other.dtype, 1, "_ones")
 
 
 def empty_like(other: NDArray) -> NDArray:

@@ -354,6 +354,18 @@ class NDArray:
             return np.array(raw)
         return raw.get()  # cupy (not run on real hardware)
 
+    def to_dlpack_for_read(self) -> Any:
+        """A DLPack capsule of this array's memory, after its pending writes (MXNet's name)."""
+        from .dlpack import to_dlpack_for_read
+
+        return to_dlpack_for_read(self)
+
+    def to_dlpack_for_write(self) -> Any:
+        """A DLPack capsule of this array's memory, after its pending reads and writes."""
+        from .dlpack import to_dlpack_for_write
+
+        return to_dlpack_for_write(self)
+
     def asscalar(self) -> Any:
         """Return the value of a one-element array as a numpy scalar."""
         if self.size != 1:

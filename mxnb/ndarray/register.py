@@ -12,6 +12,7 @@ Rules for the arguments of ``f(*arrays, out=None, name=None, ctx=None, **params)
       NDArrays works too (``mx.nd.add_n([a, b])``);
     * NDArrays may be given by name (``data=x``, ``moving_mean=m``);
     * positional non-arrays after the arrays fill parameters in declaration order;
+    * a keyword that is not a parameter and is ``None`` is an input not given;
     * for ops that count their inputs (``key_var_num_args``: ``num_args`` of
       Concat / add_n) the count is set from the arrays given;
     * ``out=`` receives the visible outputs; the result is an NDArray, or a
@@ -58,7 +59,6 @@ def make_op_function(op_name: str) -> Callable[..., Any]:
     if function is not None and function._op_info is info:  # type: ignore[attr-defined]
         return function
     prop_cls = info.prop_cls
-    param_names = list(prop_cls.params)
     key_var_num_args = prop_cls.key_var_num_args
 
     def op_function(
@@ -79,15 +79,15 @@ def make_op_function(op_name: str) -> Callable[..., Any]:
             arrays = list(args[0])
             index = 1
         extra = args[index:]
-        if extra:
-            for position, value in enumerate(extra):
-                if isinstance(value, NDArray):
-                    raise MXNBError(f"{op_name}: NDArray arguments must come before parameters")
-                if position >= len(param_names):
-                    raise MXNBError(f"{op_name}: too many positional arguments ({len(args)})")
-                kwargs.setdefault(param_names[position], value)
+        if any(isinstance(value, NDArray) for value in extra):
+            raise MXNBError(f"{op_name}: NDArray arguments must come before parameters")
+        info.positional_params(extra, kwargs)
         named_arrays = {key: value for key, value in kwargs.items() if isinstance(value, NDArray)}
-        params = {key: value for key, value in kwargs.items() if not isinstance(value, NDArray)}
+        params = {
+            key: value
+            for key, value in kwargs.items()
+            if not isinstance(value, NDArray) and (value is not None or key in info.prop_cls.params)
+        }  # MXNet: an input given as None is an input not given (sequence_length=None)
         if key_var_num_args and key_var_num_args not in params:
             params[key_var_num_args] = len(arrays) + len(named_arrays)
         prop, prop_key = _get_prop(op_name, params)

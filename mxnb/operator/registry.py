@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import difflib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..base import GraphError
+from ..base import GraphError, SignatureError
 from .base import OperatorProperty
 
 __all__ = [
@@ -59,6 +59,31 @@ class OpInfo:
     def create_property(self, **kwargs: Any) -> OperatorProperty:
         """Return a property with ``kwargs`` parsed into its parameters."""
         return self.prop_cls(**kwargs)
+
+    def positional_params(self, values: Sequence[Any], kwargs: dict[str, Any]) -> None:
+        """Put positional values given after an op's inputs into ``kwargs`` as parameters.
+
+        MXNet's generated ``mx.nd`` / ``mx.sym`` functions take the parameters, in
+        declaration order, after the inputs: ``mx.nd.depth_to_space(x, 2)`` is
+        ``block_size=2``.  A property's ``trailing_params`` go last (a sampler's
+        ``shape, ctx, dtype`` follow its distribution's parameters, as in MXNet).  A parameter given both ways, or more values than
+        parameters, is an error naming the op and its parameters.
+        """
+        trailing = [name for name in getattr(self.prop_cls, "trailing_params", ()) if name in
+                    self.prop_cls.params]  # fmt: skip
+        names = [name for name in self.prop_cls.params if name not in trailing] + trailing
+        if len(values) > len(names):
+            raise SignatureError(
+                f"{self.name}: {len(values)} positional parameter value(s) after the inputs, "
+                f"but the operator has {len(names)} parameter(s)"
+                f"{' (' + ', '.join(names) + ')' if names else ''}; pass them by keyword"
+            )
+        for name, value in zip(names, values):
+            if name in kwargs:
+                raise SignatureError(
+                    f"{self.name}: parameter {name!r} given both by position and by keyword"
+                )
+            kwargs[name] = value
 
 
 _OPS: dict[str, OpInfo] = {}

@@ -77,7 +77,7 @@ def Variable(
         raise TypeError(f"Variable: name must be a string, got {type(name).__name__}")
     attrs = AttrScope.current.get(attr)
     if shape is not None:
-        attrs["__shape__"] = param_string(as_shape(shape, f"Variable {name!r}: shape"))
+        attrs["__shape__"] = param_string(as_shape(_np_unknown(shape), f"Variable {name!r}: shape"))
     if lr_mult is not None:
         attrs["__lr_mult__"] = str(lr_mult)
     if wd_mult is not None:
@@ -104,6 +104,15 @@ def Variable(
 var = Variable
 
 
+def _np_unknown(shape: Any) -> Any:
+    """Under ``np_shape`` MXNet writes an unknown dimension as -1; mxnb keeps it as 0."""
+    from ..util import is_np_shape
+
+    if is_np_shape() and not isinstance(shape, int) and shape is not None:
+        return tuple(0 if dim == -1 else dim for dim in shape)
+    return shape
+
+
 def Group(symbols: Sequence[Symbol]) -> Symbol:
     """A symbol whose outputs are the outputs of ``symbols``, in order (MXNet: ``mx.sym.Group``)."""
     symbols = list(symbols)
@@ -123,6 +132,8 @@ def _split_kwargs(
     for key, value in kwargs.items():
         if isinstance(value, Symbol):
             inputs[key] = value
+        elif value is None and key not in declared:
+            continue  # MXNet: an input given as None is an input not given (sequence_length=None)
         elif key not in declared and (hide_key(key) != key or key.startswith("__")):
             attrs[hide_key(key)] = str(value)
         elif value is None and key in declared and declared[key].default is not REQUIRED:
@@ -136,12 +147,18 @@ def create(op_name: str, *args: Any, hint: str | None = None, **kwargs: Any) -> 
     """Apply the registered operator ``op_name`` to input symbols (``mx.sym.<op_name>``).
 
     Positional arguments are input symbols in ``list_arguments()`` order (then
-    aux states); keyword arguments that are symbols are inputs by name; other
+    aux states), and after them parameter values in declaration order; keyword arguments that are symbols are inputs by name; other
     keyword arguments are parameters, except ``name`` (the node's name; an
     automatic ``{hint}{n}`` otherwise) and ``attr`` (string attributes).
     Inputs not given become variables named ``{name}_{argument}``.
     """
     info = registry.get(op_name)
+    count = 0
+    while count < len(args) and (args[count] is None or isinstance(args[count], Symbol)):
+        count += 1
+    if count < len(args):  # MXNet: positional values after the inputs are parameters
+        info.positional_params(args[count:], kwargs)
+        args = args[:count]
     name = kwargs.pop("name", None)
     attr = kwargs.pop("attr", None)
     if kwargs.pop("out", None) is not None:

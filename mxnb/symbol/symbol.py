@@ -395,11 +395,20 @@ class Symbol:
         return arg_values, out_values, aux_values
 
     def infer_shape_partial(self, *args: Any, **kwargs: Any):
-        """Like :meth:`infer_shape`, but unknown shapes come back as ``()`` instead of failing."""
+        """Like :meth:`infer_shape`, but unknown shapes come back as ``()`` instead of failing.
+
+        An unknown dimension is 0, or -1 under ``np_shape`` (MXNet 1.x's two conventions;
+        under ``np_shape`` mxnb cannot tell it from a real 0 here).
+        """
+        from ..util import is_np_shape
+
         _, arg_values, out_values, aux_values, _ = self._infer_shape(True, args, kwargs)
+        unknown = -1 if is_np_shape() else 0
 
         def fill(values: list[Any]) -> list[tuple]:
-            return [() if value is None else value for value in values]
+            return [
+                () if value is None else tuple(dim or unknown for dim in value) for value in values
+            ]
 
         return fill(arg_values), fill(out_values), fill(aux_values)
 

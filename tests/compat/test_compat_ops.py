@@ -102,12 +102,12 @@ def test_batch_take_picks_one_element_per_row_and_clips():
     a.attach_grad()
     with mx.autograd.record():
         out = mx.nd.batch_take(a, mx.nd.array(indices, dtype=np.int32))
-    out.backward(mx.nd.array([1.0, 2.0, 3.0]))
     picked = np.clip(indices, 0, 3)
     np.testing.assert_array_equal(out.asnumpy(), a_np[np.arange(3), picked])
-    want = np.zeros_like(a_np)
-    want[np.arange(3), picked] = [1.0, 2.0, 3.0]
-    np.testing.assert_array_equal(a.grad.asnumpy(), want)  # MXNet has no gradient here
+    # MXNet 1.9.1 registers no gradient for batch_take ("non-differentiable")
+    with pytest.raises(mx.MXNetError, match="not differentiable"):
+        out.backward(mx.nd.array([1.0, 2.0, 3.0]))
+        a.grad.wait_to_read()
     sym = mx.sym.batch_take(mx.sym.Variable("a"), mx.sym.Variable("i"))
     assert sym.infer_shape(a=(3, 4))[1] == [(3,)]
     assert sym.infer_type(a=np.float32)[0] == [np.float32, np.int32]

@@ -19,16 +19,16 @@ Example::
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-from ...base import NotSupportedError
 from ..param import ANY, UNUSED, DType, Param, Shape
 from ..partial import partial_shape
 from ..registry import register
 from ._common import KernelProp, write
 
-__all__ = ["ArangeProp", "FullProp", "LikeProp"]
+__all__ = ["ArangeProp", "FullProp", "LikeProp", "arange_values"]
 
 
 class _CreateProp(KernelProp):
@@ -111,33 +111,53 @@ class ArangeProp(_CreateProp):
     )
     step = Param(float, unbounded="any finite value but 0", default=1.0, doc="Spacing.")
     repeat = Param(int, default=1, low=1, doc="Repetitions of each value.")
-    infer_range = Param(bool, default=False, doc="Unsupported in mxnb (symbolic range inference).")
+    infer_range = Param(
+        bool,
+        default=False,
+        doc="With stop None: the length comes from the graph (what the output is combined with).",
+    )
 
-    def init(self, kwargs: dict) -> None:
-        """Parse the parameters; ``infer_range=True`` is refused clearly."""
-        super().init(kwargs)
-        if self.infer_range:
-            raise NotSupportedError(
-                "_arange: infer_range=True is not supported; give start and stop"
-            )
-
-    def _bounds(self) -> tuple[float, float]:
-        return (0.0, self.start) if self.stop is None else (self.start, self.stop)
+    def _bounds(self) -> tuple[float, float | None]:
+        if self.stop is None and not self.infer_range:
+            return 0.0, self.start
+        return self.start, self.stop
 
     def out_shape(self) -> tuple:
-        """``(ceil((stop - start) / step) * repeat,)``."""
+        """``(ceil((stop - start) / step) * repeat,)``; ``(0,)`` (unknown) when inferred."""
         start, stop = self._bounds()
         if self.step == 0:
             raise self.shape_error("step must not be 0")
+        if stop is None:
+            return (0,)
         return (max(math.ceil((stop - start) / self.step), 0) * self.repeat,)
 
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """The length from the parameters, or with ``infer_range`` from the output's consumers."""
+        if self.infer_range and self.stop is None:
+            return [], [out_shape[0] if out_shape and out_shape[0] else None], []
+        return [], [self.out_shape()], []
+
     def forward(self, ctx, in_data, req, out_data, aux):
-        """xp.arange then repeat."""
-        xp = ctx.xp
+        """MXNet's kernel: ``start + i * step`` in the output dtype (each repeated)."""
         count = out_data[0].shape[0] // self.repeat
         start, _ = self._bounds()
-        values = start + xp.arange(count, dtype="float64") * self.step
-        write(out_data[0], req[0], xp.repeat(values, self.repeat))
+        values = arange_values(start, self.step, count, out_data[0].dtype, ctx.xp)
+        write(out_data[0], req[0], ctx.xp.repeat(values, self.repeat))
+
+
+def arange_values(start: float, step: float, count: int, dtype: Any, xp: Any = np) -> Any:
+    """``start + i * step`` for ``i < count`` as MXNet computes it: start and step are cast
+    to ``dtype`` first (C's cast: toward zero, unsigned types wrap), then the sum is taken in
+    ``dtype``; so ``arange(0.5, 5.5, 0.7, dtype=int32)`` is eight zeros, as in MXNet 1.9.1.
+    """
+    dtype = np.dtype(dtype)
+    index = xp.arange(count, dtype=np.int64)
+    if dtype.kind in "iub":
+        first, stride = (math.trunc(value) for value in (start, step))
+        return (first + index * stride).astype(dtype)
+    first, stride = dtype.type(start), dtype.type(step)
+    return first + index.astype(dtype) * stride
 
 
 @register("_eye")

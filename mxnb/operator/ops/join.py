@@ -61,13 +61,17 @@ class ConcatProp(_MoveProp):
     def infer_shape(self, in_shape, out_shape=None):
         """Sizes along ``dim`` add up; the other axes must agree.
 
+        Under ``np_shape`` a 0 is an empty axis, so (0, 8) and (3, 8) join to (3, 8).
         Partial shapes (MXNet's ConcatShape, both ways): the other axes are
         merged over every input and the output; the output's size along
         ``dim`` is the sum once every input's is known, and a known output
         size fills the one input whose size along ``dim`` is unknown.
         """
         out = (out_shape or [None])[0]
-        if not all(is_known(s) for s in in_shape):
+        from ...util import is_np_shape
+
+        zero_is_real = is_np_shape()  # MXNet: under np_shape a 0 axis is empty, not unknown
+        if not all(s is not None and (zero_is_real or is_known(s)) for s in in_shape):
             return self._infer_partial(in_shape, out)
         known = [s for s in in_shape if s is not None]
         if not known:
@@ -329,14 +333,20 @@ class SliceProp(_MoveProp):
             )
         return _slice_index(self, shape, tuple(self.begin), tuple(self.end), tuple(self.step))
 
-    def infer_shape(self, in_shape):
-        """Shape of the slice."""
+    @partial_shape
+    def infer_shape(self, in_shape, out_shape=None):
+        """Shape of the slice; an axis of unknown size (0) stays unknown (MXNet: SliceShape)."""
         data = in_shape[0]
         if data is None:
-            return None
+            return [None], [None], []
         data = tuple(data)
-        out = tuple(len(range(*ix.indices(size))) for ix, size in zip(self._index(data), data))
-        if any(o == 0 for o in out):
+        unknown = [size == 0 for size in data]
+        sized = tuple(1 if gap else size for gap, size in zip(unknown, data))
+        out = tuple(
+            0 if gap else len(range(*ix.indices(size)))
+            for ix, size, gap in zip(self._index(sized), data, unknown)
+        )
+        if any(o == 0 for o, gap in zip(out, unknown) if not gap):
             raise self.shape_error(f"slice of data {fmt(data)} is empty: {out}")
         return [data], [out], []
 

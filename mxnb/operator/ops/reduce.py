@@ -81,6 +81,14 @@ class ReduceProp(KernelProp):
         shape = in_shape[0]
         if shape is None:
             return None
+        if self.kind in ("max", "min") and 0 in tuple(shape):
+            from ...util import is_np_shape
+
+            if is_np_shape():  # MXNet: "Reduction input's size should > 0" (0 is real here)
+                raise self.shape_error(
+                    f"the input has shape {tuple(shape)}, which holds no element; "
+                    f"{self.kind} of an empty array is undefined"
+                )
         axes = self._axes(len(shape))
         shape = _kept_from_output(tuple(shape), axes, self.keepdims, (out_shape or [None])[0])
         out, _ = _reduced_shape(shape, axes, self.keepdims)

@@ -307,6 +307,12 @@ class DiagProp(_OneInput):
         if len(shape) == 1:
             side = shape[0] + abs(self.k)
             return (side, side)
+        rows, cols = shape[self.axis1], shape[self.axis2]
+        if self.k > cols or -self.k > rows:  # MXNet: k == cols still gives an empty diagonal
+            raise self.shape_error(
+                f"Diagonal does not exist: k={self.k} is outside the {rows} x {cols} matrix "
+                f"of axes ({self.axis1}, {self.axis2}); use -{rows} <= k <= {cols}"
+            )
         return np.diagonal(np.empty(shape, dtype=np.int8), self.k, self.axis1, self.axis2).shape
 
     def declare_backward_dependency(self, out_grad, in_data, out_data):  # type: ignore[no-untyped-def]
