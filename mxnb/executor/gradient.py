@@ -140,6 +140,10 @@ class GradientPass:
                 self._add_backward(node)
         for name, req in self.req.items():
             entry = self.arg_entries.get(name)
+            if req != "null" and entry is not None and entry in self.head_set:
+                self._head_into_argument(entry)
+        for name, req in self.req.items():
+            entry = self.arg_entries.get(name)
             if req == "write" and entry is not None and self._never_written(entry):
                 self._zero_argument(entry)
 
@@ -304,24 +308,44 @@ class GradientPass:
             )
         return self.grad_entries[name]
 
+    def _head_grad(self, forward_entry: int) -> int:
+        """The HEAD_GRAD entry of a graph output: the gradient the caller of backward gives."""
+        source = self.builder.entries[forward_entry]
+        head_grad = self.builder.new_entry(
+            f"{source.name}_head_grad",
+            EntryKind.HEAD_GRAD,
+            source.node,
+            "null",
+            source.output_index,
+            source.shape,
+            source.dtype,
+            variable=source.name,
+        )
+        self.head_grad_entries[forward_entry] = head_grad
+        return head_grad
+
+    def _head_into_argument(self, variable_entry: int) -> None:
+        """An argument that is itself a graph output: its head gradient is added to its
+        gradient array, after every other contribution (MXNet passes it straight through)."""
+        name = self.builder.entries[variable_entry].variable
+        assert name is not None
+        first = self._never_written(variable_entry) and self.req[name] != "add"
+        add_sum(
+            self.builder,
+            self.builder.step_name(f"{name}_head_grad_sum"),
+            [self._head_grad(variable_entry)],
+            self._argument_grad(variable_entry),
+            OpReqType.WRITE_TO if first else OpReqType.ADD_TO,
+        )
+        self.accumulated.add(variable_entry)
+
     def gradient_of(self, forward_entry: int) -> int:
         """The summed gradient of ``forward_entry``, adding sum / zeros steps as needed."""
         builder = self.builder
         parts = self.contributions.get(forward_entry, [])
         source = builder.entries[forward_entry]
         if forward_entry in self.head_set:
-            head_grad = builder.new_entry(
-                f"{source.name}_head_grad",
-                EntryKind.HEAD_GRAD,
-                source.node,
-                "null",
-                source.output_index,
-                source.shape,
-                source.dtype,
-                variable=source.name,
-            )
-            self.head_grad_entries[forward_entry] = head_grad
-            parts = [head_grad, *parts]
+            parts = [self._head_grad(forward_entry), *parts]
         if len(parts) == 1:
             return parts[0]
         if not parts:

@@ -120,7 +120,7 @@ def make_runner(
             parts = [readonly_view(p, step.name, f"part{i}") for i, p in enumerate(parts)]
 
         def run_sum(run_ctx: Any) -> None:
-            total = parts[0] + parts[1]
+            total = parts[0] + parts[1] if len(parts) > 1 else parts[0]
             for part in parts[2:]:
                 total += part
             if add:
