@@ -44,6 +44,7 @@ from functools import partial
 from typing import Any
 
 from ..base import EngineError
+from ..engine.checks import normalise
 
 __all__ = ["Segment", "build_segments", "cut", "max_nodes", "step_names"]
 
@@ -109,20 +110,16 @@ def _segment(
     names: Sequence[str],
     vars_of: Sequence[tuple[tuple[Any, ...], tuple[Any, ...]]],
 ) -> Segment:
-    mutate: dict[int, Any] = {}
-    for _, step_mutate in vars_of:
-        for var in step_mutate:
-            mutate.setdefault(id(var), var)
-    const: dict[int, Any] = {}
-    for step_const, _ in vars_of:
-        for var in step_const:
-            if id(var) not in mutate:
-                const.setdefault(id(var), var)
-    if len(runs) == 1:
-        return Segment(names[0], runs[0], tuple(const.values()), tuple(mutate.values()))
-    run = partial(_run_steps, tuple(runs), tuple(names))
-    name = f"{_PREFIX}{', '.join(names)}]"
-    return Segment(name, run, tuple(const.values()), tuple(mutate.values()))
+    name = names[0] if len(runs) == 1 else f"{_PREFIX}{', '.join(names)}]"
+    # the union of the steps' vars, by the engine's own rule (push_prepared does not apply
+    # it): duplicates dropped, a var read by one step and written by another counts as written
+    const, mutate = normalise(
+        [var for step_const, _ in vars_of for var in step_const],
+        [var for _, step_mutate in vars_of for var in step_mutate],
+        name,
+    )
+    run = runs[0] if len(runs) == 1 else partial(_run_steps, tuple(runs), tuple(names))
+    return Segment(name, run, const, mutate)
 
 
 def build_segments(
