@@ -95,9 +95,11 @@ _now = now
     RAW_ALLOC,
     RAW_FREE,
     RAW_PUSH_START,
-) = range(10)
+    RAW_PUSH_WRITE,
+    RAW_PUSH_WRITE_START,
+) = range(12)
 #: Items per record, code included, by code.
-RECORD_SIZE = (4, 10, 5, 7, 4, 4, 5, 6, 6, 10)
+RECORD_SIZE = (4, 10, 5, 7, 4, 4, 5, 6, 6, 10, 8, 8)
 LONGEST_RECORD = max(RECORD_SIZE)
 
 # One shared log while any recorder is attached: events and raw records, in order.
@@ -126,6 +128,21 @@ def record_push(opr: Opr, starts_as: str | None = None) -> None:
     also records its start, and it is marked RUNNING so :func:`record_start`
     does not record it again.
     """
+    written = opr.mutate_vars
+    if not opr.const_vars and len(written) == 1 and not opr.priority:  # a chain's push
+        var_id = written[0].id
+        if var_id not in seen_vars:
+            _name_vars(written)
+        if starts_as is None or opr.wait_count:
+            _extend(
+                (RAW_PUSH_WRITE, _now(), opr.id, opr.name, opr.ctx, var_id, get_ident(), opr.wait_count)
+            )
+        else:
+            opr.state = RUNNING
+            _extend(
+                (RAW_PUSH_WRITE_START, _now(), opr.id, opr.name, opr.ctx, var_id, get_ident(), starts_as)
+            )
+        return
     const = opr.const_vars
     if const:
         touched = const + opr.mutate_vars
@@ -257,6 +274,13 @@ class RecordReader:
                 *push, worker = fields
                 self._push(add, *push, 0)
                 add(OpStart(push[0], push[1], worker, self._thread(push[7])))
+            elif code == RAW_PUSH_WRITE:
+                t, op_id, name, ctx, var_id, ident, waits = fields
+                self._push(add, t, op_id, name, ctx, 0, var_id, 0, ident, waits)
+            elif code == RAW_PUSH_WRITE_START:
+                t, op_id, name, ctx, var_id, ident, worker = fields
+                self._push(add, t, op_id, name, ctx, 0, var_id, 0, ident, 0)
+                add(OpStart(t, op_id, worker, self._thread(ident)))
             elif code == RAW_DONE:
                 t, op_id, ready = fields
                 self._end(add, t, op_id, None, False, None, ready)
