@@ -22,6 +22,12 @@ release the GIL, so records of different threads never interleave):
     RAW_PUSH_START, (as RAW_PUSH), worker
         an op ready at push that the pushing thread starts at once (the naive
         engine): one record and one clock read for push, ready and start
+    RAW_PUSH_WRITE, t, op_id, name, ctx, var_id, ident, waits
+        RAW_PUSH of the commonest push (a chain's link): it writes one var,
+        reads none, priority 0; eight items instead of ten, and no branch
+        on the op's shape after the first test
+    RAW_PUSH_WRITE_START, t, op_id, name, ctx, var_id, ident, worker
+        RAW_PUSH_WRITE of an op the pushing thread starts at once (as RAW_PUSH_START)
     RAW_START, t, op_id, worker, ident
     RAW_END, t, op_id, error, skipped, deleted var ids or None, ops made ready
         ops made ready: () or one op id or a tuple of them
@@ -31,6 +37,12 @@ release the GIL, so records of different threads never interleave):
         starts at once (a link of a chain): one record and one clock read for two
     RAW_ALLOC / RAW_FREE, t, ctx_label, handle_id, nbytes, pool_hit / to_pool
         (written by the storage managers, mxnb/storage.py)
+
+Every short record stands for a general one (``tests/engine/test_records.py``
+rewrites a log into general records only and checks that the reader builds the
+same events from both): RAW_PUSH_WRITE is a RAW_PUSH with no const var and
+priority 0, RAW_DONE a RAW_END with no error and nothing deleted, the two
+``_START`` forms their record followed by a RAW_START at the same time.
 
 State kept: the shared log (``_raw``) while any recorder is attached, and
 ``seen_vars``, the var ids named in it since the first recorder attached.
@@ -123,6 +135,9 @@ def record_var_new(var: Var) -> None:
 def record_push(opr: Opr, starts_as: str | None = None) -> None:
     """Log ``opr``'s push, naming vars the log has not named since recording began.
 
+    A push that writes one var and nothing else (every link of a chain) is
+    tested first and written as RAW_PUSH_WRITE; any other takes RAW_PUSH.
+
     ``starts_as``: the worker name under which the pushing thread runs an op
     ready at push at once (the naive engine's ``'main'``); such an op's push
     also records its start, and it is marked RUNNING so :func:`record_start`
@@ -134,23 +149,20 @@ def record_push(opr: Opr, starts_as: str | None = None) -> None:
         if var_id not in seen_vars:
             _name_vars(written)
         if starts_as is None or opr.wait_count:
-            _extend(
-                (RAW_PUSH_WRITE, _now(), opr.id, opr.name, opr.ctx, var_id, get_ident(), opr.wait_count)
-            )
+            code, last = RAW_PUSH_WRITE, opr.wait_count
         else:
+            code, last = RAW_PUSH_WRITE_START, starts_as
             opr.state = RUNNING
-            _extend(
-                (RAW_PUSH_WRITE_START, _now(), opr.id, opr.name, opr.ctx, var_id, get_ident(), starts_as)
-            )
+        _extend((code, _now(), opr.id, opr.name, opr.ctx, var_id, get_ident(), last))
         return
     const = opr.const_vars
     if const:
         touched = const + opr.mutate_vars
         n_const = len(const)
-    else:  # writes only (the commonest push)
+    else:
         touched = opr.mutate_vars
         n_const = 0
-    if len(touched) == 1:  # one var: its id stands alone (the commonest case)
+    if len(touched) == 1:  # one var (a read, or a prioritised write): its id stands alone
         ids: Any = touched[0].id
         if ids not in seen_vars:
             _name_vars(touched)

@@ -1,0 +1,110 @@
+"""The trace log's dedicated records build exactly the events of the general ones.
+
+The engine writes short records for its commonest cases (``RAW_PUSH_WRITE``:
+a push of one var written; ``RAW_DONE`` / ``RAW_DONE_START``: an end that
+succeeded, deleted nothing, and may start its successor on the same worker).
+Each one is a special case of a general record (``RAW_PUSH``,
+``RAW_PUSH_START``, ``RAW_END``, ``RAW_START``).  Here a recorded log is
+rewritten into general records only — the plain reference — and both logs
+are read by fresh readers: the events must be equal, field for field.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import mxnb as mx
+from mxnb.engine import records
+from mxnb.engine.trace import OpPush, OpStart
+
+CPU = mx.cpu()
+
+
+def as_general_records(items: list) -> list:
+    """``items`` with every dedicated record replaced by the general record(s) it stands for."""
+    out: list = []
+    i = 0
+    while i < len(items):
+        code = items[i]
+        if type(code) is not int:  # an event or a (builder, *args) record
+            out.append(code)
+            i += 1
+            continue
+        end = i + records.RECORD_SIZE[code]
+        fields = items[i + 1 : end]
+        i = end
+        if code == records.RAW_PUSH_WRITE:
+            t, op_id, name, ctx, var_id, ident, waits = fields
+            out += (records.RAW_PUSH, t, op_id, name, ctx, 0, (var_id,), 0, ident, waits)
+        elif code == records.RAW_PUSH_WRITE_START:
+            t, op_id, name, ctx, var_id, ident, worker = fields
+            out += (records.RAW_PUSH, t, op_id, name, ctx, 0, (var_id,), 0, ident, 0)
+            out += (records.RAW_START, t, op_id, worker, ident)
+        elif code == records.RAW_PUSH_START:
+            *push, worker = fields
+            out += (records.RAW_PUSH, *push, 0)
+            out += (records.RAW_START, push[0], push[1], worker, push[7])
+        elif code == records.RAW_DONE:
+            t, op_id, ready = fields
+            out += (records.RAW_END, t, op_id, None, False, None, ready)
+        elif code == records.RAW_DONE_START:
+            t, op_id, successor, rctx = fields
+            out += (records.RAW_END, t, op_id, None, False, None, (successor,))
+            out += (records.RAW_START, t, successor, rctx.worker, rctx.thread)
+        else:
+            out += (code, *fields)
+    return out
+
+
+def read(items: list) -> list:
+    """The events a fresh reader builds from ``items``."""
+    events: list = []
+    records.RecordReader(set()).read(items, len(items), events.append)
+    return events
+
+
+def run_workload(engine, kind: str, n: int = 60) -> None:
+    """Tiny ops: each on its own var, all on one var, or one writer, readers, one writer."""
+    slow = lambda rctx: time.sleep(0.005)
+    tiny = lambda rctx: None
+    if kind == "independent":
+        for i in range(n):
+            engine.push_sync(tiny, CPU, mutate_vars=[engine.new_var()], name=f"op{i % 4}")
+    elif kind == "chain":
+        var = engine.new_var(name="chained")
+        engine.push_sync(slow, CPU, mutate_vars=[var], name="first")
+        for i in range(n):
+            engine.push_sync(tiny, CPU, mutate_vars=(var,), name=f"link{i % 3}")
+    else:
+        var = engine.new_var(name="fanned")
+        engine.push_sync(slow, CPU, mutate_vars=[var], name="writer")
+        for i in range(n):
+            engine.push_sync(tiny, CPU, const_vars=[var], name=f"reader{i % 2}")
+        engine.push_sync(tiny, CPU, mutate_vars=[var], name="last")
+    if engine.kind == "step":
+        engine.run()
+    engine.wait_for_all()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["chain", "fan", "independent"])
+def test_dedicated_records_build_the_events_of_the_general_ones(engine, kind):
+    before = engine.new_var(name="made before recording")  # named by its first push
+    recorder = mx.engine.trace().attach()
+    try:
+        engine.push_sync(lambda rctx: None, CPU, mutate_vars=[before], name="names it")
+        run_workload(engine, kind)
+        logged = list(records._raw)
+    finally:
+        recorder.detach()
+    general = as_general_records(logged)
+    codes = {item for item in logged if type(item) is int}
+    assert records.RAW_PUSH_WRITE in codes or records.RAW_PUSH_WRITE_START in codes
+    events = read(logged)
+    assert events == read(general)
+    assert events == recorder.events  # what the Trace built while attached
+    pushes = [e for e in events if type(e) is OpPush]
+    assert all(e.thread == "MainThread" and e.ctx == "cpu(0)" for e in pushes)
+    assert len([e for e in events if type(e) is OpStart]) == len(pushes)
