@@ -319,6 +319,13 @@ def _print_ceiling(module: list[StepCost], ceiling: list[StepCost]) -> None:
         f"    ceiling: the executors alone, no sync (forward + backward per device, nothing else): "
         f"2 vs 1 = {speedup:.2f}x; Module.fit keeps {reached / speedup:.0%} of it"
     )
+    for devices, cost in zip((1, 2), ceiling):
+        held = cost.median("gil_held")
+        print(
+            f"      ceiling, {devices} virtual GPU{'s' if devices > 1 else ' '}"
+            f"  {cost.ops:6.1f} ops/step  CPU {cost.median('cpu') * 1e3:6.2f} ms/step"
+            f"  GIL-held {'-' if held is None else f'{held * 1e3:.2f}'} ms/step"
+        )
 
 
 def kvstore_ratio(repeat: int = 20) -> tuple[float, float]:
