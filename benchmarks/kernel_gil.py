@@ -42,7 +42,7 @@ class KernelCounts:
 
     def __init__(self, gil: Any) -> None:
         self.gil = gil
-        library = ctypes.CDLL(None)
+        library = ctypes.PyDLL(None)  # keeps the GIL: reading adds no release
         self.sections = library.gil_meter_sections
         self.sections.restype = ctypes.c_longlong
         self.totals: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0, 0.0, 0])
