@@ -46,7 +46,7 @@ class GilMeter:
     """Reads the preloaded counter: CPU seconds spent with the GIL released, all threads."""
 
     def __init__(self) -> None:
-        library = ctypes.CDLL(None)
+        library = ctypes.PyDLL(None)  # PyDLL: a read keeps the GIL (CDLL would release it)
         self._free_ns = library.gil_meter_free_ns
         self._free_ns.restype = ctypes.c_longlong
         self._thread_free_ns = library.gil_meter_thread_free_ns

@@ -10,18 +10,23 @@ Three figures, each a ratio against a peer measured in the same run:
    against one, with BLAS pinned to one thread per worker (threadpoolctl) and
    ``MXNB_OP_THREADS=1``, so each device's lane is one core.  Target: >= 1.4x
    samples per second (numpy releases the GIL inside its kernels).  Measured at
-   each ``--batches`` size (default 32, the issue's, 128 and 256, where a
-   device's kernels are large) in interleaved rounds: the speed-up is the
-   median of the rounds' ratios.  Beside it, what explains the figure: engine
-   ops per step, CPU time per step, the time runnable threads waited for a core
-   (other processes' load), and, when the GIL meter (``_gil.py``, needs a C
-   compiler) runs, the CPU time that holds the GIL.  Wall-clock speed-ups need
-   two free cores; the CPU-time bound ``max(gil_held, cpu / 2)`` of a
-   two-device step holds on a busy machine too.
+   each ``--batches`` size (the total batch; each device gets half; default
+   32, the speed figure's, 128, 256 and 512) in interleaved rounds of at least
+   ``MIN_STEPS`` steps (more epochs per round at big batches): the speed-up is
+   the median of the rounds' ratios.  Beside it, what explains the figure:
+   engine ops per step, CPU time per step, the time runnable threads waited
+   for a core (other processes' load), and, when the GIL meter (``_gil.py``,
+   needs a C compiler) runs, the CPU time that holds the GIL.  Wall-clock
+   speed-ups need two free cores; the CPU-time bound ``max(gil_held, cpu / 2)``
+   of a two-device step holds on a busy machine too.  The **ceiling** row runs
+   the same executors with nothing but forward + backward on each device (no
+   data copies, no kvstore, no update, no metric; :func:`ceiling_trainer`), in
+   the same rounds: what the kernels allow two threads under one GIL, and so
+   the most Module.fit's speed-up can be at that batch.
 3. **KVStore cost**: ``kv.push`` + ``kv.pull`` of every LeNet parameter on a
    ``local`` store (no updater) against a plain ``a += b`` on the same arrays.
 
-Run: ``python benchmarks/train.py [--epochs 1] [--repeat 5] [--batches 32,128,256] [--only scaling]
+Run: ``python benchmarks/train.py [--epochs 1] [--repeat 5] [--batches 32,128,256,512] [--only scaling]
 [--compare-bulk] [--no-gil-meter]`` (``--compare-bulk``: the scaling pair also with the
 executor's bulk execution off, in the same interleaved rounds)
 (PyTorch from the ``bench`` extra; figure 1 is skipped with a note when torch is missing).
@@ -49,6 +54,7 @@ from mxnb.engine.trace import OpPush
 from mxnb.executor import zoo
 
 BATCH = 32
+MIN_STEPS = 14  # a scaling round trains at least this many steps (more epochs at big batches)
 
 
 def digits(batch: int = BATCH) -> tuple[np.ndarray, np.ndarray]:
@@ -91,6 +97,43 @@ def mxnb_trainer(
         )
         mx.nd.waitall()
 
+    return run
+
+
+def ceiling_trainer(contexts: list, steps: int, batch: int) -> Any:
+    """The kernels' own parallelism: forward + backward on each device, no sync, no Module.
+
+    Each device gets its executor (``batch / len(contexts)`` rows, gradients
+    of the parameters only, as ``Module`` binds) and runs ``steps`` training
+    passes with nothing between the devices: no data copies, no kvstore, no
+    update, no metric.  Two devices against one is then the most that
+    ``Module.fit``'s figure can reach with these kernels (what the GIL lets two
+    threads of numpy calls do at once); the figure Module reaches, over this
+    one, is what its data loading, gradient sync and update keep of it.
+    """
+    rows = batch // len(contexts)
+    rng = np.random.default_rng(0)
+    executors = []
+    for ctx in contexts:
+        net = zoo.lenet5_digits()
+        requests = {name: "write" for name in net.list_arguments()}
+        requests.update(data="null", softmax_label="null")
+        executor = net.simple_bind(
+            ctx, grad_req=requests, data=(rows, 1, 16, 16), softmax_label=(rows,)
+        )
+        for array in executor.arg_dict.values():
+            array[:] = rng.standard_normal(array.shape).astype(np.float32) * 0.1
+        executor.arg_dict["softmax_label"][:] = rng.integers(0, 10, rows).astype(np.float32)
+        executors.append(executor)
+
+    def run() -> None:
+        for _ in range(steps):
+            for executor in executors:
+                executor.forward(is_train=True)
+                executor.backward()
+        mx.nd.waitall()
+
+    run()
     return run
 
 
@@ -221,6 +264,7 @@ def scaling(
     interleaved rounds, so the before / after of :mod:`mxnb.executor.bulk` is one run.
     """
     x, y = digits(batch)
+    epochs = max(epochs, -(-MIN_STEPS * batch // len(x)))  # enough steps for a steady round
     steps = len(x) // batch * epochs
     size = mx.engine.bulk_size()
     sizes = (size, 0) if compare_bulk else (size,)
@@ -228,12 +272,17 @@ def scaling(
         one = mxnb_trainer(x, y, [mx.gpu(0)], "device", epochs, batch)
         two = mxnb_trainer(x, y, [mx.gpu(0), mx.gpu(1)], "device", epochs, batch)
         functions = [_bulked(f, bulk) for bulk in sizes for f in (one, two)]
-        costs = step_costs(functions, steps, repeat, gil)
+        ceiling = [
+            ceiling_trainer(devices, steps, batch)
+            for devices in ([mx.gpu(0)], [mx.gpu(0), mx.gpu(1)])
+        ]
+        costs = step_costs(functions + ceiling, steps, repeat, gil)
     print(f"  batch {batch} ({batch // 2} per device on two), {steps} steps per round, medians")
     for index, bulk in enumerate(sizes):
         if compare_bulk:
             print(f"   executor bulk size {bulk}{' (off)' if bulk <= 1 else ''}")
         _print_pair(batch, costs[2 * index : 2 * index + 2])
+    _print_ceiling(costs[:2], costs[-2:])
 
 
 def _print_pair(batch: int, costs: list[StepCost]) -> None:
@@ -259,6 +308,23 @@ def _print_pair(batch: int, costs: list[StepCost]) -> None:
         print(
             f"    CPU-time bound on two free cores: 1-device step CPU / max(GIL-held, CPU / 2) "
             f"of 2 devices = {first.median('cpu') / floor:.2f}x"
+        )
+
+
+def _print_ceiling(module: list[StepCost], ceiling: list[StepCost]) -> None:
+    """The no-sync ceiling (:func:`ceiling_trainer`) and the share of it ``Module.fit`` keeps."""
+    speedup = statistics.median(a / b for a, b in zip(ceiling[0].wall, ceiling[1].wall))
+    reached = statistics.median(a / b for a, b in zip(module[0].wall, module[1].wall))
+    print(
+        f"    ceiling: the executors alone, no sync (forward + backward per device, nothing else): "
+        f"2 vs 1 = {speedup:.2f}x; Module.fit keeps {reached / speedup:.0%} of it"
+    )
+    for devices, cost in zip((1, 2), ceiling):
+        held = cost.median("gil_held")
+        print(
+            f"      ceiling, {devices} virtual GPU{'s' if devices > 1 else ' '}"
+            f"  {cost.ops:6.1f} ops/step  CPU {cost.median('cpu') * 1e3:6.2f} ms/step"
+            f"  GIL-held {'-' if held is None else f'{held * 1e3:.2f}'} ms/step"
         )
 
 
@@ -311,7 +377,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--batches",
-        default="32,128,256",
+        default="32,128,256,512",
         help="batch sizes of the scaling figure, comma separated",
     )
     parser.add_argument(

@@ -60,15 +60,19 @@ def _env_cap(name: str) -> int | None:
     return int(value)
 
 
-_CAPS = {
-    "forward": _env_cap("MXNB_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD"),
-    "backward": _env_cap("MXNB_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD"),
+_CAP_VARIABLES = {
+    "forward": "MXNB_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD",
+    "backward": "MXNB_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD",
 }
 
 
 def max_nodes(size: int, direction: str) -> int:
-    """The most steps of one segment of a ``'forward'`` / ``'backward'`` pass at bulk ``size``."""
-    cap = _CAPS[direction]
+    """The most steps of one segment of a ``'forward'`` / ``'backward'`` pass at bulk ``size``.
+
+    The per-pass cap is read from the environment at each call, as the bulk
+    size is (an executor cuts a pass once per mode and keeps the segments).
+    """
+    cap = _env_cap(_CAP_VARIABLES[direction])
     return size if cap is None else min(size, cap)
 
 

@@ -229,7 +229,8 @@ class NDArrayIter(DataIter):
         return nd_array(rows, self._context, dtype=self._dtypes[name])
 
     def _rows(self, array: np.ndarray, start: int, stop: int) -> np.ndarray:
-        return np.take(array, np.arange(start, stop), axis=self.batch_axis)
+        """Rows ``start:stop`` along the batch axis: a view (the NDArray made of it is the copy)."""
+        return array[(slice(None),) * self.batch_axis + (slice(start, stop),)]
 
     def _batchify(self, source: list[tuple[str, np.ndarray]], which: int) -> list[np.ndarray]:
         """The current batch's rows of every array of ``source`` (which: 0 data, 1 label)."""

@@ -148,6 +148,17 @@ class BaseModule:
         return merged
 
     # -- training ------------------------------------------------------------------------------
+    def _sync_params_after_epoch(self) -> tuple[dict, dict]:
+        """MXNet's epoch end in ``fit``: read the parameters back, then write them to every device.
+
+        Writing them back is what syncs the auxiliary states (BatchNorm's
+        moving statistics), which each device updates on its own.  Returns
+        ``(arg_params, aux_params)`` for the epoch-end callbacks.
+        """
+        arg_params, aux_params = self.get_params()
+        self.set_params(arg_params, aux_params)
+        return arg_params, aux_params
+
     def fit(
         self,
         train_data: Any,
@@ -243,8 +254,7 @@ class BaseModule:
             for name, value in eval_name_vals:
                 self.logger.info("Epoch[%d] Train-%s=%f", epoch, name, value)
             self.logger.info("Epoch[%d] Time cost=%.3f", epoch, time.time() - tic)
-            arg_params_now, aux_params_now = self.get_params()
-            self.set_params(arg_params_now, aux_params_now)
+            arg_params_now, aux_params_now = self._sync_params_after_epoch()
             for callback in epoch_callbacks:
                 callback(epoch, self.symbol, arg_params_now, aux_params_now)
             if eval_data is not None:

@@ -182,14 +182,30 @@ class DataParallelExecutorGroup:
         for executor in self.execs:
             executor.copy_params_from(arg_params, aux_params, allow_extra_params=allow_extra)
 
-    def get_params(self, arg_params: dict[str, NDArray], aux_params: dict[str, NDArray]) -> None:
-        """Write the devices' mean of each parameter into ``arg_params`` / ``aux_params``."""
-        for names, blocks, target in (
-            (self.param_names, self.param_arrays, arg_params),
-            (self.aux_names, self.aux_arrays, aux_params),
+    def set_aux_params(self, aux_params: dict[str, NDArray]) -> None:
+        """Copy the auxiliary states (only) to every device."""
+        for executor in self.execs:
+            executor.copy_params_from({}, aux_params)
+
+    def get_params(
+        self,
+        arg_params: dict[str, NDArray],
+        aux_params: dict[str, NDArray],
+        args_in_sync: bool = False,
+    ) -> None:
+        """Write the devices' mean of each parameter into ``arg_params`` / ``aux_params``.
+
+        ``args_in_sync``: every device holds the same value of each argument
+        (pulled from one kvstore), so the first device's copy is that value
+        and no mean is taken (MXNet takes it anyway; for two devices the mean
+        of equal values is the value, bit for bit).
+        """
+        for names, blocks, target, same in (
+            (self.param_names, self.param_arrays, arg_params, args_in_sync),
+            (self.aux_names, self.aux_arrays, aux_params, False),
         ):
             for name, block in zip(names, blocks):
-                if len(block) == 1:
+                if len(block) == 1 or same:
                     block[0].copyto(target[name])
                     continue
                 total = block[0].copyto(cpu())

@@ -29,6 +29,16 @@ def test_step_names_reads_a_segment_name_back():
     assert max_nodes(15, "forward") == 15
 
 
+def test_the_per_pass_caps_are_read_when_a_pass_is_cut(monkeypatch):
+    monkeypatch.setenv("MXNB_EXEC_BULK_EXEC_MAX_NODE_TRAIN_BWD", "4")
+    assert max_nodes(15, "backward") == 4
+    assert max_nodes(15, "forward") == 15
+    assert max_nodes(2, "backward") == 2
+    monkeypatch.setenv("MXNB_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD", "many")
+    with pytest.raises(mx.base.EngineError, match="MXNB_EXEC_BULK_EXEC_MAX_NODE_TRAIN_FWD"):
+        max_nodes(15, "forward")
+
+
 def _lenet_with_bn_and_dropout():
     data = mx.sym.Variable("data")
     net = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, pad=(1, 1), name="conv1")

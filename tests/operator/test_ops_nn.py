@@ -322,6 +322,11 @@ def _max_pool_reference(x, kernel, stride, pad, out):
         ((2, 2, 7, 7), {"kernel": (3, 2), "stride": (1, 2)}),
         ((2, 2, 9), {"kernel": (3,), "stride": (2,)}),
         ((1, 2, 4, 5, 4), {"kernel": (2, 2, 2), "stride": (2, 1, 2), "pad": (0, 1, 0)}),
+        # windows that tile the input (stride == kernel, no padding)
+        ((2, 2, 6, 9), {"kernel": (2, 3), "stride": (2, 3)}),
+        ((2, 2, 8), {"kernel": (4,), "stride": (4,)}),
+        ((1, 2, 4, 4, 6), {"kernel": (2, 2, 3), "stride": (2, 2, 3)}),
+        ((2, 2, 4, 4), {"kernel": (1, 2), "stride": (1, 2)}),
     ],
 )
 def test_max_pooling_ties_go_to_the_first_maximum_in_row_major_order(shape, params):
