@@ -22,12 +22,6 @@ release the GIL, so records of different threads never interleave):
     RAW_PUSH_START, (as RAW_PUSH), worker
         an op ready at push that the pushing thread starts at once (the naive
         engine): one record and one clock read for push, ready and start
-    RAW_PUSH_WRITE, t, op_id, name, ctx, var_id, ident, waits
-        RAW_PUSH of the commonest push (a chain's link): it writes one var,
-        reads none, priority 0; eight items instead of ten, and no branch
-        on the op's shape after the first test
-    RAW_PUSH_WRITE_START, t, op_id, name, ctx, var_id, ident, worker
-        RAW_PUSH_WRITE of an op the pushing thread starts at once (as RAW_PUSH_START)
     RAW_START, t, op_id, worker, ident
     RAW_END, t, op_id, error, skipped, deleted var ids or None, ops made ready
         ops made ready: () or one op id or a tuple of them
@@ -38,11 +32,11 @@ release the GIL, so records of different threads never interleave):
     RAW_ALLOC / RAW_FREE, t, ctx_label, handle_id, nbytes, pool_hit / to_pool
         (written by the storage managers, mxnb/storage.py)
 
-Every short record stands for a general one (``tests/engine/test_records.py``
-rewrites a log into general records only and checks that the reader builds the
-same events from both): RAW_PUSH_WRITE is a RAW_PUSH with no const var and
-priority 0, RAW_DONE a RAW_END with no error and nothing deleted, the two
-``_START`` forms their record followed by a RAW_START at the same time.
+Every short record stands for general ones, and builds the same events:
+RAW_DONE is a RAW_END with no error and nothing deleted, the ``_START``
+forms are their record followed by a RAW_START at the same time
+(``tests/engine/test_records.py`` rewrites recorded logs into general records
+only and compares the events, on every engine).
 
 State kept: the shared log (``_raw``) while any recorder is attached, and
 ``seen_vars``, the var ids named in it since the first recorder attached.
@@ -107,11 +101,9 @@ _now = now
     RAW_ALLOC,
     RAW_FREE,
     RAW_PUSH_START,
-    RAW_PUSH_WRITE,
-    RAW_PUSH_WRITE_START,
-) = range(12)
+) = range(10)
 #: Items per record, code included, by code.
-RECORD_SIZE = (4, 10, 5, 7, 4, 4, 5, 6, 6, 10, 8, 8)
+RECORD_SIZE = (4, 10, 5, 7, 4, 4, 5, 6, 6, 10)
 LONGEST_RECORD = max(RECORD_SIZE)
 
 # One shared log while any recorder is attached: events and raw records, in order.
@@ -135,34 +127,19 @@ def record_var_new(var: Var) -> None:
 def record_push(opr: Opr, starts_as: str | None = None) -> None:
     """Log ``opr``'s push, naming vars the log has not named since recording began.
 
-    A push that writes one var and nothing else (every link of a chain) is
-    tested first and written as RAW_PUSH_WRITE; any other takes RAW_PUSH.
-
     ``starts_as``: the worker name under which the pushing thread runs an op
     ready at push at once (the naive engine's ``'main'``); such an op's push
     also records its start, and it is marked RUNNING so :func:`record_start`
     does not record it again.
     """
-    written = opr.mutate_vars
-    if not opr.const_vars and len(written) == 1 and not opr.priority:  # a chain's push
-        var_id = written[0].id
-        if var_id not in seen_vars:
-            _name_vars(written)
-        if starts_as is None or opr.wait_count:
-            code, last = RAW_PUSH_WRITE, opr.wait_count
-        else:
-            code, last = RAW_PUSH_WRITE_START, starts_as
-            opr.state = RUNNING
-        _extend((code, _now(), opr.id, opr.name, opr.ctx, var_id, get_ident(), last))
-        return
     const = opr.const_vars
     if const:
         touched = const + opr.mutate_vars
         n_const = len(const)
-    else:
+    else:  # writes only (the commonest push)
         touched = opr.mutate_vars
         n_const = 0
-    if len(touched) == 1:  # one var (a read, or a prioritised write): its id stands alone
+    if len(touched) == 1:  # one var: its id stands alone (the commonest case)
         ids: Any = touched[0].id
         if ids not in seen_vars:
             _name_vars(touched)
@@ -286,13 +263,6 @@ class RecordReader:
                 *push, worker = fields
                 self._push(add, *push, 0)
                 add(OpStart(push[0], push[1], worker, self._thread(push[7])))
-            elif code == RAW_PUSH_WRITE:
-                t, op_id, name, ctx, var_id, ident, waits = fields
-                self._push(add, t, op_id, name, ctx, 0, var_id, 0, ident, waits)
-            elif code == RAW_PUSH_WRITE_START:
-                t, op_id, name, ctx, var_id, ident, worker = fields
-                self._push(add, t, op_id, name, ctx, 0, var_id, 0, ident, 0)
-                add(OpStart(t, op_id, worker, self._thread(ident)))
             elif code == RAW_DONE:
                 t, op_id, ready = fields
                 self._end(add, t, op_id, None, False, None, ready)

@@ -276,7 +276,7 @@ def test_raw_records_hold_only_numbers_and_strings(engine):
             pass
         gc.collect()  # untracks the tuples of var ids
         items = list(trace_module._raw)
-        assert len(items) >= 12 * (8 + 4)  # a push (with start on the naive quiet path), an end
+        assert len(items) >= 12 * (10 + 4)  # a push (with start on the naive quiet path), an end
         plain = (int, float, str, bool, type(None), tuple, mx.Context, mx.RunContext)
         others = [item for item in items if not isinstance(item, plain)]
         assert all(isinstance(item, trace_module.Event) for item in others)  # waits emit events
