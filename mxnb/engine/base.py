@@ -64,7 +64,17 @@ from .checks import (
 from .debugging import Debugging, SlowWait
 from .failures import MAX_UNRAISED_ERRORS, ErrorRef, Failures
 from .lifetime import Lifetime
-from .records import record_end, record_push, record_var_new
+from .records import (
+    RAW_DONE_START,
+    RAW_PUSH,
+    extend_raw,
+    get_ident,
+    now,
+    record_end,
+    record_push,
+    record_var_new,
+    seen_vars,
+)
 from .running import RunContextCache, Running, _running_stack, inside_op
 from .var import DONE, PENDING, READY, RUNNING, Opr, Var
 from .waiting import Waiting
@@ -392,7 +402,15 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
             if ready:
                 opr.state = READY
             if trace.enabled:  # the trace hook
-                record_push(opr, None if self._failures else self.starts_at_push)
+                if const or len(mutate) != 1 or priority or self.starts_at_push is not None:
+                    record_push(opr, None if self._failures else self.starts_at_push)
+                elif (var_id := mutate[0].id) in seen_vars:  # a chain's link: RAW_PUSH, here
+                    waits = opr.wait_count
+                    extend_raw(
+                        (RAW_PUSH, now(), opr.id, name, ctx, 0, var_id, 0, get_ident(), waits)
+                    )
+                else:
+                    record_push(opr)
         finally:
             lock.release()
         if ready:  # dispatch
@@ -416,8 +434,8 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
 
         ``exc``: the op failed; ``inherited``: it was skipped for that input
         failure.  ``chain``: the RunContext the op ran with, when its thread
-        goes on to run a successor in the op's own pool itself (the trace then
-        records that start with this end, see :func:`.records.record_end`).
+        goes on to run a successor in the op's own pool itself: the trace then
+        records that start with this end (RAW_DONE_START, see :mod:`.records`).
         """
         ready: list[Opr] = []
         lock = self._lock
@@ -441,7 +459,17 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
             if opr.push_time:
                 self._note_done(opr)
             if trace.enabled:  # the trace hook
-                record_end(opr, exc, inherited, ready, chain)
+                link = ready[0] if chain is not None and len(ready) == 1 else None
+                if (
+                    link is not None
+                    and link.ctx is opr.ctx  # the same pool: this worker runs it next
+                    and link.copy is opr.copy
+                    and opr.deletes is None
+                ):
+                    link.state = RUNNING  # a chain's link: its RAW_DONE_START written here
+                    extend_raw((RAW_DONE_START, now(), opr.id, link.id, chain))
+                else:
+                    record_end(opr, exc, inherited, ready)
         finally:
             lock.release()
         opr.fn = None  # drops the user's closure (and what it holds) outside the lock

@@ -1,7 +1,11 @@
 """The trace log: coded records the engine writes, and the events a Trace builds from them.
 
 Idea: recording must stay cheaper than the ops it records (tracing's target is
-0.6 us per op), so the engine does not build event objects.  Under its lock
+0.6 us per op), so the engine does not build event objects.  The records of
+a chain's link, the commonest op, are written by the engine's two hooks
+themselves: a Python call is about a tenth of what tracing adds per op
+(``benchmarks/engine.py``, ``--tracing-floor``); every other record is
+written by the functions below.  Under its lock
 (the log is then in the engine's own order) it extends one shared log with a
 *coded record*: a small int code, then that code's fields, all numbers,
 strings and long-lived objects (never the engine's ops or vars: nothing in
@@ -18,7 +22,9 @@ release the GIL, so records of different threads never interleave):
     RAW_VAR_NAME, t, var_id, name      a var first pushed on since attach
     RAW_PUSH, t, op_id, name, ctx, n_const, var_ids, priority, ident, waits
         var_ids: the const var ids, then the mutate var ids (one var: its id alone);
-        waits: 0 when the op is ready at push
+        waits: 0 when the op is ready at push.  Written by record_push, and
+        for a chain's link (one var written, already named, priority 0, an
+        engine that does not start ops at push) by ``Engine._push_opr`` itself
     RAW_PUSH_START, (as RAW_PUSH), worker
         an op ready at push that the pushing thread starts at once (the naive
         engine): one record and one clock read for push, ready and start
@@ -28,7 +34,8 @@ release the GIL, so records of different threads never interleave):
     RAW_DONE, t, op_id, ops made ready       an end that succeeded and deleted nothing
     RAW_DONE_START, t, op_id, successor_id, run_ctx
         RAW_DONE of an op that made one op ready, which the same worker thread
-        starts at once (a link of a chain): one record and one clock read for two
+        starts at once (a link of a chain): one record and one clock read for
+        two.  Written by ``Engine._complete`` itself
     RAW_ALLOC / RAW_FREE, t, ctx_label, handle_id, nbytes, pool_hit / to_pool
         (written by the storage managers, mxnb/storage.py)
 
@@ -163,25 +170,13 @@ def record_start(opr: Opr, worker: str, thread: int | None) -> None:
         _extend((RAW_START, _now(), opr.id, worker, thread or get_ident()))
 
 
-def record_end(
-    opr: Opr, exc: BaseException | None, inherited: Any, ready: list[Opr], chain: Any
-) -> None:
+def record_end(opr: Opr, exc: BaseException | None, inherited: Any, ready: list[Opr]) -> None:
     """Log ``opr``'s end (failed with ``exc``, or skipped for ``inherited``) and the ops it made ready.
 
-    ``chain``: the worker's RunContext when that worker runs the first op
-    made ready next, if it is in the same pool (see ``ThreadedEngine._run_chain``);
-    the engine passes None for an op that failed or was skipped.  A lone
-    successor that qualifies (its context and copy flag are the op's: the
-    same pool runs it) is started here and marked RUNNING, so
-    :func:`record_start` does not record it again.  The ops in ``ready`` have
-    just been made READY by the engine's ``_complete``, the one caller.
+    The ops in ``ready`` have just been made READY by the engine's
+    ``_complete``, the one caller; it writes the end of a chain's link
+    (RAW_DONE_START) itself.
     """
-    if chain is not None and len(ready) == 1 and opr.deletes is None:  # a link of a chain
-        successor = ready[0]
-        if successor.ctx is opr.ctx and successor.copy is opr.copy:
-            successor.state = RUNNING
-            _extend((RAW_DONE_START, _now(), opr.id, successor.id, chain))
-            return
     if exc is not None or inherited is not None or opr.deletes is not None:
         if exc is not None:
             error: str | None = repr(exc)
