@@ -41,39 +41,42 @@ time, medians of interleaved rounds, ``--against main`` in the same run):
   sharing one core).  As a ratio to ThreadPoolExecutor(2), 0.008-0.017x
   (target 0.05x).
 
-Issue 15's tracing target on threaded_per_device, looked at again (trace5;
-load average 0.7-1.3, then 3-5 while other work shared the 2 cores):
+Issue 15's tracing target on threaded_per_device (trace5; load average
+1.1-1.9; CPU time, medians of 9 rounds, ``--tracing --against main``'s
+table, three runs):
 
-* tracing adds 0.60-0.73 us/op on one core, 0.70-0.91 on all cores (the
-  engine of main against itself in the same rounds swings as much: 0.64-0.71
-  / 0.68-0.91); naive 0.49-0.59.
+* tracing adds, chain, threaded_per_device: 0.53 / 0.53 / 0.65 us/op on one
+  core, 0.26 / 0.49 / 0.52 on all cores; before 0.71 / 1.01 / 0.74 and
+  0.64 / 0.82 / 1.02.  As a ratio to ThreadPoolExecutor(2): 0.035-0.041x
+  and 0.014-0.032x, before 0.044-0.058x and 0.035-0.061x (target 0.05x).
+  Naive unchanged: 0.53-0.56 on one core, 0.56-0.62 on all (before
+  0.51-0.57 / 0.60-0.64; one run's 0.87 came with an untraced 2.09 us/op,
+  a slow moment).  Target 0.6 us: met on the medians of the runs, with
+  little margin on one core.
+* What did it: the engine's two hooks write a chain link's records
+  themselves (RAW_PUSH in ``_push_opr``, RAW_DONE_START in ``_complete``),
+  no call to :mod:`mxnb.engine.records` for them.  A Python call costs
+  0.05-0.08 us/op where it runs (twice its cost in a loop of its own):
+  with the hook calls kept, writers that test nothing at all (the floor of
+  that design) still added 0.49-0.56 us/op, the real ones 0.60-0.70.
 * The engine lock is never contended in the traced chain (a counter on
-  ``_acquire_contended``: 0 in 200,000 ops, one core and all cores), so
-  holding it longer costs no hand-offs.  On one core the pusher and the
-  worker alternate every 128 ops (the run-ahead bound's ``sleep(0)``).
-* The floor of the record design (``--tracing-floor``: the engine's push and
-  end hooks swapped for bare writers that keep each record's call, clock
-  read, ``get_ident`` and length and test nothing) adds 0.49-0.56 us/op at
-  low load, 0.53-0.61 at load 4-5; the real records 0.10 (0.06-0.13) more.
-  The all-cores row is the one-core work made about 1.2x slower by the
-  threads changing cores, as the untraced chain is (2.6 -> 3.0-3.3 us/op).
-  So the 0.6 us target sits at the design's floor: it needs one of the two
-  hook calls, clock reads or log extends per op gone, not shorter code.
-* Tried and dropped (A/B in the same rounds, 15 rounds, several runs):
-  a dedicated 8-item record for a one-var write (RAW_PUSH_WRITE): within
-  +-0.03 us/op of the general record, its tests as long as the general
-  path's; the var tuples themselves in the log instead of their ids (no
-  conversion at all): 0.03-0.06 worse, the kept tuples feed the cycle
-  collector.  ``get_ident`` costs 0.02-0.08 us/op in place, but Python has
-  no cheaper per-thread identity (``threading.local`` 35 ns against 30 ns),
-  and writing the ident only when it changes needs it to compare.
+  ``_acquire_contended``: 0 in 200,000 ops, one core and all cores): a
+  longer hold costs no hand-offs.  On one core the pusher and the worker
+  take turns every 128 ops (the run-ahead bound's ``sleep(0)``).
+* Tried and dropped (A/B in the same rounds, 15 rounds, several runs): a
+  dedicated 8-item record for a one-var write (RAW_PUSH_WRITE): within
+  +-0.03 us/op of the general record (its tests are as long); the var
+  tuples themselves in the log (no id conversion): 0.03-0.06 worse, the
+  tuples kept alive feed the cycle collector.  ``get_ident`` costs
+  0.02-0.08 us/op where it runs, but Python has no cheaper per-thread
+  identity (``threading.local`` 35 ns against 30 ns), and writing the
+  ident only when it changes needs it to compare.
 
 Run: ``python benchmarks/engine.py`` (``--quick`` for a smaller N,
 ``--reference`` for the reference tables alone, ``--tracing`` for those and
 the tracing table, ``--against REV`` to run the engines of git revision
 ``REV`` in the same rounds, an A/B of a change, in the reference and the
-tracing tables, ``--tracing-floor`` for the tracing cost beside the floor of
-two bare records per op, :func:`tracing_floor`).
+tracing tables).
 """
 
 from __future__ import annotations
@@ -560,90 +563,6 @@ def tracing_cost(n: int, before: Any = None) -> None:
     )
 
 
-@contextlib.contextmanager
-def bare_records() -> Iterator[None]:
-    """Swap the engine's push and end hooks for bare writers: the floor of two records per op.
-
-    A bare writer keeps what every record of a chain's op costs — the hook
-    call, one clock read, ``get_ident`` for the push, a tuple of the same
-    length extended onto the log — and drops every test (op shape, var
-    naming, readiness, chain link) but the one that keeps the worker from
-    recording the successor's start again.  The log it writes is not a valid
-    trace: the caller clears it before detaching.  A diagnostic of the
-    record design, never a mode of the engine.
-    """
-    from mxnb.engine import base, records
-
-    raw, now, ident = records._raw.extend, records.now, records.get_ident
-    PUSH, DONE, DONE_START = records.RAW_PUSH, records.RAW_DONE, records.RAW_DONE_START
-    running = mx.engine.RUNNING
-
-    def push(opr: Any, starts_as: Any = None) -> None:
-        raw((PUSH, now(), opr.id, opr.name, opr.ctx, 0, 7, opr.priority, ident(), opr.wait_count))
-
-    def end(opr: Any, exc: Any, inherited: Any, ready: list, chain: Any) -> None:
-        if chain is not None and len(ready) == 1:
-            ready[0].state = running
-            raw((DONE_START, now(), opr.id, ready[0].id, chain))
-        else:
-            raw((DONE, now(), opr.id, ()))
-
-    saved = base.record_push, base.record_end
-    base.record_push, base.record_end = push, end
-    try:
-        yield
-    finally:
-        base.record_push, base.record_end = saved
-
-
-def tracing_floor(n: int, rounds: int = 15) -> None:
-    """threaded_per_device's chain: what tracing adds, and what two bare records per op add.
-
-    Each round times the chain untraced, traced, and traced with
-    :func:`bare_records`, on one core and on all cores; medians of the
-    rounds' differences, CPU time.  The bare row is the floor of the current
-    record design (two hook calls, two clock reads, ``get_ident``, two log
-    extends per op): tracing cannot add less without dropping one of those.
-    """
-    from mxnb.engine import records
-
-    rows = []
-    for pinned in (True, False):
-        with one_core() if pinned else contextlib.nullcontext("all cores") as where:
-            engine = mx.engine.create("threaded_per_device")
-            adds: dict[str, list[float]] = {"traced": [], "bare records": []}
-            try:
-                engine_workload(engine, "chain", 2000)
-                for _ in range(rounds):
-                    for label, hooks in (
-                        ("traced", contextlib.nullcontext()),
-                        ("bare records", bare_records()),
-                    ):
-                        plain = engine_workload(engine, "chain", n).cpu
-                        with hooks:
-                            recorder = mx.engine.trace().attach()
-                            traced = engine_workload(engine, "chain", n).cpu
-                            del records._raw[:]  # a bare log is no trace: nothing to build
-                            recorder.detach()
-                        gc.collect()
-                        adds[label].append((traced - plain) / n * 1e6)
-            finally:
-                engine.shutdown()
-        for label, values in adds.items():
-            rows.append([label, where, f"{statistics.median(values):.2f}"])
-    print(
-        table(
-            ["threaded_per_device chain", "threads on", "tracing adds us/op (CPU)"],
-            rows,
-            title=(
-                f"The floor of two records per op: medians of {rounds} interleaved rounds' "
-                "(traced - untraced); 'bare records' keeps each record's call, clock read, "
-                "get_ident and length and tests nothing"
-            ),
-        )
-    )
-
-
 MATMUL_CHILD = r"""
 import json, sys, time
 import numpy as np
@@ -720,9 +639,6 @@ def main() -> None:
         revision = sys.argv[sys.argv.index("--against") + 1]
         before = package_at(revision)
         print(f"(before) = the engines at {revision}\n")
-    if "--tracing-floor" in sys.argv:
-        tracing_floor(n)
-        return
     versus_reference(n, before=before)
     if "--reference" in sys.argv:
         return
