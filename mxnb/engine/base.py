@@ -9,7 +9,8 @@ engines hand it to a worker pool, the step engine keeps it until told.
 
 Rule: a push is checked (:mod:`.checks`), appended to its vars under the one
 bookkeeping lock (``append_read_dependency`` / ``append_write_dependency``),
-traced (:mod:`.records`) and, when ready, dispatched.  A completion marks or
+traced (:mod:`.records`; the records of a chain's link are written in place,
+a call less per op) and, when ready, dispatched.  A completion marks or
 clears failures (:mod:`.failures`), releases the vars
 (``complete_read_dependency`` / ``complete_write_dependency``), wakes the
 waits it may satisfy (:mod:`.waiting`), is traced, and returns the ops it

@@ -1,11 +1,11 @@
 """The trace log: coded records the engine writes, and the events a Trace builds from them.
 
 Idea: recording must stay cheaper than the ops it records (tracing's target is
-0.6 us per op), so the engine does not build event objects.  The records of
-a chain's link, the commonest op, are written by the engine's two hooks
-themselves: a Python call is about a tenth of what tracing adds per op
-(``benchmarks/engine.py``, ``--tracing-floor``); every other record is
-written by the functions below.  Under its lock
+0.6 us per op), so the engine does not build event objects.  The two records
+of a chain's link, the commonest op, are written by the engine's two hooks
+themselves (``Engine._push_opr``, ``Engine._complete``): a Python call is
+about a tenth of what tracing adds per op (``benchmarks/engine.py``'s
+docstring); every other record is written by the functions below.  Under its lock
 (the log is then in the engine's own order) it extends one shared log with a
 *coded record*: a small int code, then that code's fields, all numbers,
 strings and long-lived objects (never the engine's ops or vars: nothing in
