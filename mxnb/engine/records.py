@@ -2,10 +2,13 @@
 
 Idea: recording must stay cheaper than the ops it records (tracing's target is
 0.6 us per op), so the engine does not build event objects.  The two records
-of a chain's link, the commonest op, are written by the engine's two hooks
-themselves (``Engine._push_opr``, ``Engine._complete``): a Python call is
-about a tenth of what tracing adds per op (``benchmarks/engine.py``'s
-docstring); every other record is written by the functions below.  Under its lock
+of the commonest ops are written in place by the engine's hooks: a chain's
+link on a threaded engine (``Engine._push_opr``, ``Engine._complete``) and
+the naive engine's one-var op (``IdleFastPath.push_sync_one_var``).  A
+Python call is about a tenth of what tracing adds per op
+(``benchmarks/engine.py``'s docstring).  Every other record is written by
+the functions below; ``tests/engine/test_records.py`` checks that the
+records written in place are the ones these functions write.  Under its lock
 (the log is then in the engine's own order) it extends one shared log with a
 *coded record*: a small int code, then that code's fields, all numbers,
 strings and long-lived objects (never the engine's ops or vars: nothing in
@@ -28,10 +31,12 @@ release the GIL, so records of different threads never interleave):
     RAW_PUSH_START, (as RAW_PUSH), worker
         an op ready at push that the pushing thread starts at once (the naive
         engine): one record and one clock read for push, ready and start
+        (one var, already named: written by ``push_sync_one_var`` itself)
     RAW_START, t, op_id, worker, ident
     RAW_END, t, op_id, error, skipped, deleted var ids or None, ops made ready
         ops made ready: () or one op id or a tuple of them
     RAW_DONE, t, op_id, ops made ready       an end that succeeded and deleted nothing
+        (``push_sync_one_var``'s op that made none ready: written there)
     RAW_DONE_START, t, op_id, successor_id, run_ctx
         RAW_DONE of an op that made one op ready, which the same worker thread
         starts at once (a link of a chain): one record and one clock read for

@@ -144,3 +144,36 @@ def test_a_chain_link_push_written_in_place_is_the_record_record_push_writes(thr
     assert in_place[:1] + in_place[2:] == by_function[:1] + by_function[2:]
     assert in_place[1] <= by_function[1]  # the clock, read first in place
     assert [e.name for e in recorder.events if type(e) is OpPush] == ["a", "b"]
+
+
+@pytest.mark.parametrize("write", [True, False])
+def test_a_naive_push_written_in_place_is_the_record_record_push_writes(write):
+    """The naive engine's one-var push writes its RAW_PUSH_START itself (then RAW_DONE); field
+    for field, the time aside, they are what :func:`records.record_push` and
+    :func:`records.record_done` write for the same op."""
+    from mxnb.engine.waiting import _local
+
+    engine = mx.engine.create("naive")
+    var = engine.new_var(name="v")
+    ran = []
+    recorder = mx.engine.trace().attach()
+    try:
+        engine.push_sync(lambda rctx: None, CPU, mutate_vars=[var], name="names v")
+        given = {"mutate_vars": [var]} if write else {"const_vars": (var,)}
+        engine.push_sync(lambda rctx: ran.append(_local.stack[-1]), CPU, name="op", **given)
+        size = records.RECORD_SIZE[records.RAW_PUSH_START]
+        done = records.RECORD_SIZE[records.RAW_DONE]
+        in_place = list(records._raw[-size - done :])
+        records.record_push(ran[0], "main")
+        records.record_done(ran[0])
+        by_function = list(records._raw[-size - done :])
+        del records._raw[-size - done :]  # one op, its two records
+    finally:
+        recorder.detach()
+        engine.shutdown()
+    assert in_place[0] == records.RAW_PUSH_START and in_place[size] == records.RAW_DONE
+    times = (1, size + 1)
+    assert [x for i, x in enumerate(in_place) if i not in times] == [
+        x for i, x in enumerate(by_function) if i not in times
+    ]
+    assert [e.name for e in recorder.events if type(e) is OpPush] == ["names v", "op"]
