@@ -41,21 +41,24 @@ time, medians of interleaved rounds, ``--against main`` in the same run):
   sharing one core).  As a ratio to ThreadPoolExecutor(2), 0.008-0.017x
   (target 0.05x).
 
-Issue 15's tracing target on threaded_per_device (trace5; load average
-1.1-1.9; CPU time, medians of 9 rounds, ``--tracing --against main``'s
-table, three runs):
+Issue 15's tracing target (trace5; load average 0.7-1.9; CPU time, medians
+of 9 rounds, ``--tracing --against main``'s table, eight runs for
+threaded_per_device, three for naive):
 
-* tracing adds, chain, threaded_per_device: 0.53 / 0.53 / 0.65 us/op on one
-  core, 0.26 / 0.49 / 0.52 on all cores; before 0.71 / 1.01 / 0.74 and
-  0.64 / 0.82 / 1.02.  As a ratio to ThreadPoolExecutor(2): 0.035-0.041x
-  and 0.014-0.032x, before 0.044-0.058x and 0.035-0.061x (target 0.05x).
-  Naive unchanged: 0.53-0.56 on one core, 0.56-0.62 on all (before
-  0.51-0.57 / 0.60-0.64; one run's 0.87 came with an untraced 2.09 us/op,
-  a slow moment).  Target 0.6 us: met on the medians of the runs, with
-  little margin on one core.
-* What did it: the engine's two hooks write a chain link's records
-  themselves (RAW_PUSH in ``_push_opr``, RAW_DONE_START in ``_complete``),
-  no call to :mod:`mxnb.engine.records` for them.  A Python call costs
+* tracing adds, chain, threaded_per_device, one core: median of the runs
+  0.54 us/op (0.44-0.66), before 0.70 (0.67-1.01); all cores: 0.66
+  (0.26-0.97), before 0.96 (0.64-1.90), lower than before in 7 of 8 runs.
+  As a ratio to ThreadPoolExecutor(2): 0.023-0.045x on one core,
+  0.014-0.053x on all (target 0.05x).  Naive: 0.44-0.48 on one core,
+  0.42-0.44 on all, before 0.57-0.62 / 0.59-0.62.  Target 0.6 us: met by
+  naive and by the one-core row (the measure of tracing's work); the
+  all-cores row, which swings by a factor of three from run to run with
+  the threads' rhythm, is at or under it in 3 of the 8 runs.
+* What did it: the engine's hooks write the commonest ops' records
+  themselves, no call to :mod:`mxnb.engine.records` for them: a chain's
+  link (RAW_PUSH in ``_push_opr``, RAW_DONE_START in ``_complete``) and the
+  naive engine's one-var op (RAW_PUSH_START, RAW_DONE in
+  ``push_sync_one_var``).  A Python call costs
   0.05-0.08 us/op where it runs (twice its cost in a loop of its own):
   with the hook calls kept, writers that test nothing at all (the floor of
   that design) still added 0.49-0.56 us/op, the real ones 0.60-0.70.

@@ -18,7 +18,7 @@ Python call costs about 4 % of a tiny op there, so it repeats what the
 other form does instead of calling shared pieces (factored into two
 helpers, it cost 0.06-0.12x of the reference engine's naive form); while
 a trace records, it writes its two records in place too (RAW_PUSH_START,
-RAW_DONE: a call is a fifth of what tracing adds to such an op).
+RAW_DONE: the two calls were a fifth of what tracing adds to such an op).
 
 Rule: whatever else comes — a busy var, an async op, a delete, a failure,
 debug mode, a hand-over, a shutdown, an op pushed behind it while it runs —
