@@ -45,23 +45,22 @@ Issue 15's tracing target (trace5; load average 0.7-1.9; CPU time, medians
 of 9 rounds, ``--tracing --against main``'s table, eight runs for
 threaded_per_device, three for naive):
 
-* tracing adds, chain, threaded_per_device, one core: median of the runs
-  0.54 us/op (0.44-0.66), before 0.70 (0.67-1.01); all cores: 0.66
-  (0.26-0.97), before 0.96 (0.64-1.90), lower than before in 7 of 8 runs.
-  As a ratio to ThreadPoolExecutor(2): 0.023-0.045x on one core,
-  0.014-0.053x on all (target 0.05x).  Naive: 0.44-0.48 on one core,
-  0.42-0.44 on all, before 0.57-0.62 / 0.59-0.62.  Target 0.6 us: met by
-  naive and by the one-core row (the measure of tracing's work); the
-  all-cores row, which swings by a factor of three from run to run with
-  the threads' rhythm, is at or under it in 3 of the 8 runs.
-* What did it: the engine's hooks write the commonest ops' records
-  themselves, no call to :mod:`mxnb.engine.records` for them: a chain's
-  link (RAW_PUSH in ``_push_opr``, RAW_DONE_START in ``_complete``) and the
-  naive engine's one-var op (RAW_PUSH_START, RAW_DONE in
-  ``push_sync_one_var``).  A Python call costs
-  0.05-0.08 us/op where it runs (twice its cost in a loop of its own):
-  with the hook calls kept, writers that test nothing at all (the floor of
-  that design) still added 0.49-0.56 us/op, the real ones 0.60-0.70.
+* naive: tracing adds 0.44-0.48 us/op on one core, 0.42-0.44 on all, before
+  0.57-0.62 / 0.59-0.62: the named fast path (``push_sync_one_var``) writes
+  its RAW_PUSH_START and RAW_DONE in place, as it writes out everything
+  else.  Target 0.6 us: met.
+* threaded_per_device: unchanged, 0.67-1.01 us/op on one core and 0.64-1.90
+  on all (medians of the runs 0.70 / 0.96).  Target 0.6: missed.  Writing a
+  chain link's two records in place inside ``Engine._push_opr`` and
+  ``Engine._complete`` measured 0.54 (0.44-0.66) on one core and 0.66
+  (0.26-0.97) on all, lower in 7 of 8 runs, and was not kept: it puts the
+  log's format back into the rule's two methods, the hand-written records
+  issue 15 took out, and the all-core row still missed.  (Branch ``trace5``
+  has it, commits 2a3d352 and dbf4f88.)
+* Why: a Python call costs 0.05-0.08 us/op where it runs (twice its cost in
+  a loop of its own); with the hook calls kept, writers that test nothing
+  at all (the floor of that design) still added 0.49-0.56 us/op, the real
+  ones 0.60-0.70.
 * The engine lock is never contended in the traced chain (a counter on
   ``_acquire_contended``: 0 in 200,000 ops, one core and all cores): a
   longer hold costs no hand-offs.  On one core the pusher and the worker

@@ -9,8 +9,7 @@ engines hand it to a worker pool, the step engine keeps it until told.
 
 Rule: a push is checked (:mod:`.checks`), appended to its vars under the one
 bookkeeping lock (``append_read_dependency`` / ``append_write_dependency``),
-traced (:mod:`.records`; the records of a chain's link are written in place,
-a call less per op) and, when ready, dispatched.  A completion marks or
+traced (:mod:`.records`) and, when ready, dispatched.  A completion marks or
 clears failures (:mod:`.failures`), releases the vars
 (``complete_read_dependency`` / ``complete_write_dependency``), wakes the
 waits it may satisfy (:mod:`.waiting`), is traced, and returns the ops it
@@ -65,17 +64,7 @@ from .checks import (
 from .debugging import Debugging, SlowWait
 from .failures import MAX_UNRAISED_ERRORS, ErrorRef, Failures
 from .lifetime import Lifetime
-from .records import (
-    RAW_DONE_START,
-    RAW_PUSH,
-    extend_raw,
-    get_ident,
-    now,
-    record_end,
-    record_push,
-    record_var_new,
-    seen_vars,
-)
+from .records import record_end, record_push, record_var_new
 from .running import RunContextCache, Running, _running_stack, inside_op
 from .var import DONE, PENDING, READY, RUNNING, Opr, Var
 from .waiting import Waiting
@@ -403,15 +392,7 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
             if ready:
                 opr.state = READY
             if trace.enabled:  # the trace hook
-                if const or len(mutate) != 1 or priority or self.starts_at_push is not None:
-                    record_push(opr, None if self._failures else self.starts_at_push)
-                elif (var_id := mutate[0].id) in seen_vars:  # a chain's link: RAW_PUSH, here
-                    waits = opr.wait_count
-                    extend_raw(
-                        (RAW_PUSH, now(), opr.id, name, ctx, 0, var_id, 0, get_ident(), waits)
-                    )
-                else:
-                    record_push(opr)
+                record_push(opr, None if self._failures else self.starts_at_push)
         finally:
             lock.release()
         if ready:  # dispatch
@@ -435,8 +416,8 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
 
         ``exc``: the op failed; ``inherited``: it was skipped for that input
         failure.  ``chain``: the RunContext the op ran with, when its thread
-        goes on to run a successor in the op's own pool itself: the trace then
-        records that start with this end (RAW_DONE_START, see :mod:`.records`).
+        goes on to run a successor in the op's own pool itself (the trace then
+        records that start with this end, see :func:`.records.record_end`).
         """
         ready: list[Opr] = []
         lock = self._lock
@@ -460,17 +441,7 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
             if opr.push_time:
                 self._note_done(opr)
             if trace.enabled:  # the trace hook
-                link = ready[0] if chain is not None and len(ready) == 1 else None
-                if (
-                    link is not None
-                    and link.ctx is opr.ctx  # the same pool: this worker runs it next
-                    and link.copy is opr.copy
-                    and opr.deletes is None
-                ):
-                    link.state = RUNNING  # a chain's link: its RAW_DONE_START written here
-                    extend_raw((RAW_DONE_START, now(), opr.id, link.id, chain))
-                else:
-                    record_end(opr, exc, inherited, ready)
+                record_end(opr, exc, inherited, ready, chain)
         finally:
             lock.release()
         opr.fn = None  # drops the user's closure (and what it holds) outside the lock

@@ -1,14 +1,12 @@
 """The trace log: coded records the engine writes, and the events a Trace builds from them.
 
 Idea: recording must stay cheaper than the ops it records (tracing's target is
-0.6 us per op), so the engine does not build event objects.  The two records
-of the commonest ops are written in place by the engine's hooks: a chain's
-link on a threaded engine (``Engine._push_opr``, ``Engine._complete``) and
-the naive engine's one-var op (``IdleFastPath.push_sync_one_var``).  A
-Python call is about a tenth of what tracing adds per op
-(``benchmarks/engine.py``'s docstring).  Every other record is written by
-the functions below; ``tests/engine/test_records.py`` checks that the
-records written in place are the ones these functions write.  Under its lock
+0.6 us per op), so the engine does not build event objects.  The engine's
+hooks call the functions below; only the naive engine's named fast path
+(``IdleFastPath.push_sync_one_var``) writes its two records in place, as it
+writes out everything else (a Python call is about a tenth of what tracing
+adds per op; ``tests/engine/test_records.py`` checks that what it writes is
+what these functions write).  Under its lock
 (the log is then in the engine's own order) it extends one shared log with a
 *coded record*: a small int code, then that code's fields, all numbers,
 strings and long-lived objects (never the engine's ops or vars: nothing in
@@ -25,9 +23,7 @@ release the GIL, so records of different threads never interleave):
     RAW_VAR_NAME, t, var_id, name      a var first pushed on since attach
     RAW_PUSH, t, op_id, name, ctx, n_const, var_ids, priority, ident, waits
         var_ids: the const var ids, then the mutate var ids (one var: its id alone);
-        waits: 0 when the op is ready at push.  Written by record_push, and
-        for a chain's link (one var written, already named, priority 0, an
-        engine that does not start ops at push) by ``Engine._push_opr`` itself
+        waits: 0 when the op is ready at push
     RAW_PUSH_START, (as RAW_PUSH), worker
         an op ready at push that the pushing thread starts at once (the naive
         engine): one record and one clock read for push, ready and start
@@ -39,8 +35,7 @@ release the GIL, so records of different threads never interleave):
         (``push_sync_one_var``'s op that made none ready: written there)
     RAW_DONE_START, t, op_id, successor_id, run_ctx
         RAW_DONE of an op that made one op ready, which the same worker thread
-        starts at once (a link of a chain): one record and one clock read for
-        two.  Written by ``Engine._complete`` itself
+        starts at once (a link of a chain): one record and one clock read for two
     RAW_ALLOC / RAW_FREE, t, ctx_label, handle_id, nbytes, pool_hit / to_pool
         (written by the storage managers, mxnb/storage.py)
 
@@ -175,13 +170,25 @@ def record_start(opr: Opr, worker: str, thread: int | None) -> None:
         _extend((RAW_START, _now(), opr.id, worker, thread or get_ident()))
 
 
-def record_end(opr: Opr, exc: BaseException | None, inherited: Any, ready: list[Opr]) -> None:
+def record_end(
+    opr: Opr, exc: BaseException | None, inherited: Any, ready: list[Opr], chain: Any
+) -> None:
     """Log ``opr``'s end (failed with ``exc``, or skipped for ``inherited``) and the ops it made ready.
 
-    The ops in ``ready`` have just been made READY by the engine's
-    ``_complete``, the one caller; it writes the end of a chain's link
-    (RAW_DONE_START) itself.
+    ``chain``: the worker's RunContext when that worker runs the first op
+    made ready next, if it is in the same pool (see ``ThreadedEngine._run_chain``);
+    the engine passes None for an op that failed or was skipped.  A lone
+    successor that qualifies (its context and copy flag are the op's: the
+    same pool runs it) is started here and marked RUNNING, so
+    :func:`record_start` does not record it again.  The ops in ``ready`` have
+    just been made READY by the engine's ``_complete``, the one caller.
     """
+    if chain is not None and len(ready) == 1 and opr.deletes is None:  # a link of a chain
+        successor = ready[0]
+        if successor.ctx is opr.ctx and successor.copy is opr.copy:
+            successor.state = RUNNING
+            _extend((RAW_DONE_START, _now(), opr.id, successor.id, chain))
+            return
     if exc is not None or inherited is not None or opr.deletes is not None:
         if exc is not None:
             error: str | None = repr(exc)

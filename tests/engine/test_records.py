@@ -118,34 +118,6 @@ def test_dedicated_records_build_the_events_of_the_general_ones(engine, kind):
     assert len([e for e in events if type(e) is OpStart]) == len(pushes)
 
 
-@pytest.mark.timeout(30)
-def test_a_chain_link_push_written_in_place_is_the_record_record_push_writes(threaded_engine):
-    """``Engine._push_opr`` writes a chain link's RAW_PUSH itself; field for field, the time
-    aside, it is what :func:`records.record_push` writes for the same op."""
-    import threading
-
-    held = threading.Event()
-    var = threaded_engine.new_var(name="link")
-    recorder = mx.engine.trace().attach()
-    try:
-        threaded_engine.push_sync(lambda rctx: held.wait(10), CPU, mutate_vars=[var], name="a")
-        threaded_engine.push_sync(lambda rctx: None, CPU, mutate_vars=[var], name="b")
-        in_place = list(records._raw[-records.RECORD_SIZE[records.RAW_PUSH] :])
-        queued = var.queue[-1][0]  # "b", waiting for "a"
-        records.record_push(queued)
-        by_function = list(records._raw[-records.RECORD_SIZE[records.RAW_PUSH] :])
-        del records._raw[-records.RECORD_SIZE[records.RAW_PUSH] :]  # one push, one record
-        held.set()
-        threaded_engine.wait_for_all()
-    finally:
-        held.set()
-        recorder.detach()
-    assert in_place[0] == records.RAW_PUSH and queued.name == "b"
-    assert in_place[:1] + in_place[2:] == by_function[:1] + by_function[2:]
-    assert in_place[1] <= by_function[1]  # the clock, read first in place
-    assert [e.name for e in recorder.events if type(e) is OpPush] == ["a", "b"]
-
-
 @pytest.mark.parametrize("write", [True, False])
 def test_a_naive_push_written_in_place_is_the_record_record_push_writes(write):
     """The naive engine's one-var push writes its RAW_PUSH_START itself (then RAW_DONE); field
