@@ -41,6 +41,39 @@ time, medians of interleaved rounds, ``--against main`` in the same run):
   sharing one core).  As a ratio to ThreadPoolExecutor(2), 0.008-0.017x
   (target 0.05x).
 
+Issue 15's tracing target (trace5; load average 0.7-1.9; CPU time, medians
+of 9 rounds, ``--tracing --against main``'s table, eight runs for
+threaded_per_device, three for naive):
+
+* naive: tracing adds 0.44-0.48 us/op on one core, 0.42-0.44 on all, before
+  0.57-0.62 / 0.59-0.62: the named fast path (``push_sync_one_var``) writes
+  its RAW_PUSH_START and RAW_DONE in place, as it writes out everything
+  else.  Target 0.6 us: met.
+* threaded_per_device: unchanged, 0.67-1.01 us/op on one core and 0.64-1.90
+  on all (medians of the runs 0.70 / 0.96).  Target 0.6: missed.  Writing a
+  chain link's two records in place inside ``Engine._push_opr`` and
+  ``Engine._complete`` measured 0.54 (0.44-0.66) on one core and 0.66
+  (0.26-0.97) on all, lower in 7 of 8 runs, and was not kept: it puts the
+  log's format back into the rule's two methods, the hand-written records
+  issue 15 took out, and the all-core row still missed.  (Branch ``trace5``
+  has it, commits 2a3d352 and dbf4f88.)
+* Why: a Python call costs 0.05-0.08 us/op where it runs (twice its cost in
+  a loop of its own); with the hook calls kept, writers that test nothing
+  at all (the floor of that design) still added 0.49-0.56 us/op, the real
+  ones 0.60-0.70.
+* The engine lock is never contended in the traced chain (a counter on
+  ``_acquire_contended``: 0 in 200,000 ops, one core and all cores): a
+  longer hold costs no hand-offs.  On one core the pusher and the worker
+  take turns every 128 ops (the run-ahead bound's ``sleep(0)``).
+* Tried and dropped (A/B in the same rounds, 15 rounds, several runs): a
+  dedicated 8-item record for a one-var write (RAW_PUSH_WRITE): within
+  +-0.03 us/op of the general record (its tests are as long); the var
+  tuples themselves in the log (no id conversion): 0.03-0.06 worse, the
+  tuples kept alive feed the cycle collector.  ``get_ident`` costs
+  0.02-0.08 us/op where it runs, but Python has no cheaper per-thread
+  identity (``threading.local`` 35 ns against 30 ns), and writing the
+  ident only when it changes needs it to compare.
+
 Run: ``python benchmarks/engine.py`` (``--quick`` for a smaller N,
 ``--reference`` for the reference tables alone, ``--tracing`` for those and
 the tracing table, ``--against REV`` to run the engines of git revision

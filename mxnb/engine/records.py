@@ -1,7 +1,12 @@
 """The trace log: coded records the engine writes, and the events a Trace builds from them.
 
 Idea: recording must stay cheaper than the ops it records (tracing's target is
-0.6 us per op), so the engine does not build event objects.  Under its lock
+0.6 us per op), so the engine does not build event objects.  The engine's
+hooks call the functions below; only the naive engine's named fast path
+(``IdleFastPath.push_sync_one_var``) writes its two records in place, as it
+writes out everything else (a Python call is about a tenth of what tracing
+adds per op; ``tests/engine/test_records.py`` checks that what it writes is
+what these functions write).  Under its lock
 (the log is then in the engine's own order) it extends one shared log with a
 *coded record*: a small int code, then that code's fields, all numbers,
 strings and long-lived objects (never the engine's ops or vars: nothing in
@@ -22,15 +27,23 @@ release the GIL, so records of different threads never interleave):
     RAW_PUSH_START, (as RAW_PUSH), worker
         an op ready at push that the pushing thread starts at once (the naive
         engine): one record and one clock read for push, ready and start
+        (one var, already named: written by ``push_sync_one_var`` itself)
     RAW_START, t, op_id, worker, ident
     RAW_END, t, op_id, error, skipped, deleted var ids or None, ops made ready
         ops made ready: () or one op id or a tuple of them
     RAW_DONE, t, op_id, ops made ready       an end that succeeded and deleted nothing
+        (``push_sync_one_var``'s op that made none ready: written there)
     RAW_DONE_START, t, op_id, successor_id, run_ctx
         RAW_DONE of an op that made one op ready, which the same worker thread
         starts at once (a link of a chain): one record and one clock read for two
     RAW_ALLOC / RAW_FREE, t, ctx_label, handle_id, nbytes, pool_hit / to_pool
         (written by the storage managers, mxnb/storage.py)
+
+Every short record stands for general ones, and builds the same events:
+RAW_DONE is a RAW_END with no error and nothing deleted, the ``_START``
+forms are their record followed by a RAW_START at the same time
+(``tests/engine/test_records.py`` rewrites recorded logs into general records
+only and compares the events, on every engine).
 
 State kept: the shared log (``_raw``) while any recorder is attached, and
 ``seen_vars``, the var ids named in it since the first recorder attached.
