@@ -51,6 +51,8 @@ class GilMeter:
         self._free_ns.restype = ctypes.c_longlong
         self._thread_free_ns = library.gil_meter_thread_free_ns
         self._thread_free_ns.restype = ctypes.c_longlong
+        self._sections = library.gil_meter_sections
+        self._sections.restype = ctypes.c_longlong
 
     def free_seconds(self) -> float:
         """CPU seconds spent with the GIL released since the process started."""
@@ -59,6 +61,10 @@ class GilMeter:
     def thread_free_seconds(self) -> float:
         """CPU seconds the calling thread spent with the GIL released (per-op profiles)."""
         return self._thread_free_ns() / 1e9
+
+    def releases(self) -> int:
+        """GIL releases (each ``PyEval_SaveThread`` and its restore) since the start, all threads."""
+        return self._sections()
 
 
 def _counts(gil: GilMeter) -> bool:
@@ -112,3 +118,12 @@ def preload() -> None:
     env["LD_PRELOAD"] = " ".join(filter(None, [str(library), env.get("LD_PRELOAD", "")]))
     sys.stdout.flush()
     os.execve(sys.executable, [sys.executable, *sys.argv], env)
+
+
+def required_meter() -> GilMeter:
+    """:func:`preload`, then the meter, or exit saying why (scripts that only make sense with it)."""
+    preload()
+    gil = meter()
+    if gil is None:
+        raise SystemExit("the GIL meter is not running (needs a C compiler and a shared libpython)")
+    return gil

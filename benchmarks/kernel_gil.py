@@ -20,8 +20,6 @@ Run: ``python benchmarks/kernel_gil.py [--batches 4,128] [--passes 40]``
 from __future__ import annotations
 
 import argparse
-import collections
-import ctypes
 import os
 import time
 from typing import Any
@@ -30,55 +28,12 @@ os.environ.setdefault("MXNB_OP_THREADS", "1")
 os.environ["MXNB_ENGINE_TYPE"] = "naive"
 
 import numpy as np
-from _gil import meter, preload
+from _gil import required_meter
+from scaling_profile import OpProfile
 from threadpoolctl import threadpool_limits
 
 import mxnb as mx
 from mxnb.executor import zoo
-
-
-class KernelCounts:
-    """Per step name: calls, thread CPU seconds, GIL-free seconds and GIL releases of its body."""
-
-    def __init__(self, gil: Any) -> None:
-        self.gil = gil
-        library = ctypes.PyDLL(None)  # keeps the GIL: reading adds no release
-        self.sections = library.gil_meter_sections
-        self.sections.restype = ctypes.c_longlong
-        self.totals: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0, 0.0, 0])
-
-    def wrap(self, fn: Any, name: str) -> Any:
-        """``fn`` with its body counted under ``name``."""
-        totals, gil, sections = self.totals, self.gil, self.sections
-
-        def counted(*args: Any) -> Any:
-            cpu, free, released = time.thread_time(), gil.thread_free_seconds(), sections()
-            try:
-                return fn(*args)
-            finally:
-                entry = totals[name]
-                entry[0] += 1
-                entry[1] += time.thread_time() - cpu
-                entry[2] += gil.thread_free_seconds() - free
-                entry[3] += sections() - released
-
-        return counted
-
-    def install(self, engine: Any) -> None:
-        """Count every function pushed to ``engine`` from now on (an instance attribute)."""
-        push = engine._push_opr
-
-        def push_opr(fn, is_async, ctx, const, mutate, priority, name, copy, delete=None):
-            if fn is not None:
-                fn = self.wrap(fn, name)
-            return push(fn, is_async, ctx, const, mutate, priority, name, copy, delete)
-
-        engine._push_opr = push_opr
-
-    @staticmethod
-    def uninstall(engine: Any) -> None:
-        """Stop counting."""
-        del engine._push_opr
 
 
 def bound_lenet(batch: int) -> Any:
@@ -99,21 +54,21 @@ def bound_lenet(batch: int) -> Any:
 def profile(batch: int, passes: int, gil: Any) -> None:
     """Print one batch size's table."""
     executor = bound_lenet(batch)
-    counts = KernelCounts(gil)
+    counts = OpProfile(gil, kind=str)
     with threadpool_limits(1), mx.engine.bulk(0):
         for _ in range(5):
             executor.forward(is_train=True)
             executor.backward()
         engine = mx.engine.get()
         counts.install(engine)
-        cpu, free, released = time.process_time(), gil.free_seconds(), counts.sections()
+        cpu, free, released = time.process_time(), gil.free_seconds(), gil.releases()
         for _ in range(passes):
             executor.forward(is_train=True)
             executor.backward()
         mx.nd.waitall()
         cpu = time.process_time() - cpu
         free = gil.free_seconds() - free
-        released = counts.sections() - released
+        released = gil.releases() - released
         counts.uninstall(engine)
     print(
         f"batch {batch}: per training pass CPU {cpu / passes * 1e6:.0f} us, GIL-held "
@@ -133,10 +88,7 @@ def main() -> None:
     parser.add_argument("--batches", default="4,128", help="rows per device, comma separated")
     parser.add_argument("--passes", type=int, default=40, help="training passes timed per batch")
     args = parser.parse_args()
-    preload()
-    gil = meter()
-    if gil is None:
-        raise SystemExit("the GIL meter is not running (needs a C compiler and a shared libpython)")
+    gil = required_meter()
     mx.context.set_virtual_gpus(1)
     for batch in (int(text) for text in args.batches.split(",")):
         profile(batch, args.passes, gil)

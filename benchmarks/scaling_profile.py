@@ -27,7 +27,7 @@ import time
 
 os.environ.setdefault("MXNB_OP_THREADS", "1")
 
-from _gil import meter, preload
+from _gil import required_meter
 from threadpoolctl import threadpool_limits
 from train import digits, mxnb_trainer
 
@@ -42,18 +42,23 @@ def kind_of(name: str) -> str:
 
 
 class OpProfile:
-    """Per-kind totals of calls, thread CPU seconds and GIL-free seconds of pushed functions."""
+    """Per-kind totals of pushed functions: calls, thread CPU and GIL-free seconds, GIL releases.
 
-    def __init__(self, gil) -> None:
+    ``kind``: how an op's name becomes the key of its totals (default
+    :func:`kind_of`; ``benchmarks/kernel_gil.py`` keeps the names).
+    """
+
+    def __init__(self, gil, kind=None) -> None:
         self.gil = gil
-        self.totals: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0, 0.0])
+        self.kind = kind or kind_of
+        self.totals: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0, 0.0, 0])
 
     def wrap(self, fn, is_async: bool, name: str):
         """``fn`` with its body timed (an async op: until it returns, its work is inside)."""
-        totals, gil, kind = self.totals, self.gil, kind_of(name)
+        totals, gil, kind = self.totals, self.gil, self.kind(name)
 
         def timed(*args):
-            cpu, free = time.thread_time(), gil.thread_free_seconds()
+            cpu, free, released = time.thread_time(), gil.thread_free_seconds(), gil.releases()
             try:
                 return fn(*args)
             finally:
@@ -61,6 +66,7 @@ class OpProfile:
                 entry[0] += 1
                 entry[1] += time.thread_time() - cpu
                 entry[2] += gil.thread_free_seconds() - free
+                entry[3] += gil.releases() - released
 
         return timed
 
@@ -103,7 +109,7 @@ def profile(batch: int, devices: int, gil, top: int) -> None:
     print(f"batch {batch}, {devices} device(s), {steps} steps: per step")
     print(f"  {'op kind':34s} {'calls':>6s} {'CPU us':>9s} {'GIL-held us':>12s} {'held/call':>10s}")
     rows = sorted(ops.totals.items(), key=lambda item: -(item[1][1] - item[1][2]))
-    for kind, (count, spent, released) in rows[:top]:
+    for kind, (count, spent, released, _) in rows[:top]:
         print(
             f"  {kind:34s} {count / steps:6.1f} {spent / steps * 1e6:9.0f}"
             f" {(spent - released) / steps * 1e6:12.0f} {(spent - released) / count * 1e6:10.1f}"
@@ -124,10 +130,7 @@ def main() -> None:
     parser.add_argument("--batches", default="32,256", help="batch sizes, comma separated")
     parser.add_argument("--top", type=int, default=14, help="op kinds shown, most GIL-held first")
     args = parser.parse_args()
-    preload()
-    gil = meter()
-    if gil is None:
-        raise SystemExit("the GIL meter is not running (needs a C compiler and a shared libpython)")
+    gil = required_meter()
     logging.disable(logging.WARNING)
     mx.context.set_virtual_gpus(2)
     for batch in (int(text) for text in args.batches.split(",")):

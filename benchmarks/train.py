@@ -285,14 +285,20 @@ def scaling(
     _print_ceiling(costs[:2], costs[-2:])
 
 
+def _per_step(cost: StepCost) -> str:
+    """``ops/step  CPU .. ms/step  GIL-held .. ms/step`` of one configuration (medians)."""
+    held = cost.median("gil_held")
+    return (
+        f"{cost.ops:6.1f} ops/step  CPU {cost.median('cpu') * 1e3:6.2f} ms/step"
+        f"  GIL-held {'-' if held is None else f'{held * 1e3:.2f}'} ms/step"
+    )
+
+
 def _print_pair(batch: int, costs: list[StepCost]) -> None:
     for devices, cost in zip((1, 2), costs):
-        held = cost.median("gil_held")
         print(
             f"    {devices} virtual GPU{'s' if devices > 1 else ' '}"
-            f"  {batch / cost.median('wall'):8.0f} samples/s  {cost.ops:6.1f} ops/step"
-            f"  CPU {cost.median('cpu') * 1e3:6.2f} ms/step"
-            f"  GIL-held {'-' if held is None else f'{held * 1e3:.2f}'} ms/step"
+            f"  {batch / cost.median('wall'):8.0f} samples/s  {_per_step(cost)}"
             f"  waiting for a core {cost.median('waiting') * 1e3:6.2f} ms/step"
         )
     first, second = costs
@@ -320,11 +326,8 @@ def _print_ceiling(module: list[StepCost], ceiling: list[StepCost]) -> None:
         f"2 vs 1 = {speedup:.2f}x; Module.fit keeps {reached / speedup:.0%} of it"
     )
     for devices, cost in zip((1, 2), ceiling):
-        held = cost.median("gil_held")
         print(
-            f"      ceiling, {devices} virtual GPU{'s' if devices > 1 else ' '}"
-            f"  {cost.ops:6.1f} ops/step  CPU {cost.median('cpu') * 1e3:6.2f} ms/step"
-            f"  GIL-held {'-' if held is None else f'{held * 1e3:.2f}'} ms/step"
+            f"      ceiling, {devices} virtual GPU{'s' if devices > 1 else ' '}  {_per_step(cost)}"
         )
 
 

@@ -182,11 +182,6 @@ class DataParallelExecutorGroup:
         for executor in self.execs:
             executor.copy_params_from(arg_params, aux_params, allow_extra_params=allow_extra)
 
-    def set_aux_params(self, aux_params: dict[str, NDArray]) -> None:
-        """Copy the auxiliary states (only) to every device."""
-        for executor in self.execs:
-            executor.copy_params_from({}, aux_params)
-
     def get_params(
         self,
         arg_params: dict[str, NDArray],

@@ -336,7 +336,7 @@ class Module(BaseModule):
             return super()._sync_params_after_epoch()
         arg_params, aux_params = self.get_params()
         if len(self._context) > 1 and aux_params:
-            self._exec_group.set_aux_params(aux_params)
+            self._exec_group.set_params({}, aux_params)  # the auxiliary states only
         return arg_params, aux_params
 
     # -- optimizer ---------------------------------------------------------------------------------
