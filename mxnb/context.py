@@ -28,6 +28,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from dataclasses import dataclass
@@ -75,7 +76,13 @@ def virtual_gpus() -> int:
     return _virtual_gpus
 
 
+@functools.cache
 def _real_gpu_count() -> int:
+    """GPUs cupy sees, asked once: without cupy, each ``import cupy`` searches the whole path.
+
+    (``Context.is_virtual`` and ``array_module`` ask it; uncached, a failed
+    import cost ~0.2 ms per call.)
+    """
     try:
         import cupy  # type: ignore[import-not-found]
 

@@ -56,3 +56,17 @@ def test_virtual_gpu_is_labelled_and_uses_numpy():
 def test_dtype_errors_list_the_supported_dtypes():
     with pytest.raises(DTypeError, match="float32"):
         np_dtype("complex64")
+
+
+def test_the_real_gpu_count_is_asked_once():
+    """Without cupy each ``import cupy`` searches the whole path (~0.2 ms): ``is_virtual`` and
+    ``array_module``, asked per array on virtual GPUs, must not pay it every time."""
+    mx.context.set_virtual_gpus(2)
+    try:
+        for _ in range(5):
+            assert mx.gpu(1).is_virtual
+            mx.gpu(0).array_module
+        info = mx.context._real_gpu_count.cache_info()
+        assert info.misses <= 1 and info.hits >= 10
+    finally:
+        mx.context.set_virtual_gpus(0)
