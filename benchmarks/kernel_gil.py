@@ -31,29 +31,14 @@ import numpy as np
 from _gil import required_meter
 from scaling_profile import OpProfile
 from threadpoolctl import threadpool_limits
+from train import bound_lenet
 
 import mxnb as mx
-from mxnb.executor import zoo
-
-
-def bound_lenet(batch: int) -> Any:
-    """LeNet-5's executor on one virtual GPU, as Module binds it, with random values."""
-    net = zoo.lenet5_digits()
-    requests = {name: "write" for name in net.list_arguments()}
-    requests.update(data="null", softmax_label="null")
-    executor = net.simple_bind(
-        mx.gpu(0), grad_req=requests, data=(batch, 1, 16, 16), softmax_label=(batch,)
-    )
-    rng = np.random.default_rng(0)
-    for array in executor.arg_dict.values():
-        array[:] = rng.standard_normal(array.shape).astype(np.float32) * 0.1
-    executor.arg_dict["softmax_label"][:] = rng.integers(0, 10, batch).astype(np.float32)
-    return executor
 
 
 def profile(batch: int, passes: int, gil: Any) -> None:
     """Print one batch size's table."""
-    executor = bound_lenet(batch)
+    executor = bound_lenet(mx.gpu(0), batch, np.random.default_rng(0))
     counts = OpProfile(gil, kind=str)
     with threadpool_limits(1), mx.engine.bulk(0):
         for _ in range(5):

@@ -100,6 +100,20 @@ def mxnb_trainer(
     return run
 
 
+def bound_lenet(ctx: Any, rows: int, rng: np.random.Generator) -> Any:
+    """LeNet-5's executor on ``ctx`` as Module binds it (gradients of the parameters only), random values."""
+    net = zoo.lenet5_digits()
+    requests = {name: "write" for name in net.list_arguments()}
+    requests.update(data="null", softmax_label="null")
+    executor = net.simple_bind(
+        ctx, grad_req=requests, data=(rows, 1, 16, 16), softmax_label=(rows,)
+    )
+    for array in executor.arg_dict.values():
+        array[:] = rng.standard_normal(array.shape).astype(np.float32) * 0.1
+    executor.arg_dict["softmax_label"][:] = rng.integers(0, 10, rows).astype(np.float32)
+    return executor
+
+
 def ceiling_trainer(contexts: list, steps: int, batch: int) -> Any:
     """The kernels' own parallelism: forward + backward on each device, no sync, no Module.
 
@@ -111,20 +125,8 @@ def ceiling_trainer(contexts: list, steps: int, batch: int) -> Any:
     threads of numpy calls do at once); the figure Module reaches, over this
     one, is what its data loading, gradient sync and update keep of it.
     """
-    rows = batch // len(contexts)
     rng = np.random.default_rng(0)
-    executors = []
-    for ctx in contexts:
-        net = zoo.lenet5_digits()
-        requests = {name: "write" for name in net.list_arguments()}
-        requests.update(data="null", softmax_label="null")
-        executor = net.simple_bind(
-            ctx, grad_req=requests, data=(rows, 1, 16, 16), softmax_label=(rows,)
-        )
-        for array in executor.arg_dict.values():
-            array[:] = rng.standard_normal(array.shape).astype(np.float32) * 0.1
-        executor.arg_dict["softmax_label"][:] = rng.integers(0, 10, rows).astype(np.float32)
-        executors.append(executor)
+    executors = [bound_lenet(ctx, batch // len(contexts), rng) for ctx in contexts]
 
     def run() -> None:
         for _ in range(steps):

@@ -3,8 +3,8 @@
 The engine writes short records for its commonest cases (``RAW_PUSH_START``:
 a push the pushing thread starts at once; ``RAW_DONE`` / ``RAW_DONE_START``:
 an end that succeeded, deleted nothing, and may start its successor on the
-same worker; a chain link's ``RAW_PUSH`` and ``RAW_DONE_START`` are written by
-the engine's hooks in place).  Each short one stands for general records
+same worker; the naive engine's one-var fast path writes its ``RAW_PUSH_START``
+and ``RAW_DONE`` in place).  Each short one stands for general records
 (``RAW_PUSH``, ``RAW_END``, ``RAW_START``).  Here a recorded log is
 rewritten into general records only — the plain reference — and both logs
 are read by fresh readers: the events must be equal, field for field.
