@@ -178,10 +178,10 @@ class IdleFastPath(Engine):
 
         The naive engine's ``push_sync``: same arguments, checks and result.  The
         commonest push (one var, read or written, in a list or tuple; default
-        priority and copy) is checked, booked, run and released here, in one
-        call: the checks of :meth:`Engine.push_sync` and the booking of
-        :meth:`_push_idle` written out for a single var, no loop over var
-        lists, no call per step.  Any other push, or a busy var, takes
+        priority and copy) is checked, booked, run (:meth:`_run_booked`) and
+        released here: the checks of :meth:`Engine.push_sync` and the booking
+        of :meth:`_push_idle` written out for a single var, no loop over var
+        lists.  Any other push, or a busy var, takes
         :meth:`Engine.push_sync` or the rule.
         """
         if not const_vars:
