@@ -22,7 +22,11 @@ Three figures, each a ratio against a peer measured in the same run:
    the same executors with nothing but forward + backward on each device (no
    data copies, no kvstore, no update, no metric; :func:`ceiling_trainer`), in
    the same rounds: what the kernels allow two threads under one GIL, and so
-   the most Module.fit's speed-up can be at that batch.
+   the most Module.fit's speed-up can be at that batch.  The **machine's
+   ceiling** row runs each device's executor in a process of its own, both at
+   once (:mod:`process_peer`): nothing shared, not even the GIL, so two
+   processes against the one-device ceiling is what the two cores give two
+   independent copies of these kernels, the bound for any implementation.
 3. **KVStore cost**: ``kv.push`` + ``kv.pull`` of every LeNet parameter on a
    ``local`` store (no updater) against a plain ``a += b`` on the same arrays.
 
@@ -46,6 +50,7 @@ os.environ.setdefault("MXNB_OP_THREADS", "1")
 
 import numpy as np
 from _gil import GilMeter, meter, preload
+from process_peer import ProcessCeiling
 from sklearn.datasets import load_digits
 from threadpoolctl import threadpool_limits
 
@@ -278,13 +283,14 @@ def scaling(
             ceiling_trainer(devices, steps, batch)
             for devices in ([mx.gpu(0)], [mx.gpu(0), mx.gpu(1)])
         ]
-        costs = step_costs(functions + ceiling, steps, repeat, gil)
+        with ProcessCeiling(batch // 2, 2, steps) as processes:
+            costs = step_costs(functions + ceiling + [processes], steps, repeat, gil)
     print(f"  batch {batch} ({batch // 2} per device on two), {steps} steps per round, medians")
     for index, bulk in enumerate(sizes):
         if compare_bulk:
             print(f"   executor bulk size {bulk}{' (off)' if bulk <= 1 else ''}")
         _print_pair(batch, costs[2 * index : 2 * index + 2])
-    _print_ceiling(costs[:2], costs[-2:])
+    _print_ceiling(costs[:2], costs[-3:-1], costs[-1])
 
 
 def _per_step(cost: StepCost) -> str:
@@ -319,18 +325,35 @@ def _print_pair(batch: int, costs: list[StepCost]) -> None:
         )
 
 
-def _print_ceiling(module: list[StepCost], ceiling: list[StepCost]) -> None:
-    """The no-sync ceiling (:func:`ceiling_trainer`) and the share of it ``Module.fit`` keeps."""
-    speedup = statistics.median(a / b for a, b in zip(ceiling[0].wall, ceiling[1].wall))
+def _print_ceiling(module: list[StepCost], ceiling: list[StepCost], machine: StepCost) -> None:
+    """The ceilings, threads (:func:`ceiling_trainer`) and processes (:mod:`process_peer`), and the shares kept.
+
+    Three speed-ups against the same one-device ceiling, round by round: two
+    processes (what the machine gives two independent copies of the kernels),
+    two threads under one GIL (the ceiling), Module.fit (the ceiling plus data
+    copies, gradient sync, update and metric).
+    """
+
+    def speedup(two: StepCost) -> float:
+        return statistics.median(a / b for a, b in zip(ceiling[0].wall, two.wall))
+
+    threads = speedup(ceiling[1])
     reached = statistics.median(a / b for a, b in zip(module[0].wall, module[1].wall))
+    processes = speedup(machine)
+    rounds = ", ".join(f"{a / b:.2f}" for a, b in zip(ceiling[0].wall, machine.wall))
     print(
         f"    ceiling: the executors alone, no sync (forward + backward per device, nothing else): "
-        f"2 vs 1 = {speedup:.2f}x; Module.fit keeps {reached / speedup:.0%} of it"
+        f"2 vs 1 = {threads:.2f}x; Module.fit keeps {reached / threads:.0%} of it"
     )
     for devices, cost in zip((1, 2), ceiling):
         print(
             f"      ceiling, {devices} virtual GPU{'s' if devices > 1 else ' '}  {_per_step(cost)}"
         )
+    print(
+        f"    the machine's ceiling: the same executors in two processes, no GIL shared "
+        f"(process_peer.py): 2 vs 1 = {processes:.2f}x [{rounds}]; threads under one GIL keep "
+        f"{threads / processes:.0%} of it, Module.fit {reached / processes:.0%}"
+    )
 
 
 def kvstore_ratio(repeat: int = 20) -> tuple[float, float]:
