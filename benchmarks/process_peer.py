@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Any
+from typing import Self
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -86,10 +86,10 @@ class ProcessCeiling:
                 child.kill()
         self.children = []
 
-    def __enter__(self) -> ProcessCeiling:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
