@@ -6,10 +6,12 @@ itself never gives?  This peer answers the second half.  It runs each
 device's share of the batch in a process of its own (``ceiling_trainer`` of
 ``train.py``: the same LeNet-5 executor, forward + backward, nothing else, on
 one virtual GPU with BLAS pinned to one thread), both processes at once.
-Nothing is shared between them, not even the GIL, so the time two of them take
-against one in-process device with the whole batch is what two cores give two
-independent copies of these kernels: the per-call costs that do not shrink with
-the batch, and whatever the two cores share (caches, memory bandwidth, a
+Each process runs on a core of its own, as each virtual GPU's workers do
+(:mod:`mxnb.engine.affinity`).  Nothing is shared between them, not even the
+GIL, so the time two of them take against one in-process device with the
+whole batch is what two cores give two independent copies of these kernels:
+the per-call costs that do not shrink with the batch, and whatever the two
+cores share (caches, memory bandwidth, a
 virtual machine's host) are in it; the GIL is not.
 
 Rule: the children are started once (a process's start and the bind are not
@@ -42,9 +44,11 @@ class ProcessCeiling:
     def __init__(self, rows: int, processes: int, steps: int) -> None:
         self.children: list[subprocess.Popen] = []
         try:
-            for _ in range(processes):
+            cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+            for index in range(processes):
+                core = str(cores[index % len(cores)]) if cores else "-"
                 child = subprocess.Popen(
-                    [sys.executable, __file__, str(rows), str(steps)],
+                    [sys.executable, __file__, str(rows), str(steps), core],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     text=True,
@@ -93,8 +97,14 @@ class ProcessCeiling:
         self.close()
 
 
-def _child(rows: int, steps: int) -> None:
-    """A child's loop: bind once, then one round of ``steps`` steps per line on stdin."""
+def _child(rows: int, steps: int, core: str) -> None:
+    """A child's loop: bind once, then one round of ``steps`` steps per line on stdin.
+
+    ``core``: the core the whole child runs on (as a virtual GPU's workers run
+    on a core of their own, :mod:`mxnb.engine.affinity`), ``-`` for none.
+    """
+    if core != "-":
+        os.sched_setaffinity(0, {int(core)})  # before any thread starts: they all inherit it
     sys.path.insert(0, HERE)
     import logging
 
@@ -114,4 +124,4 @@ def _child(rows: int, steps: int) -> None:
 
 
 if __name__ == "__main__":
-    _child(int(sys.argv[1]), int(sys.argv[2]))
+    _child(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])

@@ -55,6 +55,7 @@ from sklearn.datasets import load_digits
 from threadpoolctl import threadpool_limits
 
 import mxnb as mx
+from mxnb.engine.affinity import AFFINITY_ENV, virtual_gpu_cores
 from mxnb.engine.trace import OpPush
 from mxnb.executor import zoo
 
@@ -437,6 +438,15 @@ def main() -> None:
         print(
             f"  engine {mx.engine.engine_type()!r}, {workers} worker threads per virtual GPU, "
             f"executor bulk size {mx.engine.bulk_size()} (MXNB_EXEC_BULK_EXEC_TRAIN=0: off)"
+        )
+        cores = [virtual_gpu_cores(device) for device in range(2)]
+        print(
+            f"  virtual GPU workers' cores ({AFFINITY_ENV}="
+            f"{os.environ.get(AFFINITY_ENV, 'auto')!r}): "
+            + ", ".join(
+                f"gpu({device}) {'free' if pin is None else sorted(pin)}"
+                for device, pin in enumerate(cores)
+            )
         )
         if gil is None:
             print("  GIL meter not running (no C compiler, --no-gil-meter, or a static libpython)")

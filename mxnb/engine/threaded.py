@@ -16,9 +16,11 @@ Pools:
     threaded_per_device   ``cpu(0)/i`` for CPU contexts (``MXNB_CPU_WORKER_NTHREADS``,
                           default max(2, cores)); ``gpu(N)/i`` per GPU context
                           (``MXNB_GPU_WORKER_NTHREADS``, default 2; virtual GPUs get
-                          their own pool too; a real GPU worker owns a cupy stream and
-                          synchronises it after each op — written for cupy, not run on
-                          these machines); ``copy/i`` for ops pushed with ``copy=True``
+                          their own pool too, its workers on a core of their own when
+                          there are cores enough, see :mod:`.affinity`; a real GPU
+                          worker owns a cupy stream and synchronises it after each op
+                          — written for cupy, not run on these machines); ``copy/i``
+                          for ops pushed with ``copy=True``
                           (``MXNB_COPY_WORKER_NTHREADS``, default 1)
 
 Run-ahead bound: a pushing thread keeps the GIL for a whole switch interval
@@ -73,6 +75,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..context import Context
+from .affinity import pin_current_thread, virtual_gpu_cores
 from .base import Engine, Opr, RunContextCache, Var
 from .idle import IdleFastPath
 from .waiting import _local
@@ -111,8 +114,16 @@ class _WorkerPool:
     equals the tokens outstanding and priorities are honoured.
     """
 
-    def __init__(self, engine: ThreadedEngine, label: str, nthreads: int, streams: Any = None):
+    def __init__(
+        self,
+        engine: ThreadedEngine,
+        label: str,
+        nthreads: int,
+        streams: Any = None,
+        cores: set[int] | None = None,
+    ):
         self.label = label
+        self.cores = cores  # the cores its workers run on (a virtual GPU's; None: free)
         self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.heap: list[tuple[int, int, Opr]] = []
         self.heap_lock = threading.Lock()
@@ -178,8 +189,10 @@ class ThreadedEngine(IdleFastPath):
         """Start the pools that exist from the beginning: here, the one shared pool."""
         self._shared = self._helped = self._make_pool("cpu", self._nthreads)
 
-    def _make_pool(self, label: str, nthreads: int, streams: Any = None) -> _WorkerPool:
-        pool = _WorkerPool(self, label, nthreads, streams)
+    def _make_pool(
+        self, label: str, nthreads: int, streams: Any = None, cores: set[int] | None = None
+    ) -> _WorkerPool:
+        pool = _WorkerPool(self, label, nthreads, streams, cores)
         self._pools[label] = pool
         return pool
 
@@ -202,6 +215,8 @@ class ThreadedEngine(IdleFastPath):
         _local.stack = []
         _local.pool = pool
         _local.engine = self
+        if pool.cores is not None:
+            pin_current_thread(pool.cores)
         contexts = RunContextCache(stream, f"{pool.label}/{index}", threading.get_ident())
         take = pool.take
         while True:
@@ -328,10 +343,12 @@ class ThreadedEnginePerDevice(ThreadedEngine):
             pool = self._gpus.get(ctx.device_id)
             if pool is None:
                 nthreads = _env_int("MXNB_GPU_WORKER_NTHREADS", 2)
-                streams = None
-                if not ctx.is_virtual:
+                streams = cores = None
+                if ctx.is_virtual:
+                    cores = virtual_gpu_cores(ctx.device_id)
+                else:
                     streams = _cupy_streams(ctx.device_id, nthreads)
-                pool = self._make_pool(str(ctx), nthreads, streams)
+                pool = self._make_pool(str(ctx), nthreads, streams, cores)
                 self._gpus[ctx.device_id] = pool
             return pool
 
