@@ -48,3 +48,39 @@ def test_update_op_state_shape_mismatch_raises():
     """A state whose shape differs from the weight's is refused naming the op."""
     with pytest.raises(mx.MXNBError, match="sgd_mom_update"):
         mx.nd.sgd_mom_update(mx.nd.ones(3), mx.nd.ones(3), mx.nd.zeros(4), lr=0.1)
+
+
+@pytest.mark.parametrize("clip", [-1.0, 0.05])
+@pytest.mark.parametrize("into", ["weight", "other"])
+def test_sgd_mom_update_is_the_formula_bit_for_bit(clip, into):
+    """The in-place kernel computes MXNet's formula in float32, the same operations in order.
+
+    ``mom = momentum * mom - lr * wd * weight - lr * clip(rescale_grad * grad);
+    out = weight + mom``, every scalar rounded to float32 first.
+    """
+    rng = np.random.default_rng(7)
+    w, g, m = (rng.standard_normal((37, 29)).astype(np.float32) for _ in range(3))
+    f32 = np.float32
+    lr, momentum, wd, rescale = f32(0.05), f32(0.9), f32(1e-4), f32(1 / 256)
+    scaled = rescale * g
+    if clip >= 0:
+        scaled = np.clip(scaled, -f32(clip), f32(clip))
+    mom_expected = momentum * m - lr * wd * w - lr * scaled
+    out_expected = w + mom_expected
+    weight, mom = mx.nd.array(w), mx.nd.array(m)
+    out = weight if into == "weight" else mx.nd.zeros(w.shape)
+    mx.nd.sgd_mom_update(
+        weight,
+        mx.nd.array(g),
+        mom,
+        lr=0.05,
+        momentum=0.9,
+        wd=1e-4,
+        rescale_grad=1 / 256,
+        clip_gradient=clip,
+        out=out,
+    )
+    np.testing.assert_array_equal(mom.asnumpy(), mom_expected)
+    np.testing.assert_array_equal(out.asnumpy(), out_expected)
+    if into == "other":
+        np.testing.assert_array_equal(weight.asnumpy(), w)  # the input weight is untouched
