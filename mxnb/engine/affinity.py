@@ -1,8 +1,8 @@
 """A virtual GPU's own core: which CPU core a virtual GPU's worker threads run on.
 
 Idea: a real GPU is a processor of its own; its kernels never compete with
-another device's for the same cores or caches.  A virtual GPU (``MXNB_VIRTUAL_GPUS``)
-runs its kernels in its worker threads on the host.  Left free, the operating
+another device's for the same cores or caches.  A virtual GPU
+(``MXNB_VIRTUAL_GPUS``) runs its kernels in its worker threads on the host.  Left free, the operating
 system moves those threads between cores whenever they wake (every time a
 numpy call gives the GIL back and takes it again), so two devices keep
 trading cores and each finds the other's data in its core's caches.  Given a
@@ -12,22 +12,23 @@ GPUs, batch 512: 1.34-1.47x -> 1.55-1.57x against one; the kernels alone
 1.72x -> 1.97x; ``docs/scaling.md``.)
 
 Rule (``MXNB_VIRTUAL_GPU_AFFINITY``, read when a virtual GPU's worker pool starts):
-    auto (default)  pin when the process may use at least two cores and at least
-                    as many cores as there are virtual GPUs; else leave threads free
+    auto (default)  pin when there are at least two virtual GPUs and the process
+                    may use a core for each; else leave the threads free (one
+                    device has no other device's data to keep out of its caches)
     on              always pin; with more virtual GPUs than cores, devices share
                     cores in turn (gpu(N) on the N-th allowed core, modulo their number)
     off             never pin
 Virtual GPU ``gpu(N)`` gets the N-th core the process may use (the main
-thread's CPU affinity when the pool starts).  Only virtual GPUs' workers are pinned: CPU workers,
-copy workers, the pushing thread and real GPUs' workers stay free.  On a
-system without ``os.sched_setaffinity`` nothing is pinned.
+thread's CPU affinity when the pool starts).  Only virtual GPUs' workers are
+pinned: CPU workers, copy workers, the pushing thread and real GPUs' workers
+stay free.  On a system without ``os.sched_setaffinity`` nothing is pinned.
 
 State kept: none (the policy is read from the environment each time a pool starts).
 
 Example::
 
     >>> from mxnb.engine.affinity import virtual_gpu_cores
-    >>> cores = virtual_gpu_cores(0)   # {0} on a 2-core machine with 1-2 virtual GPUs
+    >>> cores = virtual_gpu_cores(0)   # {0} on a 2-core machine with 2 virtual GPUs
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def virtual_gpu_cores(device_id: int) -> set[int] | None:
     # The main thread's cores (pid = the main thread's id on Linux), not the caller's:
     # a pool may start from inside another virtual GPU's pinned worker.
     allowed = sorted(os.sched_getaffinity(os.getpid()))
-    if mode == "auto" and (len(allowed) < 2 or len(allowed) < virtual_gpus()):
+    if mode == "auto" and not 2 <= virtual_gpus() <= len(allowed):
         return None
     return {allowed[device_id % len(allowed)]}
 

@@ -27,6 +27,7 @@ from sklearn.model_selection import train_test_split
 
 import mxnb as mx
 from mxnb import widgets
+from mxnb.engine.affinity import virtual_gpu_cores
 from mxnb.engine.trace import OpEnd, OpPush, OpStart
 from mxnb.executor import zoo
 from mxnb.executor.bulk import step_names
@@ -38,6 +39,17 @@ logging.getLogger().setLevel(logging.WARNING)
 BATCH = 32
 devices = [mx.gpu(0), mx.gpu(1)]
 print(devices)
+
+# %% [markdown]
+# A real GPU is a processor of its own. A virtual GPU runs its kernels in its engine workers
+# on the host, so mxnb gives each virtual GPU **a core of its own** when the machine has a core
+# per device (`MXNB_VIRTUAL_GPU_AFFINITY`, default `auto`; `off` leaves the threads free): its
+# data then stays in that core's caches, as a device's memory stays on the device.
+
+# %%
+for ctx in devices:
+    cores = virtual_gpu_cores(ctx.device_id)
+    print(ctx, "runs on", "any core (too few here)" if cores is None else f"core {min(cores)}")
 
 # %% [markdown]
 # ## 1. The data, as iterators

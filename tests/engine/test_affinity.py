@@ -40,7 +40,7 @@ def test_auto_gives_each_virtual_gpu_its_own_core(machine):
     assert [virtual_gpu_cores(device) for device in range(2)] == [{2}, {5}]
 
 
-@pytest.mark.parametrize(("cores", "gpus"), [([0], 1), ([0], 2), ([0, 1], 3)])
+@pytest.mark.parametrize(("cores", "gpus"), [([0], 1), ([0, 1], 1), ([0], 2), ([0, 1], 3)])
 def test_auto_leaves_threads_free_without_a_core_per_device(machine, cores, gpus):
     machine(cores, gpus=gpus, mode="auto")
     assert all(virtual_gpu_cores(device) is None for device in range(gpus))
