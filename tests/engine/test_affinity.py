@@ -73,14 +73,23 @@ def _worker_cores(engine, ctx) -> set[int]:
     return seen[0]
 
 
+@pytest.fixture
+def two_gpus():
+    """Two virtual GPUs; these tests run their own engines, never the default one."""
+    before = mx.context.virtual_gpus()
+    mx.context.set_virtual_gpus(2)
+    yield [mx.gpu(0), mx.gpu(1)]
+    mx.context.set_virtual_gpus(before)
+
+
 @pytest.mark.parametrize("mode", ["on", "off"])
-def test_virtual_gpu_workers_run_on_their_core(two_virtual_gpus, monkeypatch, mode):
+def test_virtual_gpu_workers_run_on_their_core(two_gpus, monkeypatch, mode):
     monkeypatch.setenv(AFFINITY_ENV, mode)
     process = os.sched_getaffinity(os.getpid())
     cores = sorted(process)
     engine = mx.engine.create("threaded_per_device")
     try:
-        for device, ctx in enumerate(two_virtual_gpus):
+        for device, ctx in enumerate(two_gpus):
             expected = {cores[device % len(cores)]} if mode == "on" else process
             assert _worker_cores(engine, ctx) == expected
         assert _worker_cores(engine, mx.cpu()) == process  # CPU workers stay free
@@ -89,10 +98,8 @@ def test_virtual_gpu_workers_run_on_their_core(two_virtual_gpus, monkeypatch, mo
         engine.shutdown()
 
 
-def test_a_pool_started_from_a_pinned_worker_gets_its_own_core(monkeypatch):
+def test_a_pool_started_from_a_pinned_worker_gets_its_own_core(two_gpus, monkeypatch):
     monkeypatch.setenv(AFFINITY_ENV, "on")
-    before = mx.context.virtual_gpus()
-    mx.context.set_virtual_gpus(2)
     cores = sorted(os.sched_getaffinity(os.getpid()))
     engine = mx.engine.create("threaded_per_device")
     try:
@@ -111,4 +118,3 @@ def test_a_pool_started_from_a_pinned_worker_gets_its_own_core(monkeypatch):
         assert found == [{cores[1 % len(cores)]}]
     finally:
         engine.shutdown()
-        mx.context.set_virtual_gpus(before)

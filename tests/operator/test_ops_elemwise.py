@@ -197,3 +197,35 @@ def test_aliases_resolve_to_mxnet_names():
         ("stop_gradient", "BlockGrad"),
     ]:
         assert registry.get(alias).name == name
+
+
+# MXNet 1.9.1's values (mxnet-venv, by hand):
+#   a = mx.nd.array([5.5, -3., 7.]); b = mx.nd.array([2., 0., -4.])
+#   ai, bi = a.astype('int32'), b.astype('int32')
+#   a % b, a % 0, -3 % b, a % -4, ai % bi, ai % 0, -3 % bi, ai % -4, ai[2:] % 2.5
+_MOD_CASES = {
+    "a % b": (lambda a, b: a % b, [1.5, 0.0, -1.0], [1, 0, -1]),
+    "a % 0": (lambda a, b: a % 0, [0.0, 0.0, 0.0], [0, 0, 0]),
+    "-3 % b": (lambda a, b: -3 % b, [1.0, 0.0, -3.0], [1, 0, -3]),
+    "a % -4": (lambda a, b: a % -4, [-2.5, -3.0, -1.0], [-3, -3, -1]),
+    # an int array's scalar is cast to int first: 7 % 2
+    "a[2:] % 2.5": (lambda a, b: a[2:] % 2.5, [2.0], [1]),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+@pytest.mark.parametrize("case", list(_MOD_CASES))
+def test_mod_by_zero_gives_zero_as_mxnet(case, dtype):
+    """MXNet's mod: the sign of the divisor, 0 for a zero divisor (no nan, no warning), any dtype."""
+    import warnings
+
+    import mxnb as mx
+
+    compute, as_float, as_int = _MOD_CASES[case]
+    a = mx.nd.array([5.5, -3.0, 7.0]).astype(dtype)
+    b = mx.nd.array([2.0, 0.0, -4.0]).astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a numpy warning in the kernel fails the op
+        result = compute(a, b).asnumpy()
+    assert result.dtype == np.dtype(dtype)
+    assert result.tolist() == (as_float if dtype == "float32" else as_int)

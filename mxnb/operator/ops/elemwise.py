@@ -72,10 +72,21 @@ class UnaryRule:
 
 
 def _mod(xp: Any, a: Any, b: Any) -> Any:
-    """a mod b with the sign of b; for integers a zero divisor gives 0 (as MXNet)."""
-    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
-        return xp.mod(a, xp.where(b == 0, 1, b)) * (b != 0)
-    return xp.mod(a, b)
+    """a mod b with the sign of b; a zero divisor gives 0, for every dtype (as MXNet's ``mod``).
+
+    numpy's ``mod`` gives nan (floats) or 0 with a warning (integers) there;
+    the divisor is made 1 where it is 0 and those places are set to 0.
+    """
+    zero = b == 0
+    if not xp.any(zero):
+        return xp.mod(a, b)
+    return xp.where(zero, 0, xp.mod(a, xp.where(zero, 1, b)))
+
+
+def _scalar_mod(xp: Any, x: Any, s: float, reverse: bool) -> Any:
+    """``x mod s`` (``s mod x`` when ``reverse``), the scalar in x's dtype first (MXNet's ``DType(s)``)."""
+    scalar = xp.asarray(s, dtype=x.dtype)
+    return _mod(xp, scalar, x) if reverse else _mod(xp, x, scalar)
 
 
 def _mod_grad(xp: Any, g: Any, value: Callable[[], Any]) -> Any:
@@ -593,13 +604,13 @@ SCALAR: dict[str, ScalarRule] = {
         lambda xp, x, s: s / x, lambda xp, g, x, y, s: -g * s / (x * x), INPUT, "scalar / data."
     ),
     "_mod_scalar": ScalarRule(
-        lambda xp, x, s: xp.mod(x, s),
+        lambda xp, x, s: _scalar_mod(xp, x, s, False),
         lambda xp, g, x, y, s: _mod_grad(xp, g, lambda: g),
         NONE,
         "data modulo scalar.",
     ),
     "_rmod_scalar": ScalarRule(
-        lambda xp, x, s: xp.mod(s, x),
+        lambda xp, x, s: _scalar_mod(xp, x, s, True),
         lambda xp, g, x, y, s: _mod_grad(xp, g, lambda: -g * xp.floor(s / x)),
         INPUT,
         "scalar modulo data.",
@@ -647,7 +658,8 @@ SCALAR: dict[str, ScalarRule] = {
 }
 
 # Scalar rules whose forward is exactly one xp ufunc, (ufunc, scalar first): computed with out=.
-# (_power_scalar is left out: ``x ** s`` takes numpy's fast paths for some exponents.)
+# (_power_scalar is left out: ``x ** s`` takes numpy's fast paths for some exponents; the
+# mod scalars too: MXNet's mod gives 0 for a zero divisor, numpy's does not, see _mod.)
 _SCALAR_UFUNCS = {
     "_plus_scalar": ("add", False),
     "_minus_scalar": ("subtract", False),
@@ -655,8 +667,6 @@ _SCALAR_UFUNCS = {
     "_mul_scalar": ("multiply", False),
     "_div_scalar": ("divide", False),
     "_rdiv_scalar": ("divide", True),
-    "_mod_scalar": ("mod", False),
-    "_rmod_scalar": ("mod", True),
     "_rpower_scalar": ("power", True),
     "_maximum_scalar": ("maximum", False),
     "_minimum_scalar": ("minimum", False),
