@@ -90,7 +90,7 @@ def _rule_gradients(node: Any, out_grads: list[Any], wanted: list[bool]) -> list
     x_saved = node.saved_inputs
     y = node.saved_outputs[0]
     if prop.op_name == "Activation":
-        from .operator.ops.norm import _ACTIVATIONS
+        from .operator.ops.activation import _ACTIVATIONS
 
         return [_ACTIVATIONS[prop.act_type][1](xp, g, x_saved[0], y)]
     rule = prop.rule

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mxnb as mx
-from mxnb.operator.ops.norm import SoftmaxOutputProp
+from mxnb.operator.ops.softmax import SoftmaxOutputProp
 
 
 def _data_grad(normalization: str, grad_scale: float) -> np.ndarray:

@@ -7,7 +7,8 @@ Reshape, transpose, ...), :mod:`.join` (Concat, SliceChannel, slice, tile,
 Pad, ...), :mod:`.indexing` (Embedding, take, one_hot, topk, where, clip),
 :mod:`.conv` (Convolution), :mod:`.deconv` (Deconvolution), :mod:`.pool` (Pooling,
 UpSampling, LRN),
-:mod:`.norm` (Activation, BatchNorm, Dropout, softmax, loss layers),
+:mod:`.activation` (Activation, LeakyReLU), :mod:`.norm` (BatchNorm, Dropout),
+:mod:`.softmax` (softmax, log_softmax, SoftmaxOutput and the other loss layers),
 :mod:`.norm_more` (InstanceNorm, L2Normalization, SyncBatchNorm), :mod:`.linalg` (gelqf),
 :mod:`.optimizer_ops` (sgd_update, adam_update, ...: fused optimizer steps),
 :mod:`.init` (_zeros, _ones, _full, _arange, zeros_like, ...) and :mod:`.rnn` (the
@@ -30,13 +31,14 @@ Example::
     'SliceChannel'
 """
 
-from . import conv, deconv, elemwise, indexing, init, join, matrix, norm, optimizer_ops, pool
-from . import reduce, rnn
-from . import compat, legacy  # noqa: I001  (after the families they build on)
-from . import layers_compat, samplers, stats_compat, tensor_compat  # noqa: F401, I001  (likewise)
-from . import linalg, norm_more  # noqa: I001  (norm_more builds on norm)
+from . import activation, conv, deconv, elemwise, indexing, init, join, matrix, norm  # noqa: I001
+from . import optimizer_ops, pool, reduce, rnn, softmax
+from . import compat, legacy  # after the families they build on
+from . import layers_compat, samplers, stats_compat, tensor_compat  # noqa: F401  (likewise)
+from . import linalg, norm_more  # norm_more builds on norm
 
 __all__ = [
+    "activation",
     "compat",
     "conv",
     "deconv",
@@ -53,4 +55,5 @@ __all__ = [
     "pool",
     "reduce",
     "rnn",
+    "softmax",
 ]

@@ -32,7 +32,7 @@ import numpy as np
 from ..param import AXIS, Param, Shape
 from ..registry import register
 from ._common import KernelProp, normalize_axes, normalize_axis, write
-from .norm import _softmax, _SoftmaxBase
+from .softmax import _softmax, _SoftmaxBase
 
 __all__ = ["split_v2_params"]
 
