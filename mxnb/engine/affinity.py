@@ -2,10 +2,11 @@
 
 Idea: a real GPU is a processor of its own; its kernels never compete with
 another device's for the same cores or caches.  A virtual GPU
-(``MXNB_VIRTUAL_GPUS``) runs its kernels in its worker threads on the host.  Left free, the operating
-system moves those threads between cores whenever they wake (every time a
-numpy call gives the GIL back and takes it again), so two devices keep
-trading cores and each finds the other's data in its core's caches.  Given a
+(``MXNB_VIRTUAL_GPUS``) runs its kernels in its worker threads on the host.
+Left free, the operating system moves those threads between cores whenever
+they wake (every time a numpy call gives the GIL back and takes it again), so
+two devices keep trading cores and each finds the other's data in its core's
+caches.  Given a
 core each, every virtual GPU's working set stays in its own core's L2 cache,
 as a device's memory stays on the device.  (Measured: LeNet-5 on two virtual
 GPUs, batch 512: 1.34-1.47x -> 1.55-1.57x against one; the kernels alone

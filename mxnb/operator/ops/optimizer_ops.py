@@ -32,7 +32,7 @@ from typing import Any
 
 from ..param import ANY, Param
 from ..registry import register
-from ._common import _DIRECT_REQS, KernelProp, write
+from ._common import KernelProp, ufunc_into, write
 
 __all__ = ["UpdateProp"]
 
@@ -150,11 +150,8 @@ class SGDMomUpdateProp(UpdateProp):
         mom *= s["momentum"]
         mom -= s["lr_wd"] * weight
         mom -= s["lr"] * grad
-        out = out_data[0]
-        if req[0] in _DIRECT_REQS and out is not None and out.dtype == weight.dtype:
-            xp.add(weight, mom, out=out)  # elementwise: safe when out is the weight
-        else:
-            write(out, req[0], weight + mom)
+        if not ufunc_into(xp, "add", out_data[0], req[0], weight, mom):  # safe when out is weight
+            write(out_data[0], req[0], weight + mom)
 
 
 @register("nag_mom_update")
