@@ -6,13 +6,13 @@ itself never gives?  This peer answers the second half.  It runs each
 device's share of the batch in a process of its own (``ceiling_trainer`` of
 ``train.py``: the same LeNet-5 executor, forward + backward, nothing else, on
 one virtual GPU with BLAS pinned to one thread), both processes at once.
-Each process runs on a core of its own, as each virtual GPU's workers do
-(:mod:`mxnb.engine.affinity`).  Nothing is shared between them, not even the
-GIL, so the time two of them take against one in-process device with the
-whole batch is what two cores give two independent copies of these kernels:
-the per-call costs that do not shrink with the batch, and whatever the two
-cores share (caches, memory bandwidth, a
-virtual machine's host) are in it; the GIL is not.
+Each process runs on the core the virtual GPU of its number gets in the
+parent (:func:`mxnb.engine.affinity.virtual_gpu_cores`: the same policy).
+Nothing is shared between them, not even the GIL, so the time two of them
+take against one in-process device with the whole batch is what two cores
+give two independent copies of these kernels: the per-call costs that do not
+shrink with the batch, and whatever the two cores share (caches, memory
+bandwidth, a virtual machine's host) are in it; the GIL is not.
 
 Rule: the children are started once (a process's start and the bind are not
 timed), wait on their stdin between rounds (no CPU), and run one round per line
@@ -31,6 +31,8 @@ import subprocess
 import sys
 from typing import Self
 
+from mxnb.engine.affinity import pin_current_thread, virtual_gpu_cores
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -44,9 +46,9 @@ class ProcessCeiling:
     def __init__(self, rows: int, processes: int, steps: int) -> None:
         self.children: list[subprocess.Popen] = []
         try:
-            cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
             for index in range(processes):
-                core = str(cores[index % len(cores)]) if cores else "-"
+                cores = virtual_gpu_cores(index)  # the core gpu(index)'s workers get, or None
+                core = "-" if cores is None else str(min(cores))
                 child = subprocess.Popen(
                     [sys.executable, __file__, str(rows), str(steps), core],
                     stdin=subprocess.PIPE,
@@ -100,11 +102,11 @@ class ProcessCeiling:
 def _child(rows: int, steps: int, core: str) -> None:
     """A child's loop: bind once, then one round of ``steps`` steps per line on stdin.
 
-    ``core``: the core the whole child runs on (as a virtual GPU's workers run
-    on a core of their own, :mod:`mxnb.engine.affinity`), ``-`` for none.
+    ``core``: the core the whole child runs on, the one the parent's virtual
+    GPU of the same number gets (:mod:`mxnb.engine.affinity`), ``-`` for none.
     """
     if core != "-":
-        os.sched_setaffinity(0, {int(core)})  # before any thread starts: they all inherit it
+        pin_current_thread({int(core)})  # before any thread starts: they all inherit it
     sys.path.insert(0, HERE)
     import logging
 

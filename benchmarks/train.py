@@ -294,6 +294,11 @@ def scaling(
     _print_ceiling(costs[:2], costs[-3:-1], costs[-1])
 
 
+def _ratios(one: StepCost, two: StepCost) -> list[float]:
+    """Round by round, the wall time of ``one`` over that of ``two``: the speed-up of each round."""
+    return [a / b for a, b in zip(one.wall, two.wall)]
+
+
 def _per_step(cost: StepCost) -> str:
     """``ops/step  CPU .. ms/step  GIL-held .. ms/step`` of one configuration (medians)."""
     held = cost.median("gil_held")
@@ -311,7 +316,7 @@ def _print_pair(batch: int, costs: list[StepCost]) -> None:
             f"  waiting for a core {cost.median('waiting') * 1e3:6.2f} ms/step"
         )
     first, second = costs
-    rounds = [a / b for a, b in zip(first.wall, second.wall)]
+    rounds = _ratios(first, second)
     print(
         f"    speed-up 2 vs 1 (wall) = {statistics.median(rounds):.2f}x median of rounds "
         f"[{', '.join(f'{r:.2f}' for r in rounds)}]; best-of ratio "
@@ -335,13 +340,11 @@ def _print_ceiling(module: list[StepCost], ceiling: list[StepCost], machine: Ste
     copies, gradient sync, update and metric).
     """
 
-    def speedup(two: StepCost) -> float:
-        return statistics.median(a / b for a, b in zip(ceiling[0].wall, two.wall))
-
-    threads = speedup(ceiling[1])
-    reached = statistics.median(a / b for a, b in zip(module[0].wall, module[1].wall))
-    processes = speedup(machine)
-    rounds = ", ".join(f"{a / b:.2f}" for a, b in zip(ceiling[0].wall, machine.wall))
+    threads = statistics.median(_ratios(ceiling[0], ceiling[1]))
+    reached = statistics.median(_ratios(*module))
+    rounds = _ratios(ceiling[0], machine)
+    processes = statistics.median(rounds)
+    rounds_text = ", ".join(f"{ratio:.2f}" for ratio in rounds)
     print(
         f"    ceiling: the executors alone, no sync (forward + backward per device, nothing else): "
         f"2 vs 1 = {threads:.2f}x; Module.fit keeps {reached / threads:.0%} of it"
@@ -352,7 +355,7 @@ def _print_ceiling(module: list[StepCost], ceiling: list[StepCost], machine: Ste
         )
     print(
         f"    the machine's ceiling: the same executors in two processes, no GIL shared "
-        f"(process_peer.py): 2 vs 1 = {processes:.2f}x [{rounds}]; threads under one GIL keep "
+        f"(process_peer.py): 2 vs 1 = {processes:.2f}x [{rounds_text}]; threads under one GIL keep "
         f"{threads / processes:.0%} of it, Module.fit {reached / processes:.0%}"
     )
 
