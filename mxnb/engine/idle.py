@@ -301,7 +301,7 @@ class IdleFastPath(Engine):
         if trace.enabled and opr.state is READY:  # recording began since the push
             record_start(opr, rctx.worker, None)
         opr.state = RUNNING
-        try:
+        try:  # running._running_stack() written out: the call measured +0.05x of the reference
             stack = _local.stack
         except AttributeError:
             stack = _local.stack = []
