@@ -31,7 +31,7 @@ from memory_plan import _chain as chain  # the chain long_chains measures
 
 import mxnb as mx
 from mxnb.executor.graph import build_graph
-from mxnb.executor.memory import plan_graph
+from mxnb.executor.tournament import plan_graph
 
 PHASES = ("bind", "forward", "backward", "waitall", "final gc")
 

@@ -241,7 +241,7 @@ def long_chains() -> None:
     paid its own later, outside it, and the ratio swung 9x-12x at idle.
     """
     from mxnb.executor.graph import build_graph
-    from mxnb.executor.memory import plan_graph
+    from mxnb.executor.tournament import plan_graph
 
     print(
         "\nlong chains of small ops, training (targets: 20k bind+fwd+bwd <= 10x the 2k one; "

@@ -14,11 +14,11 @@ State kept: none.
 
 Example::
 
-    >>> import os, tempfile
+    >>> import os, pathlib, tempfile
     >>> from mxnb.atomic_file import write_atomically
     >>> path = os.path.join(tempfile.mkdtemp(), 'x.bin')
     >>> write_atomically(path, b'abc')
-    >>> open(path, 'rb').read(), oct(os.stat(path).st_mode & 0o777) in ('0o644', '0o664', '0o600')
+    >>> pathlib.Path(path).read_bytes(), oct(os.stat(path).st_mode & 0o777) in ('0o644', '0o664', '0o600')
     (b'abc', True)
 """
 

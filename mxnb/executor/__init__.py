@@ -1,14 +1,18 @@
 """The graph executor: gradient graph, memory planning and execution through the engine.
 
 Modules, in the order data flows:
-    graph.py     the forward+backward steps built from a Symbol
+    steps.py     the types a graph is made of: DataEntry, Step, ExecGraph, GraphBuilder
     gradient.py  the gradient pass: backward, sum and zeros steps (MXNet: nnvm Gradient)
-    memory.py    memory planning: in-place and co-share (plan_memory, plan_strategies)
+    recompute.py recomputation: which forward values backward computes again (mirror, sqrt)
+    graph.py     the forward+backward steps built from a Symbol, in named phases
+    memory.py    the planning walk: in-place and co-share (MXNet's PlanMemory)
+    placement.py offline placements of the walk's chains (lifetimes known in advance)
+    tournament.py  walks and placements compete, the smallest plan wins (plan_strategies)
+    tradeoff.py  the memory-compute trade-off curve and the search within a byte budget
+    planning.py  plan_memory: the one entry point, reading recompute= / budget=
     executor.py  the Executor: one engine op per step, one engine var per storage block
     zoo.py       model-zoo networks (MLP, LeNet, AlexNet, VGG-16, ResNet, Inception-BN, LSTM)
     plan.py      the MemoryPlan data objects (entries, storage blocks, figures)
-    recompute.py recomputation: which forward values backward computes again (mirror, sqrt)
-    tradeoff.py  the memory-compute trade-off curve and the search within a byte budget
     flops.py     FLOPs per operator (what recomputation costs)
     arena.py     offset placement: many entries in one block at byte offsets
 
@@ -23,8 +27,9 @@ Example::
 
 from . import zoo
 from .executor import Executor, bind, simple_bind
-from .memory import plan_memory, plan_strategies
 from .plan import EXTERNAL_STORAGE_ID, EntryKind, MemoryPlan, PlanEntry, StorageBlock
+from .planning import plan_memory
+from .tournament import plan_strategies
 from .tradeoff import MemoryBudgetError, TradeoffPoint, pareto, tradeoff_curve
 
 __all__ = [

@@ -58,13 +58,13 @@ from ..context import Context, current_context
 from ..ndarray import creation as _nd
 from ..ndarray.ndarray import NDArray, _ctx_of
 from .bulk import Segment, build_segments, max_nodes
-from .graph import ExecGraph, Step, StepKind
-from .memory import _without_gc_pauses, plan_best
 from .plan import MemoryPlan
 from .plan_cache import plan_for_bind
 from .recompute import REPLAYED_OPS
 from .runners import _Prepared, make_runner
 from .sharing import _reshape_or_create, bound_arrays, take_blocks
+from .steps import ExecGraph, Step, StepKind, without_gc_pauses
+from .tournament import plan_best
 
 __all__ = ["Executor", "bind", "simple_bind"]
 
@@ -336,7 +336,7 @@ class Executor:
         The first time a pass runs in a mode, its steps' engine functions (and
         its segments) are all made first, in one go, as bind makes its objects:
         with the collector paused, then moved to its oldest generation
-        (:func:`.memory._without_gc_pauses`).  Made one per push instead, the
+        (:func:`.steps.without_gc_pauses`).  Made one per push instead, the
         80,000 functions of a 20,000-op chain's first run counted as objects
         surviving the young collections, and the collector walked every
         object of the graph once more in the middle of the forward pass
@@ -346,7 +346,7 @@ class Executor:
         if size <= 1 or self._monitor is not None or stop - start <= 1:
             mode = (start, is_train, self._forward_is_train, _engine_mod.is_debug())
             if mode not in self._made:
-                with _without_gc_pauses():
+                with without_gc_pauses():
                     for prepared in self._prepared[start:stop]:
                         self._runner_of(prepared, self._is_train_of(prepared, is_train))
                 self._made.add(mode)
@@ -356,7 +356,7 @@ class Executor:
         key = (start, is_train, self._forward_is_train, _engine_mod.is_debug(), size)
         segments = self._segments.get(key)
         if segments is None:
-            with _without_gc_pauses():
+            with without_gc_pauses():
                 segments = self._build_segments(start, stop, is_train, size)
             self._segments[key] = segments
         push = _engine_mod.get().push_prepared  # the engine at push time (set_engine)
@@ -619,7 +619,7 @@ def simple_bind(
         (1280, ['data', 'fc_bias', 'fc_weight'])
     """
     ctx = _context(ctx)
-    with _without_gc_pauses():  # a long graph's objects would make every collection slower
+    with without_gc_pauses():  # a long graph's objects would make every collection slower
         graph, plan = plan_for_bind(sym, shapes, grad_req, type_dict, recompute)
 
         args, grads, aux = bound_arrays(graph, ctx, shared_exec, shared_arg_names, shared_buffer)
@@ -689,7 +689,7 @@ def bind(
     shapes = {name: tuple(array.shape) for name, array in arg_map.items()}
     shapes.update({name: tuple(array.shape) for name, array in aux_map.items()})
     types = {name: array.dtype for name, array in arg_map.items()}
-    with _without_gc_pauses():  # (see simple_bind)
+    with without_gc_pauses():  # (see simple_bind)
         graph, plan = plan_for_bind(sym, shapes, req, types, recompute)
         grads = {name: grad_map[name] for name in graph.grad_entries}
         return Executor(sym, ctx, graph, plan, arg_map, grads, aux_map)

@@ -46,8 +46,8 @@ from __future__ import annotations
 from ..base import GraphError
 from ..operator.base import OpReqType
 from ..symbol.graph import Node, NodeEntry
-from .graph import Step, StepKind, _Builder
 from .plan import EntryKind
+from .steps import GraphBuilder, Step, StepKind
 
 __all__ = ["ZERO_GRADIENT_OPS", "GradientPass"]
 
@@ -70,7 +70,7 @@ class GradientPass:
 
     def __init__(
         self,
-        builder: _Builder,
+        builder: GraphBuilder,
         nodes: list[Node],
         heads: list[NodeEntry],
         entry_id: dict[NodeEntry, int],
@@ -392,7 +392,9 @@ class GradientPass:
         )
 
 
-def add_sum(builder: _Builder, name: str, parts: list[int], output: int, req: OpReqType) -> None:
+def add_sum(
+    builder: GraphBuilder, name: str, parts: list[int], output: int, req: OpReqType
+) -> None:
     """Append an ElementWiseSum step writing ``output`` (in place over the first part when allowed)."""
     step = Step(0, name, StepKind.SUM, "ElementWiseSum", None, None)
     step.in_data = list(parts)

@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from .planning import plan_graph_and_memory
+
 __all__ = ["MAX_NODES", "SIZE", "cached_plan", "clear", "plan_for_bind"]
 
 #: Symbols with more nodes are planned at every bind (planning dwarfs a lookup there).
@@ -123,11 +125,11 @@ def plan_for_bind(
     type_dict: Mapping[str, Any] | None,
     recompute: Any,
 ) -> tuple[Any, Any]:
-    """:func:`~.memory.plan_best` for a bind, through the cache."""
-    from .memory import plan_best
-
+    """:func:`~.planning.plan_graph_and_memory` for a bind, through the cache."""
     return cached_plan(
         sym,
         (shapes, grad_req, type_dict, recompute),
-        lambda: plan_best(sym, shapes, grad_req=grad_req, type_dict=type_dict, recompute=recompute),
+        lambda: plan_graph_and_memory(
+            sym, shapes, grad_req=grad_req, type_dict=type_dict, recompute=recompute
+        ),
     )

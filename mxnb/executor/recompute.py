@@ -56,8 +56,8 @@ from typing import Any
 from ..base import ParamError
 from ..operator.base import OpReqType, ResourceRequest
 from .gradient import GradientPass
-from .graph import ExecGraph, Step, StepKind
 from .plan import EntryKind
+from .steps import ExecGraph, Step, StepKind
 
 __all__ = ["EXPENSIVE_OPS", "REPLAYED_OPS", "RecomputePass", "candidates", "choose"]
 

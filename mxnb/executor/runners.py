@@ -40,8 +40,8 @@ import numpy as np
 from .. import engine as _engine_mod
 from ..ndarray.debug import check_written, poison_outputs, readonly_view
 from ..operator.base import OpContext, OpReqType
-from .graph import Step, StepKind
 from .recompute import REPLAYED_OPS
+from .steps import Step, StepKind
 
 __all__ = ["make_runner"]
 

@@ -37,9 +37,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base import ParamError
-from .graph import ExecGraph, build_graph
+from .graph import build_graph
 from .plan import MemoryPlan
 from .recompute import candidates, choose
+from .steps import ExecGraph
+from .tournament import plan_best
 
 __all__ = ["MemoryBudgetError", "TradeoffPoint", "pareto", "plan_within_budget", "tradeoff_curve"]
 
@@ -87,8 +89,6 @@ def tradeoff_curve(
 
     Returns the points sorted by recompute ratio (then bytes), duplicates removed.
     """
-    from .memory import plan_best
-
     points = []
     fixed = [("none", None, None), ("mirror", "mirror", None), ("sqrt", "sqrt", None)]
     for label, recompute, threshold in fixed + [

@@ -23,9 +23,9 @@ MXNet: src/io/iter_csv.cc, src/io/iter_batchloader.h.
 
 Example::
 
-    >>> import mxnb as mx, os, tempfile
+    >>> import mxnb as mx, os, pathlib, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), 'd.csv')
-    >>> _ = open(path, 'w').write('1,2\\n3,4\\n5,6\\n')
+    >>> _ = pathlib.Path(path).write_text('1,2\\n3,4\\n5,6\\n')
     >>> it = mx.io.CSVIter(data_csv=path, data_shape=(2,), batch_size=2)
     >>> [(b.data[0].asnumpy().tolist(), b.pad) for b in it]
     [([[1.0, 2.0], [3.0, 4.0]], 0), ([[5.0, 6.0], [1.0, 2.0]], 1)]

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import mxnb as mx
-from mxnb.executor import memory
+from mxnb.executor import placement, tournament
 
 
 def _chain(length: int):
@@ -26,10 +26,10 @@ def _chain(length: int):
 
 @pytest.mark.parametrize("bound", ["MID_GRAPH_STEPS", "LARGE_GRAPH_STEPS"])
 def test_a_chain_above_a_graph_size_bound_plans_validly_and_runs(bound):
-    length = getattr(memory, bound) // 2 + 200  # forward + backward steps exceed the bound
+    length = getattr(tournament, bound) // 2 + 200  # forward + backward steps exceed the bound
     net = _chain(length)
     plan = mx.executor.plan_memory(net, {"x": (2, 3)}, grad_req="write")
-    assert len(plan.steps) > getattr(memory, bound)
+    assert len(plan.steps) > getattr(tournament, bound)
     plan.check()
     assert plan.internal_bytes < plan.naive_internal_bytes
     exe = net.simple_bind(mx.cpu(), x=(2, 3))
@@ -45,11 +45,11 @@ def test_a_chain_above_a_graph_size_bound_plans_validly_and_runs(bound):
 
 def test_offline_best_fit_with_a_scan_limit_never_shares_overlapping_blocks(monkeypatch):
     """Many long-lived same-sized intervals and a small scan limit: still a valid placement."""
-    monkeypatch.setattr(memory, "SCAN_LIMIT", 8)
+    monkeypatch.setattr(placement, "SCAN_LIMIT", 8)
     count = 300
     # interval i lives over [i, count + i]: all overlap, so each needs a new block
     items = [(64, i, count + i, [i]) for i in range(count)]
-    storage_of, block_bytes = memory._place_intervals(items)
+    storage_of, block_bytes = placement.place_intervals(items)
     assert len(block_bytes) == count  # still correct: nothing overlapping shares a block
     assert len(set(storage_of.values())) == count
 
@@ -60,7 +60,7 @@ def test_every_zoo_network_is_planned_with_every_candidate():
     from mxnb.executor.graph import build_graph
 
     graph = build_graph(zoo.build("lstm"), zoo.input_shapes("lstm", 1), grad_req="write")
-    assert len(graph.steps) <= memory.MID_GRAPH_STEPS < memory.LARGE_GRAPH_STEPS
+    assert len(graph.steps) <= tournament.MID_GRAPH_STEPS < tournament.LARGE_GRAPH_STEPS
 
 
 def test_binding_moves_its_objects_to_the_oldest_generation_and_leaves_nothing_frozen():

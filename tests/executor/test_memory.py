@@ -21,7 +21,7 @@ from mxnb.executor import (
     plan_memory,
 )
 from mxnb.executor.graph import build_graph
-from mxnb.executor.memory import plan_graph
+from mxnb.executor.tournament import plan_graph
 
 from .toy_ops import ToyAdd, ToyFC, ToyRelu, ToySoftmaxOutput, ToySymbol, apply, mlp, var
 

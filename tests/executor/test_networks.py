@@ -12,7 +12,7 @@ import pytest
 import mxnb as mx
 from mxnb.executor import EntryKind, zoo
 from mxnb.executor.graph import build_graph
-from mxnb.executor.memory import plan_graph
+from mxnb.executor.tournament import plan_graph
 from mxnb.testing import assert_almost_equal, check_numeric_gradient
 
 RNG = np.random.default_rng(11)

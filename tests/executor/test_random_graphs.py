@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import mxnb as mx
 from mxnb.executor.executor import Executor
 from mxnb.executor.graph import ORDERS, build_graph
-from mxnb.executor.memory import plan_graph
+from mxnb.executor.tournament import plan_graph
 
 UNARY = ("relu", "tanh", "sigmoid", "negative")
 BINARY = ("_Plus", "_Mul", "_Minus")

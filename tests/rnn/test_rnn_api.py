@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
 import importlib.util
 import json
 import re
@@ -13,9 +12,7 @@ import pytest
 
 import mxnb as mx
 from mxnb.base import GraphError, NotSupportedError
-from mxnb.operator import partial
 from mxnb.operator.ops import rnn as rnn_op
-from mxnb.rnn import combinators, fused, io, rnn_cell
 
 DATA = Path(__file__).resolve().parent / "data"
 AUTO_NAME = re.compile(r"^_?[a-z_]+\d+$")  # MXNet's NameManager names (_plus3, split0)
@@ -26,15 +23,6 @@ def load_script(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.mark.parametrize(
-    "module", [rnn_cell, combinators, fused, io, rnn_op, partial], ids=lambda m: m.__name__
-)
-def test_docstring_examples_run(module):
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0
-    assert result.failed == 0
 
 
 def test_building_the_lm_here_gives_the_graph_mxnet_exported():
