@@ -300,6 +300,6 @@ def _shutdown_at_exit() -> None:
 
 
 atexit.register(_shutdown_at_exit)
-from . import fork as _fork  # noqa: F401  (a forked child gets a fresh engine)
+from . import fork as _fork  # noqa: E402, F401 -- imported for its effect, last: a forked child gets a fresh engine
 
 interrupts.install()  # Ctrl-C never lands inside the engine's bookkeeping

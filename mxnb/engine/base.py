@@ -176,6 +176,8 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
             priority = check_options(priority, name, copy)
         if not name:
             name = getattr(fn, "__name__", "op")
+        const: tuple[Var, ...]
+        mutate: tuple[Var, ...]
         if not const_vars:
             const, mutate = (), vars_of(mutate_vars, "mutate_vars", name) if mutate_vars else ()
         elif not mutate_vars:
@@ -293,7 +295,7 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
         if type(var) is Var:
             deleted: tuple[Var, ...] = (var,)
             name = f"delete:{var.name}"
-        elif type(var) in SEQUENCES and var and all(type(item) is Var for item in var):
+        elif isinstance(var, SEQUENCES) and var and all(type(item) is Var for item in var):
             deleted = tuple(dict.fromkeys(var))
             name = (
                 f"delete:{deleted[0].name}" if len(deleted) == 1 else f"delete:{len(deleted)} vars"
@@ -343,7 +345,7 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
         finally:
             self._lock.release()
 
-    def _push_opr(
+    def _push_opr(  # noqa: C901 -- check, rule, trace hook and dispatch in push order, read top to bottom beside MXNet's PushAsync
         self,
         fn: Callable[..., Any] | None,
         is_async: bool,

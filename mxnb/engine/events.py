@@ -74,7 +74,7 @@ class Event:
     time: float
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and tuple.__eq__(self, other)  # type: ignore[arg-type]
+        return type(self) is type(other) and tuple.__eq__(self, other)  # type: ignore[arg-type, operator]
 
     def __ne__(self, other: object) -> bool:
         return not self == other

@@ -30,13 +30,14 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from typing import Any
 
 __all__ = ["reset_in_child"]
 
 
 def reset_in_child() -> None:
     """In a forked child: a new engine lock, and a new engine of the parent's kind."""
-    package = sys.modules.get(__package__ or "mxnb.engine")
+    package: Any = sys.modules.get(__package__ or "mxnb.engine")
     if package is None:
         return
     package._engine_lock = threading.RLock()  # a parent thread may have held it at the fork

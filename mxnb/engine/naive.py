@@ -68,9 +68,9 @@ class NaiveEngine(IdleFastPath):
         todo = deque(ready)
         while todo:
             opr = todo.popleft()
-            ready = self._run(opr, contexts.get(opr.ctx))
-            if ready:
-                todo.extend(ready)
+            more = self._run(opr, contexts.get(opr.ctx))
+            if more:
+                todo.extend(more)
 
     _push_opr = IdleFastPath._push_idle  # every push tries the idle fast path
     push_sync = IdleFastPath.push_sync_one_var  # ... the commonest fused with its checks

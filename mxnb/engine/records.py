@@ -154,6 +154,7 @@ def record_push(opr: Opr, starts_as: str | None = None) -> None:
         ids = tuple(map(_var_id, touched))
         if not seen_vars.issuperset(ids):
             _name_vars(touched)
+    last: Any  # the worker that starts it at once, or the ops it waits on
     if starts_as is not None and opr.wait_count == 0:
         code, last = RAW_PUSH_START, starts_as
         opr.state = RUNNING
@@ -268,7 +269,7 @@ class RecordReader:
                 self._push(add, *fields)
             elif code == RAW_PUSH_START:
                 *push, worker = fields
-                self._push(add, *push, 0)
+                self._push(add, *push, 0)  # type: ignore[call-arg]  # push: the nine push fields
                 add(OpStart(push[0], push[1], worker, self._thread(push[7])))
             elif code == RAW_DONE:
                 t, op_id, ready = fields

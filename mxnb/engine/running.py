@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base import EngineError
 from ..context import Context, RunContext
-from . import trace
+from . import trace  # type: ignore[no-redef]  # the module; mx.engine.trace() the function shares its name
 from .records import record_start
 from .var import RUNNING, Opr
 from .waiting import _local
@@ -190,7 +190,7 @@ class Running:
 
     def _run_async(self, opr: Opr, rctx: RunContext, stack: list[Opr]) -> list[Opr] | None:
         """Call an async op's function with its ``on_complete`` (see :meth:`_run`)."""
-        completion = _Completion(self, opr)
+        completion = _Completion(self, opr)  # type: ignore[arg-type]  # Running is mixed into Engine
         self._prepare_async(completion)
         try:
             opr.fn(rctx, completion)  # type: ignore[misc]

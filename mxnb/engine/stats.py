@@ -129,7 +129,7 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms"
 
 
-def explain(ops: dict[int, OpRecord], names: dict[int, str], op: int | str) -> str:
+def explain(ops: dict[int, OpRecord], names: dict[int, str], op: int | str) -> str:  # noqa: C901 -- one sentence per reason an op waited, in the order a reader asks
     """Say in plain words why op ``op`` (an id, or the latest op of that name) ran when it did.
 
     ``ops``: the records of a trace; ``names``: var id -> name.  Times are
@@ -138,8 +138,8 @@ def explain(ops: dict[int, OpRecord], names: dict[int, str], op: int | str) -> s
     if isinstance(op, str):
         matches = [summary for summary in ops.values() if summary.name == op]
         if not matches:
-            names = sorted({summary.name for summary in ops.values()})
-            raise KeyError(f"explain: no op named {op!r} in this trace; names: {names}")
+            known = sorted({summary.name for summary in ops.values()})
+            raise KeyError(f"explain: no op named {op!r} in this trace; names: {known}")
         target = matches[-1]
         note = f" (the latest of {len(matches)} ops named {op!r})" if len(matches) > 1 else ""
     else:

@@ -150,11 +150,11 @@ class _WorkerPool:
 
     def take(self, block: bool = True) -> Opr | None:
         """Return the next op (None: stop); raises ``queue.Empty`` when not blocking."""
-        item = self.queue.get(block)
+        item: Any = self.queue.get(block)
         if item is _PRIORITY_TOKEN or (self.heap and item is not _STOP):
             with self.heap_lock:
                 if item is not _PRIORITY_TOKEN:
-                    heapq.heappush(self.heap, (-item.priority, item.id, item))
+                    heapq.heappush(self.heap, (-item.priority, item.id, item))  # type: ignore[misc, union-attr]  # an Opr here
                 item = heapq.heappop(self.heap)[2]
         return item
 

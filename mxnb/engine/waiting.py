@@ -65,6 +65,9 @@ class Waiting:
     _blocked_waits: dict[int, tuple[list[Any], Var, int]]  # thread -> ops on its stack, var, target
     _wait_poll: float
     _var_type: type  # Var (set by Engine: this module cannot import it at load time)
+    _errors: list[Any]  # ErrorRefs not yet raised by a wait (bounded)
+    _errors_dropped: int  # failures dropped from _errors to keep it bounded
+    _help_once: Callable[[], bool]  # Running's: run one ready op in the waiting thread
 
     def _waits_on(self, mutate_vars: tuple[Var, ...]) -> bool:
         """True when a wait for writes on one of ``mutate_vars`` is now met (call under the lock)."""
@@ -340,7 +343,7 @@ def _waits_for_stack(
     return None
 
 
-def _blocked_by(stack: list[Any]) -> tuple[Any, Var, Any] | None:
+def _blocked_by(stack: Any) -> tuple[Any, Var, Any] | None:
     """A pending op that must wait for an op running on this thread: ``(op, var, runner)``.
 
     ``wait_for_all`` inside an op waits for every op but those on the stack;

@@ -197,7 +197,7 @@ def _add_variables(
     builder: GraphBuilder,
     variables: _Variables,
     entry_id: dict[NodeEntry, int],
-    shape_of: Mapping[NodeEntry, tuple],
+    shape_of: Mapping[NodeEntry, Any],  # complete: inference left no shape unknown
     dtype_of: Any,
 ) -> tuple[dict[str, int], dict[str, int]]:
     """Phase 2: an entry per variable; they exist before the first step."""
@@ -220,7 +220,7 @@ def _add_forward_steps(
     builder: GraphBuilder,
     step_nodes: list[Node],
     entry_id: dict[NodeEntry, int],
-    shape_of: Mapping[NodeEntry, tuple],
+    shape_of: Mapping[NodeEntry, Any],  # complete: inference left no shape unknown
     dtype_of: Any,
 ) -> None:
     """Phase 3: a forward step per operator node, in ``step_nodes``' order."""

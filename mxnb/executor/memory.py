@@ -147,12 +147,12 @@ class Planner:
                 storage_of[out] = block
                 pending[block] = reads[out]
             for entry_id in step.inputs:
-                block = storage_of.get(entry_id)
-                if block is None:
+                read_block = storage_of.get(entry_id)
+                if read_block is None:
                     continue
-                pending[block] -= 1
-                if pending[block] == 0:
-                    self.release(block)
+                pending[read_block] -= 1
+                if pending[read_block] == 0:
+                    self.release(read_block)
             for out in internal_outputs:
                 if reads[out] == 0 and pending[storage_of[out]] == 0:
                     self.release(storage_of[out])
@@ -191,7 +191,7 @@ def make_plan(graph: ExecGraph, placement: Placement, inplace: bool, coshare: bo
     renumber = {old: new for new, old in enumerate(order)}
     plan_entries = []
     for entry in entries:
-        block = storage_of.get(entry.id)
+        placed = storage_of.get(entry.id)
         first = entry.writer
         final = lifetime_end(entry, last) if first >= 0 or entry.readers or entry.is_output else -1
         source = placement.inplace_source.get(entry.id)
@@ -205,7 +205,7 @@ def make_plan(graph: ExecGraph, placement: Placement, inplace: bool, coshare: bo
                 shape=entry.shape,
                 dtype=entry.dtype_name,
                 nbytes=entry.nbytes,
-                storage_id=EXTERNAL_STORAGE_ID if block is None else renumber[block],
+                storage_id=EXTERNAL_STORAGE_ID if placed is None else renumber[placed],
                 inplace_source=entries[source].name if source is not None else None,
                 first_step=first,
                 last_step=final,

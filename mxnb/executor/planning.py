@@ -129,7 +129,7 @@ def check_budget(value: Any, argument: str = "budget") -> int:
         raise ParamError(f"{argument} must be a number of bytes; got {value!r}")
     if not math.isfinite(value) or value < 1:
         raise ParamError(f"{argument} must be a finite, positive number of bytes; got {value!r}")
-    return int(value)
+    return int(float(value))
 
 
 def _read_recompute(recompute: Any, budget: Any) -> tuple[str | None, int | None]:

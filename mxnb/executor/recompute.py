@@ -203,7 +203,7 @@ def candidates(graph: ExecGraph) -> list[Step]:
 
 
 def _forward_consumers(graph: ExecGraph, step: Step) -> int:
-    readers = set()
+    readers: set[int] = set()
     for entry in step.outputs:
         readers.update(r for r in graph.entries[entry].readers if r < graph.num_forward_steps)
     return len(readers)

@@ -94,7 +94,7 @@ class _Prepared:
     resources: Sequence[Any] = ()
     const_vars: tuple[Any, ...] = ()
     mutate_vars: tuple[Any, ...] = ()
-    raw: dict[str, tuple[Any, ...]] = field(default_factory=dict)  # slot -> raw arrays (or None)
+    raw: dict[str, Sequence[Any]] = field(default_factory=dict)  # slot -> raw arrays (or None)
     runners: dict[tuple[bool, bool], Any] = field(default_factory=dict)  # (is_train, debug) -> fn
     xp: Any = np
 

@@ -169,7 +169,8 @@ def take_blocks(
             result[index] = held._view(held._array[:nbytes])
             borrowed.add(index)
             continue
-        result[index] = _new_block(nbytes, ctx, f"storage{blocks[index].id}")
+        block = _new_block(nbytes, ctx, f"storage{blocks[index].id}")
+        result[index] = block
         if pool is not None:
-            pool.append(result[index])
+            pool.append(block)
     return result, borrowed  # type: ignore[return-value]

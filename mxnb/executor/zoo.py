@@ -23,6 +23,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
@@ -549,7 +550,7 @@ def build(name: str, sym: Any = None) -> Any:
     kwargs, _ = NETWORKS[name]
     if name.startswith("resnet"):
         return resnet(sym=sym, **kwargs)
-    builder = {
+    builder: dict[str, Callable[..., Any]] = {
         "mlp": mlp,
         "lenet": lenet,
         "alexnet": alexnet,

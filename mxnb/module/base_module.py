@@ -159,7 +159,7 @@ class BaseModule:
         self.set_params(arg_params, aux_params)
         return arg_params, aux_params
 
-    def fit(
+    def fit(  # noqa: C901 -- MXNet's fit loop, step for step: bind, init, optimizer, epochs, callbacks
         self,
         train_data: Any,
         eval_data: Any = None,

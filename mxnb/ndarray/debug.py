@@ -32,6 +32,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -139,7 +140,9 @@ def _poisonable(array: Any) -> bool:
     return isinstance(array, np.ndarray) and array.dtype in _POISON_BITS and array.size > 0
 
 
-def poison_outputs(outputs: list[Any], writes: list[bool], inputs: list[Any]) -> list[bool]:
+def poison_outputs(
+    outputs: Sequence[Any], writes: Sequence[bool], inputs: Sequence[Any]
+) -> list[bool]:
     """Fill each output the kernel must overwrite with the poison NaN; return which were.
 
     An output that shares memory with an input (an in-place op) is left alone:
@@ -162,7 +165,9 @@ def poison_outputs(outputs: list[Any], writes: list[bool], inputs: list[Any]) ->
     return poisoned
 
 
-def check_written(op_label: str, outputs: list[Any], writes: list[bool], names: list[str]) -> None:
+def check_written(
+    op_label: str, outputs: Sequence[Any], writes: Sequence[bool], names: Sequence[str]
+) -> None:
     """Raise :class:`OpError` naming the first output that still holds poison somewhere."""
     for array, write, name in zip(outputs, writes, names):
         if not (write and _poisonable(array)):

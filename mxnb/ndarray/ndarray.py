@@ -213,6 +213,14 @@ class NDArray:
         "dtype",
         "shape",
     )
+    # the slots' types (annotations only: a slot cannot also be a class attribute)
+    _array: Any  # the numpy / cupy array (a view of the chunk's buffer)
+    _chunk: _Chunk  # the storage the array lives in, and its engine var
+    _offset: int  # bytes into the chunk's buffer
+    _var: Any  # the engine var ops on this array depend on
+    context: Context
+    dtype: np.dtype
+    shape: tuple[int, ...]
     __array_priority__ = 1000.0  # numpy defers ``np_array + nd`` to NDArray.__radd__
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -1001,5 +1009,5 @@ def _has_op(name: str) -> bool:
 
 
 # The chapters that build on NDArray; its methods call into them.
-from . import creation as _creation
-from . import indexing as _indexing
+from . import creation as _creation  # noqa: E402 -- the chapters that build on NDArray import it first
+from . import indexing as _indexing  # noqa: E402 -- the chapters that build on NDArray import it first

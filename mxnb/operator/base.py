@@ -120,7 +120,7 @@ class OpContext:
 
     is_train: bool = False
     run_ctx: Any = None
-    requested: list[Any] = field(default_factory=list)
+    requested: Sequence[Any] = field(default_factory=list)
     xp: Any = np
 
 

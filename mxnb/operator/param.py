@@ -132,7 +132,7 @@ class Param:
         self._check(result, where)
         return result
 
-    def _convert(self, value: Any) -> Any:
+    def _convert(self, value: Any) -> Any:  # noqa: C901 -- one branch per parameter type MXNet's string form can hold
         kind = self.type
         if kind is bool:
             if isinstance(value, str):

@@ -367,7 +367,7 @@ def _restore_hidden_keys(node: Node, hidden: dict[str, str]) -> None:
             node.attrs[key] = value
 
 
-def from_json(text: str | bytes) -> list[NodeEntry]:
+def from_json(text: str | bytes) -> list[NodeEntry]:  # noqa: C901 -- MXNet's JSON loader and its legacy upgrades, one version check each
     """Read MXNet symbol JSON; return the head entries of the graph.
 
     Files older than MXNet 1.9.1 are upgraded as MXNet's LoadLegacyJSON pass

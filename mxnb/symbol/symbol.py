@@ -680,7 +680,7 @@ def _reject_unsupported(where: str, **options: Any) -> None:
 
 
 # Symbol's operators build nodes with the creation module, which itself builds Symbols.
-from . import creation as _creation
+from . import creation as _creation  # noqa: E402 -- creation builds Symbols, so it is imported after the class
 
 
 def _listed_attrs(node: Any) -> dict[str, str]:

@@ -376,7 +376,7 @@ class ViewProp(KernelProp):
         write(in_grad[0], req[0], self.unview(ctx.xp, out_grad[0], tuple(in_grad[0].shape)))
 
 
-def infer_reshape(op: Any, data: tuple, codes: tuple, reverse: bool = False) -> tuple:
+def infer_reshape(op: Any, data: tuple, codes: tuple, reverse: bool = False) -> tuple:  # noqa: C901 -- one branch per Reshape code (0, -1, -2, -3, -4), as MXNet's InferReshapeShape
     """Apply MXNet's Reshape codes (0, -1, -2, -3, -4) to ``data``; raise a ShapeError if impossible."""
     if reverse:
         data, codes = tuple(reversed(data)), tuple(reversed(codes))
