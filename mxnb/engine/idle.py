@@ -1,42 +1,28 @@
 """The idle fast path: an op whose vars are all idle runs at once, booked as the rule would.
 
-Idea: most ops on the naive engine — and on a threaded engine whose workers
-are behind — are pushed when none of their vars has anything pending.  The
-rule (:mod:`.var`) then grants every var at once, so such an op can run at
-once in the pushing thread, and its booking is the rule's result written
-out: a read counts one more pending read, a write holds the var; when it
-completes with nothing pushed behind it, the booking is undone the same way.
-This is the one exception to "every push goes through the rule", kept here,
-apart from the rule and from the engines.
+Idea: most ops on the naive engine (and on a threaded engine whose workers are
+behind) are pushed when none of their vars has anything pending.  The rule
+(:mod:`.var`) would grant every var at once, so the op runs at once in the
+pushing thread, booked as the rule books it: a read counts one more pending
+read, a write holds the var; when it completes with nothing pushed behind
+it, the booking is undone the same way.  It is the one exception to "every
+push goes through the rule", kept here, apart from the rule and the engines.
 
-Two forms: :meth:`IdleFastPath._push_idle`, for any sync push whose checks
-are done (``push_sync`` / ``push_prepared`` call it as ``_push_opr``), and
-:meth:`IdleFastPath.push_sync_one_var`, the naive engine's ``push_sync``
-itself for the commonest push, an op on one var: ``push_sync``'s checks,
-the booking and the release written out in one function.  A Python call
-costs about 4 % of a tiny op there, so it repeats what the other form does
-for its checks and booking instead of calling shared pieces (factored into
-two helpers, they cost 0.06-0.12x of the reference engine's naive form);
-the run in between is one shared method, :meth:`IdleFastPath._run_booked`
-(measured against the written-out run in the same rounds: +0.00-0.06x of
-the reference, within the spread of its rounds).  While a trace records,
-``push_sync_one_var`` writes its two records in place too (RAW_PUSH_START,
-RAW_DONE: the two calls were a fifth of what tracing adds to such an op).
+Three steps, one helper each: :meth:`IdleFastPath._book_idle` (all vars idle?
+then book them and make the granted op, :func:`~mxnb.engine.var.granted_opr`),
+:meth:`IdleFastPath._run_booked` and :meth:`IdleFastPath._complete_idle`
+(undo the booking, or else complete by the rule).  One entry calls them,
+:meth:`IdleFastPath._push_idle` (the engines' ``_push_opr``);
+:meth:`IdleFastPath.push_sync_one_var`, the naive engine's ``push_sync``,
+recognises the commonest push (one var, default options) by its shape and
+skips ``push_sync``'s general checks on the way to it.  Records go through
+``record_push`` / ``record_done`` as every other op's.
 
-Rule: whatever else comes — a busy var, an async op, a delete, a failure,
-debug mode, a hand-over, a shutdown, an op pushed behind it while it runs —
-takes the plain rule (``Engine._push_opr`` / ``Engine._complete``).
-``tests/engine/test_naive_idle.py`` runs random workloads through both forms
-and through the plain rule and compares results, traces and var states, and
-checks that ``push_sync_one_var`` refuses what ``Engine.push_sync`` refuses,
-in the same words.
-
-Users: :class:`~mxnb.engine.naive.NaiveEngine` (every push) and the threaded
-engines (a push while their CPU workers are behind, see
-:mod:`mxnb.engine.threaded`), both subclasses of :class:`IdleFastPath`.  They
-provide ``_run_contexts`` (the :class:`~.running.RunContextCache` of the
-pushing thread: its worker name shows in traces) and
-:meth:`IdleFastPath._run_successors`.
+Rule: anything else (a busy var, an async op, a delete, a failure, debug
+mode, a hand-over, a shutdown, an op pushed behind it while it runs) takes the
+plain rule, ``Engine._push_opr`` / ``Engine._complete``.  The naive engine
+(every push) and the threaded ones (workers behind) use it; tests compare it
+with the plain rule (``tests/engine/test_naive_idle.py``).
 
 State kept: none (the engine's lock, counts and vars).
 
@@ -58,34 +44,21 @@ from typing import Any
 from ..context import Context, RunContext
 from . import trace
 from .base import Engine, _next_op_id
-from .records import (
-    RAW_DONE,
-    RAW_PUSH_START,
-    extend_raw,
-    get_ident,
-    now,
-    record_done,
-    record_push,
-    record_start,
-    seen_vars,
-)
+from .records import record_done, record_push, record_start
 from .running import RunContextCache
-from .var import DONE, READY, RUNNING, Opr, Var
+from .var import DONE, READY, RUNNING, Opr, Var, granted_opr
 from .waiting import _local
 
 __all__ = ["IdleFastPath"]
-
-_new_object = object.__new__
 
 
 class IdleFastPath(Engine):
     """An engine that can run an op whose vars are idle at push (see the module docstring)."""
 
-    _run_contexts: RunContextCache
+    _run_contexts: RunContextCache  # the pushing thread's RunContexts (its worker in traces)
 
-    def _run_successors(self, ready: list[Opr]) -> None:
-        """Hand on the ops an idle op's completion made ready (the naive engine runs them)."""
-        raise NotImplementedError
+    def _run_successors(self, ready: list[Opr]) -> None:  # the ops a completion made ready
+        raise NotImplementedError  # the naive engine runs them, a threaded one queues them
 
     def _push_idle(
         self,
@@ -99,71 +72,19 @@ class IdleFastPath(Engine):
         copy: bool,
         delete: tuple[Var, ...] | None = None,
     ) -> int:
-        """Run an op whose vars are all idle at once, booked as the rule would; else push by the rule.
-
-        Idle: no write holds any of its vars, no read holds a var it writes,
-        none is deleted; and the engine has no failure, hand-over, shutdown
-        or debug mode to look after.  The op is sync and deletes nothing.
-        """
-        if is_async or delete is not None:
+        """Run an op whose vars are all idle at once, booked as the rule would; else push by the rule."""
+        opr = None
+        if not is_async and delete is None:
+            opr = self._book_idle(fn, ctx, const, mutate, priority, name, copy)
+        if opr is None:
             return Engine._push_opr(
                 self, fn, is_async, ctx, const, mutate, priority, name, copy, delete
             )
-        lock = self._lock
-        if not lock.acquire(False):
-            self._acquire_contended()
-        try:
-            opr = None
-            idle = not (
-                self._failures
-                or self._handover is not None
-                or self._shut
-                or self.slow_wait_threshold is not None
-            )
-            if idle:
-                for var in const:
-                    if var.pending_write is not None or var.deleted:
-                        idle = False
-                for var in mutate:
-                    if var.pending_write is not None or var.pending_reads or var.deleted:
-                        idle = False
-            if idle:  # the rule's booking, every var granting at once
-                # Opr(...) written out, already granted: a class call and its
-                # __init__ were an eighth of this path (tests/engine/test_naive_idle.py
-                # checks every slot against Opr's own).
-                opr = _new_object(Opr)
-                opr.id = _next_op_id()
-                opr.name = name
-                opr.const_vars = const
-                opr.mutate_vars = mutate
-                opr.wait_count = 0
-                opr.state = READY
-                opr.fn = fn
-                opr.ctx = ctx
-                opr.priority = priority
-                opr.is_async = False
-                opr.copy = copy
-                opr.deletes = None
-                opr.push_time = 0.0
-                opr.waited_on = ()
-                for var in const:
-                    var.pending_reads += 1
-                for var in mutate:
-                    var.writes_pushed += 1
-                    var.pending_write = opr
-                self._num_pending += 1
-                if trace.enabled:
-                    record_push(opr, self._run_contexts.worker)  # push and start, one record
-        finally:
-            lock.release()
-        if opr is None:
-            return Engine._push_opr(self, fn, is_async, ctx, const, mutate, priority, name, copy)
-        if not self._run_booked(opr, fn, ctx):
-            return opr.id
-        self._complete_idle(opr)
+        if self._run_booked(opr, fn, ctx):
+            self._complete_idle(opr)
         return opr.id
 
-    def push_sync_one_var(  # noqa: C901 -- the named fast path (issue 38 section 1 shortens it)
+    def push_sync_one_var(
         self,
         fn: Callable[[RunContext], Any],
         ctx: Context,
@@ -174,22 +95,18 @@ class IdleFastPath(Engine):
         *,
         copy: bool = False,
     ) -> int:
-        """:meth:`Engine.push_sync` with the idle fast path fused in, for ops on one var.
+        """:meth:`Engine.push_sync` (same arguments, checks and result), its commonest push first.
 
-        The naive engine's ``push_sync``: same arguments, checks and result.  The
-        commonest push (one var, read or written, in a list or tuple; default
-        priority and copy) is checked, booked, run (:meth:`_run_booked`) and
-        released here: the checks of :meth:`Engine.push_sync` and the booking
-        of :meth:`_push_idle` written out for a single var, no loop over var
-        lists.  Any other push, or a busy var, takes
-        :meth:`Engine.push_sync` or the rule.
+        One var in a list or tuple, read or written, default options: nothing
+        else to check, straight to :meth:`_push_idle`; any other push takes
+        :meth:`Engine.push_sync`.
         """
         if not const_vars:
-            given, write = mutate_vars, True
+            given, reads = mutate_vars, False
         elif not mutate_vars:
-            given, write = const_vars, False
+            given, reads = const_vars, True
         else:
-            given = None
+            given, reads = None, False
         kind = type(given)
         if (
             (kind is not tuple and kind is not list)
@@ -204,9 +121,27 @@ class IdleFastPath(Engine):
             return Engine.push_sync(
                 self, fn, ctx, const_vars, mutate_vars, priority, name, copy=copy
             )
-        if not name:
-            name = getattr(fn, "__name__", "op")
-        held: tuple[Var, ...] = given if kind is tuple else (var,)  # type: ignore[assignment]  # kind is tuple: given is
+        held: tuple[Var, ...] = given if kind is tuple else (var,)  # type: ignore[assignment]  # a tuple of one Var
+        name = name or getattr(fn, "__name__", "op")
+        if reads:
+            return self._push_idle(fn, False, ctx, held, (), 0, name, False)
+        return self._push_idle(fn, False, ctx, (), held, 0, name, False)
+
+    def _book_idle(
+        self,
+        fn: Any,
+        ctx: Context,
+        const: tuple[Var, ...],
+        mutate: tuple[Var, ...],
+        priority: int,
+        name: str,
+        copy: bool,
+    ) -> Opr | None:
+        """Book a sync op granted at once; None unless every var is idle and the engine calm.
+
+        Idle: no write holds a var, no read holds a var it writes, none is
+        deleted; calm: no failure, hand-over, shutdown or debug mode.
+        """
         lock = self._lock
         if not lock.acquire(False):
             self._acquire_contended()
@@ -216,84 +151,31 @@ class IdleFastPath(Engine):
                 or self._handover is not None
                 or self._shut
                 or self.slow_wait_threshold is not None
-                or var.pending_write is not None
-                or var.deleted
-                or (write and var.pending_reads)
             ):
-                opr = None
-            else:  # the rule's booking, the var granting at once (Opr(...) written out, as above)
-                opr = _new_object(Opr)
-                opr.id = _next_op_id()
-                opr.name = name
-                if write:
-                    opr.const_vars = ()
-                    opr.mutate_vars = held
-                    var.writes_pushed += 1
-                    var.pending_write = opr
-                else:
-                    opr.const_vars = held
-                    opr.mutate_vars = ()
-                    var.pending_reads += 1
-                opr.wait_count = 0
-                opr.state = READY
-                opr.fn = fn
-                opr.ctx = ctx
-                opr.priority = 0
-                opr.is_async = False
-                opr.copy = False
-                opr.deletes = None
-                opr.push_time = 0.0
-                opr.waited_on = ()
-                self._num_pending += 1
-                if trace.enabled and var.id in seen_vars:  # RAW_PUSH_START (push and start), here
-                    opr.state = RUNNING
-                    reads = 0 if write else 1
-                    t, ident, worker = now(), get_ident(), self._run_contexts.worker
-                    extend_raw(
-                        (RAW_PUSH_START, t, opr.id, name, ctx, reads, var.id, 0, ident, worker)
-                    )
-                elif trace.enabled:
-                    record_push(opr, self._run_contexts.worker)  # names the var first
+                return None
+            for var in const:
+                if var.pending_write is not None or var.deleted:
+                    return None
+            for var in mutate:
+                if var.pending_write is not None or var.pending_reads or var.deleted:
+                    return None
+            opr = granted_opr(_next_op_id(), name, const, mutate, fn, ctx, priority, copy)
+            for var in const:  # the rule's booking, every var granting at once
+                var.pending_reads += 1
+            for var in mutate:
+                var.writes_pushed += 1
+                var.pending_write = opr
+            self._num_pending += 1
+            if trace.enabled:
+                record_push(opr, self._run_contexts.worker)  # push and start, one record
+            return opr
         finally:
             lock.release()
-        if opr is None:
-            if write:
-                return Engine._push_opr(self, fn, False, ctx, (), held, 0, name, False)
-            return Engine._push_opr(self, fn, False, ctx, held, (), 0, name, False)
-        if not self._run_booked(opr, fn, ctx):
-            return opr.id
-        if not lock.acquire(False):
-            self._acquire_contended()
-        try:  # nothing pushed behind the op, no failure: the rule's release, nothing made ready
-            alone = not self._failures and (not var.queue if write else var.pending_write is None)
-            if alone:
-                if write:
-                    var.writes_done += 1
-                    var.pending_write = None
-                else:
-                    var.pending_reads -= 1
-                opr.state = DONE
-                self._num_pending -= 1
-                if self._num_waiters:
-                    self._wake_waiters(opr)
-                if trace.enabled:
-                    extend_raw((RAW_DONE, now(), opr.id, ()))  # record_done, written here
-        finally:
-            lock.release()
-        if alone:
-            opr.fn = None  # drops the user's closure outside the lock
-        else:
-            ready = self._complete(opr, None)
-            if ready:
-                self._run_successors(ready)
-        return opr.id
 
     def _run_booked(self, opr: Opr, fn: Any, ctx: Context) -> bool:
-        """Run a booked, granted op in this thread; False when it raised (then it is completed).
+        """Run a booked op in this thread (on its stack of running ops: waits inside it help).
 
-        The run of both forms of the fast path: the worker's RunContext of the
-        pushing thread, the trace's start unless the push record said it,
-        the op on this thread's stack of running ops (waits inside it help).
+        Returns False when it raised; it is then completed by the rule.
         """
         rctx = self._run_contexts.by_id.get(id(ctx))  # RunContextCache.get without the call
         if rctx is None or rctx.ctx is not ctx:
@@ -316,11 +198,7 @@ class IdleFastPath(Engine):
         return True
 
     def _fail_idle(self, opr: Opr, exc: BaseException) -> None:
-        """An op of the fast path raised ``exc``: a failure is the rule's business, complete it so.
-
-        Call inside the ``except`` block: a Ctrl-C (not an ``Exception``) is
-        booked, what it released runs, and it is raised on.
-        """
+        """Complete a failed op by the rule; a Ctrl-C is booked, then raised on (call in ``except``)."""
         ready = self._complete(opr, exc)
         if not isinstance(exc, Exception):
             for successor in ready:
@@ -330,22 +208,16 @@ class IdleFastPath(Engine):
             self._run_successors(ready)
 
     def _complete_idle(self, opr: Opr) -> None:
-        """Complete an op of :meth:`_push_idle`: undo its booking if nothing was pushed behind it.
-
-        Otherwise (or if a failure appeared meanwhile) it completes by the rule.
-        """
+        """Undo the booking of a run op if nothing was pushed behind it (nor failed); else the rule."""
         lock = self._lock
         if not lock.acquire(False):
             self._acquire_contended()
         try:
             alone = not self._failures
-            if alone:
-                for var in opr.const_vars:
-                    if var.pending_write is not None:  # a write waits for this read
-                        alone = False
-                for var in opr.mutate_vars:
-                    if var.queue:
-                        alone = False
+            for var in opr.const_vars:
+                alone = alone and var.pending_write is None  # no write waits for this read
+            for var in opr.mutate_vars:
+                alone = alone and not var.queue
             if alone:  # the rule's release, nothing made ready
                 for var in opr.const_vars:
                     var.pending_reads -= 1

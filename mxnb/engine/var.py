@@ -30,7 +30,15 @@ State kept per var:
     pending_reads   granted reads not yet complete
     pending_write   the write holding the var (oldest incomplete write); None: reads pass
     queue           (op, is_write) pushed behind ``pending_write``, in push order
-    writes_pushed   writes appended so far (MXNet: ``version()``); writes_done: completed
+    writes_pushed   writes appended so far; writes_done: completed (MXNet's ``version()``)
+
+Two things of MXNet's have no counterpart here.  ``kWriteTriggered`` is the
+value MXNet stores in ``num_pending_reads_`` while a write runs, so that one
+atomic field says "a write holds the var"; here ``pending_write`` says it, and
+the engine's one lock (not atomics) guards both counts.  MXNet's queue is a
+linked list of ``VersionedVarBlock`` (op, is_write) nodes, one allocated per
+append; here it is a ``deque`` of the same pairs, made only when an op must
+wait.  Neither changes the rule.
 
 Example::
 
@@ -51,7 +59,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["DONE", "PENDING", "READY", "RUNNING", "Opr", "Var"]
+__all__ = ["DONE", "PENDING", "READY", "RUNNING", "Opr", "Var", "granted_opr"]
 
 # op states (the engine sets them; the rule only counts)
 PENDING = 0  # waiting for vars
@@ -61,6 +69,7 @@ DONE = 3  # complete (succeeded, failed or skipped)
 
 _next_var_id = itertools.count(1).__next__
 _NONE: tuple[()] = ()  # "no op made ready"
+_new_object = object.__new__
 
 
 class Var:
@@ -105,8 +114,12 @@ class Var:
 
     @property
     def version(self) -> int:
-        """How many writes have been pushed to this var (MXNet: ``ThreadedVar::version()``)."""
-        return self.writes_pushed
+        """How many writes to this var have completed (MXNet: ``ThreadedVar::version()``).
+
+        MXNet increments ``version_`` in ``CompleteWriteDependency``: a reader
+        compares versions to learn whether the value changed since it looked.
+        """
+        return self.writes_done
 
     def append_read_dependency(self, opr: Opr) -> None:
         """Ask to read: granted now unless a write is pending, else queued behind it."""
@@ -223,3 +236,38 @@ class Opr:
 
     def __repr__(self) -> str:
         return f"Opr({self.id}, {self.name!r})"
+
+
+def granted_opr(
+    op_id: int,
+    name: str,
+    const_vars: tuple[Var, ...],
+    mutate_vars: tuple[Var, ...],
+    fn: Any,
+    ctx: Any,
+    priority: int = 0,
+    copy: bool = False,
+) -> Opr:
+    """A sync op every var has already granted (``READY``): the idle fast path's ``Opr``.
+
+    The same slots as ``Opr(...)`` followed by every var's grant and the
+    pusher's own ``decrement_wait()``, set directly: the class call and
+    ``__init__`` were an eighth of the fast path (``tests/engine/test_naive_idle.py``
+    checks every slot against the constructor's).  The caller books the vars.
+    """
+    opr = _new_object(Opr)
+    opr.id = op_id
+    opr.name = name
+    opr.const_vars = const_vars
+    opr.mutate_vars = mutate_vars
+    opr.wait_count = 0
+    opr.state = READY
+    opr.fn = fn
+    opr.ctx = ctx
+    opr.priority = priority
+    opr.is_async = False
+    opr.copy = copy
+    opr.deletes = None
+    opr.push_time = 0.0
+    opr.waited_on = ()
+    return opr

@@ -49,6 +49,18 @@ def test_reads_share_a_var_and_a_write_waits_for_all_of_them():
     assert (a.writes_pushed, a.writes_done, a.version) == (2, 2, 2)
 
 
+def test_version_counts_completed_writes_as_mxnet_does():
+    """MXNet's ``version_`` goes up in ``CompleteWriteDependency``, not when a write is pushed."""
+    a = Var("a")
+    w1, _ = push(1, writes=[a])
+    w2, _ = push(2, writes=[a])
+    assert (a.writes_pushed, a.version) == (2, 0)
+    complete(w1)
+    assert a.version == 1
+    complete(w2)
+    assert a.version == 2
+
+
 def test_an_op_waits_for_every_var_before_it_is_ready():
     a, b = Var("a"), Var("b")
     wa, _ = push(1, writes=[a])
@@ -90,3 +102,38 @@ def test_random_workloads_run_in_an_order_the_rule_allows():
             done.add(opr.id)
             pending += complete(opr)
         assert done == {op.id for op in ops}  # nothing left waiting
+
+
+def _check_invariants(variables: list[Var], ops: list[Opr]) -> None:
+    """MXNet's checks: ``CHECK_GE(num_pending_reads_, 0)`` and a wait counter never below zero."""
+    for var in variables:
+        assert var.pending_reads >= 0, var
+        assert var.writes_done <= var.writes_pushed, var
+        if var.pending_write is None:
+            assert not var.queue, f"{var}: ops queued behind no write"
+    for opr in ops:
+        assert opr.wait_count >= 0, opr
+
+
+def test_the_counts_never_go_negative_on_random_workloads():
+    """After every append and every completion, MXNet's invariants hold."""
+    rng = random.Random(11)
+    for _ in range(100):
+        variables = [Var(f"v{i}") for i in range(3)]
+        ops, pending = [], []
+        for op_id in range(1, 30):
+            reads = rng.sample(variables, rng.randint(0, 2))
+            writes = [v for v in rng.sample(variables, rng.randint(0, 2)) if v not in reads]
+            opr, ready = push(op_id, reads, writes)
+            ops.append(opr)
+            _check_invariants(variables, ops)
+            if ready:
+                pending.append(opr)
+            if pending and rng.random() < 0.4:  # completions interleaved with pushes
+                pending += complete(pending.pop(rng.randrange(len(pending))))
+                _check_invariants(variables, ops)
+        while pending:
+            pending += complete(pending.pop(rng.randrange(len(pending))))
+            _check_invariants(variables, ops)
+        assert all(opr.wait_count == 0 for opr in ops)
+        assert all(v.pending_reads == 0 and v.pending_write is None for v in variables)
