@@ -34,12 +34,13 @@ trace is read.
 Example::
 
     >>> import mxnb as mx
-    >>> h = mx.storage.alloc(1000, mx.cpu(3))
-    >>> h.capacity, mx.storage.stats(mx.cpu(3)).bytes_in_use
+    >>> ctx = mx.cpu(97)                      # a context no other code uses
+    >>> h = mx.storage.alloc(1000, ctx)
+    >>> h.capacity, mx.storage.stats(ctx).bytes_in_use
     (1024, 1024)
-    >>> mx.storage.free(h); mx.storage.stats(mx.cpu(3)).pooled_bytes
+    >>> mx.storage.free(h); mx.storage.stats(ctx).pooled_bytes
     1024
-    >>> mx.storage.alloc(900, mx.cpu(3)).pool_hit
+    >>> mx.storage.alloc(900, ctx).pool_hit
     True
 """
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 from typing import Any
 
 from . import (
-    _extra_ops,  # noqa: F401 - registers ops the operator library lacks
     _internal,  # noqa: F401 - mx.nd._internal
     contrib,
     linalg,

@@ -65,7 +65,9 @@ from ..base import ContextError, DTypeError, MXNBError, ShapeError, as_shape
 from ..context import Context
 from ..operator import registry
 from ..operator.base import OpContext, OperatorProperty, OpReqType
-from . import _extra_ops
+from ..operator.ops._common import PropOperator
+from ..operator.ops.sampling import SamplerOperator
+from ..operator.simple_op import _SimpleOperator
 from .chunk import _parked, _take_parked
 from .debug import check_written, poison_outputs, raise_read_only_write, readonly_view
 from .ndarray import NDArray, _alloc, _ctx_of
@@ -314,28 +316,8 @@ def _call_binary(ufunc: Any, first: Any, second: Any, out: Any, run_ctx: Any) ->
     ufunc(first, second, out=out)
 
 
-def _stateless_operator_types() -> tuple[type, ...]:
-    """Operator classes that only forward to their property: one instance serves every call."""
-    global _STATELESS
-    if _STATELESS is None:
-        found: list[type] = [_extra_ops._SamplerOperator]
-        try:
-            from ..operator.ops._common import PropOperator
-
-            found.append(PropOperator)
-        except ImportError:  # the operator library is not there yet
-            pass
-        try:
-            from ..operator.simple_op import _SimpleOperator
-
-            found.append(_SimpleOperator)
-        except ImportError:
-            pass
-        _STATELESS = tuple(found)
-    return _STATELESS
-
-
-_STATELESS: tuple[type, ...] | None = None
+#: Operator classes that only forward to their property: one instance serves every call.
+_STATELESS = (SamplerOperator, PropOperator, _SimpleOperator)
 
 
 def _reusable_operator(
@@ -343,7 +325,7 @@ def _reusable_operator(
 ) -> Any:
     """The operator to cache in a plan, or None to create one per call (custom ops keep state)."""
     operator = prop.create_operator_ex(ctx, in_shapes, in_types)
-    if type(operator) in _stateless_operator_types():
+    if type(operator) in _STATELESS:
         return operator
     return None
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import ParamError, np_dtype
-from . import _extra_ops  # noqa: F401 - registers the samplers the op library lacks
 from .invoke import invoke
 from .ndarray import NDArray
 

@@ -11,8 +11,8 @@ UpSampling, LRN),
 :mod:`.softmax` (softmax, log_softmax, SoftmaxOutput and the other loss layers),
 :mod:`.norm_more` (InstanceNorm, L2Normalization, SyncBatchNorm), :mod:`.linalg` (gelqf),
 :mod:`.optimizer_ops` (sgd_update, adam_update, ...: fused optimizer steps),
-:mod:`.init` (_zeros, _ones, _full, _arange, zeros_like, ...) and :mod:`.rnn` (the
-fused RNN operator).  Each module
+:mod:`.init` (_zeros, _ones, _full, _arange, zeros_like, ...), :mod:`.sampling` and
+:mod:`.samplers` (the random samplers) and :mod:`.rnn` (the fused RNN operator).  Each module
 registers its properties with :func:`mxnb.operator.register`, so after
 ``import mxnb`` every op is reachable by name through the registry, and
 through ``mx.nd.<name>`` / ``mx.sym.<name>``.
@@ -32,7 +32,7 @@ Example::
 """
 
 from . import activation, conv, deconv, elemwise, indexing, init, join, matrix, norm  # noqa: I001
-from . import optimizer_ops, pool, reduce, rnn, softmax
+from . import optimizer_ops, pool, reduce, rnn, sampling, softmax
 from . import compat, legacy  # after the families they build on
 from . import layers_compat, samplers, stats_compat, tensor_compat  # noqa: F401  (likewise)
 from . import linalg, norm_more  # norm_more builds on norm
@@ -55,5 +55,6 @@ __all__ = [
     "pool",
     "reduce",
     "rnn",
+    "sampling",
     "softmax",
 ]

@@ -39,9 +39,7 @@ from ..param import ANY, DType, Param, Shape
 from ..registry import register, register_alias
 from ._common import KernelProp, write
 
-# the input-less sampler base (shape / ctx / dtype, the RANDOM resource) is shared with
-# _random_uniform / _random_normal, which mxnb.ndarray._extra_ops registers
-from ...ndarray._extra_ops import SamplerProp  # isort: skip
+from .sampling import SamplerProp  # the input-less base; _random_uniform / _normal live there
 
 __all__ = ["DISTRIBUTIONS", "ShuffleProp"]
 
@@ -159,7 +157,7 @@ def _make(distribution: str) -> None:
     fields = {n: Param(float, unbounded=ANY, default=d, doc=f"The {n} parameter.")
               for n, d in names.items()}  # fmt: skip
     doc = f"Draw samples from a {distribution.replace('_', ' ')} distribution."
-    if distribution not in ("uniform", "normal"):  # those two: mxnb.ndarray._extra_ops
+    if distribution not in ("uniform", "normal"):  # those two: .sampling
         random_cls = type(f"_Random_{distribution}", (_RandomProp,),
                           {"__doc__": doc, "distribution": distribution, **fields})  # fmt: skip
         register(f"_random_{distribution}")(random_cls)

@@ -1,8 +1,10 @@
-"""Operators the NDArray layer needs that the operator library may not define.
+"""The input-less samplers: :class:`SamplerProp` and the uniform, normal and randint ops.
 
-Each op here is registered only when no op of that name exists yet, so the
-operator library's own definition always wins.  They follow MXNet's names
-and parameters.
+Idea: a sampler has no inputs; its parameters (``shape``, ``ctx``,
+``dtype``) and the RANDOM resource make its output.  :class:`SamplerProp` is
+the base every ``_random_<distribution>`` op builds on (:mod:`.samplers` holds
+the other distributions).  They follow MXNet's names and parameters; each is
+registered only when no op of that name exists yet.
 
 * ``_random_uniform`` / ``_random_normal`` / ``_random_randint`` (aliases
   ``random_uniform``, ``uniform``, ``random_normal``, ``normal``,
@@ -26,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ..base import ParamError
-from ..operator.base import (
+from ...base import ParamError
+from ..base import (
     OpContext,
     Operator,
     OperatorProperty,
@@ -35,13 +37,15 @@ from ..operator.base import (
     ResourceRequest,
     assign,
 )
-from ..operator.param import ANY, DType, Param, Shape
-from ..operator.registry import find, register, register_alias
+from ..param import ANY, DType, Param, Shape
+from ..registry import find, register, register_alias
 
-__all__ = ["SamplerProp"]
+__all__ = ["SamplerOperator", "SamplerProp"]
 
 
-class _SamplerOperator(Operator):
+class SamplerOperator(Operator):
+    """Draws a sampler's output from the RANDOM resource's generator (no per-call state)."""
+
     def __init__(self, prop: SamplerProp) -> None:
         self.prop = prop
 
@@ -92,7 +96,7 @@ class SamplerProp(OperatorProperty):
 
     def create_operator(self, ctx: Any) -> Operator:
         """The operator draws from ``ctx.requested[0].generator``."""
-        return _SamplerOperator(self)
+        return SamplerOperator(self)
 
     def sample(self, generator: np.random.Generator, shape: tuple) -> np.ndarray:
         """Draw an array of ``shape``."""
