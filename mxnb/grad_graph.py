@@ -82,7 +82,8 @@ def _reduce_to(grad: Any, shape: tuple) -> Any:
 
 def _rule_gradients(node: Any, out_grads: list[Any], wanted: list[bool]) -> list[Any]:
     """Gradients of a rule-driven elementwise op (unary, scalar, binary) or Activation."""
-    from .operator.ops.elemwise import BinaryRule, ScalarRule
+    from .operator.ops.binary import BinaryRule
+    from .operator.ops.scalar import ScalarRule
 
     prop = node.prop
     xp = _NDArrayMath(prop.op_name)

@@ -25,7 +25,7 @@ from mxnb.base import VarDeletedError
 from mxnb.engine.trace import OpPush, Trace
 from mxnb.operator import registry
 from mxnb.operator.base import OpReqType
-from mxnb.operator.ops import elemwise
+from mxnb.operator.ops import binary, elemwise, scalar
 from mxnb.operator.ops._common import ufunc_into
 
 nd_module = importlib.import_module("mxnb.ndarray.ndarray")
@@ -206,29 +206,29 @@ def test_unary_ufunc_kernels_store_what_the_rule_computes(name, dtype):
 
 
 @pytest.mark.parametrize("dtype", _FLOATS)
-@pytest.mark.parametrize("name", [n for n, r in elemwise.BINARY.items() if r.ufunc])
+@pytest.mark.parametrize("name", [n for n, r in binary.BINARY.items() if r.ufunc])
 def test_binary_ufunc_kernels_store_what_the_rule_computes(name, dtype):
     a = np.linspace(0.5, 2.5, 12).astype(dtype).reshape(3, 4)
     b = np.linspace(0.5, 3.0, 4).astype(dtype)
-    rule = elemwise.BINARY[name]
+    rule = binary.BINARY[name]
     with np.errstate(all="raise"):
         want = rule.forward(np, a, b).astype(dtype)
         got = getattr(mx.nd, f"broadcast_{name}")(
             mx.nd.array(a, dtype=dtype), mx.nd.array(b, dtype=dtype)
         ).asnumpy()
         same = rule.forward(np, a, a[::-1]).astype(dtype)
-        got_same = getattr(mx.nd, elemwise._ELEMWISE_NAMES.get(name, f"_{name}"))(
+        got_same = getattr(mx.nd, binary._ELEMWISE_NAMES.get(name, f"_{name}"))(
             mx.nd.array(a, dtype=dtype), mx.nd.array(a[::-1], dtype=dtype)
         ).asnumpy()
     assert _same(got, want) and _same(got_same, same)
 
 
 @pytest.mark.parametrize("dtype", [*_FLOATS, "int32"])
-@pytest.mark.parametrize("name", [n for n, r in elemwise.SCALAR.items() if r.ufunc])
+@pytest.mark.parametrize("name", [n for n, r in scalar.SCALAR.items() if r.ufunc])
 def test_scalar_ufunc_kernels_store_what_the_rule_computes(name, dtype):
     x = np.linspace(1.0, 5.0, 9).astype(dtype)
     with np.errstate(all="raise"):
-        want = elemwise.SCALAR[name].forward(np, x, 1.5).astype(dtype)
+        want = scalar.SCALAR[name].forward(np, x, 1.5).astype(dtype)
         got = getattr(mx.nd, name)(mx.nd.array(x, dtype=dtype), scalar=1.5).asnumpy()
     assert _same(got, want)
 

@@ -7,7 +7,9 @@ import pytest
 
 from mxnb.base import ShapeError
 from mxnb.operator import OpContext, OpReqType, eager, registry
-from mxnb.operator.ops.elemwise import BINARY, SCALAR, UNARY
+from mxnb.operator.ops.binary import BINARY
+from mxnb.operator.ops.elemwise import UNARY
+from mxnb.operator.ops.scalar import SCALAR
 
 # inputs inside each function's domain, away from kinks
 _DOMAIN = {

@@ -1,7 +1,8 @@
 """The operator library: importing this package registers every built-in operator.
 
 One family per module (MXNet: src/operator/): :mod:`.elemwise` (unary,
-binary, scalar, broadcast, comparison, Cast, ElementWiseSum), :mod:`.reduce`
+Cast, ElementWiseSum), :mod:`.binary` (same shape, broadcast, comparison),
+:mod:`.scalar` (an array and a scalar), :mod:`.reduce`
 (sum, mean, max, norm, argmax, ...), :mod:`.matrix` (dot, FullyConnected,
 Reshape, transpose, ...), :mod:`.join` (Concat, SliceChannel, slice, tile,
 Pad, ...), :mod:`.indexing` (Embedding, take, one_hot, topk, where, clip),
@@ -32,6 +33,7 @@ Example::
 """
 
 from . import activation, conv, deconv, elemwise, indexing, init, join, matrix, norm  # noqa: I001
+from . import binary, scalar  # the binary and scalar elementwise ops, on elemwise's scheme
 from . import optimizer_ops, pool, reduce, rnn, sampling, softmax
 from . import compat, legacy  # after the families they build on
 from . import layers_compat, samplers, stats_compat, tensor_compat  # noqa: F401  (likewise)
@@ -39,6 +41,7 @@ from . import linalg, norm_more  # norm_more builds on norm
 
 __all__ = [
     "activation",
+    "binary",
     "compat",
     "conv",
     "deconv",
@@ -55,6 +58,7 @@ __all__ = [
     "pool",
     "reduce",
     "rnn",
+    "scalar",
     "sampling",
     "softmax",
 ]

@@ -1,4 +1,4 @@
-"""Elementwise operators: unary math, binary (same shape and broadcast), scalar, comparison.
+"""Elementwise operators: the scheme, the unary ops, Cast and ElementWiseSum.
 
 Idea (MXNet: src/operator/tensor/elemwise_*): each op is one formula for the
 forward value and one for the gradient, plus a statement of what the gradient
@@ -7,17 +7,17 @@ reads.  That statement becomes ``declare_backward_dependency``: ``relu``,
 ``sin`` and ``abs`` their INPUT, ``negative`` and ``elemwise_add`` only the
 head gradient — so the memory planner can free the rest early.
 
+The same scheme drives the binary ops (:mod:`.binary`: same shape and
+broadcast) and the scalar ops (:mod:`.scalar`), which build on the names
+defined here (what a gradient uses, the one-input property, the mod rules).
+
 Rules:
     * forward may run in place (input -> output) and backward may write the
       input gradient over the head gradient; kernels compute every value
-      before writing any output, so aliasing is safe;
-    * broadcast ops align shapes on the right; their gradients are summed
-      back to each input's shape;
-    * comparison ops return 0/1 in the input's dtype and have zero gradient;
-    * scalar ops take the scalar as parameter ``scalar`` (float).
+      before writing any output, so aliasing is safe.
 
-State kept: the tables ``UNARY``, ``BINARY`` and ``SCALAR`` (name -> formulas)
-from which one registered property class per op is generated.
+State kept: the table ``UNARY`` (name -> formulas) from which one registered
+property class per op is generated.
 
 Example::
 
@@ -37,20 +37,17 @@ from typing import Any
 
 import numpy as np
 
-from ..param import ANY, DType, Param
-from ..partial import is_known, partial_shape
+from ..param import DType, Param
 from ..registry import register, register_alias
 from ._common import (
     KernelProp,
     UfuncKernel,
-    broadcast_shape,
-    reduce_to,
     ufunc_into,
     ufunc_types_direct,
     write,
 )
 
-__all__ = ["BINARY", "SCALAR", "UNARY", "BinaryRule", "ScalarRule", "UnaryRule"]
+__all__ = ["UNARY", "UnaryProp", "UnaryRule"]
 
 NONE, INPUT, OUTPUT, BOTH = "none", "input", "output", "both"
 
@@ -71,7 +68,7 @@ class UnaryRule:
     ufunc: str = ""  # the xp ufunc that IS forward: computed with out= (see ufunc_into)
 
 
-def _mod(xp: Any, a: Any, b: Any) -> Any:
+def mod_values(xp: Any, a: Any, b: Any) -> Any:
     """a mod b with the sign of b; a zero divisor gives 0, for every dtype (as MXNet's ``mod``).
 
     numpy's ``mod`` gives nan (floats) or 0 with a warning (integers) there;
@@ -81,13 +78,13 @@ def _mod(xp: Any, a: Any, b: Any) -> Any:
     return xp.where(zero, 0, xp.mod(a, xp.where(zero, 1, b)))
 
 
-def _scalar_mod(xp: Any, x: Any, s: float, reverse: bool) -> Any:
+def scalar_mod(xp: Any, x: Any, s: float, reverse: bool) -> Any:
     """``x mod s`` (``s mod x`` when ``reverse``), the scalar in x's dtype first (MXNet's ``DType(s)``)."""
     scalar = xp.asarray(s, dtype=x.dtype)
-    return _mod(xp, scalar, x) if reverse else _mod(xp, x, scalar)
+    return mod_values(xp, scalar, x) if reverse else mod_values(xp, x, scalar)
 
 
-def _mod_grad(xp: Any, g: Any, value: Callable[[], Any]) -> Any:
+def mod_grad(xp: Any, g: Any, value: Callable[[], Any]) -> Any:
     """A gradient of mod: ``value()`` for floating-point results, zeros for integer ones.
 
     MXNet 1.9.1 defines mod's gradients (1 for the dividend, -floor(a / b) for
@@ -235,7 +232,7 @@ for _name, _ufunc in _UNARY_UFUNCS.items():
     UNARY[_name] = replace(UNARY[_name], ufunc=_ufunc)
 
 
-class _OneToOneRuleProp(KernelProp):
+class OneToOneRuleProp(KernelProp):
     """Shared semantics of one-input elementwise ops driven by a rule (unary and scalar ops).
 
     Backward reads the head gradient plus whatever the rule's gradient uses
@@ -264,7 +261,7 @@ class _OneToOneRuleProp(KernelProp):
         return [(out_grad[0], in_grad[0])]
 
 
-class UnaryProp(_OneToOneRuleProp):
+class UnaryProp(OneToOneRuleProp):
     """Base of the generated unary elementwise properties."""
 
     rule: UnaryRule
@@ -301,439 +298,6 @@ for _name, _rule in UNARY.items():
     _make_unary(_name, _rule)
 for _alias, _target in UNARY_ALIASES.items():
     register_alias(_alias, _target)
-
-
-# ---------------------------------------------------------------------------
-# binary: elemwise_* (same shape) and broadcast_* (numpy-style broadcasting)
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BinaryRule:
-    """Forward ``f(xp, a, b)``; gradients ``ga(xp, g, a, b, y)`` / ``gb``; ``uses`` what they read."""
-
-    forward: Callable[..., Any]
-    grad_lhs: Callable[..., Any] | None
-    grad_rhs: Callable[..., Any] | None
-    uses: str
-    doc: str
-    ufunc: str = ""  # the xp ufunc that IS forward: computed with out= (see ufunc_into)
-
-
-def _cmp(fn: Callable[..., Any], doc: str) -> BinaryRule:
-    return BinaryRule(
-        fn, None, None, NONE, doc + " Returns 1 or 0 in the input dtype; zero gradient."
-    )
-
-
-BINARY: dict[str, BinaryRule] = {
-    "add": BinaryRule(
-        lambda xp, a, b: a + b,
-        lambda xp, g, a, b, y: g,
-        lambda xp, g, a, b, y: g,
-        NONE,
-        "lhs + rhs.",
-    ),
-    "sub": BinaryRule(
-        lambda xp, a, b: a - b,
-        lambda xp, g, a, b, y: g,
-        lambda xp, g, a, b, y: -g,
-        NONE,
-        "lhs - rhs.",
-    ),
-    "mul": BinaryRule(
-        lambda xp, a, b: a * b,
-        lambda xp, g, a, b, y: g * b,
-        lambda xp, g, a, b, y: g * a,
-        INPUT,
-        "lhs * rhs.",
-    ),
-    "div": BinaryRule(
-        lambda xp, a, b: a / b,
-        lambda xp, g, a, b, y: g / b,
-        lambda xp, g, a, b, y: -g * a / (b * b),
-        INPUT,
-        "lhs / rhs.",
-    ),
-    "mod": BinaryRule(
-        lambda xp, a, b: _mod(xp, a, b),
-        lambda xp, g, a, b, y: _mod_grad(xp, g, lambda: g),
-        lambda xp, g, a, b, y: _mod_grad(xp, g, lambda: -g * xp.floor(a / b)),
-        INPUT,
-        "lhs modulo rhs (sign of rhs).",
-    ),
-    "power": BinaryRule(
-        lambda xp, a, b: a**b,
-        lambda xp, g, a, b, y: g * b * a ** (b - 1),
-        lambda xp, g, a, b, y: g * a**b * xp.log(a),
-        INPUT,
-        "lhs ** rhs.",
-    ),
-    "maximum": BinaryRule(
-        lambda xp, a, b: xp.maximum(a, b),
-        lambda xp, g, a, b, y: g * (a >= b),
-        lambda xp, g, a, b, y: g * (a < b),
-        INPUT,
-        "Elementwise maximum.",
-    ),
-    "minimum": BinaryRule(
-        lambda xp, a, b: xp.minimum(a, b),
-        lambda xp, g, a, b, y: g * (a <= b),
-        lambda xp, g, a, b, y: g * (a > b),
-        INPUT,
-        "Elementwise minimum.",
-    ),
-    "hypot": BinaryRule(
-        lambda xp, a, b: xp.hypot(a, b),
-        lambda xp, g, a, b, y: g * a / y,
-        lambda xp, g, a, b, y: g * b / y,
-        BOTH,
-        "sqrt(lhs**2 + rhs**2).",
-    ),
-    "equal": _cmp(lambda xp, a, b: a == b, "lhs == rhs."),
-    "not_equal": _cmp(lambda xp, a, b: a != b, "lhs != rhs."),
-    "greater": _cmp(lambda xp, a, b: a > b, "lhs > rhs."),
-    "greater_equal": _cmp(lambda xp, a, b: a >= b, "lhs >= rhs."),
-    "lesser": _cmp(lambda xp, a, b: a < b, "lhs < rhs."),
-    "lesser_equal": _cmp(lambda xp, a, b: a <= b, "lhs <= rhs."),
-    "logical_and": _cmp(lambda xp, a, b: (a != 0) & (b != 0), "lhs and rhs."),
-    "logical_or": _cmp(lambda xp, a, b: (a != 0) | (b != 0), "lhs or rhs."),
-    "logical_xor": _cmp(lambda xp, a, b: (a != 0) ^ (b != 0), "lhs xor rhs."),
-}
-
-# Binary rules whose forward is exactly one xp ufunc: their kernels compute with out=.
-_BINARY_UFUNCS = {
-    "add": "add",
-    "sub": "subtract",
-    "mul": "multiply",
-    "div": "divide",
-    "power": "power",
-    "maximum": "maximum",
-    "minimum": "minimum",
-    "hypot": "hypot",
-}
-for _name, _ufunc in _BINARY_UFUNCS.items():
-    BINARY[_name] = replace(BINARY[_name], ufunc=_ufunc)
-
-# MXNet names: elemwise_add/_sub/_mul/_div; the rest are _name (same shape) and broadcast_name.
-_ELEMWISE_NAMES = {
-    "add": "elemwise_add",
-    "sub": "elemwise_sub",
-    "mul": "elemwise_mul",
-    "div": "elemwise_div",
-}
-_ELEMWISE_ALIASES = {
-    "elemwise_add": ["_add", "_plus", "_Plus"],
-    "elemwise_sub": ["_sub", "_minus", "_Minus"],
-    "elemwise_mul": ["_mul", "_Mul"],
-    "elemwise_div": ["_div", "_Div"],
-    "_power": ["_Power"],
-    "_mod": ["_Mod"],
-    "_maximum": ["_Maximum"],
-    "_minimum": ["_Minimum"],
-}
-_BROADCAST_ALIASES = {"broadcast_add": ["broadcast_plus"], "broadcast_sub": ["broadcast_minus"]}
-
-
-class BinaryProp(KernelProp):
-    """Base of the generated binary properties (``broadcast`` chooses the shape rule)."""
-
-    rule: BinaryRule
-    broadcast: bool = False
-
-    def list_arguments(self):
-        """``['lhs', 'rhs']``."""
-        return ["lhs", "rhs"]
-
-    @partial_shape
-    def infer_shape(self, in_shape, out_shape=None):
-        """Same shape (elemwise_*: known dims flow both ways) or broadcast shape (forward)."""
-        lhs, rhs = in_shape
-        if not self.broadcast:
-            return super().infer_shape(in_shape, out_shape)
-        if lhs is None or rhs is None:
-            return None
-        if is_known(lhs) and is_known(rhs):
-            out = broadcast_shape(self, tuple(lhs), tuple(rhs))
-        else:
-            out = _partial_broadcast(self, tuple(lhs), tuple(rhs))
-        return [tuple(lhs), tuple(rhs)], [out], []
-
-    def declare_backward_dependency(self, out_grad, in_data, out_data):
-        """Head gradient, plus the inputs / output the gradient formulas read."""
-        rule = self.rule
-        if rule.grad_lhs is None:
-            return []
-        deps = [out_grad[0]]
-        if rule.uses in (INPUT, BOTH):
-            deps += [in_data[0], in_data[1]]
-        if rule.uses in (OUTPUT, BOTH):
-            deps.append(out_data[0])
-        return deps
-
-    def forward_inplace_option(self, in_data, out_data):
-        """Same-shape ops may write over either operand; broadcast ops may not."""
-        if self.broadcast:
-            return []
-        return [(in_data[0], out_data[0]), (in_data[1], out_data[0])]
-
-    def backward_inplace_option(self, out_grad, in_data, out_data, in_grad):
-        """The lhs gradient may take the head gradient's memory (same-shape ops)."""
-        if self.broadcast:
-            return []
-        return [(out_grad[0], in_grad[0])]
-
-    def forward(self, ctx, in_data, req, out_data, aux):
-        """out = f(lhs, rhs) (straight into out when f is one ufunc: :func:`ufunc_into`)."""
-        rule = self.rule
-        lhs, rhs = in_data
-        if rule.ufunc and ufunc_into(ctx.xp, rule.ufunc, out_data[0], req[0], lhs, rhs):
-            return
-        write(out_data[0], req[0], rule.forward(ctx.xp, lhs, rhs))
-
-    def forward_ufunc(self, in_types, out_types):
-        """``ufunc(lhs, rhs, out)`` when :meth:`forward` takes that path (see KernelProp)."""
-        ufunc = self.rule.ufunc
-        if not ufunc or type(self).forward is not BinaryProp.forward:
-            return None
-        return UfuncKernel(ufunc) if ufunc_types_direct(in_types, out_types) else None
-
-    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
-        """Both gradients are computed before either is written (in-place safety)."""
-        xp, rule = ctx.xp, self.rule
-        if rule.grad_lhs is None:
-            write(in_grad[0], req[0], 0)
-            write(in_grad[1], req[1], 0)
-            return
-        g, a, b, y = out_grad[0], in_data[0], in_data[1], out_data[0]
-        grads = [
-            rule.grad_lhs(xp, g, a, b, y) if req[0] else None,
-            rule.grad_rhs(xp, g, a, b, y) if req[1] else None,
-        ]
-        for i in range(2):
-            if grads[i] is not None:
-                value = grads[i]
-                if self.broadcast:
-                    value = reduce_to(xp, xp.broadcast_to(value, g.shape), in_grad[i].shape)
-                write(in_grad[i], req[i], value)
-
-
-def _partial_broadcast(op: Any, lhs: tuple, rhs: tuple) -> tuple:
-    """Broadcast two partial shapes: an unknown dim (0) meets 1 or itself as unknown."""
-    ndim = max(len(lhs), len(rhs))
-    left = (1,) * (ndim - len(lhs)) + lhs
-    right = (1,) * (ndim - len(rhs)) + rhs
-    probe_left = tuple(a or 1 for a in left)  # check the known dims with the usual rule
-    probe_right = tuple(b or 1 for b in right)
-    broadcast_shape(op, probe_left, probe_right)
-    out = []
-    for a, b in zip(left, right):
-        if a == 0 or b == 0:
-            known = a or b
-            out.append(known if known > 1 else 0)
-        else:
-            out.append(max(a, b))
-    return tuple(out)
-
-
-def _make_binary(name: str, rule: BinaryRule, broadcast: bool) -> type:
-    kind = "broadcast" if broadcast else "elemwise"
-    doc = f"{rule.doc} ({'with broadcasting' if broadcast else 'operands of the same shape'})"
-    attrs = {"rule": rule, "broadcast": broadcast, "__doc__": doc}
-    return register(name)(type(f"BinaryProp_{kind}_{name.strip('_')}", (BinaryProp,), attrs))
-
-
-for _key, _rule in BINARY.items():
-    _make_binary(_ELEMWISE_NAMES.get(_key, f"_{_key}"), _rule, broadcast=False)
-    _make_binary(f"broadcast_{_key}", _rule, broadcast=True)
-for _target, _aliases in {**_ELEMWISE_ALIASES, **_BROADCAST_ALIASES}.items():
-    for _alias in _aliases:
-        register_alias(_alias, _target)
-
-
-# ---------------------------------------------------------------------------
-# scalar ops: op(data, scalar)
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ScalarRule:
-    """Forward ``f(xp, x, s)`` and gradient ``g(xp, dy, x, y, s)``; ``uses`` what g reads."""
-
-    forward: Callable[..., Any]
-    gradient: Callable[..., Any] | None
-    uses: str
-    doc: str
-    ufunc: str = ""  # the xp ufunc that IS forward, as ufunc(data, scalar): computed with out=
-    reverse: bool = False  # the ufunc takes (scalar, data): _rminus_scalar, _rdiv_scalar ...
-
-
-def _smooth_l1(xp: Any, x: Any, sigma: float) -> Any:
-    s2 = sigma * sigma
-    return xp.where(xp.abs(x) < 1 / s2, 0.5 * s2 * x * x, xp.abs(x) - 0.5 / s2)
-
-
-def _smooth_l1_grad(xp: Any, g: Any, x: Any, y: Any, sigma: float) -> Any:
-    s2 = sigma * sigma
-    return g * xp.where(xp.abs(x) < 1 / s2, s2 * x, xp.sign(x))
-
-
-def _scmp(fn: Callable[..., Any], doc: str) -> ScalarRule:
-    return ScalarRule(fn, None, NONE, doc + " Returns 1 or 0 in the input dtype; zero gradient.")
-
-
-SCALAR: dict[str, ScalarRule] = {
-    "_plus_scalar": ScalarRule(
-        lambda xp, x, s: x + s, lambda xp, g, x, y, s: g, NONE, "data + scalar."
-    ),
-    "_minus_scalar": ScalarRule(
-        lambda xp, x, s: x - s, lambda xp, g, x, y, s: g, NONE, "data - scalar."
-    ),
-    "_rminus_scalar": ScalarRule(
-        lambda xp, x, s: s - x, lambda xp, g, x, y, s: -g, NONE, "scalar - data."
-    ),
-    "_mul_scalar": ScalarRule(
-        lambda xp, x, s: x * s, lambda xp, g, x, y, s: g * s, NONE, "data * scalar."
-    ),
-    "_div_scalar": ScalarRule(
-        lambda xp, x, s: x / s, lambda xp, g, x, y, s: g / s, NONE, "data / scalar."
-    ),
-    "_rdiv_scalar": ScalarRule(
-        lambda xp, x, s: s / x, lambda xp, g, x, y, s: -g * s / (x * x), INPUT, "scalar / data."
-    ),
-    "_mod_scalar": ScalarRule(
-        lambda xp, x, s: _scalar_mod(xp, x, s, False),
-        lambda xp, g, x, y, s: _mod_grad(xp, g, lambda: g),
-        NONE,
-        "data modulo scalar.",
-    ),
-    "_rmod_scalar": ScalarRule(
-        lambda xp, x, s: _scalar_mod(xp, x, s, True),
-        lambda xp, g, x, y, s: _mod_grad(xp, g, lambda: -g * xp.floor(s / x)),
-        INPUT,
-        "scalar modulo data.",
-    ),
-    "_power_scalar": ScalarRule(
-        lambda xp, x, s: x**s, lambda xp, g, x, y, s: g * s * x ** (s - 1), INPUT, "data ** scalar."
-    ),
-    "_rpower_scalar": ScalarRule(
-        lambda xp, x, s: s**x, lambda xp, g, x, y, s: g * y * math.log(s), OUTPUT, "scalar ** data."
-    ),
-    "_maximum_scalar": ScalarRule(
-        lambda xp, x, s: xp.maximum(x, s),
-        lambda xp, g, x, y, s: g * (x >= s),
-        INPUT,
-        "max(data, scalar).",
-    ),
-    "_minimum_scalar": ScalarRule(
-        lambda xp, x, s: xp.minimum(x, s),
-        lambda xp, g, x, y, s: g * (x <= s),
-        INPUT,
-        "min(data, scalar).",
-    ),
-    "_hypot_scalar": ScalarRule(
-        lambda xp, x, s: xp.hypot(x, s),
-        lambda xp, g, x, y, s: g * x / y,
-        BOTH,
-        "sqrt(data**2 + scalar**2).",
-    ),
-    "smooth_l1": ScalarRule(
-        _smooth_l1,
-        _smooth_l1_grad,
-        INPUT,
-        "Smooth L1 with sigma = scalar: 0.5*(sigma*x)**2 if |x| < 1/sigma**2, "
-        "else |x| - 0.5/sigma**2.",
-    ),
-    "_equal_scalar": _scmp(lambda xp, x, s: x == s, "data == scalar."),
-    "_not_equal_scalar": _scmp(lambda xp, x, s: x != s, "data != scalar."),
-    "_greater_scalar": _scmp(lambda xp, x, s: x > s, "data > scalar."),
-    "_greater_equal_scalar": _scmp(lambda xp, x, s: x >= s, "data >= scalar."),
-    "_lesser_scalar": _scmp(lambda xp, x, s: x < s, "data < scalar."),
-    "_lesser_equal_scalar": _scmp(lambda xp, x, s: x <= s, "data <= scalar."),
-    "_logical_and_scalar": _scmp(lambda xp, x, s: (x != 0) & (s != 0), "data and scalar."),
-    "_logical_or_scalar": _scmp(lambda xp, x, s: (x != 0) | (s != 0), "data or scalar."),
-    "_logical_xor_scalar": _scmp(lambda xp, x, s: (x != 0) ^ (s != 0), "data xor scalar."),
-}
-
-# Scalar rules whose forward is exactly one xp ufunc, (ufunc, scalar first): computed with out=.
-# (_power_scalar is left out: ``x ** s`` takes numpy's fast paths for some exponents; the
-# mod scalars too: MXNet's mod gives 0 for a zero divisor, numpy's does not, see _mod.)
-_SCALAR_UFUNCS = {
-    "_plus_scalar": ("add", False),
-    "_minus_scalar": ("subtract", False),
-    "_rminus_scalar": ("subtract", True),
-    "_mul_scalar": ("multiply", False),
-    "_div_scalar": ("divide", False),
-    "_rdiv_scalar": ("divide", True),
-    "_rpower_scalar": ("power", True),
-    "_maximum_scalar": ("maximum", False),
-    "_minimum_scalar": ("minimum", False),
-    "_hypot_scalar": ("hypot", False),
-}
-for _name, (_ufunc, _reverse) in _SCALAR_UFUNCS.items():
-    SCALAR[_name] = replace(SCALAR[_name], ufunc=_ufunc, reverse=_reverse)
-
-_SCALAR_ALIASES = {
-    "_plus_scalar": ["_PlusScalar"],
-    "_minus_scalar": ["_MinusScalar"],
-    "_rminus_scalar": ["_RMinusScalar"],
-    "_mul_scalar": ["_MulScalar"],
-    "_div_scalar": ["_DivScalar"],
-    "_rdiv_scalar": ["_RDivScalar"],
-    "_power_scalar": ["_PowerScalar"],
-    "_rpower_scalar": ["_RPowerScalar"],
-    "_maximum_scalar": ["_MaximumScalar"],
-    "_minimum_scalar": ["_MinimumScalar"],
-    "_mod_scalar": ["_ModScalar"],
-    "_rmod_scalar": ["_RModScalar"],
-}
-
-
-class ScalarProp(_OneToOneRuleProp):
-    """Base of the generated scalar properties: ``op(data, scalar)``."""
-
-    rule: ScalarRule
-    scalar = Param(float, unbounded=ANY, default=1.0, doc="The scalar operand.")
-    is_int = Param(
-        bool, default=True, doc="Whether the scalar was given as an int (MXNet 1.9 flag)."
-    )
-
-    def forward(self, ctx, in_data, req, out_data, aux):
-        """out = f(data, scalar) (straight into out when f is one ufunc: :func:`ufunc_into`)."""
-        rule = self.rule
-        data, scalar = in_data[0], self.scalar
-        if rule.ufunc:
-            operands = (scalar, data) if rule.reverse else (data, scalar)
-            if ufunc_into(ctx.xp, rule.ufunc, out_data[0], req[0], *operands):
-                return
-        write(out_data[0], req[0], rule.forward(ctx.xp, data, scalar))
-
-    def forward_ufunc(self, in_types, out_types):
-        """``ufunc(data, scalar, out)`` (or scalar first) when :meth:`forward` takes that path."""
-        rule = self.rule
-        if not rule.ufunc or type(self).forward is not ScalarProp.forward:
-            return None
-        if not ufunc_types_direct(in_types, out_types):
-            return None
-        return UfuncKernel(rule.ufunc, self.scalar, rule.reverse)
-
-    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
-        """dx = g(dy, data, out, scalar), or zeros."""
-        rule = self.rule
-        if rule.gradient is None:
-            write(in_grad[0], req[0], 0)
-            return
-        value = rule.gradient(ctx.xp, out_grad[0], in_data[0], out_data[0], self.scalar)
-        write(in_grad[0], req[0], value)
-
-
-for _name, _rule in SCALAR.items():
-    register(_name)(
-        type(f"ScalarProp{_name}", (ScalarProp,), {"rule": _rule, "__doc__": _rule.doc})
-    )
-for _target, _aliases in _SCALAR_ALIASES.items():
-    for _alias in _aliases:
-        register_alias(_alias, _target)
 
 
 # ---------------------------------------------------------------------------
