@@ -33,7 +33,6 @@ LARGE_MODULES = {
     "ndarray/ndarray.py": 1013,
     "ndarray/invoke.py": 757,
     "testing.py": 739,
-    "operator/ops/matrix.py": 728,
     "executor/executor.py": 695,
     "symbol/symbol.py": 694,
     "symbol/graph.py": 687,

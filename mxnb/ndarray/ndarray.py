@@ -842,7 +842,7 @@ def _unpickle(values: np.ndarray, device_type: str, device_id: int) -> NDArray:
 
 
 class _ReshapeErrors:
-    """What :func:`~mxnb.operator.ops.matrix.infer_reshape` needs of an op: its errors."""
+    """What :func:`~mxnb.operator.ops.views.infer_reshape` needs of an op: its errors."""
 
     @staticmethod
     def shape_error(message: str) -> ShapeError:
@@ -853,10 +853,10 @@ def _resolve_reshape(old: tuple, new: tuple, reverse: bool = False) -> tuple:
     """MXNet's reshape codes: ``0`` copies the input dimension, ``-1`` infers one.
 
     ``-2`` / ``-3`` / ``-4`` (copy the rest, merge two, split one) are the
-    Reshape op's own rule (:func:`~mxnb.operator.ops.matrix.infer_reshape`).
+    Reshape op's own rule (:func:`~mxnb.operator.ops.views.infer_reshape`).
     """
     if any(dim < -1 for dim in new):
-        from ..operator.ops.matrix import infer_reshape
+        from ..operator.ops.views import infer_reshape
 
         return tuple(infer_reshape(_ReshapeErrors, old, new, reverse))
     if reverse:

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from ..base import ShapeError
 
 __all__ = [
+    "fill_one_unknown",
     "fmt_partial",
     "is_known",
     "known_or_none",
@@ -126,3 +127,16 @@ def merge_all(shapes: Sequence[Sequence[int] | None], names: Sequence[str]) -> S
 def product(dims: Sequence[int]) -> int:
     """The product of dimensions, 0 when one of them is unknown."""
     return math.prod(int(dim) for dim in dims)
+
+
+def fill_one_unknown(dims: tuple, total: int) -> tuple:
+    """Fill the single unknown (0) dim of ``dims`` so that their product is ``total`` (if known)."""
+    unknown = [i for i, dim in enumerate(dims) if dim == 0]
+    if total == 0 or len(unknown) != 1:
+        return tuple(dims)
+    rest = product(dim for dim in dims if dim)
+    if total % rest:
+        raise ShapeError(f"{fmt_partial(dims)} cannot hold {total} elements")
+    filled = list(dims)
+    filled[unknown[0]] = total // rest
+    return tuple(filled)

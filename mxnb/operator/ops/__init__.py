@@ -1,20 +1,25 @@
 """The operator library: importing this package registers every built-in operator.
 
-One family per module (MXNet: src/operator/): :mod:`.elemwise` (unary,
-Cast, ElementWiseSum), :mod:`.binary` (same shape, broadcast, comparison),
-:mod:`.scalar` (an array and a scalar), :mod:`.reduce`
-(sum, mean, max, norm, argmax, ...), :mod:`.matrix` (dot, FullyConnected,
-Reshape, transpose, ...), :mod:`.join` (Concat, SliceChannel, slice, tile,
-Pad, ...), :mod:`.indexing` (Embedding, take, one_hot, topk, where, clip),
-:mod:`.conv` (Convolution), :mod:`.deconv` (Deconvolution), :mod:`.pool` (Pooling,
-UpSampling, LRN),
-:mod:`.activation` (Activation, LeakyReLU), :mod:`.norm` (BatchNorm, Dropout),
-:mod:`.softmax` (softmax, log_softmax, SoftmaxOutput and the other loss layers),
-:mod:`.norm_more` (InstanceNorm, L2Normalization, SyncBatchNorm), :mod:`.linalg` (gelqf),
-:mod:`.optimizer_ops` (sgd_update, adam_update, ...: fused optimizer steps),
-:mod:`.init` (_zeros, _ones, _full, _arange, zeros_like, ...), :mod:`.sampling` and
-:mod:`.samplers` (the random samplers) and :mod:`.rnn` (the fused RNN operator).  Each module
-registers its properties with :func:`mxnb.operator.register`, so after
+One family per module (MXNet: src/operator/):
+
+* :mod:`.elemwise` (unary, Cast, ElementWiseSum), :mod:`.binary` (same shape,
+  broadcast, comparison), :mod:`.scalar` (an array and a scalar);
+* :mod:`.reduce` (sum, mean, max, norm, argmax, ...);
+* :mod:`.matrix` (dot, batch_dot, FullyConnected), :mod:`.views` (Reshape,
+  Flatten, transpose, broadcast_to, ...);
+* :mod:`.join` (Concat, SliceChannel, slice, tile, Pad, ...), :mod:`.indexing`
+  (Embedding, take, one_hot, topk, where, clip);
+* :mod:`.conv` (Convolution), :mod:`.deconv` (Deconvolution), :mod:`.pool`
+  (Pooling, UpSampling, LRN);
+* :mod:`.activation` (Activation, LeakyReLU), :mod:`.norm` (BatchNorm,
+  Dropout), :mod:`.norm_more` (InstanceNorm, L2Normalization, SyncBatchNorm);
+* :mod:`.softmax` (softmax, log_softmax, SoftmaxOutput and the loss layers);
+* :mod:`.linalg` (gelqf), :mod:`.optimizer_ops` (sgd_update, adam_update,
+  ...: fused optimizer steps), :mod:`.init` (_zeros, _ones, _full, _arange,
+  zeros_like, ...), :mod:`.sampling` and :mod:`.samplers` (the random
+  samplers), :mod:`.rnn` (the fused RNN operator).
+
+Each module registers its properties with :func:`mxnb.operator.register`, so after
 ``import mxnb`` every op is reachable by name through the registry, and
 through ``mx.nd.<name>`` / ``mx.sym.<name>``.
 
@@ -34,6 +39,7 @@ Example::
 
 from . import activation, conv, deconv, elemwise, indexing, init, join, matrix, norm  # noqa: I001
 from . import binary, scalar  # the binary and scalar elementwise ops, on elemwise's scheme
+from . import views  # the shape operators
 from . import optimizer_ops, pool, reduce, rnn, sampling, softmax
 from . import compat, legacy  # after the families they build on
 from . import layers_compat, samplers, stats_compat, tensor_compat  # noqa: F401  (likewise)
@@ -61,4 +67,5 @@ __all__ = [
     "scalar",
     "sampling",
     "softmax",
+    "views",
 ]
