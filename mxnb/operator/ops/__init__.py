@@ -10,7 +10,7 @@ One family per module (MXNet: src/operator/):
 * :mod:`.join` (Concat, SliceChannel, slice, tile, Pad, ...), :mod:`.indexing`
   (Embedding, take, one_hot, topk, where, clip);
 * :mod:`.conv` (Convolution), :mod:`.deconv` (Deconvolution), :mod:`.pool`
-  (Pooling, UpSampling, LRN);
+  (Pooling), :mod:`.upsampling` (UpSampling, LRN);
 * :mod:`.activation` (Activation, LeakyReLU), :mod:`.norm` (BatchNorm,
   Dropout), :mod:`.norm_more` (InstanceNorm, L2Normalization, SyncBatchNorm);
 * :mod:`.softmax` (softmax, log_softmax, SoftmaxOutput and the loss layers);
@@ -39,7 +39,7 @@ Example::
 
 from . import activation, conv, deconv, elemwise, indexing, init, join, matrix, norm  # noqa: I001
 from . import binary, scalar  # the binary and scalar elementwise ops, on elemwise's scheme
-from . import views  # the shape operators
+from . import upsampling, views  # UpSampling and LRN; the shape operators
 from . import optimizer_ops, pool, reduce, rnn, sampling, softmax
 from . import compat, legacy  # after the families they build on
 from . import layers_compat, samplers, stats_compat, tensor_compat  # noqa: F401  (likewise)
@@ -67,5 +67,6 @@ __all__ = [
     "scalar",
     "sampling",
     "softmax",
+    "upsampling",
     "views",
 ]
