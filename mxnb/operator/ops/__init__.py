@@ -7,8 +7,8 @@ One family per module (MXNet: src/operator/):
 * :mod:`.reduce` (sum, mean, max, norm, argmax, ...);
 * :mod:`.matrix` (dot, batch_dot, FullyConnected), :mod:`.views` (Reshape,
   Flatten, transpose, broadcast_to, ...);
-* :mod:`.join` (Concat, SliceChannel, slice, tile, Pad, ...), :mod:`.indexing`
-  (Embedding, take, one_hot, topk, where, clip);
+* :mod:`.join` (Concat, stack, SliceChannel), :mod:`.slicing` (slice, tile,
+  repeat, Pad), :mod:`.indexing` (Embedding, take, one_hot, topk, where, clip);
 * :mod:`.conv` (Convolution), :mod:`.deconv` (Deconvolution), :mod:`.pool`
   (Pooling), :mod:`.upsampling` (UpSampling, LRN);
 * :mod:`.activation` (Activation, LeakyReLU), :mod:`.norm` (BatchNorm,
@@ -39,7 +39,7 @@ Example::
 
 from . import activation, conv, deconv, elemwise, indexing, init, join, matrix, norm  # noqa: I001
 from . import binary, scalar  # the binary and scalar elementwise ops, on elemwise's scheme
-from . import upsampling, views  # UpSampling and LRN; the shape operators
+from . import slicing, upsampling, views  # slice/tile/Pad; UpSampling and LRN; the shape ops
 from . import optimizer_ops, pool, reduce, rnn, sampling, softmax
 from . import compat, legacy  # after the families they build on
 from . import layers_compat, samplers, stats_compat, tensor_compat  # noqa: F401  (likewise)
@@ -66,6 +66,7 @@ __all__ = [
     "rnn",
     "scalar",
     "sampling",
+    "slicing",
     "softmax",
     "upsampling",
     "views",
