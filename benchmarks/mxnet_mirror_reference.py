@@ -8,7 +8,7 @@ keeps freed memory pooled)::
             /work/mxnet-venv/bin/python benchmarks/mxnet_mirror_reference.py $n
     done
 
-* The networks come from ``mxnb/executor/zoo.py``, handed MXNet's ``mx.sym``.
+* The networks come from ``mxnb/executor/zoo/``, handed MXNet's ``mx.sym``.
 * ``simple_bind(mx.cpu(), grad_req='write', **shapes)`` at batch 32, once with
   ``MXNET_BACKWARD_DO_MIRROR=0`` and once with ``1`` (MXNet's mirror: recompute
   cheap ops, never Dropout nor BatchNorm).
@@ -19,7 +19,6 @@ mxnb never imports mxnet; this script is only run by hand to refresh the data.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -27,18 +26,11 @@ import sys
 from pathlib import Path
 
 import mxnet as mx
+from mxnet_zoo import load_zoo
 
 HERE = Path(__file__).resolve().parent
-ZOO = HERE.parent / "mxnb" / "executor" / "zoo.py"
 OUT = HERE / "mxnet_mirror_reference.json"
 BATCH = 32
-
-
-def load_zoo():
-    spec = importlib.util.spec_from_file_location("mxnb_zoo", ZOO)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def main() -> None:

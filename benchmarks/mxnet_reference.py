@@ -7,7 +7,7 @@ How the reference figures in ``mxnet_reference.json`` were produced::
     MXNET_SUBGRAPH_BACKEND=NONE MXNET_MKLDNN_ENABLED=0 \
         /tmp/mxvenv/bin/python benchmarks/mxnet_reference.py
 
-* The networks come from ``mxnb/executor/zoo.py`` itself, loaded by path and
+* The networks come from ``mxnb/executor/zoo/`` itself, loaded by path and
   handed MXNet's ``mx.sym`` — the same graph, node for node.  ``lstm_lm`` is
   the language model MXNet's ``mx.rnn`` exported (two LSTMCell(200), 35 steps,
   zero begin states of shape (0, 200)): ``tests/rnn/data/lstm_lm-symbol.json``,
@@ -33,7 +33,6 @@ mxnb never imports mxnet; this script is only run by hand to refresh the data.
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import json
 import os
 import re
@@ -42,9 +41,9 @@ from pathlib import Path
 
 import mxnet as mx
 import numpy as np
+from mxnet_zoo import load_zoo
 
 HERE = Path(__file__).resolve().parent
-ZOO = HERE.parent / "mxnb" / "executor" / "zoo.py"
 OUT = HERE / "mxnet_reference.json"
 
 NETWORKS = (
@@ -54,13 +53,6 @@ NETWORKS = (
 LSTM_LM = HERE.parent / "tests" / "rnn" / "data" / "lstm_lm-symbol.json"
 BATCHES = (1, 32, 64)
 CHEAP = {"mlp", "lenet"}  # run fully at every batch for exact bytes
-
-
-def load_zoo():
-    spec = importlib.util.spec_from_file_location("mxnb_zoo", ZOO)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def data_pointer(array) -> tuple[int, int]:

@@ -11,7 +11,7 @@ Modules, in the order data flows:
     tradeoff.py  the memory-compute trade-off curve and the search within a byte budget
     planning.py  plan_memory: the one entry point, reading recompute= / budget=
     executor.py  the Executor: one engine op per step, one engine var per storage block
-    zoo.py       model-zoo networks (MLP, LeNet, AlexNet, VGG-16, ResNet, Inception-BN, LSTM)
+    zoo/         model-zoo networks (MLP, LeNet, AlexNet, VGG-16, ResNet, Inception-BN, LSTM)
     plan.py      the MemoryPlan data objects (entries, storage blocks, figures)
     flops.py     FLOPs per operator (what recomputation costs)
     arena.py     offset placement: many entries in one block at byte offsets

@@ -313,3 +313,24 @@ def test_inception_v3_is_mxnets_network():
     assert pooled == [(2, 2048, 1, 1)]
     small = zoo.inception_v3(num_classes=10, global_pool=True)
     assert small.infer_shape(data=(1, 3, 75, 75))[1] == [(1, 10)]
+
+
+def test_the_zoo_loads_by_path_without_mxnb_as_the_mxnet_scripts_load_it():
+    """benchmarks/mxnet_reference.py builds the zoo under real MXNet: the package must not need mxnb."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = (
+        "import sys; sys.path.insert(0, 'benchmarks')\n"
+        "from mxnet_zoo import load_zoo\n"
+        "zoo = load_zoo()\n"
+        "assert 'mxnb' not in sys.modules, 'loading the zoo imported mxnb'\n"
+        "print(sorted(zoo.NETWORKS))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "resnet18" in result.stdout and "lstm" in result.stdout
