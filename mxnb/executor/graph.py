@@ -37,7 +37,8 @@ import numpy as np
 
 from ..base import GraphError, ParamError, ShapeError
 from ..operator.base import OpReqType
-from ..symbol.graph import Node, NodeEntry, aux_variable_nodes, infer_shapes, infer_types, topo_sort
+from ..symbol.graph import Node, NodeEntry, aux_variable_nodes, topo_sort
+from ..symbol.inference import infer_shapes, infer_types
 from .gradient import GradientPass
 from .plan import EntryKind
 from .recompute import RecomputePass

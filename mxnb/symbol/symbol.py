@@ -42,15 +42,8 @@ from ..base import DTypeError, GraphError, NotImplementedForSymbol, NotSupported
 from ..operator import registry
 from ..operator.param import format_value
 from ..operator.partial import is_known
-from .graph import (
-    Node,
-    NodeEntry,
-    aux_variable_nodes,
-    infer_shapes,
-    infer_types,
-    input_names,
-    topo_sort,
-)
+from .graph import Node, NodeEntry, aux_variable_nodes, input_names, topo_sort
+from .inference import infer_shapes, infer_types
 from .scope import HIDDEN_KEYS, hide_key
 
 __all__ = ["Symbol", "param_string"]

@@ -8,14 +8,8 @@ import pytest
 from mxnb.base import GraphError, ShapeError
 from mxnb.operator.base import OperatorProperty
 from mxnb.operator.param import Param
-from mxnb.symbol.graph import (
-    Node,
-    NodeEntry,
-    infer_shapes,
-    infer_types,
-    input_names,
-    topo_sort,
-)
+from mxnb.symbol.graph import Node, NodeEntry, input_names, topo_sort
+from mxnb.symbol.inference import infer_shapes, infer_types
 
 
 class DenseProp(OperatorProperty):
