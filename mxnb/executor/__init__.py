@@ -11,6 +11,8 @@ Modules, in the order data flows:
     tradeoff.py  the memory-compute trade-off curve and the search within a byte budget
     planning.py  plan_memory: the one entry point, reading recompute= / budget=
     executor.py  the Executor: one engine op per step, one engine var per storage block
+    executor_api.py  MXNet's Executor methods over the bound state (debug_str, reshape, ...)
+    binding.py   simple_bind / bind: plan, make or check the arrays, make the Executor
     zoo/         model-zoo networks (MLP, LeNet, AlexNet, VGG-16, ResNet, Inception-BN, LSTM)
     plan.py      the MemoryPlan data objects (entries, storage blocks, figures)
     flops.py     FLOPs per operator (what recomputation costs)
@@ -26,7 +28,8 @@ Example::
 """
 
 from . import zoo
-from .executor import Executor, bind, simple_bind
+from .binding import bind, simple_bind
+from .executor import Executor
 from .plan import EXTERNAL_STORAGE_ID, EntryKind, MemoryPlan, PlanEntry, StorageBlock
 from .planning import plan_memory
 from .tournament import plan_strategies

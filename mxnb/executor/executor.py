@@ -46,7 +46,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -54,22 +54,21 @@ import numpy as np
 from .. import engine as _engine_mod
 from .. import resource as _resource
 from ..base import ContextError, ParamError, ShapeError
-from ..context import Context, current_context
+from ..context import Context
 from ..ndarray import creation as _nd
-from ..ndarray.ndarray import NDArray, _ctx_of
+from ..ndarray.ndarray import NDArray
 from .bulk import Segment, build_segments, max_nodes
+from .executor_api import ExecutorAPI
 from .plan import MemoryPlan
-from .plan_cache import plan_for_bind
 from .recompute import REPLAYED_OPS
 from .runners import _Prepared, make_runner
-from .sharing import _reshape_or_create, bound_arrays, take_blocks
+from .sharing import take_blocks
 from .steps import ExecGraph, Step, StepKind, without_gc_pauses
-from .tournament import plan_best
 
-__all__ = ["Executor", "bind", "simple_bind"]
+__all__ = ["Executor"]
 
 
-class Executor:
+class Executor(ExecutorAPI):
     """A symbol bound to arrays on one context; create with ``sym.simple_bind`` / ``sym.bind``."""
 
     def __init__(
@@ -410,143 +409,6 @@ class Executor:
         forward = self._forward_step_of(step.node)
         return self._prepared[forward.index].operator
 
-    # -- the MXNet Executor API -------------------------------------------------------------
-    @property
-    def arg_arrays(self) -> list[NDArray]:
-        """Argument arrays in ``list_arguments`` order."""
-        return list(self.arg_dict.values())
-
-    @property
-    def grad_arrays(self) -> list[NDArray | None]:
-        """Gradient arrays in argument order (None where grad_req is 'null')."""
-        return [self.grad_dict.get(name) for name in self._graph.arg_names]
-
-    @property
-    def aux_arrays(self) -> list[NDArray]:
-        """Auxiliary state arrays in ``list_auxiliary_states`` order."""
-        return list(self.aux_dict.values())
-
-    @property
-    def output_dict(self) -> dict[str, NDArray]:
-        """Outputs by name (``softmax_output``)."""
-        return dict(zip(self._output_names, self.outputs))
-
-    def copy_params_from(
-        self,
-        arg_params: Mapping[str, Any],
-        aux_params: Mapping[str, Any] | None = None,
-        allow_extra_params: bool = False,
-    ) -> None:
-        """Copy parameters into the bound arrays (MXNet: ``Executor.copy_params_from``)."""
-        for table, params, what in (
-            (self.arg_dict, arg_params, "argument"),
-            (self.aux_dict, aux_params or {}, "auxiliary state"),
-        ):
-            for name, value in params.items():
-                if name not in table:
-                    if allow_extra_params:
-                        continue
-                    raise ParamError(
-                        f"copy_params_from: {name!r} is not an {what} of the symbol; pass "
-                        f"allow_extra_params=True to skip it"
-                    )
-                target = table[name]
-                if isinstance(value, NDArray):
-                    value.copyto(target)
-                else:
-                    target[:] = np.asarray(value)
-
-    def set_monitor_callback(
-        self, callback: Callable[[str, NDArray], None], monitor_all: bool = False
-    ) -> None:
-        """Call ``callback(name, array)`` for every internal output as its step is pushed.
-
-        The array is a view of the output's storage block: read it (``asnumpy``)
-        inside the callback or copy it, since later steps may reuse the block.
-        With ``monitor_all`` the step's inputs are reported first, named
-        ``'<step>:<entry>'`` (``'fc2:relu1_output'``).
-        """
-        self._monitor = callback
-        self._monitor_all = monitor_all
-
-    def debug_str(self) -> str:
-        """Describe the steps and the memory plan, ending with MXNet's "Total N MB allocated"."""
-        graph = self._graph
-        lines = ["Symbol Outputs:"]
-        lines += [f"\toutput[{i}]={name}" for i, name in enumerate(self._output_names)]
-        plan = self.memory_plan
-        for step in graph.steps:
-            lines.append("--------------------")
-            lines.append(f"Op:{step.op_type}, Name={step.name}")
-            lines.append("Inputs:")
-            for position, entry in enumerate(step.inputs):
-                planned = plan.entries[entry]
-                lines.append(f"\targ[{position}]={planned.name} storage={_sid(planned.storage_id)}")
-            lines.append("Outputs:")
-            for position, entry in enumerate(step.outputs):
-                planned = plan.entries[entry]
-                extra = f" inplace from {planned.inplace_source}" if planned.inplace_source else ""
-                lines.append(
-                    f"\tout[{position}]={planned.name} {planned.shape} "
-                    f"storage={_sid(planned.storage_id)}{extra}"
-                )
-        lines.append(f"Total {plan.internal_bytes >> 20} MB allocated")
-        lines.append(
-            f"({plan.internal_bytes:,} bytes in {len(plan.blocks)} blocks; naive "
-            f"{plan.naive_internal_bytes:,} bytes; {len(plan.inplace_pairs)} in-place)"
-        )
-        return "\n".join(lines) + "\n"
-
-    def reshape(
-        self, partial_shaping: bool = False, allow_up_sizing: bool = False, **kwargs: Any
-    ) -> Executor:
-        """Return an executor for new input shapes sharing this one's parameters.
-
-        Arguments whose shape is unchanged share their arrays (and gradients);
-        changed ones that do not grow are views of the old arrays' first
-        elements, and the new executor takes its memory from this one's pool
-        (MXNet: the outputs share memory too); only a grown argument gets a new
-        array.  Without ``allow_up_sizing`` an argument may not grow.
-        """
-        graph = self._graph
-        shapes = {name: tuple(self.arg_dict[name].shape) for name in graph.arg_names}
-        for name, shape in kwargs.items():
-            if name not in shapes:
-                raise ParamError(f"reshape: {name!r} is not an argument of the symbol")
-            shapes[name] = tuple(shape)
-        mode = graph.recompute if graph.recompute in ("mirror", "sqrt") else None
-        new_graph, plan = plan_best(
-            self._symbol, dict(kwargs), grad_req=graph.grad_req, recompute=mode
-        )
-        args: dict[str, NDArray] = {}
-        grads: dict[str, NDArray] = {}
-        for name in new_graph.arg_names:
-            want = new_graph.entries[new_graph.arg_entries[name]].shape
-            old = self.arg_dict[name]
-            if tuple(old.shape) == want:
-                args[name] = old
-                if name in self.grad_dict:
-                    grads[name] = self.grad_dict[name]
-                continue
-            if name not in kwargs and not partial_shaping:
-                raise ShapeError(
-                    f"reshape: the shape of {name!r} changes from {old.shape} to {want}; pass "
-                    f"partial_shaping=True to allow arguments you did not name to change"
-                )
-            if int(np.prod(want)) > old.size and not allow_up_sizing:
-                raise ShapeError(
-                    f"reshape: {name!r} grows from {old.shape} to {want}; pass allow_up_sizing=True"
-                )
-            # MXNet: an array that does not grow is a view of the old one's first elements
-            args[name] = _reshape_or_create(name, want, old.dtype, self._ctx, {name: old})
-            if name in self.grad_dict:
-                old_grad = {name: self.grad_dict[name]}
-                grads[name] = _reshape_or_create(name, want, old.dtype, self._ctx, old_grad)
-        return Executor(
-            self._symbol, self._ctx, new_graph, plan, args, grads, dict(self.aux_dict),
-            shared_exec=self,
-        )  # fmt: skip
-
     def __repr__(self) -> str:
         plan = self.memory_plan
         return (
@@ -570,10 +432,6 @@ def _segment_vars(block: Any, plan: MemoryPlan) -> tuple[list[int], list[Any]]:
     return bounds, segment_vars
 
 
-def _sid(storage_id: int) -> str:
-    return "external" if storage_id < 0 else str(storage_id)
-
-
 def _unique(items: list[Any]) -> list[Any]:
     seen: set[int] = set()
     result = []
@@ -582,114 +440,3 @@ def _unique(items: list[Any]) -> list[Any]:
             seen.add(id(item))
             result.append(item)
     return result
-
-
-def _context(ctx: Any) -> Context:
-    if ctx is None:
-        return current_context()
-    if isinstance(ctx, Context):
-        return ctx
-    return _ctx_of(ctx)
-
-
-def simple_bind(
-    sym: Any,
-    ctx: Any = None,
-    grad_req: str | Mapping[str, str] | Sequence[str] = "write",
-    type_dict: Mapping[str, Any] | None = None,
-    recompute: str | int | None = None,
-    shared_arg_names: Sequence[str] | None = None,
-    shared_exec: Executor | None = None,
-    shared_buffer: dict[str, NDArray] | None = None,
-    **shapes: Any,
-) -> Executor:
-    """Infer shapes from ``shapes``, allocate every array (zeros) and plan memory.
-
-    ``recompute`` (None, 'mirror', 'sqrt' or a byte budget) is passed to the
-    planner (:func:`mxnb.executor.plan_memory`).  ``shared_exec``,
-    ``shared_arg_names`` and ``shared_buffer`` share parameters, input buffers
-    and the memory pool with another executor, as :mod:`.sharing` describes.
-
-    Example::
-
-        >>> import mxnb as mx
-        >>> net = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=10, name='fc')
-        >>> exe = mx.executor.simple_bind(net, mx.cpu(), data=(32, 784))
-        >>> exe.memory_plan.internal_bytes, sorted(exe.grad_dict)
-        (1280, ['data', 'fc_bias', 'fc_weight'])
-    """
-    ctx = _context(ctx)
-    with without_gc_pauses():  # a long graph's objects would make every collection slower
-        graph, plan = plan_for_bind(sym, shapes, grad_req, type_dict, recompute)
-
-        args, grads, aux = bound_arrays(graph, ctx, shared_exec, shared_arg_names, shared_buffer)
-        return Executor(sym, ctx, graph, plan, args, grads, aux, shared_exec=shared_exec)
-
-
-def _as_dict(values: Any, names: Sequence[str], what: str, allow_missing: bool) -> dict[str, Any]:
-    if values is None:
-        return {}
-    if isinstance(values, Mapping):
-        # a None for a name the symbol lacks is nothing given (MXNet: bias=None without a bias)
-        unknown = [name for name in values if name not in names and values[name] is not None]
-        if unknown:
-            raise ParamError(
-                f"bind: {what} names {', '.join(map(repr, unknown))} which the symbol does not "
-                f"have; expected names: {', '.join(names)}"
-            )
-        result = {
-            name: values[name] for name in names if name in values and values[name] is not None
-        }
-    else:
-        items = list(values)
-        if len(items) != len(names):
-            raise ParamError(
-                f"bind: {what} has {len(items)} arrays but the symbol has {len(names)} "
-                f"({', '.join(names)})"
-            )
-        result = {name: item for name, item in zip(names, items) if item is not None}
-    if not allow_missing:
-        missing = [name for name in names if name not in result]
-        if missing:
-            raise ParamError(f"bind: {what} is missing {', '.join(map(repr, missing))}")
-    return result
-
-
-def bind(
-    sym: Any,
-    ctx: Any,
-    args: Any,
-    args_grad: Any = None,
-    grad_req: str | Mapping[str, str] | Sequence[str] = "write",
-    aux_states: Any = None,
-    recompute: str | int | None = None,
-) -> Executor:
-    """Bind the given arrays (lists in argument order, or dicts by name) and plan memory.
-
-    With ``args_grad=None`` no gradient is computed; arguments missing from a
-    ``args_grad`` dict get ``grad_req='null'``.  ``recompute`` as in :func:`simple_bind`.
-    """
-    ctx = _context(ctx)
-    arg_names = sym.list_arguments()
-    aux_names = sym.list_auxiliary_states()
-    arg_map = _as_dict(args, arg_names, "args", allow_missing=False)
-    grad_map = _as_dict(args_grad, arg_names, "args_grad", allow_missing=True)
-    aux_map = _as_dict(aux_states, aux_names, "aux_states", allow_missing=False)
-    if isinstance(grad_req, str):
-        req = {name: (grad_req if name in grad_map else "null") for name in arg_names}
-    elif isinstance(grad_req, Mapping):
-        req = {
-            name: (grad_req.get(name, "null") if name in grad_map else "null") for name in arg_names
-        }
-    else:
-        req = {
-            name: (value if name in grad_map else "null")
-            for name, value in zip(arg_names, grad_req)
-        }
-    shapes = {name: tuple(array.shape) for name, array in arg_map.items()}
-    shapes.update({name: tuple(array.shape) for name, array in aux_map.items()})
-    types = {name: array.dtype for name, array in arg_map.items()}
-    with without_gc_pauses():  # (see simple_bind)
-        graph, plan = plan_for_bind(sym, shapes, req, types, recompute)
-        grads = {name: grad_map[name] for name in graph.grad_entries}
-        return Executor(sym, ctx, graph, plan, arg_map, grads, aux_map)
