@@ -138,14 +138,7 @@ def build_graph(
     variables = _check_variables(heads, shapes)
     step_nodes = variables.nodes if order == "dfs" else _reverse_dfs(heads)
     req = normalize_grad_req(grad_req, variables.arg_names)
-    shape_of = infer_shapes(heads, {name: tuple(shape) for name, shape in shapes.items()})
-    known_types = {name: np.dtype(dtype) for name, dtype in (type_dict or {}).items()}
-    type_of = infer_types(heads, known_types)
-
-    def dtype_of(entry: NodeEntry) -> np.dtype:
-        value = type_of.get(entry)
-        return np.dtype("float32") if value is None else np.dtype(value)
-
+    shape_of, dtype_of = _infer(heads, shapes, type_dict)
     builder = GraphBuilder()
     entry_id: dict[NodeEntry, int] = {}
     arg_entries, aux_entries = _add_variables(builder, variables, entry_id, shape_of, dtype_of)
@@ -155,21 +148,28 @@ def build_graph(
     for output in output_entries:
         builder.entries[output].is_output = True
     graph = ExecGraph(
-        entries=builder.entries,
-        steps=builder.steps,
-        arg_names=variables.arg_names,
-        aux_names=variables.aux_names,
-        output_entries=output_entries,
-        grad_req=req,
-        arg_entries=arg_entries,
-        aux_entries=aux_entries,
-        grad_entries={},
-        head_grad_entries={},
+        builder.entries, builder.steps, variables.arg_names, variables.aux_names,
+        output_entries, req, arg_entries, aux_entries, grad_entries={}, head_grad_entries={},
         num_forward_steps=num_forward,
-    )
+    )  # fmt: skip
     if any(value != "null" for value in req.values()):
         _add_backward(graph, builder, step_nodes, heads, entry_id, frozenset(recompute))
     return graph
+
+
+def _infer(
+    heads: list[NodeEntry], shapes: Mapping[str, tuple], type_dict: Mapping[str, Any] | None
+) -> tuple[dict[NodeEntry, Any], Any]:
+    """The shape of every entry, and a function giving its dtype (float32 where unknown)."""
+    shape_of = infer_shapes(heads, {name: tuple(shape) for name, shape in shapes.items()})
+    known_types = {name: np.dtype(dtype) for name, dtype in (type_dict or {}).items()}
+    type_of = infer_types(heads, known_types)
+
+    def dtype_of(entry: NodeEntry) -> np.dtype:
+        value = type_of.get(entry)
+        return np.dtype("float32") if value is None else np.dtype(value)
+
+    return shape_of, dtype_of
 
 
 def _check_variables(heads: list[NodeEntry], shapes: Mapping[str, tuple]) -> _Variables:

@@ -107,94 +107,91 @@ def make_runner(
     ``operator_for(step)`` gives a backward step the operator of its forward
     step (they share one), bound at the first backward.
     """
-    step = prepared.step
-    raw = prepared.raw
-    xp = prepared.xp
-    req = step.req
+    kind = prepared.step.kind
     debug = _engine_mod.is_debug()
-    if step.kind is StepKind.SUM:
-        parts = raw["in_data"]
-        out = raw["out_data"][0]
-        add = req[0] == OpReqType.ADD_TO
-        if debug:
-            parts = [readonly_view(p, step.name, f"part{i}") for i, p in enumerate(parts)]
-
-        def run_sum(run_ctx: Any) -> None:
-            total = parts[0] + parts[1] if len(parts) > 1 else parts[0]
-            for part in parts[2:]:
-                total += part
-            if add:
-                out[...] += total
-            else:
-                out[...] = total
-
-        return run_sum
-    if step.kind is StepKind.ZEROS:
-        out = raw["out_data"][0]
+    if kind is StepKind.SUM:
+        return _sum_runner(prepared, debug)
+    if kind is StepKind.ZEROS:
+        out = prepared.raw["out_data"][0]
 
         def run_zeros(run_ctx: Any) -> None:
             out[...] = 0
 
         return run_zeros
-    if step.kind is StepKind.RECOMPUTE:
+    if kind is StepKind.RECOMPUTE:
         return _recompute_runner(prepared, is_train)
-    operator = prepared.operator
+    if kind is StepKind.FORWARD:
+        return _forward_runner(prepared, is_train, debug)
+    if prepared.operator is None:
+        prepared.operator = operator_for(prepared.step)
+    return _backward_runner(prepared, is_train, debug)
+
+
+def _sum_runner(prepared: _Prepared, debug: bool) -> Callable[[Any], None]:
+    """A gradient sum: the parts added into the output (``ADD_TO``: onto it)."""
+    step = prepared.step
+    parts = prepared.raw["in_data"]
+    out = prepared.raw["out_data"][0]
+    add = step.req[0] == OpReqType.ADD_TO
+    if debug:
+        parts = [readonly_view(p, step.name, f"part{i}") for i, p in enumerate(parts)]
+
+    def run_sum(run_ctx: Any) -> None:
+        total = parts[0] + parts[1] if len(parts) > 1 else parts[0]
+        for part in parts[2:]:
+            total += part
+        if add:
+            out[...] += total
+        else:
+            out[...] = total
+
+    return run_sum
+
+
+def _forward_runner(prepared: _Prepared, is_train: bool, debug: bool) -> Callable[[Any], None]:
+    """An operator's forward; in debug mode on read-only inputs, every written output checked."""
+    step, raw, xp = prepared.step, prepared.raw, prepared.xp
+    req = step.req
     resources = prepared.resources
-    if step.kind is StepKind.FORWARD:
-        in_data = raw["in_data"]
-        if debug:
-            names = step.prop.list_arguments()  # type: ignore[union-attr]
-            in_data = [readonly_view(a, step.name, n) for a, n in zip(in_data, names)]
-        out_data, aux = raw["out_data"], raw["aux"]
-        forward = operator.forward
-        if debug:  # every element of an output it overwrites must be written
-            writes = [r == OpReqType.WRITE_TO for r in req]
-            out_names = step.prop.list_outputs()  # type: ignore[union-attr]
-
-            def run_checked_forward(run_ctx: Any) -> None:
-                poisoned = poison_outputs(out_data, writes, [*in_data, *aux])
-                forward(OpContext(is_train, run_ctx, resources, xp), in_data, req, out_data, aux)
-                check_written(step.name, out_data, poisoned, out_names)
-
-            return run_checked_forward
-
+    in_data, out_data, aux = raw["in_data"], raw["out_data"], raw["aux"]
+    forward = prepared.operator.forward
+    if not debug:
         return partial(_run_forward, forward, is_train, resources, xp, in_data, req, out_data, aux)
-    if operator is None:
-        operator = operator_for(step)
-        prepared.operator = operator
-    backward = operator.backward
+    names = step.prop.list_arguments()  # type: ignore[union-attr]
+    in_data = [readonly_view(a, step.name, n) for a, n in zip(in_data, names)]
+    writes = [r == OpReqType.WRITE_TO for r in req]  # every element it overwrites: written
+    out_names = step.prop.list_outputs()  # type: ignore[union-attr]
+
+    def run_checked_forward(run_ctx: Any) -> None:
+        poisoned = poison_outputs(out_data, writes, [*in_data, *aux])
+        forward(OpContext(is_train, run_ctx, resources, xp), in_data, req, out_data, aux)
+        check_written(step.name, out_data, poisoned, out_names)
+
+    return run_checked_forward
+
+
+def _backward_runner(prepared: _Prepared, is_train: bool, debug: bool) -> Callable[[Any], None]:
+    """An operator's backward; in debug mode every value it reads is a read-only view."""
+    step, raw = prepared.step, prepared.raw
     out_grad, in_data, out_data = raw["out_grad"], raw["in_data"], raw["out_data"]
     aux, in_grad = raw["aux"], raw["in_grad"]
     if debug:
         args = step.prop.list_arguments()  # type: ignore[union-attr]
-        out_grad = [
-            None if a is None else readonly_view(a, step.name, f"out_grad{i}")
-            for i, a in enumerate(out_grad)
-        ]
-        in_data = [
-            None if a is None else readonly_view(a, step.name, args[i])
-            for i, a in enumerate(in_data)
-        ]
-        out_data = [
-            None if a is None else readonly_view(a, step.name, f"out_data{i}")
-            for i, a in enumerate(out_data)
-        ]
         aux_names = step.prop.list_auxiliary_states()  # type: ignore[union-attr]
-        aux = [readonly_view(a, step.name, aux_names[i]) for i, a in enumerate(aux)]
-
+        out_grad = _read_only(out_grad, step.name, [f"out_grad{i}" for i in range(len(out_grad))])
+        in_data = _read_only(in_data, step.name, args)
+        out_data = _read_only(out_data, step.name, [f"out_data{i}" for i in range(len(out_data))])
+        aux = _read_only(aux, step.name, aux_names)
+    backward = prepared.operator.backward
     return partial(
-        _run_backward,
-        backward,
-        is_train,
-        resources,
-        xp,
-        out_grad,
-        in_data,
-        out_data,
-        req,
-        in_grad,
-        aux,
-    )
+        _run_backward, backward, is_train, prepared.resources, prepared.xp,
+        out_grad, in_data, out_data, step.req, in_grad, aux,
+    )  # fmt: skip
+
+
+def _read_only(arrays: Sequence[Any], op: str, names: Sequence[str]) -> list[Any]:
+    """Debug mode's read-only views of ``arrays`` (None stays None: not declared)."""
+    return [None if a is None else readonly_view(a, op, name) for a, name in zip(arrays, names)]
 
 
 def _recompute_runner(prepared: _Prepared, is_train: bool) -> Callable[[Any], None]:
