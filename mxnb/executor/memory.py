@@ -181,7 +181,6 @@ class Planner:
 def make_plan(graph: ExecGraph, placement: Placement, inplace: bool, coshare: bool) -> MemoryPlan:
     """Turn a placement into the MemoryPlan data object (blocks renumbered by first use)."""
     entries = graph.entries
-    last = len(graph.steps) - 1
     storage_of = placement.storage_of
     members: dict[int, list[tuple[int, str]]] = {}
     for entry_id, block in storage_of.items():
@@ -189,32 +188,7 @@ def make_plan(graph: ExecGraph, placement: Placement, inplace: bool, coshare: bo
         members.setdefault(block, []).append((entry.writer, entry.name))
     order = sorted(members, key=lambda block: min(members[block]))
     renumber = {old: new for new, old in enumerate(order)}
-    plan_entries = []
-    for entry in entries:
-        placed = storage_of.get(entry.id)
-        first = entry.writer
-        final = lifetime_end(entry, last) if first >= 0 or entry.readers or entry.is_output else -1
-        source = placement.inplace_source.get(entry.id)
-        plan_entries.append(
-            PlanEntry(
-                name=entry.name,
-                node=entry.node,
-                op=entry.op,
-                output_index=entry.output_index,
-                kind=entry.kind,
-                shape=entry.shape,
-                dtype=entry.dtype_name,
-                nbytes=entry.nbytes,
-                storage_id=EXTERNAL_STORAGE_ID if placed is None else renumber[placed],
-                inplace_source=entries[source].name if source is not None else None,
-                first_step=first,
-                last_step=final,
-                offset=placement.offsets.get(entry.id, 0),
-                recompute_of=(
-                    entries[entry.recompute_of].name if entry.recompute_of is not None else None
-                ),
-            )
-        )
+    plan_entries = _plan_entries(graph, placement, renumber)
     blocks = tuple(
         StorageBlock(
             id=renumber[old],
@@ -252,3 +226,38 @@ def make_plan(graph: ExecGraph, placement: Placement, inplace: bool, coshare: bo
     live = plan.live_bytes()
     object.__setattr__(plan, "peak_bytes", max(live) if live else 0)
     return plan
+
+
+def _plan_entries(
+    graph: ExecGraph, placement: Placement, renumber: dict[int, int]
+) -> list[PlanEntry]:
+    """One PlanEntry per entry of the graph: where it lives, for how long, what it reuses."""
+    entries = graph.entries
+    last = len(graph.steps) - 1
+    plan_entries = []
+    for entry in entries:
+        placed = placement.storage_of.get(entry.id)
+        first = entry.writer
+        final = lifetime_end(entry, last) if first >= 0 or entry.readers or entry.is_output else -1
+        source = placement.inplace_source.get(entry.id)
+        plan_entries.append(
+            PlanEntry(
+                name=entry.name,
+                node=entry.node,
+                op=entry.op,
+                output_index=entry.output_index,
+                kind=entry.kind,
+                shape=entry.shape,
+                dtype=entry.dtype_name,
+                nbytes=entry.nbytes,
+                storage_id=EXTERNAL_STORAGE_ID if placed is None else renumber[placed],
+                inplace_source=entries[source].name if source is not None else None,
+                first_step=first,
+                last_step=final,
+                offset=placement.offsets.get(entry.id, 0),
+                recompute_of=(
+                    entries[entry.recompute_of].name if entry.recompute_of is not None else None
+                ),
+            )
+        )
+    return plan_entries

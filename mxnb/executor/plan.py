@@ -267,6 +267,13 @@ class MemoryPlan:
         * ``internal_bytes == sum(block sizes) <= naive_internal_bytes``,
           ``peak_bytes <= naive_internal_bytes``.
         """
+        self._check_entries()
+        pairs = self._check_inplace_pairs()
+        self._check_blocks(pairs)
+        self._check_recomputed()
+
+    def _check_entries(self) -> None:
+        """Lifetimes within the steps; external entries unplaced, internal ones in a block."""
         last = len(self.steps) - 1
         for entry in self.entries:
             assert -1 <= entry.first_step <= entry.last_step <= last, (
@@ -283,6 +290,9 @@ class MemoryPlan:
                 assert 0 <= entry.storage_id < len(self.blocks), (
                     f"{entry.name}: storage id {entry.storage_id} out of range"
                 )
+
+    def _check_inplace_pairs(self) -> set[tuple[str, str]]:
+        """Each in-place pair: recorded on both sides, one block, one size, meeting at one step."""
         pairs = set(self.inplace_pairs)
         for source_name, target_name in self.inplace_pairs:
             source = self.entry(source_name)
@@ -306,6 +316,10 @@ class MemoryPlan:
                 assert (entry.inplace_source, entry.name) in pairs, (
                     f"{entry.name}: in-place source not listed in inplace_pairs"
                 )
+        return pairs
+
+    def _check_blocks(self, pairs: set[tuple[str, str]]) -> None:
+        """Blocks numbered in order, listing exactly their entries, large enough, never shared live."""
         by_block: dict[int, set[str]] = {}
         for entry in self.internal_entries():
             by_block.setdefault(entry.storage_id, set()).add(entry.name)
@@ -334,6 +348,9 @@ class MemoryPlan:
         )
         assert self.internal_bytes <= self.naive_internal_bytes, "plan exceeds the naive total"
         assert self.peak_bytes <= self.naive_internal_bytes, "peak exceeds the naive total"
+
+    def _check_recomputed(self) -> None:
+        """A recomputed entry is marked, as large as its original, and made after it."""
         for entry in self.entries:
             if entry.recompute_of is not None:
                 original = self.entry(entry.recompute_of)
