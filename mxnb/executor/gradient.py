@@ -43,6 +43,8 @@ Example::
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..base import GraphError
 from ..operator.base import OpReqType
 from ..symbol.graph import Node, NodeEntry
@@ -214,32 +216,10 @@ class GradientPass:
             for i, entry in enumerate(outputs)
         ]
         aux = [self.entry_id[entry] for entry in node.inputs[node.num_arguments() :]]
-        in_grad: list[int] = []
-        step_req: list[OpReqType] = []
-        finished_variables: list[int] = []
-        for position, entry in enumerate(arg_inputs):
-            sink, sink_req = self._sink(node, step_name, position, entry)
-            in_grad.append(sink)
-            step_req.append(sink_req)
-            source = builder.entries[entry]
-            if (
-                source.kind is EntryKind.ARGUMENT
-                and entry in self.contributions
-                and len(self.contributions[entry]) == self.consumers[entry]
-                and sink in self.contributions[entry]
-            ):
-                finished_variables.append(entry)
-        options = []
-        grad_out_tokens = [("in_grad", i) for i in range(len(arg_inputs))]
+        in_grad, step_req, finished_variables = self._sinks(node, step_name, arg_inputs)
         slots = {"out_grad": out_grad, "in_data": in_data, "out_data": out_data}
-        for source_token, target_token in (
-            prop.backward_inplace_option(grad_tokens, in_tokens, out_tokens, grad_out_tokens) or []
-        ):
-            source_entry = slots[source_token[0]][source_token[1]]
-            target_index = target_token[1]
-            if source_entry is None or step_req[target_index] == OpReqType.NULL:
-                continue
-            options.append((source_entry, in_grad[target_index]))
+        tokens = (grad_tokens, in_tokens, out_tokens)
+        options = _backward_inplace(prop, tokens, slots, in_grad, step_req)
         step = Step(0, step_name, StepKind.BACKWARD, f"_backward_{prop.op_name}", prop, node)
         step.out_grad = out_grad
         step.in_data = in_data
@@ -255,6 +235,26 @@ class GradientPass:
         builder.add_step(step)
         for variable_entry in finished_variables:
             self._sum_variable(variable_entry)
+
+    def _sinks(
+        self, node: Node, step_name: str, arg_inputs: list[int]
+    ) -> tuple[list[int], list[OpReqType], list[int]]:
+        """Each argument's gradient sink and request, and the variables whose last one this is."""
+        in_grad: list[int] = []
+        step_req: list[OpReqType] = []
+        finished_variables: list[int] = []
+        for position, entry in enumerate(arg_inputs):
+            sink, sink_req = self._sink(node, step_name, position, entry)
+            in_grad.append(sink)
+            step_req.append(sink_req)
+            if (
+                self.builder.entries[entry].kind is EntryKind.ARGUMENT
+                and entry in self.contributions
+                and len(self.contributions[entry]) == self.consumers[entry]
+                and sink in self.contributions[entry]
+            ):
+                finished_variables.append(entry)
+        return in_grad, step_req, finished_variables
 
     def _sink(self, node: Node, step_name: str, position: int, entry: int) -> tuple[int, OpReqType]:
         """Where the gradient of one argument slot goes, and how it is written."""
@@ -390,6 +390,28 @@ class GradientPass:
             self._argument_grad(variable_entry),
             OpReqType.ADD_TO if self.req[name] == "add" else OpReqType.WRITE_TO,
         )
+
+
+def _backward_inplace(
+    prop: Any,
+    tokens: tuple[list, list, list],
+    slots: dict[str, list[int | None]],
+    in_grad: list[int],
+    step_req: list[OpReqType],
+) -> list[tuple[int, int]]:
+    """The (input, input gradient) pairs the property lets share memory, among declared values."""
+    grad_tokens, in_tokens, out_tokens = tokens
+    grad_out_tokens = [("in_grad", i) for i in range(len(in_grad))]
+    options = []
+    for source_token, target_token in (
+        prop.backward_inplace_option(grad_tokens, in_tokens, out_tokens, grad_out_tokens) or []
+    ):
+        source_entry = slots[source_token[0]][source_token[1]]
+        target_index = target_token[1]
+        if source_entry is None or step_req[target_index] == OpReqType.NULL:
+            continue
+        options.append((source_entry, in_grad[target_index]))
+    return options
 
 
 def add_sum(
