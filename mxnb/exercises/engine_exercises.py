@@ -155,22 +155,25 @@ _exercise(
     ),
     '''def program(eng, ctx, v, ops):
     """Three loads, a zero, three adds into acc, a report."""
-    data = [v.d1, v.d2, v.d3]
     for k in (1, 2, 3):
-        eng.push_sync(getattr(ops, f"load_{k}"), ctx, const_vars=[], mutate_vars=[], name=f"load_{k}")
+        load = getattr(ops, f"load_{k}")
+        eng.push_sync(load, ctx, const_vars=[], mutate_vars=[], name=f"load_{k}")
     eng.push_sync(ops.zero, ctx, const_vars=[], mutate_vars=[], name="zero")
     for k in (1, 2, 3):
-        eng.push_sync(getattr(ops, f"add_{k}"), ctx, const_vars=[], mutate_vars=[], name=f"add_{k}")
+        add = getattr(ops, f"add_{k}")
+        eng.push_sync(add, ctx, const_vars=[], mutate_vars=[], name=f"add_{k}")
     eng.push_sync(ops.report, ctx, const_vars=[], mutate_vars=[], name="report")
 ''',
     '''def program(eng, ctx, v, ops):
     """Each add reads its datum and mutates acc: the adds serialize on acc, the loads do not."""
     data = [v.d1, v.d2, v.d3]
     for k in (1, 2, 3):
-        eng.push_sync(getattr(ops, f"load_{k}"), ctx, const_vars=[], mutate_vars=[data[k - 1]], name=f"load_{k}")
+        load = getattr(ops, f"load_{k}")
+        eng.push_sync(load, ctx, const_vars=[], mutate_vars=[data[k - 1]], name=f"load_{k}")
     eng.push_sync(ops.zero, ctx, const_vars=[], mutate_vars=[v.acc], name="zero")
     for k in (1, 2, 3):
-        eng.push_sync(getattr(ops, f"add_{k}"), ctx, const_vars=[data[k - 1]], mutate_vars=[v.acc], name=f"add_{k}")
+        add = getattr(ops, f"add_{k}")
+        eng.push_sync(add, ctx, const_vars=[data[k - 1]], mutate_vars=[v.acc], name=f"add_{k}")
     eng.push_sync(ops.report, ctx, const_vars=[v.acc], mutate_vars=[v.out], name="report")
 ''',
     parallel=(("load_1", "load_2"), ("load_2", "load_3")),
@@ -263,6 +266,25 @@ _exercise(
 
 
 # -- 10. debugging: find the race (registered last by the package) -----------------------
+_RACE_START = '''def program(eng, ctx, v, ops):
+    """load -> normalize (in place) -> forward, stats -> log.  One declaration is wrong."""
+    eng.push_sync(ops.load, ctx, const_vars=[], mutate_vars=[v.batch], name="load")
+    eng.push_sync(ops.normalize, ctx, const_vars=[v.batch], mutate_vars=[], name="normalize")
+    eng.push_sync(ops.forward, ctx, const_vars=[v.batch], mutate_vars=[v.loss], name="forward")
+    eng.push_sync(ops.stats, ctx, const_vars=[v.batch], mutate_vars=[v.mean], name="stats")
+    eng.push_sync(ops.log, ctx, const_vars=[v.loss], mutate_vars=[v.logged], name="log")
+'''
+
+_RACE_SOLUTION = '''def program(eng, ctx, v, ops):
+    """normalize writes the batch in place: it mutates batch."""
+    eng.push_sync(ops.load, ctx, const_vars=[], mutate_vars=[v.batch], name="load")
+    eng.push_sync(ops.normalize, ctx, const_vars=[], mutate_vars=[v.batch], name="normalize")
+    eng.push_sync(ops.forward, ctx, const_vars=[v.batch], mutate_vars=[v.loss], name="forward")
+    eng.push_sync(ops.stats, ctx, const_vars=[v.batch], mutate_vars=[v.mean], name="stats")
+    eng.push_sync(ops.log, ctx, const_vars=[v.loss], mutate_vars=[v.logged], name="log")
+'''
+
+
 def register_debugging() -> None:
     """Register the debugging exercise (called last: it closes the list)."""
     _exercise(
@@ -285,21 +307,7 @@ def register_debugging() -> None:
                 log=lambda s: s.write("logged", s.read("loss")),
             ),
         ),
-        '''def program(eng, ctx, v, ops):
-        """load -> normalize (in place) -> forward, stats -> log.  One declaration is wrong."""
-        eng.push_sync(ops.load, ctx, const_vars=[], mutate_vars=[v.batch], name="load")
-        eng.push_sync(ops.normalize, ctx, const_vars=[v.batch], mutate_vars=[], name="normalize")
-        eng.push_sync(ops.forward, ctx, const_vars=[v.batch], mutate_vars=[v.loss], name="forward")
-        eng.push_sync(ops.stats, ctx, const_vars=[v.batch], mutate_vars=[v.mean], name="stats")
-        eng.push_sync(ops.log, ctx, const_vars=[v.loss], mutate_vars=[v.logged], name="log")
-    ''',
-        '''def program(eng, ctx, v, ops):
-        """normalize writes the batch in place: it mutates batch."""
-        eng.push_sync(ops.load, ctx, const_vars=[], mutate_vars=[v.batch], name="load")
-        eng.push_sync(ops.normalize, ctx, const_vars=[], mutate_vars=[v.batch], name="normalize")
-        eng.push_sync(ops.forward, ctx, const_vars=[v.batch], mutate_vars=[v.loss], name="forward")
-        eng.push_sync(ops.stats, ctx, const_vars=[v.batch], mutate_vars=[v.mean], name="stats")
-        eng.push_sync(ops.log, ctx, const_vars=[v.loss], mutate_vars=[v.logged], name="log")
-    ''',
+        _RACE_START,
+        _RACE_SOLUTION,
         parallel=(("forward", "stats"),),
     )

@@ -132,8 +132,10 @@ class Run:
 
     def close(self) -> None:
         """Shut the step engine down (pending ops are dropped)."""
-        with contextlib.suppress(Exception):  # an unfinished program's engine may refuse politely
-            self.engine.shutdown()
+        # Every op of a finished walk is complete; an async op whose on_complete was never
+        # called stays running, and draining would wait for it forever: do not wait.
+        with contextlib.suppress(Exception):
+            self.engine.shutdown(timeout=0.0)
 
 
 def replay(spec: Spec, program: Callable[..., Any], moves: Sequence[str]) -> Run:
