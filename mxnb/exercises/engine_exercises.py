@@ -43,6 +43,7 @@ def _exercise(name, title, text, spec, starting, solution, parallel=(), success=
     def grade(program: Any) -> Any:
         return grade_program(spec, program, exercise.solution(), parallel, success)
 
+    grade.spec = spec  # type: ignore[attr-defined] - benchmarks/exercises.py runs it once
     object.__setattr__(exercise, "grade", grade)
     return register(exercise)
 
