@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .result import Counterexample, Result
-from .schedules import Run, Spec, replay, sequential, walk
+from .schedules import MAX_SCHEDULES, SAMPLES, SEED, Run, Spec, replay, sequential, walk
 from .store import PROGRAM
 
 __all__ = ["grade_program"]
@@ -150,6 +150,8 @@ def grade_program(
     reference: Callable[..., Any],
     parallel: Sequence[tuple[str, str]] = (),
     success: str = "",
+    limit: int = MAX_SCHEDULES,
+    samples: int = SAMPLES,
 ) -> Result:
     """Grade ``program`` against ``reference`` on every legal schedule (see the module docstring)."""
     reference_run = sequential(spec, reference)
@@ -168,17 +170,19 @@ def grade_program(
     problems = _declaration_problems(first)
     unfinished = first.unfinished()
     first.close()
-    seen = walk(spec, program, expected)
-    scope = (
-        (
+    seen = walk(spec, program, expected, limit, samples)
+    if seen.exhaustive:
+        scope = (
             "the only legal schedule"
             if seen.schedules == 1
             else f"all {seen.schedules} legal schedules"
         )
-        if seen.exhaustive
-        else f"{seen.schedules} schedules (more than the {seen.schedules} walked exhaustively "
-        "exist; the rest sampled at random)"
-    )
+    else:
+        scope = (
+            f"{seen.schedules} schedules, sampled: the program has more than {seen.limit} legal "
+            f"schedules, so the first {seen.limit} of the walk were checked, then "
+            f"{seen.sampled} drawn at random (seed {SEED})"
+        )
     counterexample = None
     racing_text = ""
     if seen.mismatch is not None:
@@ -199,7 +203,7 @@ def grade_program(
                 f" In the schedule {' -> '.join(moves)}, '{racing[1]}' ran before '{racing[0]}' "
                 f"on var '{var}' ({missing})."
             )
-    details = {"schedules": seen.schedules, "exhaustive": seen.exhaustive}
+    details = {"schedules": seen.schedules, "exhaustive": seen.exhaustive, "scope": scope}
     if problems:
         reason, sentence = problems[0]
         more = f" ({len(problems) - 1} more like it)" if len(problems) > 1 else ""

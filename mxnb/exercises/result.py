@@ -105,6 +105,9 @@ def _marked_timeline_class() -> type:
             super().__init__(source, highlight_critical=False, width=9.0)
             self.example = example
 
+        def wait_lanes(self) -> dict[str, list[tuple[float, float | None, str]]]:
+            return {}  # the replay's own waits (closing the engine) are not the learner's
+
         def figure(self) -> Any:
             figure = super().figure()
             axes = figure.axes[0]
@@ -118,6 +121,7 @@ def _marked_timeline_class() -> type:
             title = f"counterexample: {order}"
             if self.example.var:
                 title += f"\nracing on var '{self.example.var}': {self.example.missing}"
+            axes.set_title("", loc="center")
             axes.set_title(title, fontsize=8, color="#d62728", loc="left")
             return figure
 

@@ -162,6 +162,8 @@ class Walk:
 
     schedules: int = 0
     exhaustive: bool = True
+    limit: int = MAX_SCHEDULES  # the bound of the exhaustive walk
+    sampled: int = 0  # random schedules drawn after it
     mismatch: tuple[tuple[str, ...], dict[str, Any]] | None = None
     together: set[frozenset[str]] = field(default_factory=set)  # pairs of ops ready at once
 
@@ -179,7 +181,7 @@ def walk(
     every other branch replays the prefix on a fresh engine, so the runs
     made equal the schedules visited.
     """
-    seen = Walk()
+    seen = Walk(limit=limit)
 
     def finish(run: Run) -> bool:
         seen.schedules += 1
@@ -219,6 +221,7 @@ def walk(
             if not options:
                 break
             run.apply(rng.choice(options))
+        seen.sampled += 1
         if finish(run):
             break
     return seen

@@ -175,7 +175,16 @@ class GradingEngine:
 
         return run
 
-    def push_sync(self, fn, ctx, const_vars=(), mutate_vars=(), priority=0, name="", **kw):
+    def push_sync(
+        self,
+        fn: Callable[..., Any],
+        ctx: Any,
+        const_vars: Sequence[Any] = (),
+        mutate_vars: Sequence[Any] = (),
+        priority: int = 0,
+        name: str = "",
+        **kw: Any,
+    ) -> int:
         """Push ``fn(run_ctx)`` (as :meth:`Engine.push_sync`); return the op id."""
         label = self._label(name, fn, const_vars, mutate_vars)
         op_id = self._engine.push_sync(
@@ -184,7 +193,16 @@ class GradingEngine:
         self.label_of[op_id] = label
         return op_id
 
-    def push_async(self, fn, ctx, const_vars=(), mutate_vars=(), priority=0, name="", **kw):
+    def push_async(
+        self,
+        fn: Callable[..., Any],
+        ctx: Any,
+        const_vars: Sequence[Any] = (),
+        mutate_vars: Sequence[Any] = (),
+        priority: int = 0,
+        name: str = "",
+        **kw: Any,
+    ) -> int:
         """Push ``fn(run_ctx, on_complete)`` (as :meth:`Engine.push_async`); return the op id."""
         label = self._label(name, fn, const_vars, mutate_vars)
         op_id = self._engine.push_async(

@@ -97,3 +97,17 @@ def test_store_notes_reads_and_writes_per_op_and_hands_out_read_only_views():
     store.write("x", view * 2)
     assert store.touched() == {"scale": ({"x"}, {"x"})}
     assert store.values["x"].tolist() == [2.0, 4.0]
+
+
+def test_a_graded_large_program_says_it_was_sampled():
+    """A right answer with more legal schedules than the bound passes, and says how it was checked."""
+    from mxnb.exercises.grader import grade_program
+
+    ops_spec = [(f"op{k}", [], [f"v{k}"]) for k in range(8)]
+    spec = Spec(tuple(f"v{k}" for k in range(8)), make_ops=lambda store, device: _Noop())
+    program = _program(ops_spec)
+    result = grade_program(spec, program, program, limit=50, samples=20)
+    assert result.passed
+    assert not result.details["exhaustive"] and result.details["schedules"] == 70
+    assert "sampled" in result.message and "more than 50 legal schedules" in result.message
+    assert "20 drawn at random (seed 0)" in result.message
