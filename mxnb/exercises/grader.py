@@ -15,6 +15,7 @@ Rule: the reasons, checked in this order —
     'undeclared_write'  an op writes a var it did not declare
     'undeclared_read'   an op reads a var it did not declare
     'deadlock'          an op never completes (an async op whose on_complete is never called)
+    'wrong_result'      even one op at a time in push order the result differs (an op missing)
     'race'              a legal schedule gives another result (declarations look right:
                         the op completed before its work was done)
     'serialized'        the result is right but two ops that could run at once never do
@@ -169,6 +170,7 @@ def grade_program(
         )
     problems = _declaration_problems(first)
     unfinished = first.unfinished()
+    in_order = first.outcome()
     first.close()
     seen = walk(spec, program, expected, limit, samples)
     if seen.exhaustive:
@@ -215,6 +217,15 @@ def grade_program(
             "on_complete is called; pass it as the device job's callback",
             counterexample,
             "deadlock",
+            details,
+        )
+    if in_order != expected:
+        return Result(
+            False,
+            f"run one op at a time in push order, the program gives {in_order}, the reference "
+            f"{expected}: an op is missing, pushed twice or pushed out of order",
+            counterexample,
+            "wrong_result",
             details,
         )
     if counterexample is not None:

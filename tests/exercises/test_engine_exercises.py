@@ -41,6 +41,11 @@ def rmw_report_reads_undeclared(eng, ctx, v, ops):
     eng.push_sync(ops.report, ctx, mutate_vars=[v.out], name="report")
 
 
+def rmw_forgets_report(eng, ctx, v, ops):
+    eng.push_sync(ops.double, ctx, mutate_vars=[v.x], name="double")
+    eng.push_sync(ops.add_one, ctx, mutate_vars=[v.x], name="add_one")
+
+
 def readers_both_mutate(eng, ctx, v, ops):
     eng.push_sync(ops.fill, ctx, mutate_vars=[v.x], name="fill")
     eng.push_sync(ops.square, ctx, mutate_vars=[v.x, v.a], name="square")
@@ -142,6 +147,7 @@ WRONG = [
     ("engine_read_modify_write", rmw_add_one_const, "const_for_write", True),
     ("engine_read_modify_write", rmw_add_one_missing_mutate, "undeclared_write", True),
     ("engine_read_modify_write", rmw_report_reads_undeclared, "undeclared_read", True),
+    ("engine_read_modify_write", rmw_forgets_report, "wrong_result", True),
     ("engine_parallel_readers", readers_both_mutate, "serialized", False),
     ("engine_parallel_readers", readers_square_forgets_x, "undeclared_read", True),
     ("engine_parallel_readers", readers_combine_forgets_b, "undeclared_read", True),
