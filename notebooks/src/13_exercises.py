@@ -37,6 +37,20 @@ print(mx.exercises.list())
 results = {}  # exercise name -> the Result of its latest check
 
 # %% [markdown]
+# ## How the engine exercises work
+#
+# Each engine exercise is a function `program(eng, ctx, v, ops)` that pushes ops:
+#
+# * `eng` takes `push_sync`, `push_async` and `push_delete` as `mx.engine.get()` does;
+# * `v` holds the engine vars by name (`v.x`), one per array the ops share;
+# * `ops` holds the op functions (`ops.double(run_ctx)`), and `ops.device` for the async one.
+#
+# The op functions are given; you choose each push's `const_vars` (vars it only reads) and
+# `mutate_vars` (vars it writes). `check` pushes your program on a fresh step engine, runs
+# it in every order the dependency rule allows, and compares each result with the reference
+# run one op at a time.
+
+# %% [markdown]
 # ## Engine 1: a read-modify-write
 
 # %%
