@@ -110,16 +110,25 @@ def _names(items: Sequence[str]) -> str:
 
 
 def _racing(run: Run) -> tuple[tuple[str, str] | None, str | None, str]:
-    """The first two touches of one var that ran against push order, one of them a write."""
+    """Two touches of one var that ran against push order, one of them a write.
+
+    The first such pair in time, unless a later one overtook an op that then
+    failed (a read after a free): that pair explains the result better.
+    """
     declared = run.grading.declared
     events = run.store.events
+    failed = {error.split(":")[0] for error in run.store.errors}
+    inversions = []
     for index, (second, var, second_mode, second_at) in enumerate(events):
         for first, first_var, first_mode, first_at in events[index + 1 :]:
             if first_var != var or first == second or "w" not in (first_mode, second_mode):
                 continue
             if first_at < second_at:
-                return (first, second), var, _missing(declared, first, second, var, events)
-    return None, None, ""
+                inversions.append((first, second, var))
+    if not inversions:
+        return None, None, ""
+    first, second, var = next((i for i in inversions if i[0] in failed), inversions[0])
+    return (first, second), var, _missing(declared, first, second, var, events)
 
 
 def _missing(
@@ -209,7 +218,7 @@ def grade_program(
     if problems:
         reason, sentence = problems[0]
         more = f" ({len(problems) - 1} more like it)" if len(problems) > 1 else ""
-        return Result(False, sentence + more + racing_text, counterexample, reason, details)
+        return Result(False, f"{sentence}{more}.{racing_text}", counterexample, reason, details)
     if unfinished:
         return Result(
             False,
