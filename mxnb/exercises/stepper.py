@@ -66,19 +66,20 @@ class RecomputeStepper(FigureView):
     executor : Executor
         A bound executor (``sym.simple_bind(..., grad_req='write')``).
     budget : int, optional
-        Bytes for the budget plan; default halfway between the mirror and plain plans.
+        Bytes for the budget plan (the plan with the least recomputation that fits); default:
+        the smallest plan of the trade-off family (:func:`mxnb.executor.tradeoff_curve`).
     """
 
     def __init__(self, executor: Any, budget: int | None = None) -> None:
-        from ..executor import MemoryBudgetError, plan_memory
+        from ..executor import MemoryBudgetError, plan_memory, tradeoff_curve
 
         sym = executor.symbol
         shapes = {name: array.shape for name, array in executor.arg_dict.items()}
         grad_req = dict(executor.memory_plan.grad_req_dict)
         plain = plan_memory(sym, shapes, grad_req=grad_req)
         mirror = plan_memory(sym, shapes, grad_req=grad_req, recompute="mirror")
-        if budget is None:
-            budget = (plain.internal_bytes + mirror.internal_bytes) // 2
+        if budget is None:  # the tightest budget the trade-off family reaches
+            budget = min(p.internal_bytes for p in tradeoff_curve(sym, shapes, grad_req))
         try:
             budgeted = plan_memory(sym, shapes, grad_req=grad_req, recompute=int(budget))
         except MemoryBudgetError:
