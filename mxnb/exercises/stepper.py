@@ -19,6 +19,7 @@ plan's own: ``plan.live_bytes()[index]``, the sum of the entries listed alive.
 
 State kept:
     plans      label -> MemoryPlan ('plain', 'mirror', 'budget <bytes>')
+    budget     the budget plan's bytes
     position   the frame shown
 
 Example::
@@ -80,8 +81,9 @@ class RecomputeStepper(FigureView):
         mirror = plan_memory(sym, shapes, grad_req=grad_req, recompute="mirror")
         if budget is None:  # the tightest budget the trade-off family reaches
             budget = min(p.internal_bytes for p in tradeoff_curve(sym, shapes, grad_req))
+        self.budget = int(budget)
         try:
-            budgeted = plan_memory(sym, shapes, grad_req=grad_req, recompute=int(budget))
+            budgeted = plan_memory(sym, shapes, grad_req=grad_req, recompute=self.budget)
         except MemoryBudgetError:
             budgeted = mirror
         self.plans: dict[str, MemoryPlan] = {

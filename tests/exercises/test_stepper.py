@@ -25,6 +25,13 @@ def test_one_frame_per_step_of_the_plain_plan(stepper):
     assert stepper.plans["mirror"].recompute_steps  # LeNet's tanh / pool layers are mirrored
 
 
+def test_the_budget_plan_fits_its_budget_with_the_least_recomputation(stepper):
+    (label,) = [label for label in stepper.plans if label.startswith("budget")]
+    plan = stepper.plans[label]
+    assert plan.internal_bytes <= stepper.budget
+    assert plan.internal_bytes <= stepper.plans["plain"].internal_bytes
+
+
 def test_live_bytes_per_frame_equal_the_plans(stepper):
     for frame in stepper.frames():
         for label, plan_frame in frame.items():
