@@ -77,8 +77,12 @@ class Counterexample:
         return self.timeline().figure()
 
     def to_png(self, path: str | os.PathLike, dpi: int = 110) -> str:
-        """Write the timeline as a PNG and return the path."""
-        self.figure().savefig(path, format="png", dpi=dpi, bbox_inches="tight")
+        """Write the timeline as a PNG (atomically) and return the path."""
+        from ..atomic_file import write_atomically
+
+        buffer = io.BytesIO()
+        self.figure().savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+        write_atomically(path, buffer.getvalue())
         return os.fspath(path)
 
     def to_text(self) -> str:

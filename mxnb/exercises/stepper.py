@@ -40,6 +40,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ..atomic_file import write_atomically
 from ..executor.plan import MemoryPlan
 from ..widgets._render import FigureView
 from ..widgets.memory import format_bytes
@@ -201,31 +202,46 @@ class RecomputeStepper(FigureView):
         return figure
 
     def to_frames(self, directory: str | os.PathLike, dpi: int = 80) -> list[str]:
-        """Write every frame as ``frame_000.png`` ... under ``directory``; return the paths."""
+        """Write every frame as ``frame_000.png`` ... under ``directory`` (atomically); return the paths."""
         os.makedirs(directory, exist_ok=True)
         paths = []
         keep = self.position
         for k in range(len(self)):
             self.position = k
-            paths.append(self.to_png(os.path.join(directory, f"frame_{k:03d}.png"), dpi=dpi))
+            path = os.path.join(directory, f"frame_{k:03d}.png")
+            write_atomically(path, self._png(dpi))
+            paths.append(path)
         self.position = keep
         return paths
 
     def to_gif(self, path: str | os.PathLike, dpi: int = 60, ms_per_frame: int = 400) -> str:
-        """Write the walk as an animated GIF (Pillow) and return the path."""
+        """Write the walk as an animated GIF (Pillow, written atomically) and return the path."""
         from PIL import Image
 
         images = []
         keep = self.position
         for k in range(len(self)):
             self.position = k
-            buffer = io.BytesIO()
-            self.figure().savefig(buffer, format="png", dpi=dpi)
-            buffer.seek(0)
-            images.append(Image.open(buffer).convert("P", palette=Image.ADAPTIVE))
+            with Image.open(io.BytesIO(self._png(dpi))) as frame:
+                images.append(frame.convert("P", palette=Image.ADAPTIVE))
         self.position = keep
-        images[0].save(path, save_all=True, append_images=images[1:], duration=ms_per_frame, loop=0)
+        buffer = io.BytesIO()
+        images[0].save(
+            buffer,
+            format="GIF",
+            save_all=True,
+            append_images=images[1:],
+            duration=ms_per_frame,
+            loop=0,
+        )
+        write_atomically(path, buffer.getvalue())
         return os.fspath(path)
+
+    def _png(self, dpi: int) -> bytes:
+        """The current frame as PNG bytes."""
+        buffer = io.BytesIO()
+        self.figure().savefig(buffer, format="png", dpi=dpi)
+        return buffer.getvalue()
 
     def to_text(self) -> str:
         """The current frame: per plan, the live bytes, the entries alive and those recomputed."""
