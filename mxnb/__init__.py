@@ -50,6 +50,7 @@ from . import module as mod
 from . import callback
 from . import recordio
 from . import image
+from . import exercises  # on top of engine, executor and widgets: nothing below imports it
 
 __version__ = "0.1.0"
 
@@ -75,6 +76,7 @@ __all__ = [
     "current_context",
     "engine",
     "executor",
+    "exercises",
     "gpu",
     "init",
     "initializer",
