@@ -68,7 +68,8 @@ class Entry:
 def _network(name: str) -> tuple[tuple[Entry, ...], int]:
     from ..executor import zoo
     from ..executor.graph import build_graph
-    from ..executor.memory import plan_graph, plan_memory
+    from ..executor.planning import plan_memory
+    from ..executor.tournament import plan_graph
 
     sym, shapes = zoo.build(name), zoo.input_shapes(name, NETWORKS[name])
     graph = build_graph(sym, shapes, grad_req="write")
