@@ -58,7 +58,7 @@ from .arena import place_at_offsets
 from .flops import step_flops
 from .graph import ORDERS, DataEntry, ExecGraph, StepKind, build_graph
 from .plan import EXTERNAL_STORAGE_ID, MemoryPlan, PlanEntry, StorageBlock
-from .recompute import choose
+from .recompute import check_recompute, choose
 
 __all__ = ["DEFAULT_MATCH_RANGE", "plan_best", "plan_graph", "plan_memory", "plan_strategies"]
 
@@ -140,10 +140,11 @@ def plan_best(
     MXNet's DFS order wins ties.  ``recompute`` as :func:`plan_memory`;
     ``threshold`` sets the segment size of ``'sqrt'`` (bytes).
     """
-    if isinstance(recompute, (int, float)) and not isinstance(recompute, bool):
+    recompute = check_recompute(recompute)
+    if isinstance(recompute, int):
         from .tradeoff import plan_within_budget
 
-        return plan_within_budget(sym, shapes, int(recompute), grad_req, type_dict)
+        return plan_within_budget(sym, shapes, recompute, grad_req, type_dict)
     with _without_gc_pauses():
         return _plan_best(sym, shapes, grad_req, type_dict, inplace, coshare, recompute, threshold)
 

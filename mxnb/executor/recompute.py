@@ -54,6 +54,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..base import ParamError
+from ..validate import check_number
 from ..operator.base import OpReqType, ResourceRequest
 from .gradient import GradientPass
 from .graph import ExecGraph, Step, StepKind
@@ -220,6 +221,25 @@ def _segment_walk(steps: Iterable[Step], graph: ExecGraph, threshold: float) -> 
         else:
             chosen.add(step.name)
     return chosen
+
+
+def check_recompute(recompute: Any) -> str | int | None:
+    """``recompute`` checked once, where planning starts: None, 'mirror', 'sqrt' or a byte budget.
+
+    A budget is a positive, finite, whole number of bytes (``1e9`` is fine;
+    ``inf``, ``nan``, ``2.5`` and ``True`` are not): returned as an int.
+    """
+    if recompute is None or isinstance(recompute, str):
+        if recompute not in (None, "mirror", "sqrt"):
+            raise ParamError(
+                f"recompute must be None, 'mirror', 'sqrt' or a byte budget (int); got {recompute!r}"
+            )
+        return recompute
+    what = "recompute (a byte budget)"
+    budget = check_number(recompute, what, "plan_memory", low=0, low_open=True)
+    if budget != int(budget):
+        raise ParamError(f"plan_memory: {what} must be a whole number of bytes, got {budget!r}")
+    return int(budget)
 
 
 def choose(graph: ExecGraph, recompute: Any, threshold: float | None = None) -> frozenset[str]:

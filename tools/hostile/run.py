@@ -60,10 +60,9 @@ def _limit_memory() -> None:
 def run_case(name: str) -> Result:
     """Run case ``name`` in a child process and judge it."""
     spec = _cases.CASES[name]
-    env = {
-        **os.environ,
-        "MXNB_ENGINE_TYPE": os.environ.get("MXNB_ENGINE_TYPE", "threaded_per_device"),
-    }
+    # the mxnb under test: PYTHONPATH when given (another checkout), else this repository's
+    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH") or REPO}
+    workdir = tempfile.mkdtemp(prefix="mxnb-hostile-cwd-")  # no `mxnb` in the cwd shadows it
     start = time.monotonic()
     try:
         child = subprocess.run(
