@@ -257,20 +257,28 @@ class DistKVStore(LocalKVStore):
 
     # -- the hooks of KVStore ------------------------------------------------------------------------
     def _init_value(self, key: Key, value: NDArray) -> NDArray:
-        """The local mirror; rank 0 also sends the value to the key's servers."""
+        """The local mirror; rank 0 also sends the value to the key's servers.
+
+        Every rank declares the key's shape and dtype to the key's home server
+        (:meth:`~.dist_server.KVServer.declare`): workers that disagree get a
+        DistError naming both shapes, instead of a server summing their pushes
+        by broadcasting.
+        """
         mirror = super()._init_value(key, value)
         self._seq[key] = 0
-        if self.rank != 0:
-            return mirror
+        home = shard_of(key, len(self._servers))
+        shape, dtype = tuple(mirror.shape), str(mirror.dtype)
 
         def start(on_complete: Callable) -> None:
             import ray
 
-            flat = mirror._array.reshape(-1)
-            refs = [
-                self._servers[s].init.remote(key, part, ray.put(flat[where])).future()
-                for s, part, where in self.placement(key, flat.size)
-            ]
+            refs = [self._servers[home].declare.remote(key, self.rank, shape, dtype).future()]
+            if self.rank == 0:
+                flat = mirror._array.reshape(-1)
+                refs += [
+                    self._servers[s].init.remote(key, part, ray.put(flat[where])).future()
+                    for s, part, where in self.placement(key, flat.size)
+                ]
             self._call(refs, f"kvstore.init of key {key!r}", on_complete, lambda _: None)
 
         self._remote_op(f"kvstore.init:{key}", [], [mirror], start, 0)

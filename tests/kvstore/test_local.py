@@ -96,8 +96,10 @@ def test_bad_use_names_the_key(kv):
         kv.init("w", mx.nd.ones((2, 2)))
     with pytest.raises(KVStoreError, match="key 'nope' is not initialised"):
         kv.push("nope", mx.nd.ones(1))
-    with pytest.raises(KVStoreError, match="key 7 is not initialised"):
-        kv.pull(7, out=mx.nd.ones(1))
+    with pytest.raises(KVStoreError, match="key 'other' is not initialised"):
+        kv.pull("other", out=mx.nd.ones(1))
+    with pytest.raises(KVStoreError, match="key 7 is of type int but this store's keys are of type str"):
+        kv.pull(7, out=mx.nd.ones(1))  # MXNet: mixed key types are not allowed
     with pytest.raises(mx.base.ShapeError, match=r"key 'w' holds shape \(2, 2\).*\(3,\)"):
         kv.push("w", mx.nd.ones(3))
     with pytest.raises(mx.base.ShapeError, match="key 'w'"):
