@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from .atomic_file import AtomicFile
 from .base import FormatError
 
 __all__ = [
@@ -77,7 +78,7 @@ class MXRecordIO:
     Parameters
     ----------
     uri : path of the ``.rec`` file.
-    flag : 'r' to read, 'w' to write (truncates).
+    flag : 'r' to read, 'w' to write (atomically: the file is replaced at close()).
     """
 
     def __init__(self, uri: str | os.PathLike, flag: str) -> None:
@@ -97,7 +98,10 @@ class MXRecordIO:
         if self.flag not in ("r", "w"):
             raise ValueError(f"MXRecordIO: flag must be 'r' or 'w', got {self.flag!r}")
         try:
-            self.handle = open(self.uri, "wb" if self.writable else "rb")  # noqa: SIM115 - kept open across calls
+            if self.writable:  # the file appears whole at close(), never half-written
+                self.handle = AtomicFile(self.uri)
+            else:
+                self.handle = open(self.uri, "rb")  # noqa: SIM115 - kept open across calls
         except OSError as exc:
             raise FormatError(f"RecordIO: cannot open {self.uri!r}: {exc}") from exc
         self._size = None if self.writable else os.fstat(self.handle.fileno()).st_size
@@ -122,9 +126,15 @@ class MXRecordIO:
         self.close()
 
     def reset(self) -> None:
-        """Back to the first record (reopens the file; 'w' truncates again)."""
+        """Back to the first record (reopens the file; 'w' forgets what was written)."""
+        self._discard()
         self.close()
         self.open()
+
+    def _discard(self) -> None:
+        """'w': drop the records written since open (the file keeps its old content)."""
+        if self.is_open and self.writable:
+            self.handle.discard()
 
     def tell(self) -> int:
         """The current byte offset: where the next record is read or written."""
@@ -235,7 +245,7 @@ class MXIndexedRecordIO(MXRecordIO):
         self.idx = {}
         self.keys = []
         if self.writable:
-            self.fidx = open(self.idx_path, "w", encoding="utf-8")  # noqa: SIM115 - kept open across calls
+            self.fidx = AtomicFile(self.idx_path, text=True)  # appears at close(), with the .rec
             return
         try:
             with open(self.idx_path, "rb") as f:
@@ -269,11 +279,17 @@ class MXIndexedRecordIO(MXRecordIO):
             self.keys.append(key)
 
     def close(self) -> None:
-        """Close both files."""
+        """Close both files (written: the ``.rec`` first, then the ``.idx`` that points into it)."""
+        super().close()
         if self.fidx is not None:
             self.fidx.close()
             self.fidx = None
-        super().close()
+
+    def _discard(self) -> None:
+        if self.fidx is not None:
+            self.fidx.discard()
+            self.fidx = None
+        super()._discard()
 
     def seek(self, idx: Any) -> None:
         """Move to the record with key ``idx``."""

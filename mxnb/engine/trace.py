@@ -46,6 +46,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
+from ..atomic_file import write_text_atomically
 from . import chrome
 from .analysis import OpSummary
 from .events import (
@@ -278,8 +279,7 @@ class Trace:
         """
         document = chrome.chrome_document(self.events)
         if path is not None:
-            with open(path, "w", encoding="utf-8") as handle:
-                json.dump(document, handle)
+            write_text_atomically(path, json.dumps(document))
         return document
 
     @classmethod

@@ -31,6 +31,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from PIL import Image
 
+from ..atomic_file import write_text_atomically
 from ..image.augment import center_crop, resize_short
 from ..image.codec import encode_rgb
 from ..image.image_iter import list_entries
@@ -59,11 +60,13 @@ def list_images(root: str, recursive: bool, exts: Sequence[str]) -> Iterator[tup
 
 
 def _write_list(path: str, items: Sequence[tuple]) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(
+    write_text_atomically(
+        path,
+        "".join(
             f"{index}\t" + "".join(f"{float(x):f}\t" for x in labels) + f"{relpath}\n"
             for index, relpath, *labels in items
-        )
+        ),
+    )
 
 
 def make_list(
