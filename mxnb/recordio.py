@@ -17,8 +17,8 @@ An image record payload starts with ``IRHeader`` packed as ``struct 'IfQQ'``
 header (multi-label) and the ``label`` field is 0.
 
 Rule: bad magic, a truncated record, continuation flags out of order, a
-missing ``.idx``, one that is not ``key<TAB>offset`` UTF-8 lines or whose
-offset does not start a record raise ``FormatError`` naming the file and
+missing ``.idx``, one that is not ``key<TAB>offset`` UTF-8 lines, repeats a
+key or an offset, or whose offset does not start a record raise ``FormatError`` naming the file and
 byte offset (or line); a record's declared length is checked against the
 file before it is read, so no file makes the reader allocate more than it
 holds.
@@ -191,9 +191,12 @@ class MXRecordIO:
             cflag, length = lrec >> 29, lrec & _LENGTH_MASK
             left = self._size - offset - 8
             if _aligned(length) > left:  # checked before reading: no buffer larger than the file
+                padded = (
+                    "" if _aligned(length) == length else f", {_aligned(length)} with the padding to 4"
+                )
                 raise FormatError(
                     f"RecordIO: {self.uri!r} is truncated: the record part at byte {offset} "
-                    f"declares {length} bytes, only {max(left, 0)} follow"
+                    f"declares {length} bytes{padded}, but only {max(left, 0)} follow"
                 )
             if (cflag in (_WHOLE, _FIRST)) != (not parts) or cflag > _LAST:
                 raise FormatError(
@@ -256,6 +259,8 @@ class MXIndexedRecordIO(MXRecordIO):
                 "make it again (im2rec) or read the .rec sequentially with MXRecordIO"
             ) from exc
         size = os.path.getsize(self.uri)
+        line_of_offset: dict[int, int] = {}
+        line_of_key: dict[Any, int] = {}
         for number, raw_line in enumerate(lines, start=1):
             line = raw_line.decode("utf-8", errors="replace")
             fields = line.strip().split("\t")
@@ -275,6 +280,19 @@ class MXIndexedRecordIO(MXRecordIO):
                     f"RecordIO: index {self.idx_path!r} line {number} points at byte {offset} "
                     f"but {self.uri!r} has {size} bytes: the index is stale; make it again"
                 )
+            # a repeated key hides a record; two keys at one offset read one record twice
+            if key in line_of_key:
+                raise FormatError(
+                    f"RecordIO: index {self.idx_path!r} line {number} repeats key {key!r} of line "
+                    f"{line_of_key[key]}: the index is inconsistent; make it again"
+                )
+            if offset in line_of_offset:
+                raise FormatError(
+                    f"RecordIO: index {self.idx_path!r} line {number} points at byte {offset} "
+                    f"like line {line_of_offset[offset]}: two keys for one record; the index is "
+                    "inconsistent; make it again"
+                )
+            line_of_key[key] = line_of_offset[offset] = number
             self.idx[key] = offset
             self.keys.append(key)
 

@@ -57,6 +57,7 @@ from .base import (
     DataIter,
     check_batch_size,
     check_example_shape,
+    check_parts,
     image_descs,
     round_batch_rows,
 )
@@ -115,11 +116,7 @@ class ImageRecordIter(DataIter):
                 f"ImageRecordIter: data_shape must be (channels, height, width) with 1 or 3 "
                 f"channels, got {tuple(data_shape)}"
             )
-        if not 0 <= part_index < num_parts:
-            raise ParamError(
-                f"ImageRecordIter: part_index must be in [0, num_parts={num_parts}), "
-                f"got {part_index}"
-            )
+        num_parts, part_index = check_parts(num_parts, part_index, "ImageRecordIter")
         self.path_imgrec = os.fspath(path_imgrec)
         offsets, keys = _record_offsets(self.path_imgrec, path_imgidx)
         begin = len(offsets) * part_index // num_parts
