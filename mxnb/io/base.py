@@ -162,6 +162,20 @@ class DataIter:
     def reset(self) -> None:
         """Start the next epoch."""
 
+    def _snapshot(self) -> Any:
+        """Where this iterator stands, for a prefetcher that read ahead to put it back (or None).
+
+        A prefetcher (:class:`~mxnb.io.PrefetchingIter`) calls ``next()``
+        before the batch is asked for; at a ``reset()`` it first puts the
+        iterator back where the user's batches left it, because ``reset``
+        may depend on the position ('roll_over', ``round_batch``).  None
+        means ``reset`` does not depend on it.
+        """
+        return None
+
+    def _restore(self, snapshot: Any) -> None:
+        """Go back to a position :meth:`_snapshot` returned."""
+
     def next(self) -> DataBatch:
         """The next batch; ``StopIteration`` at the end of the epoch."""
         if self.iter_next():

@@ -149,6 +149,13 @@ class CSVIter(DataIter):
         self._cursor = self._carry % len(self._data) if self.round_batch else 0
         self._carry = 0
 
+    def _snapshot(self) -> Any:
+        """The cursor and the rows borrowed by a rounded batch: all ``reset`` reads."""
+        return (self._cursor, self._carry)
+
+    def _restore(self, snapshot: Any) -> None:
+        self._cursor, self._carry = snapshot
+
     def next(self) -> DataBatch:
         """The next batch; ``StopIteration`` when the file is used up."""
         total = len(self._data)

@@ -145,7 +145,12 @@ class ImageRecordIter(DataIter):
         self._carry = 0
         self._order = self._epoch_order()
         self._reader = MXRecordIO(self.path_imgrec, "r")
-        self._prefetcher = EnginePrefetcher(self._produce, "ImageRecordIter", prefetch_buffer)
+        self._prefetcher = EnginePrefetcher(
+            self._produce,
+            "ImageRecordIter",
+            prefetch_buffer,
+            snapshot=lambda: (self._cursor, self._carry),
+        )
 
     @property
     def provide_data(self) -> list[DataDesc]:
@@ -253,6 +258,9 @@ class ImageRecordIter(DataIter):
     def reset(self) -> None:
         """Next epoch (after the borrowed records with round_batch); reshuffle."""
         self._prefetcher.drain()
+        position = self._prefetcher.rewind_state()  # where the batches taken left the cursor
+        if position is not None:
+            self._cursor, self._carry = position
         self._epoch += 1
         self._cursor = self._carry % len(self._offsets) if self.round_batch else 0
         self._carry = 0

@@ -48,6 +48,15 @@ class ResizeIter(_CurrentBatchIter):
         if self.reset_internal:
             self.data_iter.reset()
 
+    def _snapshot(self) -> Any:
+        """The count and the inner iterator's position."""
+        return (self.cur, self.data_iter._snapshot())
+
+    def _restore(self, snapshot: Any) -> None:
+        self.cur, inner = snapshot
+        if inner is not None:
+            self.data_iter._restore(inner)
+
     def iter_next(self) -> bool:
         """Take the next inner batch, resetting the inner iterator when it runs out."""
         if self.cur == self.size:
