@@ -672,7 +672,9 @@ def _im2rec_with(bad_name: str, bad_bytes: bytes) -> tuple[int, str]:
 
 @case("images", bomb=True)
 def im2rec_skips_a_decompression_bomb():
-    count, said = _im2rec_with("bomb.png", _png(30000, 30000))
+    # 900 M pixels claimed; Pillow refuses it at open (over twice its limit), so a few
+    # bytes of image data are enough
+    count, said = _im2rec_with("bomb.png", _png(30000, 30000, b"\0" * 64))
     assert count == 2, f"{count} records packed; the images after the bomb were lost"
     assert "bomb.png" in said, f"the bomb is not named: {said[-300:]}"
 
