@@ -296,6 +296,7 @@ class MSRAPrelu(Xavier):
     """He et al.: Gaussian Xavier with ``magnitude = 2 / (1 + slope^2)``."""
 
     def __init__(self, factor_type: str = "avg", slope: float = 0.25) -> None:
+        slope = check_number(slope, "slope", "MSRAPrelu")
         super().__init__("gaussian", factor_type, 2.0 / (1 + slope**2))
         self._kwargs = {"factor_type": factor_type, "slope": slope}
 
