@@ -192,7 +192,9 @@ class MXRecordIO:
             left = self._size - offset - 8
             if _aligned(length) > left:  # checked before reading: no buffer larger than the file
                 padded = (
-                    "" if _aligned(length) == length else f", {_aligned(length)} with the padding to 4"
+                    ""
+                    if _aligned(length) == length
+                    else f", {_aligned(length)} with the padding to 4"
                 )
                 raise FormatError(
                     f"RecordIO: {self.uri!r} is truncated: the record part at byte {offset} "

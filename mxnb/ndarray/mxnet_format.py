@@ -47,7 +47,14 @@ from ..context import Context
 from .creation import array as nd_array
 from .ndarray import NDArray
 
-__all__ = ["LIST_MAGIC", "MAX_ARRAY_BYTES", "is_mxnet_file", "load", "save", "too_big_for_any_array"]
+__all__ = [
+    "LIST_MAGIC",
+    "MAX_ARRAY_BYTES",
+    "is_mxnet_file",
+    "load",
+    "save",
+    "too_big_for_any_array",
+]
 
 LIST_MAGIC = 0x112
 _V1_MAGIC = 0xF993FAC8
