@@ -27,6 +27,7 @@ MODULES = [
     "mxnb.optimizer.lr_scheduler",
     "mxnb.optimizer.optimizer",
     "mxnb.optimizer.sgd",
+    "mxnb.validate",
 ]
 
 
