@@ -118,10 +118,10 @@ class AtomicFile:
         except OSError:
             pass
 
-    def __enter__(self) -> AtomicFile:
+    def __enter__(self) -> AtomicFile:  # noqa: PYI034 - not subclassed
         return self
 
-    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
         if exc_type is None:
             self.commit()
         else:

@@ -26,6 +26,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..base import FormatError
@@ -76,7 +77,7 @@ def _is_int(value: Any) -> bool:
 
 
 def _is_number(value: Any) -> bool:
-    return (_is_int(value) or isinstance(value, float)) and value == value  # not nan
+    return _is_int(value) or (isinstance(value, float) and not math.isnan(value))
 
 
 def _is_dependency(value: Any) -> bool:

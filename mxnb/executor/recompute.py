@@ -54,8 +54,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..base import ParamError
-from ..validate import check_number
 from ..operator.base import OpReqType, ResourceRequest
+from ..validate import check_number
 from .gradient import GradientPass
 from .graph import ExecGraph, Step, StepKind
 from .plan import EntryKind

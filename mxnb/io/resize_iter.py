@@ -22,6 +22,8 @@ Example::
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import DataBatch, DataIter, _CurrentBatchIter, check_batch_size
 
 __all__ = ["ResizeIter"]

@@ -34,7 +34,6 @@ import os
 from typing import Any
 
 from ..atomic_file import write_text_atomically
-
 from ..base import FormatError
 from ..engine.trace import Event, OpEnd, OpPush, OpStart, Trace, VarName, VarNew, WaitBegin, WaitEnd
 

@@ -30,11 +30,9 @@ import random
 import sys
 from collections.abc import Iterator, Sequence
 
-import numpy as np
-
 from ..atomic_file import write_text_atomically
-from ..image.augment import center_crop, resize_short
 from ..base import FormatError
+from ..image.augment import center_crop, resize_short
 from ..image.codec import decode_rgb, encode_rgb
 from ..image.image_iter import list_entries
 from ..recordio import IRHeader, MXIndexedRecordIO, pack
