@@ -17,7 +17,11 @@ Rules:
       the others (0 when all succeed); the servers are owned by the launcher,
       so they end with it;
     * ``--timeout`` (``MXNB_DIST_TIMEOUT``, 60 s) bounds every wait of a
-      participant on a peer.
+      participant on a peer; every number is checked before anything starts
+      (:func:`check_launch_numbers`);
+    * the launcher owns every process it starts, Ray's daemons included, from
+      its first line: it is their subreaper, and whatever ends it (the job, a
+      failing worker, Ctrl-C or SIGTERM while Ray starts) kills them all.
 
 Example::
 
