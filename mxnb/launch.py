@@ -260,9 +260,14 @@ def run_tasks(
         from . import engine
 
         config = JobConfig(None, job, rank, num_workers, num_servers, timeout)
-        result = fn(DistKVStore(kvtype, config), **kwargs)
-        # The job ends here: its last pushes / pulls must not outlive its servers in this
-        # process (Ray reuses it for the next job's tasks).
+        # The job ends here: its last pushes / pulls, and the failures of its ops, must not
+        # outlive it in this process (Ray reuses it for the next job's tasks).
+        try:
+            result = fn(DistKVStore(kvtype, config), **kwargs)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                engine.get().wait_for_all()  # raises (and forgets) the failures the job left
+            raise
         engine.get().wait_for_all()
         return result
 
