@@ -230,7 +230,8 @@ class PrefetchingIter(_CurrentBatchIter):
         )
 
     def _snapshot_all(self) -> list[Any]:
-        return [it._snapshot() for it in self.iters]
+        # an iterator that is not a DataIter (duck-typed) has no position to restore
+        return [it._snapshot() if hasattr(it, "_snapshot") else None for it in self.iters]
 
     def reset(self) -> None:
         """Wait for pending loads, put the inner iterators back where the batches taken left

@@ -141,3 +141,23 @@ def test_image_record_iter_reset_mid_epoch_starts_where_its_batches_left_it(tmp_
     first = labels(it, 1)
     it.reset()  # after one batch: the prefetched rounded last batch must not carry over
     assert labels(it, 1) == first
+
+
+def test_a_duck_typed_iterator_is_prefetched_too():
+    """An iterator that is not a DataIter (no position to record) still loads and resets."""
+    inner = mx.io.NDArrayIter(np.arange(6), batch_size=2)
+
+    class Duck:
+        provide_data = inner.provide_data
+        provide_label = inner.provide_label
+
+        def next(self):
+            return inner.next()
+
+        def reset(self):
+            inner.reset()
+
+    it = mx.io.PrefetchingIter(Duck())
+    assert [b.data[0].asnumpy().tolist() for b in it] == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
+    it.reset()
+    assert it.next().data[0].asnumpy().tolist() == [0.0, 1.0]
