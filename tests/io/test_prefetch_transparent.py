@@ -161,3 +161,39 @@ def test_a_duck_typed_iterator_is_prefetched_too():
     assert [b.data[0].asnumpy().tolist() for b in it] == [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
     it.reset()
     assert it.next().data[0].asnumpy().tolist() == [0.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("num_parts", "part_index", "message"),
+    [
+        (2.5, 0, "num_parts must be an int"),
+        (0, 0, r"num_parts must be in \[1, inf\)"),
+        (2, 0.5, "part_index must be an int"),
+        (2, 2, r"part_index must be in \[0, num_parts=2\)"),
+    ],
+)
+def test_sharding_numbers_are_checked_by_both_image_iterators(
+    tmp_path, num_parts, part_index, message
+):
+    """Before: a slice TypeError (2.5) and a ZeroDivisionError (0)."""
+    rec, idx = str(tmp_path / "r.rec"), str(tmp_path / "r.idx")
+    writer = mx.recordio.MXIndexedRecordIO(idx, rec, "w")
+    writer.write_idx(0, mx.recordio.pack(mx.recordio.IRHeader(0, 0.0, 0, 0), b"x"))
+    writer.close()
+    with pytest.raises(mx.base.ParamError, match="ImageRecordIter: " + message):
+        mx.io.ImageRecordIter(
+            path_imgrec=rec,
+            data_shape=(3, 4, 4),
+            batch_size=1,
+            num_parts=num_parts,
+            part_index=part_index,
+        )
+    with pytest.raises(mx.base.ParamError, match="ImageIter: " + message):
+        mx.image.ImageIter(
+            batch_size=1,
+            data_shape=(3, 4, 4),
+            path_imgrec=rec,
+            path_imgidx=idx,
+            num_parts=num_parts,
+            part_index=part_index,
+        )
