@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from .base import MXNBError, ShapeError
+from .validate import check_number
 
 __all__ = [
     "Constant",
@@ -106,6 +107,14 @@ class Initializer:
 
     def __init__(self, **kwargs: Any) -> None:
         self._kwargs = kwargs
+
+    def _number(self, name: str, value: Any, **bounds: Any) -> Any:
+        """``value`` checked (finite, in ``bounds``: :func:`mxnb.validate.check_number`).
+
+        Every number of every initializer passes here once: ``Normal(nan)``
+        is refused where it is written, not found as NaN weights.
+        """
+        return check_number(value, name, type(self).__name__, **bounds)
 
     def dumps(self) -> str:
         """MXNet's JSON form: ``["name", {kwargs}]``."""
@@ -195,6 +204,12 @@ class Constant(Initializer):
     def __init__(self, value: Any) -> None:
         value = value.tolist() if hasattr(value, "tolist") else value
         super().__init__(value=value)
+        if isinstance(value, list):
+            flat = np.asarray(value, dtype=np.float64).reshape(-1)
+            for number in flat:
+                self._number("value", float(number))
+        else:
+            self._number("value", value)
         self.value = value
 
     def _init_weight(self, name: str, arr: Any) -> None:
@@ -209,7 +224,7 @@ class Uniform(Initializer):
 
     def __init__(self, scale: float = 0.07) -> None:
         super().__init__(scale=scale)
-        self.scale = scale
+        self.scale = self._number("scale", scale, low=0)
 
     def _init_weight(self, name: str, arr: Any) -> None:
         from .ndarray import random
@@ -223,7 +238,7 @@ class Normal(Initializer):
 
     def __init__(self, sigma: float = 0.01) -> None:
         super().__init__(sigma=sigma)
-        self.sigma = sigma
+        self.sigma = self._number("sigma", sigma, low=0)
 
     def _init_weight(self, name: str, arr: Any) -> None:
         from .ndarray import random
@@ -252,7 +267,7 @@ class Xavier(Initializer):
             )
         self.rnd_type = rnd_type
         self.factor_type = factor_type
-        self.magnitude = float(magnitude)
+        self.magnitude = self._number("magnitude", magnitude, low=0)
 
     def scale_for(self, name: str, shape: Sequence[int]) -> float:
         """The scale for a parameter of ``shape`` (ShapeError for vectors)."""
@@ -281,6 +296,7 @@ class MSRAPrelu(Xavier):
     """He et al.: Gaussian Xavier with ``magnitude = 2 / (1 + slope^2)``."""
 
     def __init__(self, factor_type: str = "avg", slope: float = 0.25) -> None:
+        slope = check_number(slope, "slope", "MSRAPrelu")
         super().__init__("gaussian", factor_type, 2.0 / (1 + slope**2))
         self._kwargs = {"factor_type": factor_type, "slope": slope}
 
@@ -295,7 +311,7 @@ class Orthogonal(Initializer):
             raise InitError(
                 f"Orthogonal: rand_type must be 'uniform' or 'normal', got {rand_type!r}"
             )
-        self.scale = scale
+        self.scale = self._number("scale", scale)
         self.rand_type = rand_type
 
     def _init_weight(self, name: str, arr: Any) -> None:
@@ -320,7 +336,7 @@ class LSTMBias(Initializer):
 
     def __init__(self, forget_bias: float = 1.0) -> None:
         super().__init__(forget_bias=forget_bias)
-        self.forget_bias = float(forget_bias)
+        self.forget_bias = self._number("forget_bias", forget_bias)
 
     def _init_weight(self, name: str, arr: Any) -> None:
         if len(arr.shape) != 1 or arr.shape[0] % 4:
@@ -366,7 +382,7 @@ class FusedRNN(Initializer):
         )
         self._init = init
         self._cell_args = (int(num_hidden), int(num_layers), str(mode), bool(bidirectional))
-        self._forget_bias = float(forget_bias)
+        self._forget_bias = self._number("forget_bias", forget_bias)
 
     def _init_weight(self, name: str, arr: Any) -> None:
         from .rnn import FusedRNNCell

@@ -17,7 +17,11 @@ Rules:
       the others (0 when all succeed); the servers are owned by the launcher,
       so they end with it;
     * ``--timeout`` (``MXNB_DIST_TIMEOUT``, 60 s) bounds every wait of a
-      participant on a peer.
+      participant on a peer; every number is checked before anything starts
+      (:func:`check_launch_numbers`);
+    * the launcher owns every process it starts, Ray's daemons included, from
+      its first line: it is their subreaper, and whatever ends it (the job, a
+      failing worker, Ctrl-C or SIGTERM while Ray starts) kills them all.
 
 Example::
 
@@ -40,7 +44,17 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["WorkerRunner", "main", "parse_args", "run_tasks", "start_ray"]
+from .base import ParamError
+from .validate import check_count, check_number
+
+__all__ = [
+    "WorkerRunner",
+    "check_launch_numbers",
+    "main",
+    "parse_args",
+    "run_tasks",
+    "start_ray",
+]
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -54,9 +68,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--address", default=None, help="Ray cluster (ray launcher; RAY_ADDRESS)")
     parser.add_argument(
         "--timeout",
-        type=float,
-        default=float(os.environ.get("MXNB_DIST_TIMEOUT", "60")),
-        help="seconds a participant waits for a dead or stalled peer (MXNB_DIST_TIMEOUT)",
+        type=_number_text,
+        default=None,
+        help="seconds a participant waits for a dead or stalled peer (MXNB_DIST_TIMEOUT, 60)",
     )
     parser.add_argument("--num-cpus", type=int, default=2, help="CPUs of the local Ray instance")
     parser.add_argument(
@@ -66,9 +80,36 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not args.command:
         parser.error("give the command each worker runs, e.g. python train.py")
-    if args.num_workers < 1 or args.num_servers < 1:
-        parser.error("-n and -s must be at least 1")
+    if args.timeout is None:
+        text = os.environ.get("MXNB_DIST_TIMEOUT", "60")
+        try:
+            args.timeout = _number_text(text)
+        except argparse.ArgumentTypeError:
+            parser.error(f"MXNB_DIST_TIMEOUT={text!r} is not a number of seconds")
+    try:
+        check_launch_numbers(args)
+    except ParamError as exc:
+        parser.error(str(exc))
     return args
+
+
+def _number_text(text: str) -> float:
+    """A command-line number (range checks follow in :func:`check_launch_numbers`)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def check_launch_numbers(args: argparse.Namespace) -> None:
+    """Every number of the launcher, checked in one place (finite, in range); ParamError if not."""
+    owner = "python -m mxnb.launch"
+    check_count(args.num_workers, "-n/--num-workers", owner, low=1)
+    check_count(args.num_servers, "-s/--num-servers", owner, low=1)
+    check_count(args.num_cpus, "--num-cpus", owner, low=1)
+    check_count(args.object_store_mb, "--object-store-mb", owner, low=1)
+    # a bound on every wait of a participant: positive and finite (nan would never time out)
+    check_number(args.timeout, "--timeout", owner, low=0, low_open=True)
 
 
 def _loopback_only() -> None:
@@ -86,18 +127,67 @@ def _loopback_only() -> None:
     ray_constants.ENABLE_RAY_CLUSTER = False  # read at call time; ray may be imported already
 
 
-def _child_pids() -> set[int]:
-    """The pids of this process's children (Linux ``/proc``; empty elsewhere)."""
-    children = set()
+def _parents() -> dict[int, int]:
+    """pid -> parent pid of every process (Linux ``/proc``; empty elsewhere)."""
+    parents = {}
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
         try:
             with open(f"/proc/{entry}/stat") as stream:
-                parent = int(stream.read().rsplit(")", 1)[1].split()[1])
+                parents[int(entry)] = int(stream.read().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-        if parent == os.getpid():
-            children.add(int(entry))
-    return children
+    return parents
+
+
+def _descendants() -> set[int]:
+    """The pids of this process's children, their children, and so on."""
+    children: dict[int, list[int]] = {}
+    for pid, parent in _parents().items():
+        children.setdefault(parent, []).append(pid)
+    found: set[int] = set()
+    todo = [os.getpid()]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _kill_descendants(keep: set[int]) -> int:
+    """SIGKILL every descendant not in ``keep`` (until none is left), reap ours; return the count."""
+    killed: set[int] = set()
+    for _ in range(20):  # a dying daemon may still fork: look again until nothing new appears
+        targets = _descendants() - keep - killed
+        if not targets:
+            break
+        for pid in targets:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        killed |= targets
+        time.sleep(0.05)
+    for pid in killed:  # our children (orphans too, with the subreaper flag) must not stay zombies
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, 0)
+    return len(killed)
+
+
+def _become_subreaper() -> bool:
+    """Linux: orphaned descendants are re-parented to this process, not to init.
+
+    Ray's daemons outlive the processes that start them; with this flag
+    (``prctl(PR_SET_CHILD_SUBREAPER)``) they stay in this process's tree, so
+    :func:`_kill_descendants` finds every one of them.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # 36: PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
 
 
 def start_ray(
@@ -116,7 +206,7 @@ def start_ray(
         return ray.get_runtime_context().gcs_address
     _loopback_only()
     for attempt in range(1, attempts + 1):
-        before = _child_pids()
+        before = _descendants()
         # Ray's handles of a failed start's processes warn when collected; they are killed here.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ResourceWarning)
@@ -133,9 +223,7 @@ def start_ray(
                 )
                 return ray.get_runtime_context().gcs_address
             except Exception as exc:
-                for pid in _child_pids() - before:  # what the failed start left running
-                    with contextlib.suppress(ProcessLookupError):
-                        os.kill(pid, signal.SIGKILL)
+                _kill_descendants(before)  # what the failed start left running
                 if "timed out during startup" not in str(exc) or attempt == attempts:
                     raise
                 print(f"mxnb.launch: Ray did not start ({exc}); trying again", file=sys.stderr)
@@ -172,9 +260,14 @@ def run_tasks(
         from . import engine
 
         config = JobConfig(None, job, rank, num_workers, num_servers, timeout)
-        result = fn(DistKVStore(kvtype, config), **kwargs)
-        # The job ends here: its last pushes / pulls must not outlive its servers in this
-        # process (Ray reuses it for the next job's tasks).
+        # The job ends here: its last pushes / pulls, and the failures of its ops, must not
+        # outlive it in this process (Ray reuses it for the next job's tasks).
+        try:
+            result = fn(DistKVStore(kvtype, config), **kwargs)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                engine.get().wait_for_all()  # raises (and forgets) the failures the job left
+            raise
         engine.get().wait_for_all()
         return result
 
@@ -284,12 +377,42 @@ class _Job:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the job; return the exit code (the first failing worker's, else 0)."""
+    """Run the job; return the exit code (the first failing worker's, else 0; 130 on Ctrl-C).
+
+    The launcher owns every process it starts, from its first line: whatever
+    happens (a worker failing, Ctrl-C or SIGTERM while Ray starts or the job
+    runs), every process started below it is killed before it returns.
+    """
+    keep = _descendants()  # what already ran (main called from a program of its own)
+    restore = _terminate_as_interrupt()
+    try:
+        return _run(parse_args(argv))
+    except KeyboardInterrupt:
+        print("mxnb.launch: interrupted; stopping every process of the job", file=sys.stderr)
+        return 130
+    finally:
+        _kill_descendants(keep)
+        restore()
+
+
+def _terminate_as_interrupt() -> Any:
+    """SIGTERM raises KeyboardInterrupt here (so clean-up runs); returns the undo function."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The job of :func:`main`, after the command line is read."""
     import ray
 
     from .kvstore.dist_server import start_servers
 
-    args = parse_args(argv)
     address = args.address or os.environ.get("RAY_ADDRESS")
     if args.launcher == "ray" and not address:
         print("mxnb.launch: --launcher ray needs --address or RAY_ADDRESS", file=sys.stderr)
@@ -324,4 +447,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    _become_subreaper()
     sys.exit(main())

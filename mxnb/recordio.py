@@ -17,8 +17,8 @@ An image record payload starts with ``IRHeader`` packed as ``struct 'IfQQ'``
 header (multi-label) and the ``label`` field is 0.
 
 Rule: bad magic, a truncated record, continuation flags out of order, a
-missing ``.idx``, one that is not ``key<TAB>offset`` UTF-8 lines or whose
-offset does not start a record raise ``FormatError`` naming the file and
+missing ``.idx``, one that is not ``key<TAB>offset`` UTF-8 lines, repeats a
+key or an offset, or whose offset does not start a record raise ``FormatError`` naming the file and
 byte offset (or line); a record's declared length is checked against the
 file before it is read, so no file makes the reader allocate more than it
 holds.
@@ -48,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from .atomic_file import AtomicFile
 from .base import FormatError
 
 __all__ = [
@@ -77,7 +78,7 @@ class MXRecordIO:
     Parameters
     ----------
     uri : path of the ``.rec`` file.
-    flag : 'r' to read, 'w' to write (truncates).
+    flag : 'r' to read, 'w' to write (atomically: the file is replaced at close()).
     """
 
     def __init__(self, uri: str | os.PathLike, flag: str) -> None:
@@ -97,7 +98,10 @@ class MXRecordIO:
         if self.flag not in ("r", "w"):
             raise ValueError(f"MXRecordIO: flag must be 'r' or 'w', got {self.flag!r}")
         try:
-            self.handle = open(self.uri, "wb" if self.writable else "rb")  # noqa: SIM115 - kept open across calls
+            if self.writable:  # the file appears whole at close(), never half-written
+                self.handle = AtomicFile(self.uri)
+            else:
+                self.handle = open(self.uri, "rb")  # noqa: SIM115 - kept open across calls
         except OSError as exc:
             raise FormatError(f"RecordIO: cannot open {self.uri!r}: {exc}") from exc
         self._size = None if self.writable else os.fstat(self.handle.fileno()).st_size
@@ -122,9 +126,15 @@ class MXRecordIO:
         self.close()
 
     def reset(self) -> None:
-        """Back to the first record (reopens the file; 'w' truncates again)."""
+        """Back to the first record (reopens the file; 'w' forgets what was written)."""
+        self._discard()
         self.close()
         self.open()
+
+    def _discard(self) -> None:
+        """'w': drop the records written since open (the file keeps its old content)."""
+        if self.is_open and self.writable:
+            self.handle.discard()
 
     def tell(self) -> int:
         """The current byte offset: where the next record is read or written."""
@@ -181,9 +191,14 @@ class MXRecordIO:
             cflag, length = lrec >> 29, lrec & _LENGTH_MASK
             left = self._size - offset - 8
             if _aligned(length) > left:  # checked before reading: no buffer larger than the file
+                padded = (
+                    ""
+                    if _aligned(length) == length
+                    else f", {_aligned(length)} with the padding to 4"
+                )
                 raise FormatError(
                     f"RecordIO: {self.uri!r} is truncated: the record part at byte {offset} "
-                    f"declares {length} bytes, only {max(left, 0)} follow"
+                    f"declares {length} bytes{padded}, but only {max(left, 0)} follow"
                 )
             if (cflag in (_WHOLE, _FIRST)) != (not parts) or cflag > _LAST:
                 raise FormatError(
@@ -235,7 +250,7 @@ class MXIndexedRecordIO(MXRecordIO):
         self.idx = {}
         self.keys = []
         if self.writable:
-            self.fidx = open(self.idx_path, "w", encoding="utf-8")  # noqa: SIM115 - kept open across calls
+            self.fidx = AtomicFile(self.idx_path, text=True)  # appears at close(), with the .rec
             return
         try:
             with open(self.idx_path, "rb") as f:
@@ -246,6 +261,8 @@ class MXIndexedRecordIO(MXRecordIO):
                 "make it again (im2rec) or read the .rec sequentially with MXRecordIO"
             ) from exc
         size = os.path.getsize(self.uri)
+        line_of_offset: dict[int, int] = {}
+        line_of_key: dict[Any, int] = {}
         for number, raw_line in enumerate(lines, start=1):
             line = raw_line.decode("utf-8", errors="replace")
             fields = line.strip().split("\t")
@@ -265,15 +282,34 @@ class MXIndexedRecordIO(MXRecordIO):
                     f"RecordIO: index {self.idx_path!r} line {number} points at byte {offset} "
                     f"but {self.uri!r} has {size} bytes: the index is stale; make it again"
                 )
+            # a repeated key hides a record; two keys at one offset read one record twice
+            if key in line_of_key:
+                raise FormatError(
+                    f"RecordIO: index {self.idx_path!r} line {number} repeats key {key!r} of line "
+                    f"{line_of_key[key]}: the index is inconsistent; make it again"
+                )
+            if offset in line_of_offset:
+                raise FormatError(
+                    f"RecordIO: index {self.idx_path!r} line {number} points at byte {offset} "
+                    f"like line {line_of_offset[offset]}: two keys for one record; the index is "
+                    "inconsistent; make it again"
+                )
+            line_of_key[key] = line_of_offset[offset] = number
             self.idx[key] = offset
             self.keys.append(key)
 
     def close(self) -> None:
-        """Close both files."""
+        """Close both files (written: the ``.rec`` first, then the ``.idx`` that points into it)."""
+        super().close()
         if self.fidx is not None:
             self.fidx.close()
             self.fidx = None
-        super().close()
+
+    def _discard(self) -> None:
+        if self.fidx is not None:
+            self.fidx.discard()
+            self.fidx = None
+        super()._discard()
 
     def seek(self, idx: Any) -> None:
         """Move to the record with key ``idx``."""

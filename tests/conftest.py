@@ -6,6 +6,7 @@ import os
 import pathlib
 import pickle
 import re
+import signal
 import subprocess
 import tracemalloc
 from collections.abc import Callable
@@ -14,6 +15,23 @@ from typing import Any
 import pytest
 
 import mxnb as mx
+
+
+@pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C (SIGINT, ``_thread.interrupt_main``) raises KeyboardInterrupt during the test.
+
+    A shell starts a background job with SIGINT ignored, and Python then keeps
+    it ignored: the tests that press Ctrl-C would wait for an interrupt that
+    never comes.  So they install the handler they rely on (Python's default,
+    with mxnb's postponing handler over it, as ``import mxnb`` does in a
+    foreground run) and restore the old one after.
+    """
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    mx.engine.interrupts.install()
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

@@ -47,7 +47,7 @@ def test_a_record_longer_than_the_file_is_refused_before_reading(tmp_path, trace
     path = tmp_path / "h.rec"
     path.write_bytes(struct.pack("<II", MAGIC, (1 << 29) - 1) + b"abc")
     reader = mx.recordio.MXRecordIO(str(path), "r")
-    with pytest.raises(FormatError, match=r"h\.rec.*byte 0 declares 536870911 bytes, only 3"):
+    with pytest.raises(FormatError, match=r"h\.rec.*byte 0 declares 536870911 bytes.* only 3 follow"):
         traced_peak(reader.read)
     reader.reset()
     _, peak = traced_peak(lambda: _safe_read(reader))
@@ -414,3 +414,51 @@ def test_a_loaded_state_of_the_wrong_form_is_refused_at_its_first_update():
     weight = mx.nd.ones((5,))
     same(0, mx.nd.ones((5,)), weight)
     assert weight.asnumpy().shape == (5,)
+
+
+# -- issue 37: indexes, dimensions, names ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda lines: lines + [lines[0].split("\t")[0] + "\t" + lines[2].split("\t")[1]], "repeats key 0 of line 1"),
+        (lambda lines: lines[:2] + ["2\t" + lines[1].split("\t")[1]], "like line 2: two keys for one record"),
+    ],
+    ids=["repeated key", "two keys at one offset"],
+)
+def test_an_inconsistent_index_is_refused(tmp_path, edit, message):
+    """Before: a repeated key made ImageRecordIter read one record twice and never another."""
+    rec, idx = _rec_file(tmp_path)
+    index = tmp_path / "r.idx"
+    index.write_text("\n".join(edit(index.read_text().splitlines())) + "\n")
+    with pytest.raises(FormatError, match=message):
+        mx.recordio.MXIndexedRecordIO(idx, rec, "r")
+    with pytest.raises(FormatError, match=r"r\.idx"):
+        mx.io.ImageRecordIter(path_imgrec=rec, path_imgidx=idx, data_shape=(3, 4, 4), batch_size=1)
+
+
+def test_a_record_cut_inside_its_padding_says_so(tmp_path):
+    path = tmp_path / "t.rec"
+    path.write_bytes(struct.pack("<II", MAGIC, 5) + b"abcde")
+    with pytest.raises(FormatError, match="declares 5 bytes, 8 with the padding to 4, but only 5 follow"):
+        mx.recordio.MXRecordIO(str(path), "r").read()
+
+
+def test_an_absurd_params_dimension_is_refused_before_allocating(tmp_path):
+    """(0, 2**61): empty, yet numpy refuses it; before, its 'array is too big' escaped."""
+    from mxnb.ndarray import mxnet_format
+
+    path = tmp_path / "x.params"
+    mxnet_format.save(str(path), {"arg:w": mx.nd.ones((2, 3))})
+    data = path.read_bytes()
+    path.write_bytes(data.replace(struct.pack("<2q", 2, 3), struct.pack("<2q", 0, 2**61)))
+    with pytest.raises(FormatError, match=r"x\.params.*too big for any array"):
+        mx.nd.load(str(path))
+
+
+def test_a_symbol_node_without_a_name_is_refused():
+    doc = json.loads(mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2).tojson())
+    del doc["nodes"][0]["name"]
+    with pytest.raises(FormatError, match=r"nodes\[0\]: a node needs a 'name'"):
+        mx.sym.load_json(json.dumps(doc))

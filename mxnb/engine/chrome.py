@@ -26,6 +26,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..base import FormatError
@@ -61,19 +62,96 @@ def encode(event: Event) -> list[Any]:
     return values
 
 
-def decode(item: list[Any]) -> Event:
-    """The event :func:`encode` wrote."""
+def _field_kinds(cls: Any) -> list[tuple[str, str]]:
+    """``[(field, annotation text), ...]`` of an event class (its NamedTuple base's hints)."""
+    hints: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        hints.update(getattr(klass, "__annotations__", {}))
+    return [
+        (name, str(getattr(hints[name], "__forward_arg__", hints[name]))) for name in cls._fields
+    ]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return _is_int(value) or (isinstance(value, float) and not math.isnan(value))
+
+
+def _is_dependency(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 3
+        and _is_int(value[0])
+        and _is_int(value[1])
+        and value[2] in DepKind.__members__
+    )
+
+
+#: annotation text -> (check of a JSON value, what is expected)
+_KIND_CHECKS: dict[str, tuple[Any, str]] = {
+    "float": (_is_number, "a number"),
+    "int": (_is_int, "an int"),
+    "str": (lambda v: isinstance(v, str), "a string"),
+    "bool": (lambda v: isinstance(v, bool), "true or false"),
+    "str | None": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    "int | None": (lambda v: v is None or _is_int(v), "an int or null"),
+    "tuple[int, ...]": (lambda v: isinstance(v, list) and all(map(_is_int, v)), "a list of ints"),
+    "tuple[Dependency, ...]": (
+        lambda v: isinstance(v, list) and all(map(_is_dependency, v)),
+        "a list of [op id, var id, 'RAW' | 'WAR' | 'WAW']",
+    ),
+}
+
+
+def decode(item: Any, where: str = "an event") -> Event:
+    """The event :func:`encode` wrote; FormatError (naming ``where`` and the field) if malformed."""
+    if not isinstance(item, list) or not item or not isinstance(item[0], str):
+        raise FormatError(f"{where} is not a list [kind, fields...]: {str(item)[:80]}")
     cls = EVENT_CLASSES.get(item[0])
     if cls is None:
-        raise FormatError(f"from_chrome_trace: unknown mxnb event kind {item[0]!r}")
+        raise FormatError(f"{where} is of unknown kind {item[0]!r}")
+    kinds = _field_kinds(cls)
+    required = len(kinds) - len(cls._field_defaults)
+    if not required <= len(item) - 1 <= len(kinds):
+        raise FormatError(
+            f"{where} ({item[0]}) has {len(item) - 1} fields; expected {required}"
+            + ("" if required == len(kinds) else f" to {len(kinds)}")
+            + f": {', '.join(name for name, _ in kinds)}"
+        )
     values = []
-    for name, value in zip(cls._fields, item[1:]):
+    for (name, kind), value in zip(kinds, item[1:]):
+        check, expected = _KIND_CHECKS[kind]
+        if not check(value):
+            raise FormatError(
+                f"{where} ({item[0]}) field {name!r} must be {expected}, got {value!r}"[:300]
+            )
         if name == "waits_on":
             value = tuple(Dependency(op_id, var_id, DepKind[kind]) for op_id, var_id, kind in value)
         elif isinstance(value, list):
             value = tuple(value)
         values.append(value)
     return cls(*values)
+
+
+def _check_consistent(events: list[Event]) -> None:
+    """Every op event follows its op's push; every wait end, its begin (views rely on it)."""
+    pushed: set[int] = set()
+    waits: set[int] = set()
+    for position, event in enumerate(events):
+        if isinstance(event, OpPush):
+            pushed.add(event.op_id)
+        elif isinstance(event, WaitBegin):
+            waits.add(event.wait_id)
+        elif isinstance(event, WaitEnd) and event.wait_id not in waits:
+            raise FormatError(f"event {position} ends wait {event.wait_id}, which never began")
+        elif hasattr(event, "op_id") and event.op_id not in pushed:
+            raise FormatError(
+                f"event {position} ({type(event).__name__}) is about op {event.op_id}, "
+                "which was never pushed"
+            )
 
 
 def chrome_document(events: list[Event]) -> dict[str, Any]:  # noqa: C901 -- one branch per record kind of the Chrome trace format, each a few lines
@@ -211,25 +289,57 @@ def chrome_document(events: list[Event]) -> dict[str, Any]:  # noqa: C901 -- one
     }
 
 
-def events_from_document(document: dict[str, Any]) -> list[Event]:
-    """The events of a document :func:`chrome_document` wrote (or ops rebuilt from any other)."""
+def events_from_document(document: Any, source: str = "the trace document") -> list[Event]:
+    """The events of a document :func:`chrome_document` wrote (or ops rebuilt from any other).
+
+    Anything malformed is a :class:`FormatError` that names ``source`` (the
+    file) and what is wrong, never a ``KeyError`` or ``TypeError`` from inside.
+    """
+    try:
+        events = _events(document)
+        _check_consistent(events)
+    except FormatError as exc:
+        raise FormatError(f"from_chrome_trace: {source}: {exc}") from None
+    return events
+
+
+def _events(document: Any) -> list[Event]:
     if not isinstance(document, dict) or "traceEvents" not in document:
-        raise FormatError("from_chrome_trace: not a Chrome trace (no 'traceEvents' key)")
+        kind = "an object" if isinstance(document, dict) else type(document).__name__
+        raise FormatError(f"not a Chrome trace: {kind} without a 'traceEvents' key")
+    if not isinstance(document["traceEvents"], list):
+        raise FormatError("'traceEvents' must be a list of events")
     embedded = document.get("mxnb")
     if embedded is not None:
-        return [decode(item) for item in embedded.get("events", [])]
+        if not isinstance(embedded, dict) or not isinstance(embedded.get("events", []), list):
+            raise FormatError("'mxnb' must be an object whose 'events' is a list")
+        return [
+            decode(item, f"mxnb event {position}")
+            for position, item in enumerate(embedded.get("events", []))
+        ]
     # A trace from elsewhere (or stripped): rebuild ops from the complete events.
     events: list[Event] = []
-    for item in document["traceEvents"]:
+    for position, item in enumerate(document["traceEvents"]):
+        where = f"traceEvents[{position}]"
+        if not isinstance(item, dict):
+            raise FormatError(f"{where} is not an object")
         if item.get("ph") != "X" or item.get("cat") != "op":
             continue
         args = item.get("args", {})
-        op_id = int(args.get("op_id", len(events)))
-        start = item["ts"] / 1e6
+        ts, dur = item.get("ts"), item.get("dur", 0)
+        if not isinstance(args, dict) or not _is_number(ts) or not _is_number(dur):
+            raise FormatError(
+                f"{where}: a complete event needs numbers 'ts' and 'dur' and 'args' an object"
+            )
+        op_id = args.get("op_id", len(events))
+        if not _is_int(op_id):
+            raise FormatError(f"{where}: args.op_id must be an int, got {op_id!r}")
+        start = ts / 1e6
+        error = args.get("error")
         events.append(
-            OpPush(start, op_id, item.get("name", ""), args.get("ctx", ""), (), (), 0, ())
+            OpPush(start, op_id, str(item.get("name", "")), str(args.get("ctx", "")), (), (), 0, ())
         )
         events.append(OpStart(start, op_id, str(item.get("tid", "")), ""))
-        events.append(OpEnd(start + item.get("dur", 0) / 1e6, op_id, args.get("error")))
+        events.append(OpEnd(start + dur / 1e6, op_id, None if error is None else str(error)))
     events.sort(key=lambda e: e.time)
     return events

@@ -46,6 +46,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
+from ..atomic_file import write_text_atomically
+from ..base import FormatError
 from . import chrome
 from .analysis import OpSummary
 from .events import (
@@ -278,16 +280,24 @@ class Trace:
         """
         document = chrome.chrome_document(self.events)
         if path is not None:
-            with open(path, "w", encoding="utf-8") as handle:
-                json.dump(document, handle)
+            write_text_atomically(path, json.dumps(document))
         return document
 
     @classmethod
     def from_chrome_trace(cls, source: str | os.PathLike[str] | dict[str, Any]) -> Trace:
         """Load a trace written by :meth:`to_chrome_trace` (a path or the loaded JSON) back into events."""
         if isinstance(source, dict):
-            document = source
-        else:
-            with open(source, encoding="utf-8") as handle:
-                document = json.load(handle)
-        return cls(chrome.events_from_document(document))
+            return cls(chrome.events_from_document(source))
+        name = repr(os.fspath(source))
+        with open(source, "rb") as handle:  # a missing file stays a FileNotFoundError
+            raw = handle.read()
+        try:
+            document = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise FormatError(
+                f"from_chrome_trace: {name}: byte {exc.start} is not UTF-8 text (not a trace file)"
+            ) from None
+        except (ValueError, RecursionError) as exc:  # bad JSON, deep nesting
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise FormatError(f"from_chrome_trace: {name} is not JSON: {reason}") from None
+        return cls(chrome.events_from_document(document, name))

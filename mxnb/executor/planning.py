@@ -32,12 +32,12 @@ Example::
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..base import ParamError
+from ..validate import check_number
 from .plan import MemoryPlan
 from .steps import ExecGraph
 from .tournament import plan_best
@@ -116,20 +116,23 @@ def plan_graph_and_memory(
 def check_budget(value: Any, argument: str = "budget") -> int:
     """Return ``value`` as a whole number of bytes, or raise a ParamError naming ``argument``.
 
-    A budget must be a finite, positive real number (a float is rounded down).
+    A budget is a finite, positive, whole number of bytes (``1e9`` is fine;
+    ``inf``, ``nan``, ``2.5`` and ``True`` are not): :func:`mxnb.validate.check_number`.
 
         >>> check_budget(1.5e6)
         1500000
         >>> check_budget(float('inf'))
         Traceback (most recent call last):
         ...
-        mxnb.base.ParamError: budget must be a finite, positive number of bytes; got inf
+        mxnb.base.ParamError: plan_memory: budget must be a finite number, got inf
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ParamError(f"{argument} must be a number of bytes; got {value!r}")
-    if not math.isfinite(value) or value < 1:
-        raise ParamError(f"{argument} must be a finite, positive number of bytes; got {value!r}")
-    return int(float(value))
+    number = check_number(value, argument, "plan_memory", low=0, low_open=True)
+    assert number is not None  # (not optional)
+    if number != int(number):
+        raise ParamError(
+            f"plan_memory: {argument} must be a whole number of bytes, got {value!r}"
+        )
+    return int(number)
 
 
 def _read_recompute(recompute: Any, budget: Any) -> tuple[str | None, int | None]:

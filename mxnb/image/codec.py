@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import io
 import warnings
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -31,7 +32,15 @@ from ..base import FormatError, ParamError
 from ..ndarray import NDArray
 from ..ndarray import array as nd_array
 
-__all__ = ["decode_bgr", "decode_rgb", "encode_bgr", "encode_rgb", "imdecode", "imresize"]
+__all__ = [
+    "decode_bgr",
+    "decode_rgb",
+    "encode_bgr",
+    "encode_rgb",
+    "imdecode",
+    "imresize",
+    "saturate_uint8",
+]
 
 # MXNet / OpenCV interpolation codes -> Pillow filters (2 'auto' and 9/10 'random' -> bicubic)
 _FILTERS = {
@@ -80,9 +89,24 @@ def decode_bgr(buf: bytes, iscolor: int = -1) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(image.convert("RGB"))[:, :, ::-1])
 
 
+def saturate_uint8(img: Any) -> np.ndarray:
+    """``img`` as uint8 the way OpenCV's ``saturate_cast<uchar>`` does it: rounded, then clipped.
+
+    Float pixels are rounded to the nearest integer (ties to even, as
+    ``cvRound``), values below 0 become 0 and above 255 become 255, NaN 0;
+    never wrapped (a plain ``astype`` turns 300.7 into 44 and -1 into 255).
+    """
+    img = np.asarray(img)
+    if img.dtype == np.uint8:
+        return img
+    if img.dtype.kind == "f":
+        img = np.nan_to_num(np.rint(img), nan=0.0)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
 def encode_rgb(img: np.ndarray, img_fmt: str = ".jpg", quality: int = 95) -> bytes:
     """Encode an RGB (HxWx3) or grey (HxW / HxWx1) uint8 array; quality: JPEG 1-100, PNG 0-9 (clipped)."""
-    img = np.asarray(img, dtype=np.uint8)
+    img = saturate_uint8(img)
     if img.ndim == 3 and img.shape[2] == 1:
         img = img[:, :, 0]
     out = io.BytesIO()
@@ -128,6 +152,6 @@ def imdecode(buf: bytes, flag: int = 1, to_rgb: bool = True) -> NDArray:
 
 
 def imresize(src: NDArray | np.ndarray, w: int, h: int, interp: int = 1) -> NDArray:
-    """Resize an HWC image to ``w`` x ``h`` (MXNet's ``mx.image.imresize``)."""
+    """Resize an HWC image to ``w`` x ``h`` (MXNet's ``mx.image.imresize``); uint8 out, float in saturated."""
     img = src.asnumpy() if isinstance(src, NDArray) else np.asarray(src)
-    return nd_array(resize_np(img.astype(np.uint8), w, h, interp), dtype=np.uint8)
+    return nd_array(resize_np(saturate_uint8(img), w, h, interp), dtype=np.uint8)

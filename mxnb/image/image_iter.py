@@ -37,6 +37,7 @@ from ..io.base import (
     DataIter,
     check_batch_size,
     check_example_shape,
+    check_parts,
     image_descs,
     round_batch_rows,
 )
@@ -109,6 +110,7 @@ class ImageIter(DataIter):
         **kwargs: Any,
     ) -> None:
         super().__init__(check_batch_size(batch_size, "ImageIter"))
+        num_parts, part_index = check_parts(num_parts, part_index, "ImageIter")
         if last_batch_handle not in ("pad", "discard"):
             raise NotSupportedError(
                 f"ImageIter: last_batch_handle {last_batch_handle!r} is not supported; "

@@ -30,12 +30,14 @@ from typing import Any
 import numpy as np
 
 from ..base import ParamError, as_shape
+from ..validate import check_count
 
 __all__ = [
     "DataBatch",
     "DataDesc",
     "DataIter",
     "check_batch_size",
+    "check_parts",
     "image_descs",
     "round_batch_rows",
 ]
@@ -120,6 +122,19 @@ def check_batch_size(batch_size: Any, who: str, what: str = "batch_size") -> int
     return int(batch_size)
 
 
+def check_parts(num_parts: Any, part_index: Any, who: str) -> tuple[int, int]:
+    """``(num_parts, part_index)`` of a sharded iterator: ints, ``0 <= part_index < num_parts``.
+
+    One check for every iterator that reads a share of its data (a float
+    would become a slice ``TypeError``; ``num_parts=0`` a ``ZeroDivisionError``).
+    """
+    parts = check_count(num_parts, "num_parts", who, low=1)
+    index = check_count(part_index, "part_index", who, low=0)
+    if index >= parts:
+        raise ParamError(f"{who}: part_index must be in [0, num_parts={parts}), got {index}")
+    return parts, index
+
+
 def check_example_shape(shape: Any, who: str, what: str) -> tuple[int, ...]:
     """The shape of one example (``data_shape``): non-negative ints, none of them 0."""
     dims = as_shape(shape, f"{who}: {what}")
@@ -146,6 +161,20 @@ class DataIter:
 
     def reset(self) -> None:
         """Start the next epoch."""
+
+    def _snapshot(self) -> Any:
+        """Where this iterator stands, for a prefetcher that read ahead to put it back (or None).
+
+        A prefetcher (:class:`~mxnb.io.PrefetchingIter`) calls ``next()``
+        before the batch is asked for; at a ``reset()`` it first puts the
+        iterator back where the user's batches left it, because ``reset``
+        may depend on the position ('roll_over', ``round_batch``).  None
+        means ``reset`` does not depend on it.
+        """
+        return None
+
+    def _restore(self, snapshot: Any) -> None:
+        """Go back to a position :meth:`_snapshot` returned."""
 
     def next(self) -> DataBatch:
         """The next batch; ``StopIteration`` at the end of the epoch."""

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -148,6 +149,13 @@ class CSVIter(DataIter):
         """Next epoch: after the borrowed rows with round_batch, else at line 0."""
         self._cursor = self._carry % len(self._data) if self.round_batch else 0
         self._carry = 0
+
+    def _snapshot(self) -> Any:
+        """The cursor and the rows borrowed by a rounded batch: all ``reset`` reads."""
+        return (self._cursor, self._carry)
+
+    def _restore(self, snapshot: Any) -> None:
+        self._cursor, self._carry = snapshot
 
     def next(self) -> DataBatch:
         """The next batch; ``StopIteration`` when the file is used up."""

@@ -57,6 +57,7 @@ from .base import (
     DataIter,
     check_batch_size,
     check_example_shape,
+    check_parts,
     image_descs,
     round_batch_rows,
 )
@@ -115,11 +116,7 @@ class ImageRecordIter(DataIter):
                 f"ImageRecordIter: data_shape must be (channels, height, width) with 1 or 3 "
                 f"channels, got {tuple(data_shape)}"
             )
-        if not 0 <= part_index < num_parts:
-            raise ParamError(
-                f"ImageRecordIter: part_index must be in [0, num_parts={num_parts}), "
-                f"got {part_index}"
-            )
+        num_parts, part_index = check_parts(num_parts, part_index, "ImageRecordIter")
         self.path_imgrec = os.fspath(path_imgrec)
         offsets, keys = _record_offsets(self.path_imgrec, path_imgidx)
         begin = len(offsets) * part_index // num_parts
@@ -148,7 +145,12 @@ class ImageRecordIter(DataIter):
         self._carry = 0
         self._order = self._epoch_order()
         self._reader = MXRecordIO(self.path_imgrec, "r")
-        self._prefetcher = EnginePrefetcher(self._produce, "ImageRecordIter", prefetch_buffer)
+        self._prefetcher = EnginePrefetcher(
+            self._produce,
+            "ImageRecordIter",
+            prefetch_buffer,
+            snapshot=lambda: (self._cursor, self._carry),
+        )
 
     @property
     def provide_data(self) -> list[DataDesc]:
@@ -256,6 +258,9 @@ class ImageRecordIter(DataIter):
     def reset(self) -> None:
         """Next epoch (after the borrowed records with round_batch); reshuffle."""
         self._prefetcher.drain()
+        position = self._prefetcher.rewind_state()  # where the batches taken left the cursor
+        if position is not None:
+            self._cursor, self._carry = position
         self._epoch += 1
         self._cursor = self._carry % len(self._offsets) if self.round_batch else 0
         self._carry = 0

@@ -204,6 +204,13 @@ class NDArrayIter(DataIter):
         else:
             self.cursor = -self.batch_size
 
+    def _snapshot(self) -> Any:
+        """The cursor and the rows held back: all ``reset`` reads."""
+        return (self.cursor, self._carry)
+
+    def _restore(self, snapshot: Any) -> None:
+        self.cursor, self._carry = snapshot
+
     def iter_next(self) -> bool:
         """Advance the cursor; False past the end."""
         self.cursor += self.batch_size

@@ -12,8 +12,12 @@ pushed into the freed slot.
 Rule: every load op writes the shared ``cursor`` var, so by the engine's own
 rule loads run one at a time in push order: batch k is always the k-th
 ``produce`` call, whatever the number of copy workers. A load that raises
-does not fail the engine op: the exception is kept in its slot and raised by
-``next()`` for exactly the batch that needed it; later batches still load.
+(anything, ``SystemExit`` and ``KeyboardInterrupt`` included) does not fail
+the engine op: the exception is kept in its slot and raised by ``next()``
+for exactly the batch that needed it; later batches still load. Each load
+first records the source's position, so a ``reset()`` puts the source back
+where the batches taken left it before resetting it: the loads ahead are
+invisible ('roll_over' and ``round_batch`` resets depend on the position).
 Nothing waits on a thread of our own, so a dead loader cannot hang ``next()``.
 
 State kept:
@@ -50,6 +54,7 @@ class _Slot:
     def __init__(self, var: Any) -> None:
         self.var = var
         self.value: Any = None  # a batch, _END, or the BaseException the load raised
+        self.before: Any = None  # the source's position just before this load (snapshot)
 
 
 class EnginePrefetcher:
@@ -60,10 +65,18 @@ class EnginePrefetcher:
     produce : returns the next batch, or raises StopIteration at the end of the epoch.
     name : names the vars and ops in traces ('<name> load batch 3').
     depth : batches loaded ahead.
+    snapshot : returns the source's position before each load (see :meth:`rewind_state`).
     """
 
-    def __init__(self, produce: Callable[[], Any], name: str = "prefetch", depth: int = 2) -> None:
+    def __init__(
+        self,
+        produce: Callable[[], Any],
+        name: str = "prefetch",
+        depth: int = 2,
+        snapshot: Callable[[], Any] | None = None,
+    ) -> None:
         self._produce = produce
+        self._snapshot = snapshot
         self.name = name
         self.depth = max(1, int(depth))
         self._engine = _engine.get()
@@ -73,7 +86,6 @@ class EnginePrefetcher:
         ]
         self._taken = 0
         self._pushed = 0
-        self._ended = False
         for _ in range(self.depth):
             self._push_load()
 
@@ -82,15 +94,13 @@ class EnginePrefetcher:
         slot = self._slots[index % self.depth]
 
         def load(run_ctx: Any) -> None:
-            if self._ended:
-                slot.value = _END
-                return
             try:
+                slot.before = self._snapshot() if self._snapshot is not None else None
                 slot.value = self._produce()
             except StopIteration:
-                self._ended = True
                 slot.value = _END
-            except Exception as exc:  # noqa: BLE001 - kept for the batch that needs it
+            except BaseException as exc:  # noqa: BLE001 - SystemExit too: kept for its batch
+                # A load op never fails: a failed engine var would poison this slot for good.
                 slot.value = exc
 
         self._engine.push_sync(
@@ -104,12 +114,16 @@ class EnginePrefetcher:
 
     def take(self) -> Any:
         """The next batch (waits for its load op); StopIteration at the end of the epoch."""
+        if self._pushed == self._taken:  # asked again past the end: load on demand
+            self._push_load()
         slot = self._slots[self._taken % self.depth]
         self._engine.wait_for_var(slot.var)
         value = slot.value
+        # every take consumes one produce() call, the end of the epoch too, as a plain
+        # iterator's next() does; past the end nothing more is loaded ahead
+        self._taken += 1
         if value is _END:
             raise StopIteration
-        self._taken += 1
         self._push_load()
         if isinstance(value, BaseException):
             raise value
@@ -120,12 +134,21 @@ class EnginePrefetcher:
         for slot in self._slots:
             self._engine.wait_for_var(slot.var)
 
+    def rewind_state(self) -> Any:
+        """After :meth:`drain`: the source's position before the first load not yet taken.
+
+        That is where the source stood for whoever took the batches: a reset
+        must start from there, not from where the loads ahead left it.
+        """
+        if self._pushed <= self._taken:
+            return None
+        return self._slots[self._taken % self.depth].before
+
     def restart(self) -> None:
         """Start a new epoch: forget what was loaded and load ahead again."""
         self.drain()
         self._taken = 0
         self._pushed = 0
-        self._ended = False
         for slot in self._slots:
             slot.value = None
         for _ in range(self.depth):
@@ -163,7 +186,9 @@ class PrefetchingIter(_CurrentBatchIter):
         self.rename_label = rename_label
         self.batch_size = self.provide_data[0].shape[0]
         self.current_batch: DataBatch | None = None
-        self._prefetcher = EnginePrefetcher(self._produce, name="PrefetchingIter", depth=depth)
+        self._prefetcher = EnginePrefetcher(
+            self._produce, name="PrefetchingIter", depth=depth, snapshot=self._snapshot_all
+        )
 
     @staticmethod
     def _renamed(descs: list, renames: dict | None) -> list[DataDesc]:
@@ -204,9 +229,18 @@ class PrefetchingIter(_CurrentBatchIter):
             provide_label=self.provide_label,
         )
 
+    def _snapshot_all(self) -> list[Any]:
+        # an iterator that is not a DataIter (duck-typed) has no position to restore
+        return [it._snapshot() if hasattr(it, "_snapshot") else None for it in self.iters]
+
     def reset(self) -> None:
-        """Wait for pending loads, reset the inner iterators, load ahead again."""
+        """Wait for pending loads, put the inner iterators back where the batches taken left
+        them, reset them, load ahead again: exactly what a reset of the iterators does."""
         self._prefetcher.drain()
+        positions = self._prefetcher.rewind_state()
+        for it, position in zip(self.iters, positions or [None] * self.n_iter):
+            if position is not None:
+                it._restore(position)
         for it in self.iters:
             it.reset()
         self._prefetcher.restart()

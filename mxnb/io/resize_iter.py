@@ -22,6 +22,8 @@ Example::
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import DataBatch, DataIter, _CurrentBatchIter, check_batch_size
 
 __all__ = ["ResizeIter"]
@@ -47,6 +49,15 @@ class ResizeIter(_CurrentBatchIter):
         self.cur = 0
         if self.reset_internal:
             self.data_iter.reset()
+
+    def _snapshot(self) -> Any:
+        """The count and the inner iterator's position."""
+        return (self.cur, self.data_iter._snapshot())
+
+    def _restore(self, snapshot: Any) -> None:
+        self.cur, inner = snapshot
+        if inner is not None:
+            self.data_iter._restore(inner)
 
     def iter_next(self) -> bool:
         """Take the next inner batch, resetting the inner iterator when it runs out."""

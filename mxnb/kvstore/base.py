@@ -9,7 +9,8 @@ gradient; without, it REPLACES it.  Subclasses decide where the sum happens
 through three hooks, ``_reduce``, ``_update`` and ``_broadcast``.
 
 Rules (MXNet's semantics; mxnb is stricter on bad use):
-    * keys are ints or strs, one or a list; values one NDArray, a list (one per
+    * keys are ints or strs, one or a list, of one type per store (:func:`normalize`,
+      as MXNet: ``3`` and ``'3'`` are never two keys); values one NDArray, a list (one per
       device) or, for a list of keys, a list of those;
     * every push, reduce, update and pull is an asynchronous engine op on the
       arrays' vars, named ``kvstore.<what>:<key>`` and pushed with the caller's
@@ -49,7 +50,7 @@ from ..atomic_file import write_atomically
 from ..base import DTypeError, MXNBError, NotSupportedError, ShapeError
 from ..ndarray import NDArray
 
-__all__ = ["KVStore", "KVStoreError", "apply_update", "engine_op", "normalize"]
+__all__ = ["KVStore", "KVStoreError", "apply_update", "engine_op", "normalize", "normalize_key"]
 
 Key = int | str
 
@@ -106,6 +107,17 @@ def apply_update(
         copy_op(merged, stored, f"kvstore.assign:{key}", priority)
 
 
+def normalize_key(key: Any, what: str) -> Key:
+    """One key as an ``int`` or a ``str``: numpy ints become ints; bools and others are refused."""
+    if isinstance(key, (bool, np.bool_)):
+        raise KVStoreError(f"kvstore.{what}: keys are ints or strs, got the bool {key!r}")
+    if isinstance(key, np.integer):
+        return int(key)
+    if not isinstance(key, (int, str)):
+        raise KVStoreError(f"kvstore.{what}: keys are ints or strs, got {key!r}")
+    return key
+
+
 def normalize(key: Any, value: Any, what: str, allow_none: bool = False) -> list[tuple[Key, list]]:
     """Return ``[(key, [arrays...]), ...]`` for the forms MXNet accepts (see the module docstring)."""
     if isinstance(key, (int, np.integer, str)):
@@ -124,11 +136,13 @@ def normalize(key: Any, value: Any, what: str, allow_none: bool = False) -> list
     else:
         raise KVStoreError(f"kvstore.{what}: keys are ints or strs (or a list), got {key!r}")
     pairs = []
+    keys = [normalize_key(one_key, what) for one_key in keys]
+    if len({type(one_key) for one_key in keys}) > 1:
+        raise KVStoreError(
+            f"kvstore.{what}: keys {keys!r} mix ints and strs; use one key type (MXNet: mixed "
+            "key types are not allowed)"
+        )
     for one_key, one_value in zip(keys, values):
-        if isinstance(one_key, np.integer):
-            one_key = int(one_key)
-        if not isinstance(one_key, (int, str)):
-            raise KVStoreError(f"kvstore.{what}: keys are ints or strs, got {one_key!r}")
         if one_value is None and allow_none:
             pairs.append((one_key, []))
             continue
@@ -147,6 +161,7 @@ class KVStore:
 
     def __init__(self, kvtype: str) -> None:
         self._type = kvtype
+        self._key_type: type | None = None  # int or str, fixed by the first init
         self._store: dict[Key, NDArray] = {}
         self._updater: Callable | None = None
         self._optimizer: Any = None
@@ -173,7 +188,7 @@ class KVStore:
     # -- the API ---------------------------------------------------------------------
     def init(self, key: Any, value: Any) -> None:
         """Give each key its first value (copied: later changes of ``value`` do not leak in)."""
-        for one_key, arrays in normalize(key, value, "init"):
+        for one_key, arrays in self._normalize(key, value, "init"):
             if one_key in self._store:
                 raise KVStoreError(f"kvstore.init: key {one_key!r} is already initialised")
             if len(arrays) != 1:
@@ -184,7 +199,7 @@ class KVStore:
 
     def push(self, key: Any, value: Any, priority: int = 0) -> None:
         """Sum each key's values and update (or replace) the stored value; asynchronous."""
-        for one_key, arrays in normalize(key, value, "push"):
+        for one_key, arrays in self._normalize(key, value, "push"):
             self._check(one_key, arrays, "push")
             merged = self._reduce(one_key, arrays, priority)
             self._update(one_key, merged, priority)
@@ -195,7 +210,7 @@ class KVStore:
         """Write each key's stored value into every given output array; asynchronous."""
         if out is None:
             raise KVStoreError("kvstore.pull: give out= (the arrays to write)")
-        for one_key, arrays in normalize(key, out, "pull"):
+        for one_key, arrays in self._normalize(key, out, "pull"):
             self._check(one_key, arrays, "pull")
             self._broadcast(one_key, arrays, priority)
 
@@ -246,6 +261,20 @@ class KVStore:
         return self._updater
 
     # -- checks --------------------------------------------------------------------------
+    def _normalize(self, key: Any, value: Any, what: str) -> list[tuple[Key, list]]:
+        """:func:`normalize`, and one key type per store: ``3`` and ``'3'`` are never two keys."""
+        pairs = normalize(key, value, what)
+        key_type = type(pairs[0][0]) if pairs else None
+        if self._key_type is None and what == "init":
+            self._key_type = key_type
+        elif key_type is not None and self._key_type not in (None, key_type):
+            raise KVStoreError(
+                f"kvstore.{what}: key {pairs[0][0]!r} is of type {key_type.__name__} but this store's "
+                f"keys are of type {self._key_type.__name__}; use one key type (MXNet: mixed key types "
+                "are not allowed)"
+            )
+        return pairs
+
     def _check(self, key: Key, arrays: list[NDArray], what: str) -> None:
         stored = self._store.get(key)
         if stored is None:

@@ -71,6 +71,7 @@ from ..atomic_file import write_atomically
 from ..base import NotSupportedError
 from ..context import cpu
 from ..ndarray import NDArray
+from ..validate import check_count, check_number
 from .base import Key, KVStoreError
 from .dist_batch import Channel, remote_error, when_all
 from .dist_server import (
@@ -103,6 +104,14 @@ class JobConfig:
     num_servers: int
     timeout: float = 60.0
 
+    def __post_init__(self) -> None:
+        """The job's numbers, checked once (a NaN timeout would never expire)."""
+        owner = "dist job"
+        check_count(self.num_workers, "num_workers", owner, low=1)
+        check_count(self.num_servers, "num_servers", owner, low=1)
+        check_count(self.rank, "rank", owner, low=0, high=self.num_workers - 1)
+        check_number(self.timeout, "timeout (MXNB_DIST_TIMEOUT)", owner, low=0, low_open=True)
+
     @classmethod
     def from_env(cls) -> JobConfig:
         """Read the ``MXNB_DIST_*`` variables (see the module docstring)."""
@@ -117,13 +126,25 @@ class JobConfig:
                 f"mx.kv.create('dist_*'): this process is not a worker of a job ({', '.join(missing)} "
                 f"unset); start it with python -m mxnb.launch -n WORKERS -s SERVERS <command>"
             )
+        try:
+            numbers = (
+                int(env["MXNB_DIST_RANK"]),
+                int(env["MXNB_DIST_NUM_WORKERS"]),
+                int(env.get("MXNB_DIST_NUM_SERVERS", "1")),
+                float(env.get("MXNB_DIST_TIMEOUT", "60")),
+            )
+        except ValueError as exc:
+            raise DistError(
+                f"mx.kv.create('dist_*'): a MXNB_DIST_* variable is not a number: {exc}"
+            ) from None
+        rank, num_workers, num_servers, timeout = numbers
         return cls(
             address=env.get("MXNB_DIST_ADDRESS") or None,
             job=env["MXNB_DIST_JOB"],
-            rank=int(env["MXNB_DIST_RANK"]),
-            num_workers=int(env["MXNB_DIST_NUM_WORKERS"]),
-            num_servers=int(env.get("MXNB_DIST_NUM_SERVERS", "1")),
-            timeout=float(env.get("MXNB_DIST_TIMEOUT", "60")),
+            rank=rank,
+            num_workers=num_workers,
+            num_servers=num_servers,
+            timeout=timeout,
         )
 
     def environ(self) -> dict[str, str]:
@@ -236,20 +257,28 @@ class DistKVStore(LocalKVStore):
 
     # -- the hooks of KVStore ------------------------------------------------------------------------
     def _init_value(self, key: Key, value: NDArray) -> NDArray:
-        """The local mirror; rank 0 also sends the value to the key's servers."""
+        """The local mirror; rank 0 also sends the value to the key's servers.
+
+        Every rank declares the key's shape and dtype to the key's home server
+        (:meth:`~.dist_server.KVServer.declare`): workers that disagree get a
+        DistError naming both shapes, instead of a server summing their pushes
+        by broadcasting.
+        """
         mirror = super()._init_value(key, value)
         self._seq[key] = 0
-        if self.rank != 0:
-            return mirror
+        home = shard_of(key, len(self._servers))
+        shape, dtype = tuple(mirror.shape), str(mirror.dtype)
 
         def start(on_complete: Callable) -> None:
             import ray
 
-            flat = mirror._array.reshape(-1)
-            refs = [
-                self._servers[s].init.remote(key, part, ray.put(flat[where])).future()
-                for s, part, where in self.placement(key, flat.size)
-            ]
+            refs = [self._servers[home].declare.remote(key, self.rank, shape, dtype).future()]
+            if self.rank == 0:
+                flat = mirror._array.reshape(-1)
+                refs += [
+                    self._servers[s].init.remote(key, part, ray.put(flat[where])).future()
+                    for s, part, where in self.placement(key, flat.size)
+                ]
             self._call(refs, f"kvstore.init of key {key!r}", on_complete, lambda _: None)
 
         self._remote_op(f"kvstore.init:{key}", [], [mirror], start, 0)

@@ -84,6 +84,8 @@ class KVServer:
         self._log: list[dict] | None = None
         self._trace: Any = None
         self._deposits: dict[int, Any] = {}
+        self._declared: dict[Any, tuple] = {}  # key -> (shape, dtype, rank) of its first init
+        self._conflicts: dict[Any, str] = {}  # key -> why its workers disagree
 
     # -- waiting ------------------------------------------------------------------------
     def _condition(self) -> asyncio.Condition:
@@ -91,17 +93,35 @@ class KVServer:
             self._cond = asyncio.Condition()
         return self._cond
 
-    async def _wait(self, predicate: Any, what: Any) -> None:
-        """Wait until ``predicate()``; after ``timeout`` s raise DistError with ``what()``."""
+    async def _wait(self, predicate: Any, what: Any, keys: Any = ()) -> None:
+        """Wait until ``predicate()``; after ``timeout`` s raise DistError with ``what()``.
+
+        A conflict declared on one of ``keys`` meanwhile ends the wait with its DistError.
+        """
         cond = self._condition()
         async with cond:
             try:
-                await asyncio.wait_for(cond.wait_for(predicate), self.timeout)
+                await asyncio.wait_for(
+                    cond.wait_for(lambda: predicate() or self._conflict_of(keys) is not None),
+                    self.timeout,
+                )
             except asyncio.TimeoutError:
                 raise DistError(
                     f"kvstore server {self.index}: {what()} after {self.timeout:g} s; a worker "
                     f"died or stalls (set MXNB_DIST_TIMEOUT to wait longer)"
                 ) from None
+        self._raise_conflict(keys)
+
+    def _conflict_of(self, keys: Any) -> str | None:
+        for key in keys:
+            if key in self._conflicts:
+                return self._conflicts[key]
+        return None
+
+    def _raise_conflict(self, keys: Any) -> None:
+        message = self._conflict_of(keys)
+        if message is not None:
+            raise DistError(message)
 
     async def _notify(self) -> None:
         cond = self._condition()
@@ -109,6 +129,24 @@ class KVServer:
             cond.notify_all()
 
     # -- keys ---------------------------------------------------------------------------------
+    async def declare(self, key: Any, rank: int, shape: tuple, dtype: str) -> None:
+        """Worker ``rank`` initialises ``key`` as ``shape`` / ``dtype`` (every rank declares).
+
+        All must agree: the first declaration is the key's; a different one is
+        a conflict, raised to its sender now and to every later push or pull of
+        the key (by any worker), so no one computes with a mismatched sum.
+        """
+        shape = tuple(int(dim) for dim in shape)
+        first = self._declared.setdefault(key, (shape, dtype, rank))
+        if (shape, dtype) != first[:2] and key not in self._conflicts:
+            self._conflicts[key] = (
+                f"kvstore.init of key {key!r}: worker {rank} gives shape {shape} {dtype} but "
+                f"worker {first[2]} gave {first[0]} {first[1]}; every worker must init a key with "
+                "the same shape and dtype"
+            )
+            await self._notify()
+        self._raise_conflict([key])
+
     async def init(self, key: Any, part: int, value: np.ndarray) -> None:
         """Store the first value of ``(key, part)`` (rank 0 sends it)."""
         from .. import ndarray as nd
@@ -124,12 +162,22 @@ class KVServer:
         """Worker ``rank``'s pushes ``items = [(key, part, seq), ...]`` with their ``values``
         (one call per server and batch: :mod:`.dist_batch`); each is applied at once
         (async) or once its step is complete (sync).  Answers None per item."""
+        keys = [key for key, _, _ in items]
+        self._raise_conflict(keys)
         for key, part, _ in items:
             slot = (key, part)
             if slot not in self._values:
                 await self._wait(
                     lambda slot=slot: slot in self._values,
                     lambda key=key: f"push of key {key!r}: it was never initialised",
+                    keys,
+                )
+        for (key, part, _), value in zip(items, values):
+            held = self._values[(key, part)].shape
+            if tuple(np.shape(value)) != tuple(held):  # never summed by broadcasting
+                raise DistError(
+                    f"kvstore.push of key {key!r} by worker {rank}: {np.shape(value)} values for "
+                    f"a part of {held}; every worker must init and push the key with one shape"
                 )
         t0 = time.perf_counter()
         applied: list = []
@@ -229,8 +277,10 @@ class KVServer:
                     )
             return "pull: ready"
 
+        keys = [key for key, _, _ in items]
+        self._raise_conflict(keys)
         if not ready():
-            await self._wait(ready, what)
+            await self._wait(ready, what, keys)
         answers = []
         for key, part, _ in items:
             raw = self._values[(key, part)]._array

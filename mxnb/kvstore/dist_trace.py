@@ -33,6 +33,7 @@ import json
 import os
 from typing import Any
 
+from ..atomic_file import write_text_atomically
 from ..base import FormatError
 from ..engine.trace import Event, OpEnd, OpPush, OpStart, Trace, VarName, VarNew, WaitBegin, WaitEnd
 
@@ -168,14 +169,12 @@ class ClusterTrace:
         """The Chrome / Perfetto JSON of the whole job (written to ``path`` when given)."""
         document = {"traceEvents": self.chrome_events(), "displayTimeUnit": "ms"}
         if path is not None:
-            with open(path, "w", encoding="utf-8") as handle:
-                json.dump(document, handle)
+            write_text_atomically(path, json.dumps(document))
         return document
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the participants' parts as JSON (:meth:`load` reads them back)."""
-        with open(path, "w", encoding="utf-8") as handle:
-            json.dump({"mxnb_cluster_trace": 1, "parts": self.parts}, handle)
+        write_text_atomically(path, json.dumps({"mxnb_cluster_trace": 1, "parts": self.parts}))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ClusterTrace:

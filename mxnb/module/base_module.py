@@ -229,7 +229,14 @@ class BaseModule:
             nbatch = 0
             data_iter = iter(train_data)
             end_of_batch = False
-            next_data_batch = next(data_iter)
+            try:
+                next_data_batch = next(data_iter)
+            except StopIteration:
+                # MXNet 1.9.1 lets this StopIteration escape fit
+                raise MXNBError(
+                    f"fit: the training iterator gave no batch in epoch {epoch}: it is empty, or "
+                    "used up by an earlier loop; call train_data.reset() before fit"
+                ) from None
             eval_name_vals: list = []
             while not end_of_batch:
                 data_batch = next_data_batch

@@ -219,6 +219,9 @@ class Module(BaseModule):
             raise MXNBError(
                 f"bind: data_shapes name {given} but the module's data_names are {self._data_names}"
             )
+        self._check_label_names([name for name, _ in self._label_shapes], for_training)
+        if shared_module is None and self.params_initialized:
+            self._check_params_complete("bind")
         self._exec_group = DataParallelExecutorGroup(
             self._symbol,
             self._context,
@@ -250,6 +253,49 @@ class Module(BaseModule):
                 for name, block in zip(self._aux_names, group.aux_arrays)
             }
 
+    def _check_label_names(self, given: list[str], for_training: bool) -> None:
+        """The labels bound are the module's ``label_names``, and are inputs of the symbol.
+
+        MXNet warns and binds anyway; a label under another name then stays
+        all zeros, and training fits every example to class 0.  So a mismatch
+        is an error here, and so is binding for training without the labels
+        the symbol reads.
+        """
+        arguments = set(self._symbol.list_arguments())
+        expected = [name for name in self._label_names if name in arguments]
+        if given:
+            unknown = [name for name in given if name not in self._label_names]
+            if unknown or sorted(given) != sorted(self._label_names):
+                raise MXNBError(
+                    f"bind: the labels given (label_shapes, i.e. the iterator's provide_label) are "
+                    f"named {given} but the module's label_names are {self._label_names}; create "
+                    f"the Module with label_names={given}, or name the iterator's label "
+                    f"{self._label_names[0] if self._label_names else 'as the symbol does'!r}"
+                )
+            missing = [name for name in given if name not in arguments]
+            if missing:
+                raise MXNBError(
+                    f"bind: label {missing[0]!r} is not an input of the symbol; its inputs are "
+                    f"{sorted(arguments)}"
+                )
+        elif for_training and expected:
+            raise MXNBError(
+                f"bind: for_training=True but no label shapes were given for the symbol's labels "
+                f"{expected}; pass label_shapes (the iterator's provide_label), or bind with "
+                "for_training=False to predict"
+            )
+
+    def _check_params_complete(self, what: str) -> None:
+        """Every parameter and auxiliary state has a value (a checkpoint may lack one)."""
+        missing = [name for name in self._param_names if name not in self._arg_params]
+        missing += [name for name in self._aux_names if name not in self._aux_params]
+        if missing:
+            raise MXNBError(
+                f"{what}: no value for {missing} (missing from the loaded parameters or "
+                "checkpoint); pass them to set_params, or call init_params(initializer, "
+                "allow_missing=True, force_init=True) to initialise what is missing"
+            )
+
     def init_params(
         self,
         initializer: Any = None,
@@ -269,6 +315,19 @@ class Module(BaseModule):
             raise MXNBError("init_params: call bind() before initializing the parameters")
         if initializer is None and arg_params is None and aux_params is None:
             initializer = Uniform(0.01)
+        if not allow_extra:
+            extra = [
+                name
+                for given, known in ((arg_params, self._arg_params), (aux_params, self._aux_params))
+                for name in given or {}
+                if name not in known
+            ]
+            if extra:
+                # MXNet 1.9.1 ignores them silently; a misspelt or foreign parameter is a mistake
+                raise MXNBError(
+                    f"init_params: {sorted(extra)} are not parameters of this module; pass "
+                    "allow_extra=True to ignore them"
+                )
         attrs = self._symbol.attr_dict()
 
         def fill(name: str, array: NDArray, cache: dict | None) -> None:

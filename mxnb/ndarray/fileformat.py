@@ -71,7 +71,6 @@ VERSION = 1
 _HEADER_LIMIT = 64 << 20  # a header larger than this is corrupt, not big
 _SUPPORTED_NAMES = {dtype.name for dtype in SUPPORTED_DTYPES}
 _MAX_NDIM = 32  # numpy 1.x's limit (2.x allows 64)
-_MAX_ARRAY_BYTES = 2**62  # numpy's bound is 2**63 - 1 bytes, counting only non-zero dimensions
 
 
 class NDArrayFileNotFoundError(MXNBError, FileNotFoundError):
@@ -277,7 +276,7 @@ def _check_entry(path: str, index: int, entry: Any, data_size: int) -> tuple[int
             f"array {index}: shape {tuple(shape)} of {dtype_name} does not take the {nbytes} "
             f"bytes of field 'nbytes' (it takes {needed})",
         )
-    if math.prod(dim for dim in shape if dim) * itemsize > _MAX_ARRAY_BYTES:
+    if mxnet_format.too_big_for_any_array(shape, itemsize):
         # numpy refuses such a shape even when a zero dimension makes it empty
         raise _bad(path, f"array {index}: field 'shape' {shape!r} is too big for any array")
     if offset + nbytes > data_size:

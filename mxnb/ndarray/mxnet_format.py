@@ -47,7 +47,14 @@ from ..context import Context
 from .creation import array as nd_array
 from .ndarray import NDArray
 
-__all__ = ["LIST_MAGIC", "is_mxnet_file", "load", "save"]
+__all__ = [
+    "LIST_MAGIC",
+    "MAX_ARRAY_BYTES",
+    "is_mxnet_file",
+    "load",
+    "save",
+    "too_big_for_any_array",
+]
 
 LIST_MAGIC = 0x112
 _V1_MAGIC = 0xF993FAC8
@@ -65,6 +72,19 @@ _TYPE_FLAGS = {
 }
 _FLAG_OF = {dtype: flag for flag, dtype in _TYPE_FLAGS.items()}
 _DEV_TYPES = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
+MAX_ARRAY_BYTES = 2**62  # numpy's bound is 2**63 - 1 bytes, counting only non-zero dimensions
+
+
+def too_big_for_any_array(shape: Any, itemsize: int) -> bool:
+    """True when numpy would refuse ``shape`` even empty: the product of its non-zero dimensions.
+
+    Both file readers check it before allocating, so a shape like ``(0, 2**61)``
+    is a :class:`FormatError` naming the file, not numpy's "array is too big".
+    """
+    size = 1
+    for dim in shape:
+        size *= dim or 1
+    return size * itemsize > MAX_ARRAY_BYTES
 
 
 def is_mxnet_file(content: bytes) -> bool:
@@ -164,6 +184,8 @@ def _read_array(reader: _Reader, index: int) -> np.ndarray:
     dtype = _TYPE_FLAGS.get(flag)
     if dtype is None:
         raise reader.bad(f"{what} has type flag {flag}, which mxnb does not support")
+    if too_big_for_any_array(shape, dtype.itemsize):
+        raise reader.bad(f"{what} has shape {shape}, too big for any array")
     size = 1
     for dim in shape:
         size *= dim

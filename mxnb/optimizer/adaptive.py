@@ -59,9 +59,10 @@ class Adam(Optimizer):
         **kwargs: Any,
     ) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
-        self.beta1 = beta1
-        self.beta2 = beta2
-        self.epsilon = epsilon
+        # beta = 1 divides by zero in the bias correction (MXNet 1.9.1: ZeroDivisionError)
+        self.beta1 = self._number("beta1", beta1, low=0, high=1, high_open=True)
+        self.beta2 = self._number("beta2", beta2, low=0, high=1, high_open=True)
+        self.epsilon = self._number("epsilon", epsilon, low=0)
         self.lazy_update = lazy_update
 
     def create_state(self, index: Any, weight: Any) -> Any:
@@ -90,7 +91,7 @@ class AdaGrad(Optimizer):
 
     def __init__(self, eps: float = 1e-7, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.float_stable_eps = eps
+        self.float_stable_eps = self._number("eps", eps, low=0)
 
     def create_state(self, index: Any, weight: Any) -> Any:
         """The squared-gradient history, zeros."""
@@ -123,11 +124,11 @@ class RMSProp(Optimizer):
         **kwargs: Any,
     ) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
-        self.gamma1 = gamma1
-        self.gamma2 = gamma2
+        self.gamma1 = self._number("gamma1", gamma1, low=0, high=1)
+        self.gamma2 = self._number("gamma2", gamma2, low=0, high=1)
         self.centered = centered
-        self.epsilon = epsilon
-        self.clip_weights = clip_weights
+        self.epsilon = self._number("epsilon", epsilon, low=0)
+        self.clip_weights = self._number("clip_weights", clip_weights, optional=True)
 
     def create_state(self, index: Any, weight: Any) -> Any:
         """``(n,)``, or ``(n, g, delta)`` when centred; zeros."""
@@ -154,8 +155,8 @@ class AdaDelta(Optimizer):
 
     def __init__(self, rho: float = 0.90, epsilon: float = 1e-5, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.rho = rho
-        self.epsilon = epsilon
+        self.rho = self._number("rho", rho, low=0, high=1)
+        self.epsilon = self._number("epsilon", epsilon, low=0)
 
     def create_state(self, index: Any, weight: Any) -> Any:
         """``(acc_g, acc_delta)``, zeros."""
@@ -183,8 +184,8 @@ class Ftrl(Optimizer):
         self, lamda1: float = 0.01, learning_rate: float = 0.1, beta: float = 1, **kwargs: Any
     ) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
-        self.lamda1 = lamda1
-        self.beta = beta
+        self.lamda1 = self._number("lamda1", lamda1)
+        self.beta = self._number("beta", beta)
 
     def create_state(self, index: Any, weight: Any) -> Any:
         """``(z, n)``, zeros."""

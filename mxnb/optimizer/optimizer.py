@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..base import FormatError, MXNBError
+from ..validate import check_number
 from . import state_file
 from .lr_scheduler import LRScheduler
 
@@ -95,10 +96,11 @@ class Optimizer:
         multi_precision: bool = False,
         param_dict: dict | None = None,
     ) -> None:
-        self.rescale_grad = rescale_grad
+        self.rescale_grad = self._number("rescale_grad", rescale_grad)
         self.lr_scheduler = lr_scheduler
         if lr_scheduler is None and learning_rate is None:
             learning_rate = 0.01
+        learning_rate = self._number("learning_rate", learning_rate, low=0, optional=True)
         self.lr = learning_rate
         overridden = lr_scheduler is not None and learning_rate is not None
         if overridden and lr_scheduler.base_lr != learning_rate:
@@ -108,13 +110,13 @@ class Optimizer:
                 "``learning_rate`` in optimizer."
             )
             lr_scheduler.base_lr = learning_rate
-        self.wd = wd
+        self.wd = self._number("wd", wd)
         self.lr_mult: dict[Any, float] = {}
         self.wd_mult: dict[Any, float] = {}
         self.begin_num_update = begin_num_update
         self.num_update = begin_num_update
         self._index_update_count: dict[Any, int] = {}
-        self.clip_gradient = clip_gradient
+        self.clip_gradient = self._number("clip_gradient", clip_gradient, optional=True)
         self.multi_precision = multi_precision
         if param_idx2name is None:
             param_idx2name = {}
@@ -125,6 +127,15 @@ class Optimizer:
         self.param_dict = param_dict if param_dict else {}
         self.set_lr_mult({})
         self.set_wd_mult({})
+
+    def _number(self, name: str, value: Any, **bounds: Any) -> Any:
+        """``value`` checked (finite, in ``bounds``: see :func:`mxnb.validate.check_number`).
+
+        Every hyper-parameter of every optimizer passes here once, where it is
+        given: a NaN learning rate is refused at construction, not found as
+        NaN weights many updates later.
+        """
+        return check_number(value, name, type(self).__name__, **bounds)
 
     # -- states ------------------------------------------------------------------
     def create_state(self, index: Any, weight: Any) -> Any:
@@ -164,7 +175,7 @@ class Optimizer:
                 "set_learning_rate: this optimizer's rate comes from its lr_scheduler; "
                 "change the scheduler instead"
             )
-        self.lr = lr
+        self.lr = self._number("learning_rate", lr, low=0)
 
     @property
     def learning_rate(self) -> float:

@@ -47,7 +47,7 @@ class SGD(Optimizer):
 
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.momentum = momentum
+        self.momentum = self._number("momentum", momentum, low=0, high=1)
         self.lazy_update = lazy_update
 
     def create_state(self, index: Any, weight: Any) -> Any:
@@ -76,7 +76,7 @@ class NAG(Optimizer):
 
     def __init__(self, momentum: float = 0.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.momentum = momentum
+        self.momentum = self._number("momentum", momentum, low=0, high=1)
 
     def create_state(self, index: Any, weight: Any) -> Any:
         """The momentum (None when ``momentum == 0``)."""
@@ -103,8 +103,8 @@ class Signum(Optimizer):
         self, learning_rate: float = 0.01, momentum: float = 0.9, wd_lh: float = 0.0, **kwargs: Any
     ) -> None:
         super().__init__(learning_rate=learning_rate, **kwargs)
-        self.momentum = momentum
-        self.wd_lh = wd_lh
+        self.momentum = self._number("momentum", momentum, low=0, high=1)
+        self.wd_lh = self._number("wd_lh", wd_lh)
 
     def create_state(self, index: Any, weight: Any) -> Any:
         """The momentum (None when ``momentum == 0``)."""

@@ -241,6 +241,10 @@ def _check_document(data: Any) -> None:
         where = f"nodes[{position}]"
         if not isinstance(raw, dict):
             raise SymbolFileError(f"{where}: a node must be an object, got {type(raw).__name__}")
+        if "name" not in raw:  # MXNet's loader requires it; a nameless variable cannot be fed
+            raise SymbolFileError(
+                f"{where}: a node needs a 'name' field (MXNet's loader requires it)"
+            )
         for field in ("op", "name"):
             if not isinstance(raw.get(field, "null" if field == "op" else ""), str):
                 raise SymbolFileError(f"{where}.{field}: must be a string, got {raw[field]!r}")

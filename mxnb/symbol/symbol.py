@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ..atomic_file import write_text_atomically
 from ..base import DTypeError, GraphError, NotImplementedForSymbol, NotSupportedError, as_shape
 from ..operator import registry
 from ..operator.param import format_value
@@ -449,9 +450,8 @@ class Symbol:
         return to_json(self._outputs)
 
     def save(self, fname: str, remove_amp_cast: bool = True) -> None:
-        """Write :meth:`tojson` to ``fname`` (``*-symbol.json``)."""
-        with open(fname, "w", encoding="utf-8") as handle:
-            handle.write(self.tojson())
+        """Write :meth:`tojson` to ``fname`` (``*-symbol.json``), atomically."""
+        write_text_atomically(fname, self.tojson())
 
     def __getstate__(self) -> dict[str, Any]:
         return {"json": self.tojson()}

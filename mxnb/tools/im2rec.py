@@ -10,8 +10,10 @@ resized (shorter edge to ``--resize``) and centre-cropped, encoded
 (all labels with ``--pack-label``).
 
 Rule: the files are MXNet's formats, so MXNet reads what this writes and
-this reads what MXNet's im2rec writes. An image that cannot be read is
-reported and skipped, as MXNet's tool does.
+this reads what MXNet's im2rec writes. An image that cannot be read (missing,
+not an image, truncated, or claiming more pixels than ``imdecode`` accepts:
+decoding is bounded the same way) is reported on stderr by name and
+skipped, and packing goes on, as MXNet's tool does.
 
 Example (shell)::
 
@@ -28,11 +30,10 @@ import random
 import sys
 from collections.abc import Iterator, Sequence
 
-import numpy as np
-from PIL import Image
-
+from ..atomic_file import write_text_atomically
+from ..base import FormatError
 from ..image.augment import center_crop, resize_short
-from ..image.codec import encode_rgb
+from ..image.codec import decode_rgb, encode_rgb
 from ..image.image_iter import list_entries
 from ..recordio import IRHeader, MXIndexedRecordIO, pack
 
@@ -59,11 +60,13 @@ def list_images(root: str, recursive: bool, exts: Sequence[str]) -> Iterator[tup
 
 
 def _write_list(path: str, items: Sequence[tuple]) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.writelines(
+    write_text_atomically(
+        path,
+        "".join(
             f"{index}\t" + "".join(f"{float(x):f}\t" for x in labels) + f"{relpath}\n"
             for index, relpath, *labels in items
-        )
+        ),
+    )
 
 
 def make_list(
@@ -119,6 +122,7 @@ def make_record(
     """Pack the images of list ``lst`` into ``.rec``/``.idx`` beside it; return their paths."""
     base = os.path.splitext(lst)[0]
     rec = MXIndexedRecordIO(base + ".idx", base + ".rec", "w")
+    skipped = 0
     for index, relpath, labels in read_list(lst):
         path = os.path.join(root, relpath)
         label = labels if pack_label and len(labels) > 1 else labels[0]
@@ -128,19 +132,24 @@ def make_record(
                 with open(path, "rb") as f:
                     payload = f.read()
             else:
-                with Image.open(path) as image:
-                    img = np.asarray(image.convert("RGB" if color != 0 else "L"))
+                with open(path, "rb") as f:
+                    # decoded as imdecode decodes: a claimed size over Pillow's pixel limit
+                    # is refused before anything is decoded (no decompression bomb)
+                    img = decode_rgb(f.read(), 0 if color == 0 else 1)
                 if resize:
                     img = resize_short(img, resize)
                 if center_crop_:
                     side = min(img.shape[:2])
                     img = center_crop(img, (side, side))[0]
                 payload = encode_rgb(img, encoding, quality)
-        except OSError as exc:
+        except (OSError, FormatError) as exc:  # one bad image never stops the job
             print(f"im2rec: skipping {path!r}: {exc}", file=sys.stderr)
+            skipped += 1
             continue
         rec.write_idx(index, pack(header, payload))
     rec.close()
+    if skipped:
+        print(f"im2rec: {skipped} image(s) of {lst!r} skipped (named above)", file=sys.stderr)
     return base + ".rec", base + ".idx"
 
 

@@ -56,7 +56,7 @@ def test_slow_waits_are_recorded_with_the_chain_of_ops(name, caplog):
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("name", ["threaded", "threaded_per_device", "step"])
-def test_ctrl_c_in_a_wait_leaves_the_engine_consistent(name):
+def test_ctrl_c_in_a_wait_leaves_the_engine_consistent(name, ctrl_c_raises):
     """A KeyboardInterrupt while waiting for an unfinished async op; then everything still works."""
     eng = mx.engine.create(name)
     try:
@@ -84,7 +84,7 @@ def test_ctrl_c_in_a_wait_leaves_the_engine_consistent(name):
 
 
 @pytest.mark.timeout(30)
-def test_ctrl_c_while_the_naive_engine_awaits_a_callback():
+def test_ctrl_c_while_the_naive_engine_awaits_a_callback(ctrl_c_raises):
     """The naive push of an async op waits for its callback; interrupting it loses nothing."""
     eng = mx.engine.create("naive")
     a = eng.new_var(name="a")

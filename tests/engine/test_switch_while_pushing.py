@@ -111,7 +111,10 @@ def test_sigint_inside_engine_bookkeeping_is_postponed_not_lost():
 @pytest.mark.timeout(120)
 def test_ctrl_c_always_stops_a_busy_ndarray_loop():
     """Real SIGINTs into a loop of temporaries: every one is seen by the loop."""
+    # The child installs the handler it relies on: SIGINT raises there even when this run
+    # (a shell's background job) has it ignored, which the child would inherit.
     script = (
+        "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "import sys, mxnb as mx\n"
         "a = mx.nd.ones((8,))\n"
         "print('ready', flush=True)\n"

@@ -105,3 +105,11 @@ def test_image_iter_over_records_and_list(tmp_path):
     batches = list(it)
     real = [x for b in batches for x in b.label[0].asnumpy().tolist()[: 2 - b.pad]]
     assert sorted(real) == [5, 6, 7, 8, 9] and [b.pad for b in batches] == [0, 0, 1]
+
+
+def test_imresize_of_a_float_image_saturates_like_opencv():
+    """Before: 300.7 wrapped to 44 and -1 to 255 (a plain astype(uint8))."""
+    img = np.array([[[300.7, -1.0, 127.5], [128.5, np.nan, 254.6]]], dtype=np.float32)
+    out = mx.image.imresize(mx.nd.array(img), 2, 1).asnumpy()
+    assert out.dtype == np.uint8
+    assert out.tolist() == [[[255, 0, 128], [128, 0, 255]]]  # rounded half to even, clipped

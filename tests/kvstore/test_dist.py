@@ -4,6 +4,8 @@ processes of the launcher in test_launch.py."""
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -177,6 +179,28 @@ def test_barrier_waits_for_every_worker(cluster):
     results = run_tasks(barrier_times, 3, 1, "dist_sync")
     last_arrival = max(arrived for arrived, _ in results)
     assert all(left >= last_arrival for _, left in results)
+
+
+def init_with_my_own_shape(kv):
+    shape = (2,) if kv.rank == 0 else (3,)
+    kv.init(7, mx.nd.ones(shape))
+    kv.push(7, mx.nd.ones(shape))
+    out = mx.nd.zeros(shape)
+    kv.pull(7, out=out)
+    return out.asnumpy().tolist()
+
+
+def test_workers_that_init_a_key_with_different_shapes_all_fail_naming_both(cluster):
+    """Before: the server summed (2,) and (3,) pushes by broadcasting, rank 0 pulled garbage."""
+    started = time.time()
+    results = run_tasks(init_with_my_own_shape, 2, 1, "dist_sync", timeout=30)
+    assert all(isinstance(result, Exception) for result in results), results
+    for result in results:
+        assert re.search(
+            r"key 7: worker \d gives shape \((2|3),\) float32 but worker \d gave \((2|3),\)",
+            str(result),
+        ), result
+    assert time.time() - started < 30  # told at once, not after the servers' timeout
 
 
 def states_round_trip(kv, path):
@@ -413,3 +437,45 @@ def test_launcher_stops_the_job_when_a_worker_dies(cluster, tmp_path):
     survivor = int(pidfile.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(survivor, 0)  # stopped (and reaped), not left running
+
+
+def _marked(marker):
+    """The pids of processes whose environment holds ``marker`` (the launcher's and below)."""
+    pids = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as handle:
+                if marker.encode() in handle.read():
+                    pids.append(int(entry))
+        except OSError:
+            continue
+    return pids
+
+
+def test_ctrl_c_while_the_launcher_starts_ray_leaves_no_process():
+    """Before: Ray's agents (the dashboard and runtime-env agents) outlived the launcher."""
+    marker = f"{os.getpid()}-{time.time()}"
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "mxnb.launch", "-n", "1", "sleep", "60"],
+        env={**os.environ, "MXNB_TEST_MARK": marker},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        # SIGINT raises in the launcher even when this run ignores it (a background job)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
+    )
+    deadline = time.time() + 90
+    while len(_marked(marker)) < 6 and time.time() < deadline:  # Ray's node is starting
+        time.sleep(0.05)
+    assert len(_marked(marker)) >= 6, "Ray did not start"
+    launcher.send_signal(signal.SIGINT)
+    try:
+        assert launcher.wait(60) == 130
+        assert "interrupted" in launcher.stderr.read()
+    finally:
+        launcher.kill()
+        launcher.stderr.close()
+    left = _marked(marker)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"{len(left)} processes of the job left running"

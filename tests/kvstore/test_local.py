@@ -96,8 +96,10 @@ def test_bad_use_names_the_key(kv):
         kv.init("w", mx.nd.ones((2, 2)))
     with pytest.raises(KVStoreError, match="key 'nope' is not initialised"):
         kv.push("nope", mx.nd.ones(1))
-    with pytest.raises(KVStoreError, match="key 7 is not initialised"):
-        kv.pull(7, out=mx.nd.ones(1))
+    with pytest.raises(KVStoreError, match="key 'other' is not initialised"):
+        kv.pull("other", out=mx.nd.ones(1))
+    with pytest.raises(KVStoreError, match="key 7 is of type int but this store's keys are of type str"):
+        kv.pull(7, out=mx.nd.ones(1))  # MXNet: mixed key types are not allowed
     with pytest.raises(mx.base.ShapeError, match=r"key 'w' holds shape \(2, 2\).*\(3,\)"):
         kv.push("w", mx.nd.ones(3))
     with pytest.raises(mx.base.ShapeError, match="key 'w'"):
@@ -212,3 +214,18 @@ def test_adopt_makes_the_reduce_device_array_the_stored_value(two_virtual_gpus):
     assert local.adopt("w", [mx.nd.zeros(4, ctx=ctx) for ctx in gpus]) is None
     with pytest.raises(mx.base.ShapeError, match="'w'"):
         local.adopt("w", [mx.nd.zeros(3, ctx=gpus[0])])
+
+
+def test_keys_are_normalised_one_type_per_store(kv):
+    """MXNet refuses mixed key types: ``3`` and ``'3'`` would be two keys, a pull reading the other."""
+    kv.init(np.int64(3), mx.nd.ones(2))  # a numpy int is the int 3
+    out = mx.nd.zeros(2)
+    kv.pull(3, out=out)
+    assert out.asnumpy().tolist() == [1.0, 1.0]
+    with pytest.raises(KVStoreError, match="key '3' is of type str but this store's keys are of type int"):
+        kv.init("3", mx.nd.zeros(2))
+    with pytest.raises(KVStoreError, match="mix ints and strs"):
+        kv.init([4, "a"], [mx.nd.ones(2), mx.nd.ones(2)])
+    with pytest.raises(KVStoreError, match="the bool True"):
+        kv.init(True, mx.nd.ones(2))
+    assert sorted(kv._store) == [3]  # nothing refused was stored

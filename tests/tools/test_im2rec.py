@@ -85,3 +85,44 @@ def test_runs_as_a_module(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert len((tmp_path / "x.lst").read_text().splitlines()) == 3
+
+
+def _png_header_claiming(width, height):
+    """A PNG whose header claims ``width`` x ``height`` grey pixels, with a few bytes of data."""
+    import struct
+    import zlib
+
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+        + chunk(b"IEND", b"")
+    )
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        _png_header_claiming(30000, 30000),  # over twice Pillow's limit: its DecompressionBombError
+        _png_header_claiming(10000, 10000),  # over the limit: imdecode refuses it before decoding
+        b"not an image at all",
+    ],
+    ids=["decompression bomb", "over the pixel limit", "not an image"],
+)
+def test_a_bad_image_is_skipped_by_name_and_the_rest_is_packed(tmp_path, capfd, bad):
+    """Before: the bomb stopped im2rec (nothing after it packed); the other was decoded to 300 MB."""
+    folder = tmp_path / "img"
+    folder.mkdir()
+    for name in ("a.png", "c.png"):
+        (folder / name).write_bytes(mx.image.codec.encode_rgb(np.zeros((4, 4, 3), np.uint8), ".png"))
+    (folder / "bad.png").write_bytes(bad)
+    lst = tmp_path / "data.lst"
+    lst.write_text("0\t0.0\ta.png\n1\t1.0\tbad.png\n2\t0.0\tc.png\n")
+    rec, idx = im2rec.make_record(str(lst), str(folder))
+    assert mx.recordio.MXIndexedRecordIO(idx, rec, "r").keys == [0, 2]
+    err = capfd.readouterr().err
+    assert "skipping" in err and "bad.png" in err and "1 image(s)" in err
