@@ -326,7 +326,8 @@ def _events(document: Any) -> list[Event]:
         if item.get("ph") != "X" or item.get("cat") != "op":
             continue
         args = item.get("args", {})
-        ts, dur = item.get("ts"), item.get("dur", 0)
+        ts: Any = item.get("ts")
+        dur: Any = item.get("dur", 0)
         if not isinstance(args, dict) or not _is_number(ts) or not _is_number(dur):
             raise FormatError(
                 f"{where}: a complete event needs numbers 'ts' and 'dur' and 'args' an object"
