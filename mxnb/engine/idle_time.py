@@ -123,6 +123,7 @@ def _pool_segments(
             cuts.update((ready, start))
     pushes = sorted((op.push, op.seq, op.op_id) for op in pool_ops if op.push is not None)
     push_times = [p[0] for p in pushes]
+    cuts.update(push_times)  # the next op to be pushed changes at each push
     ready_heap: list[tuple[float, int, float, int]] = []  # (ready, seq, start, op id)
     wait_heap: list[tuple[float, int, int]] = []  # (ready, seq, op id)
     points = sorted(cuts)  # segments outside [first, last] are clipped below

@@ -30,8 +30,10 @@ the correct programs of the notebooks raise nothing):
     the run.
 ``tiny_ops``
     at least 200 ops of one name ran, their median run time is below the
-    median delay from ready to start (the engine's cost to hand them to a
-    worker), and those delays add up to at least a fifth of the run.
+    median interval between two pushes of one thread (what a push costs the
+    front end), and the lanes sat idle for want of work they could take
+    (``'nothing_pushed'`` or ``'ready_not_started'``, :mod:`.idle_time`) at
+    least half their time.
 ``pusher_ahead``
     at some instant at least 1024 ops were pushed but not yet started: the
     front end ran far ahead of the workers (memory held by every pending
@@ -55,6 +57,7 @@ from typing import Any, NamedTuple
 
 from .analysis import name_group
 from .events import DepKind, Event
+from .idle_time import idle_spans, traced_span
 from .lineage import dependency_links
 from .replay import makespan
 from .trace_model import TraceModel
@@ -235,25 +238,41 @@ def _wait_in_loop(model: TraceModel, links: Any, span: float) -> list[Finding]:
     return findings
 
 
-def _tiny_ops(model: TraceModel, span: float) -> list[Finding]:
+def _tiny_ops(model: TraceModel, events: list[Event]) -> list[Finding]:
     groups: dict[str, list[Any]] = {}
     for op in model.ops.values():
-        if op.duration is not None and op.ready is not None and op.start is not None:
+        if op.duration is not None:
             groups.setdefault(name_group(op.name), []).append(op)
+    if max(map(len, groups.values()), default=0) < TINY_OPS_MIN:
+        return []
+    intervals: list[float] = []  # between consecutive pushes of one thread
+    last_push: dict[str, float] = {}
+    for op in sorted(model.ops.values(), key=lambda o: o.seq):
+        if op.push is not None:
+            if op.thread in last_push:
+                intervals.append(op.push - last_push[op.thread])
+            last_push[op.thread] = op.push
+    spans = idle_spans(model, traced_span(events))
+    first, last = traced_span(events)
+    lane_time = (last - first) * len({span.lane for span in spans} | {
+        op.worker for op in model.ops.values() if op.worker})
+    starved = sum(span.duration for span in spans if span.reason != "waiting_on_var")
+    push_cost = statistics.median(intervals) if intervals else 0.0
     findings = []
     for name, ops in groups.items():
         if len(ops) < TINY_OPS_MIN:
             continue
         run = statistics.median(op.duration for op in ops)
-        delays = [op.start - op.ready for op in ops]
-        if run < statistics.median(delays) and sum(delays) >= 0.2 * span:
+        if run < push_cost and lane_time > 0 and starved >= 0.5 * lane_time:
             findings.append(
                 Finding(
                     "tiny_ops",
                     tuple(op.op_id for op in ops),
                     f"{len(ops)} ops {name!r} ran {1e6 * run:.1f} us each (median), less than "
-                    f"the {1e6 * statistics.median(delays):.1f} us the engine took to hand each "
-                    "to a worker; batch them into fewer, larger ops (or use mx.engine.bulk)",
+                    f"the {1e6 * push_cost:.1f} us between two pushes, so the workers sat idle "
+                    f"{100 * starved / lane_time:.0f}% of the time for want of work they could "
+                    "take (the pusher holds the interpreter); batch the work "
+                    "into fewer, larger ops (or push them as one with mx.engine.bulk)",
                 )
             )
     return findings
@@ -301,7 +320,7 @@ def lint(trace: Any | Iterable[Event]) -> list[Finding]:
         + _failures(model)
         + _shared_var(model, span)
         + _wait_in_loop(model, links, span)
-        + _tiny_ops(model, span)
+        + _tiny_ops(model, events)
         + _pusher_ahead(model)
     )
     return sorted(findings, key=lambda f: RULES.index(f.rule))
