@@ -29,13 +29,14 @@ the correct programs of the notebooks raise nothing):
     rounds (they could have overlapped), and the waits took at least half
     the run.
 ``tiny_ops``
-    at least 200 ops of one name ran, their median run time is below the
-    median interval between two pushes of one thread (what a push costs the
-    front end), and the lanes sat idle for want of work they could take
+    at least 200 ops of one name ran, their median run time is below four
+    times the median interval between two pushes of one thread (what a push
+    costs the front end; the engine pays about as much again to hand it to a
+    worker), and the lanes sat idle for want of work they could take
     (``'nothing_pushed'`` or ``'ready_not_started'``, :mod:`.idle_time`) at
     least half their time.
 ``pusher_ahead``
-    at some instant at least 1024 ops were pushed but not yet started: the
+    at some instant at least 512 ops (four times the threaded engines' run-ahead bound) were pushed but not yet started: the
     front end ran far ahead of the workers (memory held by every pending
     op, latency of the last).
 
@@ -76,7 +77,8 @@ RULES = (
 )
 READ_ONLY_WRITE = "wrote into its const input"  # debug mode's error (mxnb.ndarray.debug)
 TINY_OPS_MIN = 200
-PENDING_LIMIT = 1024
+PENDING_LIMIT = 512
+PAY_FACTOR = 4  # an op pays for its push when it runs this many push intervals
 
 
 class Finding(NamedTuple):
@@ -254,8 +256,9 @@ def _tiny_ops(model: TraceModel, events: list[Event]) -> list[Finding]:
             last_push[op.thread] = op.push
     spans = idle_spans(model, traced_span(events))
     first, last = traced_span(events)
-    lane_time = (last - first) * len({span.lane for span in spans} | {
-        op.worker for op in model.ops.values() if op.worker})
+    lane_time = (last - first) * len(
+        {span.lane for span in spans} | {op.worker for op in model.ops.values() if op.worker}
+    )
     starved = sum(span.duration for span in spans if span.reason != "waiting_on_var")
     push_cost = statistics.median(intervals) if intervals else 0.0
     findings = []
@@ -263,13 +266,13 @@ def _tiny_ops(model: TraceModel, events: list[Event]) -> list[Finding]:
         if len(ops) < TINY_OPS_MIN:
             continue
         run = statistics.median(op.duration for op in ops)
-        if run < push_cost and lane_time > 0 and starved >= 0.5 * lane_time:
+        if run < PAY_FACTOR * push_cost and lane_time > 0 and starved >= 0.5 * lane_time:
             findings.append(
                 Finding(
                     "tiny_ops",
                     tuple(op.op_id for op in ops),
                     f"{len(ops)} ops {name!r} ran {1e6 * run:.1f} us each (median), less than "
-                    f"the {1e6 * push_cost:.1f} us between two pushes, so the workers sat idle "
+                    f"{PAY_FACTOR} times the {1e6 * push_cost:.1f} us between two pushes, so the workers sat idle "
                     f"{100 * starved / lane_time:.0f}% of the time for want of work they could "
                     "take (the pusher holds the interpreter); batch the work "
                     "into fewer, larger ops (or push them as one with mx.engine.bulk)",

@@ -72,7 +72,9 @@ def test_a_slow_front_end_is_nothing_pushed_naming_the_next_op(naive):
         second = naive.push_sync(sleeper(0.005), CPU, mutate_vars=[v], name="second")
     ops = tr.ops()
     found = span_at(tr.idle(), "main", (ops[first].end + ops[second].push) / 2)
-    assert found == IdleSpan("main", ops[first].end, ops[second].push, "nothing_pushed", second, None)
+    assert found == IdleSpan(
+        "main", ops[first].end, ops[second].push, "nothing_pushed", second, None
+    )
     assert_tiles_idle_time(tr)
 
 
@@ -90,7 +92,9 @@ def test_a_pool_that_does_not_take_ready_work_is_ready_not_started(step):
     ops = tr.ops()
     spans = tr.idle()
     before = span_at(spans, "step", (ops[second].push + ops[first].start) / 2)
-    assert before == IdleSpan("step", ops[first].push, ops[first].start, "ready_not_started", first, None)
+    assert before == IdleSpan(
+        "step", ops[first].push, ops[first].start, "ready_not_started", first, None
+    )
     between = span_at(spans, "step", (ops[first].end + ops[second].start) / 2)
     assert between == IdleSpan(
         "step", ops[first].end, ops[second].start, "ready_not_started", second, None

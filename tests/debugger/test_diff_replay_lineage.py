@@ -1,0 +1,113 @@
+"""Trace.diff ranks a planted slowdown first; Trace.replay predicts measured runs; Trace.lineage."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import mxnb as mx
+from mxnb.base import ParamError
+from mxnb.engine.events import OpEnd, OpPush, OpReady, OpStart
+from mxnb.engine.replay import makespan
+from mxnb.engine.trace import Trace
+from mxnb.engine.trace_model import TraceModel
+
+CPU = mx.cpu()
+
+
+def sleeper(seconds):
+    return lambda rctx: time.sleep(seconds)
+
+
+def two_chains(engine, slow=None, extra=False, seconds=0.001):
+    """Two chains of three ops; ``slow``: the op name that sleeps 5 ms more."""
+    with mx.engine.trace() as tr:
+        left, right = engine.new_var(name="left"), engine.new_var(name="right")
+        for i in range(3):
+            for side, var in (("left", left), ("right", right)):
+                name = f"{side}_{i}"
+                wait = seconds + (0.005 if name == slow else 0.0)
+                engine.push_sync(sleeper(wait), CPU, mutate_vars=[var], name=name)
+        if extra:
+            engine.push_sync(sleeper(seconds), CPU, mutate_vars=[left], name="extra")
+        engine.wait_for_all()
+    return tr
+
+
+@pytest.mark.timeout(30)
+def test_a_planted_5ms_slowdown_ranks_first(naive):
+    a = two_chains(naive)
+    b = two_chains(naive, slow="right_1", extra=True)
+    d = a.diff(b)
+    assert d.rows[0].name == "right_1" and d.rows[0].kind == "changed"
+    assert d.rows[0].change > 0.004
+    assert [row.name for row in d.only_b()] == ["extra"] and not d.only_a()
+    assert [row.size for row in d.rows] == sorted((row.size for row in d.rows), reverse=True)
+    assert d.b.makespan > d.a.makespan and "right_1" in d.to_text()
+
+
+@pytest.mark.timeout(30)
+def test_naive_against_threaded_shows_the_overlap(naive, threaded):
+    a, b = two_chains(naive, seconds=0.01), two_chains(threaded, seconds=0.01)
+    d = a.diff(b)
+    assert not d.only_a() and not d.only_b()  # the same program: every op matched
+    assert d.a.overlap < 1.05 and d.b.overlap > 1.5  # threaded ran the chains side by side
+    assert d.b.makespan < 0.75 * d.a.makespan
+
+
+def synthetic(durations, workers=("main",)):
+    """Independent ops pushed at 0, run back to back on ``main`` with the given durations."""
+    events, t = [], 0.0
+    for op_id, (name, seconds) in enumerate(durations, start=1):
+        events += [OpPush(0.0, op_id, name, "cpu(0)", (), (100 + op_id,), 0, ())]
+        events += [
+            OpReady(0.0, op_id),
+            OpStart(t, op_id, "cpu(0)/0", "w"),
+            OpEnd(t + seconds, op_id),
+        ]
+        t += seconds
+    return events
+
+
+def test_replay_scales_ops_by_pattern_and_spreads_them_on_workers():
+    events = synthetic([("conv1", 2.0), ("conv2", 2.0), ("fc", 1.0)])
+    trace = Trace(events)
+    assert trace.replay().makespan == pytest.approx(5.0)
+    assert trace.replay(scale={"conv*": 0.5}).makespan == pytest.approx(3.0)
+    assert trace.replay(workers=2).makespan == pytest.approx(3.0)
+    assert trace.replay(workers=3, scale={"fc": 3}).makespan == pytest.approx(3.0)
+    replayed = trace.replay(workers=2).trace
+    assert {op.worker for op in replayed.ops().values()} == {"cpu(0)/0", "cpu(0)/1"}
+    with pytest.raises(ParamError, match="workers=0"):
+        trace.replay(workers=0)
+    with pytest.raises(ParamError, match="scale"):
+        trace.replay(scale={"conv*": -1})
+
+
+@pytest.mark.timeout(60)
+def test_replay_of_the_naive_run_on_two_workers_predicts_the_threaded_run(naive, threaded):
+    """Sleep-dominated ops: the prediction's error is the engine's overhead, not timing noise."""
+    recorded = two_chains(naive, seconds=0.02)
+    measured = makespan(TraceModel(two_chains(threaded, seconds=0.02).events))
+    predicted = recorded.replay(workers=2).makespan
+    assert abs(predicted - measured) <= 0.1 * measured
+    assert abs(recorded.replay().makespan - makespan(TraceModel(recorded.events))) <= 0.01
+
+
+def test_lineage_follows_the_vars_even_when_nothing_had_to_wait(naive):
+    r"""a -> (b, c) -> d; e apart.  The naive engine ran each op at push, so no push waited."""
+    with mx.engine.trace() as tr:
+        x, y, z, w = (naive.new_var(name=n) for n in "xyzw")
+        a = naive.push_sync(sleeper(0), CPU, mutate_vars=[x], name="a")
+        b = naive.push_sync(sleeper(0), CPU, [x], [y], name="b")
+        c = naive.push_sync(sleeper(0), CPU, [x], [z], name="c")
+        d = naive.push_sync(sleeper(0), CPU, [y, z], [y], name="d")
+        e = naive.push_sync(sleeper(0), CPU, mutate_vars=[w], name="e")
+    assert not any(op.waits_on for op in tr.ops().values())
+    assert tr.lineage(a) == ([], sorted([b, c, d]))
+    assert tr.lineage(d) == (sorted([a, b, c]), [])
+    assert tr.lineage(b) == ([a], [d])
+    assert tr.lineage(e) == ([], [])
+    with pytest.raises(ParamError, match="op=-1"):
+        tr.lineage(-1)
