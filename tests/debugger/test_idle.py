@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -37,7 +38,7 @@ def assert_tiles_idle_time(trace):
         for s in mine:
             assert first <= s.start < s.end <= last and s.reason in REASONS
             assert not any(a < s.end and s.start < b for a, b in busy)
-        for one, two in zip(mine, mine[1:]):
+        for one, two in itertools.pairwise(mine):
             assert one.end <= two.start
         idle = (last - first) - sum(b - a for a, b in busy)
         assert abs(sum(s.end - s.start for s in mine) - idle) < 1e-6
