@@ -23,6 +23,9 @@ State kept (synced traits):
                ``{"timeline_resync": seq}`` and gets ``timeline`` again
     groups     element id -> group key: a click marks the elements of its group too
                (the memory plan's entries sharing a storage block)
+    links      op element id -> the op element ids it depends on directly
+               (:func:`~mxnb.widgets.dag.lineage_links`): a click marks the clicked op's
+               ancestors and descendants, across lanes (``Trace.lineage``)
 
 Example::
 
@@ -55,6 +58,7 @@ class SvgCanvas(anywidget.AnyWidget):
     selected = traitlets.Unicode("").tag(sync=True)
     clicks = traitlets.Int(0).tag(sync=True)
     groups = traitlets.Dict().tag(sync=True)
+    links = traitlets.Dict().tag(sync=True)
     timeline = traitlets.Dict().tag(sync=True)
     timeline_seq = traitlets.Int(0).tag(sync=True)
 

@@ -2,9 +2,11 @@
 
 Idea: the same events that draw the timeline, summed: per op name the number
 of runs, total / mean / max time and failures (largest total first), and per
-worker the share of the traced span it spent running ops.  A low utilisation
-with many ready ops means too few workers; a high one on a single lane with
-idle others means a dependency chain (see the critical path).
+worker the share of the traced span it spent running ops, and why it sat idle
+the rest of the time (``Trace.idle_summary()``: nothing pushed, waiting on a
+var, ready but not started).  A low utilisation with many ready ops means too
+few workers; a high one on a single lane with idle others means a dependency
+chain (see the critical path).
 
 State kept:
     model   the :class:`EngineModel` summed
@@ -23,6 +25,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from ..engine.idle_time import REASONS, idle_spans, idle_summary
 from ._render import FigureView, NameColours
 from .dag import as_model
 from .model import OpStats
@@ -52,8 +55,12 @@ class StatsTable(FigureView):
         """Worker -> busy share (0..1)."""
         return self.model.utilisation()
 
+    def idle_summary(self) -> dict[str, dict[str, float]]:
+        """Worker -> reason -> seconds idle (``Trace.idle_summary()`` of the model shown)."""
+        return idle_summary(idle_spans(self.model))
+
     def to_text(self) -> str:
-        """Two fixed-width tables: op names, then workers."""
+        """Fixed-width tables: op names, then workers with their idle time by reason."""
         lines = [
             f"{'op':<28}{'count':>7}{'total ms':>12}{'mean ms':>11}{'max ms':>11}{'failed':>8}",
         ]
@@ -63,9 +70,13 @@ class StatsTable(FigureView):
                 f"{1e3 * row.mean:>11.3f}{1e3 * row.max:>11.3f}{row.failed:>8}"
             )
         lines.append("")
-        lines.append(f"{'worker':<28}{'busy':>7}")
+        idle = self.idle_summary()
+        heads = "".join(f"{r.replace('_', ' ') + ' ms':>22}" for r in REASONS)
+        lines.append(f"{'worker':<28}{'busy':>7}{heads}")
         for worker, share in self.utilisation().items():
-            lines.append(f"{worker:<28}{100 * share:>6.1f}%")
+            row = idle.get(worker, dict.fromkeys(REASONS, 0.0))
+            cells = "".join(f"{1e3 * row[r]:>22.3f}" for r in REASONS)
+            lines.append(f"{worker:<28}{100 * share:>6.1f}%{cells}")
         return "\n".join(lines)
 
     def to_html(self) -> str:
@@ -75,15 +86,20 @@ class StatsTable(FigureView):
             f"<td>{1e3 * r.mean:.3f}</td><td>{1e3 * r.max:.3f}</td><td>{r.failed}</td></tr>"
             for r in self.rows()
         )
+        idle = self.idle_summary()
+        zero = dict.fromkeys(REASONS, 0.0)
         workers = "".join(
             f"<tr><td>{html.escape(w)}</td><td>{100 * s:.1f}%</td>"
-            f"<td><div style='background:#4e79a7;height:8px;width:{int(100 * s)}px'></div></td></tr>"
+            f"<td><div style='background:#4e79a7;height:8px;width:{int(100 * s)}px'></div></td>"
+            + "".join(f"<td>{1e3 * idle.get(w, zero)[r]:.3f}</td>" for r in REASONS)
+            + "</tr>"
             for w, s in self.utilisation().items()
         )
+        idle_heads = "".join(f"<th>idle: {r.replace('_', ' ')} ms</th>" for r in REASONS)
         return (
             "<table class='mxnb-table'><tr><th>op</th><th>count</th><th>total ms</th>"
             f"<th>mean ms</th><th>max ms</th><th>failed</th></tr>{cells}</table>"
-            "<table class='mxnb-table'><tr><th>worker</th><th>busy</th><th></th></tr>"
+            f"<table class='mxnb-table'><tr><th>worker</th><th>busy</th><th></th>{idle_heads}</tr>"
             f"{workers}</table>"
         )
 

@@ -8,9 +8,14 @@
 // frame's width but never below MIN_SCALE of it: a small graph is not blown up to the full
 // width, a wide one scrolls instead of shrinking to unreadable text.  Elements that share a
 // group with the selected one (the `groups` trait: id -> group key, e.g. a storage block)
-// are marked too.
+// are marked too.  Lineage: with the `links` trait (element id -> the ids of the ops it
+// depends on directly, Timeline / DependencyGraph .lineage_links()), a click marks every
+// ancestor ("mxnb-ancestor") and descendant ("mxnb-descendant") of the clicked op, across
+// lanes.  A timeline's idle spans ("idle3": Trace.idle(), coloured by reason) hover with the
+// reason, the var and the op.
 
-const CLICKABLE = /^(op\d+|entry-.+|var\d+_\d+)$/;
+const CLICKABLE = /^(op\d+|entry-.+|var\d+_\d+|idle\d+)$/;
+const IDLE_COLOURS = { nothing_pushed: "#bab0ac", waiting_on_var: "#e15759", ready_not_started: "#edc948" };
 const XLINK = "http://www.w3.org/1999/xlink";
 const MIN_SCALE = 0.5;
 
@@ -92,6 +97,7 @@ export class TimelineDrawing {
     this.flows = data.flows || [];
     this.lanes = (data.lanes || []).map((lane) => this.newLane(lane, lane.bars));
     this.critical = (data.critical || []).slice();
+    this.idle = data.idle || [];
     this.redraw();
   }
 
@@ -174,6 +180,7 @@ export class TimelineDrawing {
       }
     });
     this.plot = element("g", { class: "mxnb-plot" }, lanesGroup);
+    this.drawIdle();
     this.labels = element("g", { class: "mxnb-labels", "pointer-events": "none" }, lanesGroup);
     this.lanes.forEach((lane, row) => {
       lane.y = TOP + row * LANE;
@@ -186,6 +193,23 @@ export class TimelineDrawing {
     });
     this.drawFlows(lanesGroup);
     this.drawFrame();
+  }
+
+  /** Idle spans [lane, start_ms, end_ms, reason, text]: a strip under the lane's bars, by reason. */
+  drawIdle() {
+    const rows = new Map(this.lanes.map((lane, row) => [lane.name, row]));
+    const g = element("g", { class: "mxnb-idle" }, this.plot);
+    (this.idle || []).forEach(([name, start, end, reason, text], index) => {
+      const row = rows.get(name);
+      if (row === undefined) return;
+      const rect = element("rect", {
+        class: `mxnb-idle-span mxnb-idle-${reason}`, x: start, y: TOP + row * LANE + LANE - 6,
+        width: Math.max(end - start, 0), height: 4, fill: IDLE_COLOURS[reason] || "#ccc",
+        "fill-opacity": 0.8,
+      }, g);
+      rect.id = `idle${index}`;
+      this.tips[rect.id] = text;
+    });
   }
 
   /** The drawn blocks and ops (tests and the lab test read them). */
@@ -339,6 +363,29 @@ export class TimelineDrawing {
   }
 }
 
+/** [ancestors, descendants] of element `id`, given `links` (id -> ids it depends on directly). */
+export function lineage(links, id) {
+  const after = {};
+  for (const [other, preds] of Object.entries(links)) {
+    for (const pred of preds) (after[pred] = after[pred] || []).push(other);
+  }
+  const reach = (start, edges) => {
+    const seen = new Set([start]);
+    const stack = [start];
+    while (stack.length) {
+      for (const next of edges[stack.pop()] || []) {
+        if (!seen.has(next)) {
+          seen.add(next);
+          stack.push(next);
+        }
+      }
+    }
+    seen.delete(start);
+    return [...seen];
+  };
+  return [reach(id, links), reach(id, after)];
+}
+
 /** SVG text of a timeline `data` drawn `width` px wide; `tips` (id -> text) is filled in. */
 export function renderTimeline(data, width, tips = {}) {
   const drawing = new TimelineDrawing(width);
@@ -461,10 +508,23 @@ function render({ model, el }) {
     for (const name of ["mxnb-selected", "mxnb-related"]) {
       frame.querySelectorAll(`.${name}`).forEach((n) => n.classList.remove(name));
     }
+    for (const name of ["mxnb-ancestor", "mxnb-descendant"]) {
+      frame.querySelectorAll(`.${name}`).forEach((n) => n.classList.remove(name));
+    }
     const id = model.get("selected");
     if (!id) return;
     const node = frame.querySelector(`[id="${CSS.escape(id)}"]`);
     if (node) node.classList.add("mxnb-selected");
+    const links = model.get("links") || {};
+    if (links[id]) {
+      const [ancestors, descendants] = lineage(links, id);
+      for (const [ids, name] of [[ancestors, "mxnb-ancestor"], [descendants, "mxnb-descendant"]]) {
+        for (const other of ids) {
+          const found = frame.querySelector(`[id="${CSS.escape(other)}"]`);
+          if (found) found.classList.add(name);
+        }
+      }
+    }
     const groups = model.get("groups") || {};
     const group = groups[id];
     if (group === undefined) return;
@@ -569,6 +629,7 @@ function render({ model, el }) {
   model.on("change:svg", draw);
   model.on("change:timeline", draw);
   model.on("change:selected", markSelected);
+  model.on("change:links", markSelected);
   model.on("change:groups", markSelected);
   model.on("msg:custom", onCustom);
   draw();
@@ -577,6 +638,7 @@ function render({ model, el }) {
     model.off("change:svg", draw);
     model.off("change:timeline", draw);
     model.off("change:selected", markSelected);
+    model.off("change:links", markSelected);
     model.off("change:groups", markSelected);
     model.off("msg:custom", onCustom);
   };
