@@ -21,8 +21,10 @@ the correct programs of the notebooks raise nothing):
 ``shared_var_serialises``
     a var written by ops of two or more pipelines that share nothing else
     (remove the var and they fall apart into separate connected groups of
-    at least two ops each), and at least three ops really waited on that
-    var for another pipeline's op, for at least a fifth of the run.
+    at least two ops each) and run different ops (no op name in common,
+    digits folded: one producer cycling through two buffers is one
+    pipeline), and at least three ops really waited on that var for another
+    pipeline's op, for at least a fifth of the run.
 ``wait_in_loop``
     one thread waited at least three times, each time for the ops it had
     pushed since the last wait, those ops depended on nothing of the earlier
@@ -52,6 +54,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -78,6 +81,7 @@ RULES = (
 READ_ONLY_WRITE = "wrote into its const input"  # debug mode's error (mxnb.ndarray.debug)
 TINY_OPS_MIN = 200
 PENDING_LIMIT = 512
+_DIGITS = re.compile(r"\d+")
 PAY_FACTOR = 4  # an op pays for its push when it runs this many push intervals
 
 
@@ -158,6 +162,12 @@ def _groups_without(model: TraceModel, var: int) -> dict[int, int]:
     return {op: find(op) for op in parent}
 
 
+def _some_disjoint(kinds: set[frozenset[str]]) -> bool:
+    """True when two of the pipelines run different ops (no op name in common)."""
+    listed = list(kinds)
+    return any(not a & b for i, a in enumerate(listed) for b in listed[i + 1 :])
+
+
 def _shared_var(model: TraceModel, span: float) -> list[Finding]:
     ops = model.ops
     waits: dict[int, list[tuple[int, int]]] = {}  # var -> (holder, waiter) that released it
@@ -174,13 +184,16 @@ def _shared_var(model: TraceModel, span: float) -> list[Finding]:
             continue
         group = _groups_without(model, var)
         writers = [op.op_id for op in ops.values() if var in op.mutate_vars]
-        sizes: dict[int, int] = {}
+        kinds: dict[int, set[str]] = {}  # pipeline -> what its ops run (names, digits folded)
         for op_id in writers:
-            sizes[group[op_id]] = sizes.get(group[op_id], 0) + 1
-        pipelines = [g for g, n in sizes.items() if n >= 2]
+            kinds.setdefault(group[op_id], set()).add(_DIGITS.sub("#", ops[op_id].name))
+        pipelines = [g for g in kinds if sum(group[w] == g for w in writers) >= 2]
+        distinct = {frozenset(kinds[g]) for g in pipelines}
+        if len(pipelines) < 2 or not _some_disjoint(distinct):
+            continue  # one producer cycling through buffers: its own order, not two pipelines
         crossing = [(h, w) for h, w in pairs if group[h] != group[w]]
         lost = sum(ops[w].ready - ops[w].push for _, w in crossing)  # type: ignore[operator]
-        if len(pipelines) >= 2 and len(crossing) >= 3 and lost >= 0.2 * span:
+        if len(crossing) >= 3 and lost >= 0.2 * span:
             name = model.var_name(var)
             findings.append(
                 Finding(

@@ -34,7 +34,11 @@ def main(source: str) -> None:
     with tempfile.TemporaryDirectory(prefix="mxnb-lint-") as folder:
         os.chdir(folder)
         runpy.run_path(str(path), run_name="__main__")
-    report = [[f.rule for f in mx.engine.lint(trace)] for trace in traces]
+    findings = [mx.engine.lint(trace) for trace in traces]
+    for index, found in enumerate(findings):
+        for finding in found:
+            print(f"trace {index}: {finding.rule}: {finding.message}", file=sys.stderr)
+    report = [[f.rule for f in found] for found in findings]
     print(json.dumps(report))
 
 

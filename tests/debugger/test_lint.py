@@ -83,6 +83,20 @@ def test_notebook_06_pipelines_serialised_through_a_shared_var(threaded):
 
 
 @pytest.mark.timeout(30)
+def test_one_producer_cycling_through_two_buffers_is_not_two_pipelines(threaded):
+    """Notebook 08's record reader: loads into slot 0 and 1 in turn, ordered by the file cursor."""
+    with mx.engine.trace() as tr:
+        cursor = threaded.new_var(name="cursor")
+        slots = [threaded.new_var(name=f"slot{i}") for i in range(2)]
+        for i in range(6):
+            threaded.push_sync(
+                sleeper(0.01), CPU, mutate_vars=[slots[i % 2], cursor], name=f"load batch {i}"
+            )
+        threaded.wait_for_all()
+    assert rules(tr) == []
+
+
+@pytest.mark.timeout(30)
 def test_notebook_06_a_failing_op_and_the_ops_it_skipped(threaded):
     def fail(rctx):
         raise ValueError("log of a non-positive value; clip the input first")
