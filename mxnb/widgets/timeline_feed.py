@@ -84,7 +84,7 @@ class TimelineFeed:
     # -- the full send: remember where everything stands --------------------
 
     def _full(self, model: EngineModel) -> dict[str, Any]:
-        data = Timeline(model).to_data()
+        data = Timeline(model, show_idle=False).to_data()  # idle spans: after the fact, not live
         data["seq"] = self.seq
         self.model = model
         self._ops_seen = len(model.ops)
