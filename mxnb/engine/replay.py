@@ -17,8 +17,11 @@ Rule (list scheduling, as the threaded engines run):
   thread ran itself (worker ``main`` or ``<pool>/push``) blocks it for the
   op's run, when ``workers`` is None.
 - An op is ready once released and all its dependencies (the lineage rule)
-  are done.  A pool's free worker (lowest index first) takes the ready op
-  with the highest priority, then the one ready first, then push order.
+  are done.  The worker that ran the op that made it ready runs it next
+  when it is the first (in push order) such op of the worker's pool (the
+  threaded engines' chains); else it is queued, and a pool's free worker
+  (lowest index first) takes the queued op with the highest priority, then
+  the one ready first, then push order.
 - An op runs for its measured duration (start to end) times the factor of
   the first ``scale`` pattern (``fnmatch``) matching its name.
 - ``workers=None`` keeps the recorded pools and their worker counts;
@@ -271,12 +274,23 @@ def _simulate(model, links, inline, pool_of, counts, duration, plans, first, sca
                 continue
             finished.add(payload)
             events.append(OpEnd(now, payload))
-            if payload in lane_of:
-                heapq.heappush(free[pool_of[payload]], lane_of.pop(payload))
+            lane = lane_of.pop(payload, None)
+            made_ready = []
             for succ in dependents.get(payload, ()):
                 waiting_preds[succ] -= 1
                 if waiting_preds[succ] == 0 and succ in released:
+                    made_ready.append(succ)
+            for succ in sorted(made_ready, key=lambda i: ops[i].seq):
+                if lane is not None and succ not in inline and pool_of[succ] == pool_of[payload]:
+                    events.append(OpReady(now, succ))  # the worker runs it next: a chain
+                    lane_of[succ] = lane
+                    events.append(OpStart(now, succ, f"{pool_of[succ]}/{lane}", "replay"))
+                    at(now + duration[succ], finish_kind, succ)
+                    lane = None
+                else:
                     make_ready(succ, now)
+            if lane is not None:
+                heapq.heappush(free[pool_of[payload]], lane)
             for thread, targets in list(blocked.items()):
                 targets.discard(payload)
                 if not targets:

@@ -8,7 +8,7 @@ import pytest
 
 import mxnb as mx
 from mxnb.base import ParamError
-from mxnb.engine.events import OpEnd, OpPush, OpReady, OpStart
+from mxnb.engine.events import OpEnd, OpPush, OpReady, OpStart, VarNew
 from mxnb.engine.replay import makespan
 from mxnb.engine.trace import Trace
 from mxnb.engine.trace_model import TraceModel
@@ -83,6 +83,24 @@ def test_replay_scales_ops_by_pattern_and_spreads_them_on_workers():
         trace.replay(workers=0)
     with pytest.raises(ParamError, match="scale"):
         trace.replay(scale={"conv*": -1})
+
+
+def test_replay_keeps_a_chain_on_its_worker_as_the_threaded_engines_do():
+    """Three chains of two 1 s ops on two workers: the third chain waits for a whole chain."""
+    events = [VarNew(0.0, 100 + c, f"x{c}") for c in range(3)]
+    for c in range(3):
+        first, second = 2 * c + 1, 2 * c + 2
+        events += [
+            OpPush(0.0, first, f"conv{c}", "cpu(0)", (), (100 + c,), 0, ()),
+            OpPush(0.0, second, f"fc{c}", "cpu(0)", (100 + c,), (), 0, ()),
+        ]
+    for op_id in range(1, 7):  # recorded one after the other on one worker
+        events += [OpStart(op_id - 1.0, op_id, "cpu(0)/0", "w"), OpEnd(float(op_id), op_id)]
+    replayed = Trace(events).replay(workers=2)
+    assert replayed.makespan == pytest.approx(4.0)  # breadth first would say 3.0
+    ops = replayed.trace.ops()
+    for c in range(3):
+        assert ops[2 * c + 1].worker == ops[2 * c + 2].worker
 
 
 @pytest.mark.timeout(60)
