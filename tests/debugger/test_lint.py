@@ -171,8 +171,9 @@ PLANTED = {
     ("06", 2): ["shared_var_serialises"],  # bug 2: the shared 'stats' var
     ("06", 4): ["op_failed"],  # bug 3: checked_log fails
     ("02", 1): ["wait_in_loop"],  # "waiting inside the loop", shown against waiting once
+    ("12", 0): ["wait_in_loop"],  # the slow program the debugger chapter fixes
 }
-TRACED = ["01", "02", "03", "04", "05", "06", "07", "08", "09"]
+TRACED = ["01", "02", "03", "04", "05", "06", "07", "08", "09", "12"]
 
 
 @pytest.mark.slow
