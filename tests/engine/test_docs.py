@@ -28,6 +28,11 @@ MODULES = [
     "mxnb.engine.stats",
     "mxnb.engine.running",
     "mxnb.engine.lifetime",
+    "mxnb.engine.idle_time",
+    "mxnb.engine.lineage",
+    "mxnb.engine.replay",
+    "mxnb.engine.trace_diff",
+    "mxnb.engine.lint",
 ]
 
 

@@ -20,6 +20,7 @@ MODULES = [
     "mxnb.widgets.tradeoff",
     "mxnb.widgets.canvas",
     "mxnb.widgets.monitor",
+    "mxnb.widgets.trace_diff_view",
 ]
 
 
