@@ -19,8 +19,9 @@ Messages, front end -> kernel: ``{"views": ["dag", ...], "inspect": op_id,
 "last": 40, "show_deletes": false, "timeline_resync": seq}`` (on open and
 later, any subset).  Kernel -> front end: ``{"status": "...", "pushed": n,
 "dag": {"svg", "selected", "nodes"}, "timeline": {"data"} or {"delta"},
-"memory": {"svg"}, "stats": {"html"}, "inspect": {"text", "op_id"}}`` with
-the open views only.  The timeline is sent whole once (when its panel opens
+"memory": {"svg"}, "stats": {"html"}, "inspect": {"text", "op_id"}, "lineage":
+{"op", "ancestors", "descendants"}}`` with the open views only (``lineage``:
+the clicked op's, for the DAG and Timeline panels to mark).  The timeline is sent whole once (when its panel opens
 or asks to resync), then as deltas (:mod:`mxnb.widgets.timeline_feed`).
 
 State kept:
@@ -222,6 +223,10 @@ class EngineChannel:
             message["memory"] = {"svg": MemoryChart(model).to_svg()}
         if "stats" in self.views:
             message["stats"] = {"html": StatsTable(model).to_html()}
+        if self.inspect is not None and self.inspect in ops and self.views & {"dag", "timeline"}:
+            from .canvas import lineage_of
+
+            message["lineage"] = lineage_of(model, self.inspect)
         if "inspect" in self.views:
             if self.inspect is not None and self.inspect in ops:
                 text = model.explain(self.inspect)

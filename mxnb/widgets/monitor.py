@@ -54,7 +54,7 @@ from typing import Any
 import ipywidgets
 
 from ..engine.trace import OpEnd, OpPush, Trace, VarName, VarNew
-from .canvas import SvgCanvas, selected_op_id
+from .canvas import SvgCanvas, lineage_of, selected_op_id
 from .dag import DependencyGraph
 from .memory import MemoryChart
 from .model import EngineModel, OpState
@@ -489,6 +489,9 @@ class EngineMonitor(ipywidgets.VBox):
             return
         with self._lock:  # the choices are filled only on some tabs: fill them now
             self._update_choices(also=op_id)
+            marks = lineage_of(self.model, op_id)
+        for other in (self.dag_canvas, self.timeline_canvas):
+            other.lineage = marks  # its ancestors and descendants, marked on both views
         self.inspect_choice.value = op_id
         self.tabs.selected_index = 4
 

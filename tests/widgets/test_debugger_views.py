@@ -77,3 +77,19 @@ def test_canvases_carry_the_lineage_a_click_marks():
     assert Timeline(planted()).canvas().links == links
     assert DependencyGraph(planted()).canvas().links == links
     assert Trace(planted()).lineage(3) == ([1], [])
+
+
+def test_the_monitor_marks_a_clicked_ops_lineage_on_both_canvases():
+    from mxnb.widgets import EngineMonitor
+
+    monitor = EngineMonitor(Trace(planted()))
+    try:
+        monitor.dag_canvas.selected = "op3"
+        assert monitor.timeline_canvas.lineage == {
+            "op": "op3",
+            "ancestors": ["op1"],
+            "descendants": [],
+        }
+        assert monitor.dag_canvas.lineage == monitor.timeline_canvas.lineage
+    finally:
+        monitor.close()

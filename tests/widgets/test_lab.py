@@ -126,3 +126,17 @@ def test_timeline_panel_shows_every_op_of_thousands_soon_after_the_run(
         assert shown >= count
     finally:
         channel.close()
+
+
+def test_a_clicked_op_sends_its_lineage_to_the_dag_and_timeline_panels():
+    comm = FakeComm()
+    channel = EngineChannel(comm, {"views": ["dag", "timeline"]}, background=False)
+    first, middle, last = push_chain(3)
+    comm.message({"inspect": middle})
+    channel.update()
+    assert comm.sent[-1]["lineage"] == {
+        "op": f"op{middle}",
+        "ancestors": [f"op{first}"],
+        "descendants": [f"op{last}"],
+    }
+    channel.close()

@@ -11,7 +11,8 @@
 // are marked too.  Lineage: with the `links` trait (element id -> the ids of the ops it
 // depends on directly, Timeline / DependencyGraph .lineage_links()), a click marks every
 // ancestor ("mxnb-ancestor") and descendant ("mxnb-descendant") of the clicked op, across
-// lanes.  A timeline's idle spans ("idle3": Trace.idle(), coloured by reason) hover with the
+// lanes; a live view sends the clicked op's lineage itself instead (the `lineage` trait:
+// {op, ancestors, descendants}, element ids), computed by the kernel for that op only.  A timeline's idle spans ("idle3": Trace.idle(), coloured by reason) hover with the
 // reason, the var and the op.
 
 const CLICKABLE = /^(op\d+|entry-.+|var\d+_\d+|idle\d+)$/;
@@ -516,8 +517,10 @@ function render({ model, el }) {
     const node = frame.querySelector(`[id="${CSS.escape(id)}"]`);
     if (node) node.classList.add("mxnb-selected");
     const links = model.get("links") || {};
-    if (links[id]) {
-      const [ancestors, descendants] = lineage(links, id);
+    const given = model.get("lineage") || {};
+    if (given.op === id || links[id]) {
+      const [ancestors, descendants] =
+        given.op === id ? [given.ancestors || [], given.descendants || []] : lineage(links, id);
       for (const [ids, name] of [[ancestors, "mxnb-ancestor"], [descendants, "mxnb-descendant"]]) {
         for (const other of ids) {
           const found = frame.querySelector(`[id="${CSS.escape(other)}"]`);
@@ -630,6 +633,7 @@ function render({ model, el }) {
   model.on("change:timeline", draw);
   model.on("change:selected", markSelected);
   model.on("change:links", markSelected);
+  model.on("change:lineage", markSelected);
   model.on("change:groups", markSelected);
   model.on("msg:custom", onCustom);
   draw();
@@ -639,6 +643,7 @@ function render({ model, el }) {
     model.off("change:timeline", draw);
     model.off("change:selected", markSelected);
     model.off("change:links", markSelected);
+    model.off("change:lineage", markSelected);
     model.off("change:groups", markSelected);
     model.off("msg:custom", onCustom);
   };

@@ -582,6 +582,14 @@ describe("lineage (links trait)", () => {
       assert.deepEqual(await marked("mxnb-descendant"), [], "no links: no lineage");
     });
   }
+
+  it("a live view's lineage trait marks the op the kernel computed it for", async () => {
+    await mount({ timeline: fixtures.timeline_data, selected: "op13" });
+    await model.remote("lineage", { op: "op13", ancestors: ["op11", "op12"], descendants: [] });
+    assert.deepEqual(await marked("mxnb-ancestor"), ["op11", "op12"]);
+    await model.remote("selected", "op14");
+    assert.deepEqual(await marked("mxnb-ancestor"), [], "another op's lineage is not shown");
+  });
 });
 
 describe("idle spans on the timeline", () => {
@@ -783,7 +791,7 @@ describe("model changes", () => {
     assert.equal(await model.listenerCount("change:svg"), 0);
     assert.equal(await model.listenerCount("change:selected"), 0);
     const registered = (await model.calls()).filter((c) => c[0] === "on" || c[0] === "off");
-    const traits = ["change:groups", "change:links", "change:selected", "change:svg", "change:timeline", "msg:custom"];
+    const traits = ["change:groups", "change:lineage", "change:links", "change:selected", "change:svg", "change:timeline", "msg:custom"];
     assert.deepEqual(registered.filter((c) => c[0] === "on").map((c) => c[1]).sort(), traits);
     assert.deepEqual(registered.filter((c) => c[0] === "off").map((c) => c[1]).sort(), traits);
 
