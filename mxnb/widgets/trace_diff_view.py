@@ -8,6 +8,9 @@ same place when nothing changed.  The ``top`` largest changes are outlined —
 red where B is slower, green where it is faster — and labelled with the
 change; ops of one run only are hatched.  A table of both runs' makespan,
 overlap, critical path and idle time by reason sits in :meth:`to_text`.
+:meth:`save` writes the same as a ``*.diff.json`` file, which the JupyterLab
+extension opens as a panel: the two timelines drawn in the browser, aligned,
+the changes outlined, the ranked rows below.
 
 Rule: drawing never touches the engine; the diff is computed once, when the
 view is made (:class:`~mxnb.engine.trace_diff.TraceDiff`).
@@ -30,8 +33,11 @@ Example::
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
 
+from ..atomic_file import write_atomically
 from ..engine.trace_diff import TraceDiff
 from ._render import FigureView, NameColours
 from .dag import as_model
@@ -163,9 +169,30 @@ class TraceDiffView(FigureView):
         return figure
 
     def to_data(self) -> dict[str, Any]:
-        """The two timelines (``Timeline.to_data()`` each) and the ranked rows, JSON-ready."""
+        """The two timelines (``Timeline.to_data()`` each) and the ranked rows, JSON-ready.
+
+        Both timelines get the same span (aligned axes) and ``marks``: ``[[op_id,
+        colour, label], ...]`` for the ``top`` largest changes, which the browser's
+        ``renderTimeline`` outlines (the JupyterLab viewer of ``*.diff.json`` files).
+        """
         from .timeline import Timeline
 
+        marks = self.marked()
+        change = self._change_of()
+        timelines = {}
+        for run, model in (("a", self.models[0]), ("b", self.models[1])):
+            data = Timeline(model).to_data()
+            data["title"] = f"run {run.upper()}: {data['title']}"
+            data["marks"] = [
+                [op, SLOWER if change.get((run, op), 0.0) > 0 else FASTER, label]
+                if not label.startswith("only")
+                else [op, ONE_RUN, label]
+                for op, label in marks[run].items()
+            ]
+            timelines[run] = data
+        end = max(timelines["a"]["span"][1], timelines["b"]["span"][1])
+        for data in timelines.values():
+            data["span"] = [0.0, end]
         rows = [
             {
                 "name": row.name,
@@ -177,11 +204,18 @@ class TraceDiffView(FigureView):
             for row in self.diff.rows
         ]
         return {
-            "a": Timeline(self.models[0]).to_data(),
-            "b": Timeline(self.models[1]).to_data(),
+            "a": timelines["a"],
+            "b": timelines["b"],
             "rows": rows,
-            "marked": {run: sorted(ops) for run, ops in self.marked().items()},
+            "marked": {run: sorted(ops) for run, ops in marks.items()},
+            "summary": self.to_text(),
         }
+
+    def save(self, path: str | os.PathLike[str]) -> str:
+        """Write :meth:`to_data` as JSON (atomically) for JupyterLab's diff viewer; name it ``*.diff.json``."""
+        document = {"mxnb_trace_diff": 1, **self.to_data()}
+        write_atomically(path, json.dumps(document).encode("utf-8"))
+        return os.fspath(path)
 
     def to_text(self) -> str:
         """The diff's table: both runs' figures, then the largest changes."""

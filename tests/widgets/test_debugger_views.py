@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import pathlib
+
 import pytest
 
 from mxnb.engine.events import OpEnd, OpPush, OpReady, OpStart, VarNew
@@ -70,6 +73,17 @@ def test_trace_diff_view_marks_the_planted_slowdown(tmp_path):
     assert data["rows"][0]["name"] == "B" and data["rows"][0]["change_ms"] == pytest.approx(5.0)
     assert data["a"]["lanes"] and data["b"]["lanes"]
     assert "makespan ms" in view.to_text()
+    assert data["a"]["span"] == data["b"]["span"]  # one time axis
+    assert data["b"]["marks"] == [[3, "#d62728", "+5.000 ms"]]
+
+
+def test_trace_diff_view_saves_the_file_the_lab_diff_viewer_opens(tmp_path):
+    view = TraceDiffView(Trace(planted()), Trace(planted(slow_b=0.005)), top=2)
+    path = view.save(tmp_path / "runs.diff.json")
+    document = json.loads(pathlib.Path(path).read_text())
+    assert document["mxnb_trace_diff"] == 1
+    assert document["rows"] == view.to_data()["rows"] and "makespan ms" in document["summary"]
+    assert [lane["name"] for lane in document["a"]["lanes"]][-2:] == ["cpu(0)/0", "cpu(0)/1"]
 
 
 def test_canvases_carry_the_lineage_a_click_marks():

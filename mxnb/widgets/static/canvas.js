@@ -99,6 +99,7 @@ export class TimelineDrawing {
     this.lanes = (data.lanes || []).map((lane) => this.newLane(lane, lane.bars));
     this.critical = (data.critical || []).slice();
     this.idle = data.idle || [];
+    this.marks = data.marks || [];
     this.redraw();
   }
 
@@ -192,8 +193,25 @@ export class TimelineDrawing {
       for (const [key, bar] of lane.bars) this.place(lane, key, bar);
       for (const key of lane.cells.keys()) this.drawCell(lane, key);
     });
+    this.drawMarks();
     this.drawFlows(lanesGroup);
     this.drawFrame();
+  }
+
+  /** Marks [op_id, colour, label] (a trace diff's largest changes): an outline round the op's block. */
+  drawMarks() {
+    const g = element("g", { class: "mxnb-marks", "pointer-events": "none" }, this.plot);
+    for (const [op, colour, label] of this.marks || []) {
+      const where = this.opCell.get(op);
+      if (!where) continue;
+      const [lane, key] = where;
+      const drawn = lane.els.get(key);
+      element("rect", {
+        class: "mxnb-mark", x: drawn.start, y: lane.y + 1, width: drawn.end - drawn.start, height: LANE - 2,
+        fill: "none", stroke: colour, "stroke-width": 2.5, "vector-effect": "non-scaling-stroke",
+      }, g).dataset.op = op;
+      if (drawn.id) this.tips[drawn.id] = `${this.tips[drawn.id]} | ${label}`;
+    }
   }
 
   /** Idle spans [lane, start_ms, end_ms, reason, text]: a strip under the lane's bars, by reason. */

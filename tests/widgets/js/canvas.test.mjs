@@ -610,6 +610,21 @@ describe("idle spans on the timeline", () => {
   });
 });
 
+describe("marks on the timeline (a trace diff's largest changes)", () => {
+  it("outlines each marked op's block in its colour and adds the label to its hover", async () => {
+    const marks = [[12, "#d62728", "+5.000 ms"], [14, "#2ca02c", "-1.000 ms"], [999, "#d62728", "not drawn"]];
+    await mount({ timeline: { ...fixtures.timeline_data, marks } });
+    const drawn = await page.evaluate(() =>
+      [...document.querySelectorAll(".mxnb-canvas rect.mxnb-mark")].map((r) => [r.dataset.op, r.getAttribute("stroke")]),
+    );
+    assert.deepEqual(drawn, [["12", "#d62728"], ["14", "#2ca02c"]]);
+    const point = await pointOn('rect[id="op12"]');
+    await page.mouse.move(point.x, point.y);
+    const tip = await page.evaluate(() => document.querySelector(".mxnb-tooltip").textContent);
+    assert.match(tip, /^#12 fc1 .* \| \+5\.000 ms$/);
+  });
+});
+
 describe("timeline drawn in the browser (timeline trait)", () => {
   const barCount = () => page.evaluate(() => document.querySelectorAll(".mxnb-canvas rect.mxnb-bar").length);
 
