@@ -52,8 +52,9 @@ from __future__ import annotations
 
 import fnmatch
 import heapq
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..base import ParamError
 from .analysis import OpRecord
@@ -83,9 +84,10 @@ class Replay:
     """A replayed run: its predicted ``makespan`` (seconds) and its simulated ``trace``."""
 
     makespan: float
-    trace: object  # a mxnb.engine.trace.Trace (imported lazily: trace.py delegates here)
+    trace: Any  # ``make_trace(events)``: a Trace when made by ``Trace.replay``
     workers: dict[str, int]  # pool -> workers it had
     scale: dict[str, float]
+    events: list[Event]  # the simulated run
 
     def __repr__(self) -> str:
         pools = ", ".join(f"{pool}: {n}" for pool, n in self.workers.items()) or "front end only"
@@ -154,9 +156,16 @@ def _front_ends(model: TraceModel) -> tuple[dict[str, list[tuple]], float]:
 
 
 def replay(
-    model: TraceModel, workers: int | None = None, scale: Mapping[str, float] | None = None
+    model: TraceModel,
+    workers: int | None = None,
+    scale: Mapping[str, float] | None = None,
+    make_trace: Callable[[list[Event]], Any] = list,
 ) -> Replay:
-    """List-schedule the recorded program (the module rule) and return the :class:`Replay`."""
+    """List-schedule the recorded program (the module rule) and return the :class:`Replay`.
+
+    ``make_trace`` turns the simulated events into the Replay's ``trace``
+    (``Trace.replay`` passes ``Trace``; this module does not import it).
+    """
     scale = dict(scale or {})
     _check(workers, scale)
     ops = model.ops
@@ -183,13 +192,12 @@ def replay(
         for i, op in ops.items()
     }
     plans, first = _front_ends(model)
-    return _simulate(model, links, inline, pool_of, counts, duration, plans, first, scale)
+    events = _simulate(model, links, inline, pool_of, counts, duration, plans, first)
+    return Replay(makespan(TraceModel(events)), make_trace(events), counts, scale, events)
 
 
-def _simulate(model, links, inline, pool_of, counts, duration, plans, first, scale) -> Replay:
-    """Run the list scheduler and the front ends as one discrete-event simulation."""
-    from .trace import Trace
-
+def _simulate(model, links, inline, pool_of, counts, duration, plans, first) -> list[Event]:
+    """Run the list scheduler and the front ends as one discrete-event simulation: its events."""
     ops = model.ops
     events: list[Event] = [VarNew(first, v, r.name) for v, r in model.vars.items()]
     heap: list[tuple[float, int, int, object]] = []  # (time, order, kind, payload)
@@ -302,4 +310,4 @@ def _simulate(model, links, inline, pool_of, counts, duration, plans, first, sca
                 lane_of[op_id] = heapq.heappop(free[pool])
                 events.append(OpStart(now, op_id, f"{pool}/{lane_of[op_id]}", "replay"))
                 at(now + duration[op_id], finish_kind, op_id)
-    return Replay(makespan(TraceModel(events)), Trace(events), counts, scale)
+    return events

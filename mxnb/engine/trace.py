@@ -317,7 +317,7 @@ class Trace:
         :class:`~mxnb.engine.replay.Replay` has ``.makespan`` (seconds) and
         ``.trace``, a simulated Trace every view draws.  See :mod:`.replay`.
         """
-        return replay(self._model(), workers, scale)
+        return replay(self._model(), workers, scale, Trace)
 
     def diff(self, other: Trace) -> TraceDiff:
         """Compare this run (A) with ``other`` (B): ops matched, ranked by change (:mod:`.trace_diff`)."""
