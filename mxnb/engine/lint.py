@@ -31,7 +31,8 @@ the correct programs of the notebooks raise nothing):
     rounds (they could have overlapped), and the waits took at least half
     the run.
 ``tiny_ops``
-    at least 200 ops of one name ran, their median run time is below four
+    at least 200 ops of one name (digits folded: ``op12`` is ``op#``) ran,
+    their median run time is below four
     times the median interval between two pushes of one thread (what a push
     costs the front end; the engine pays about as much again to hand it to a
     worker), and the lanes sat idle for want of work they could take
@@ -54,6 +55,7 @@ Example::
 
 from __future__ import annotations
 
+import bisect
 import re
 import statistics
 from collections.abc import Iterable
@@ -179,11 +181,17 @@ def _shared_var(model: TraceModel, span: float) -> list[Finding]:
             if dep.kind is not DepKind.RAW and holder is not None and holder.end == op.ready:
                 waits.setdefault(dep.var_id, []).append((dep.op_id, op.op_id))
     findings = []
+    writers_of: dict[int, list[int]] = {}
+    for op in ops.values():
+        for v in op.mutate_vars:
+            writers_of.setdefault(v, []).append(op.op_id)
     for var, pairs in waits.items():
-        if len(pairs) < 3:
-            continue
+        writers = writers_of.get(var, [])
+        if len(pairs) < 3 or len({_DIGITS.sub("#", ops[w].name) for w in writers}) < 2:
+            continue  # too few waits, or every writer runs the same op: no two pipelines
+        if sum(ops[w].ready - ops[w].push for _, w in pairs) < 0.2 * span:  # type: ignore[operator]
+            continue  # even every wait through it would not cost a fifth of the run
         group = _groups_without(model, var)
-        writers = [op.op_id for op in ops.values() if var in op.mutate_vars]
         kinds: dict[int, set[str]] = {}  # pipeline -> what its ops run (names, digits folded)
         for op_id in writers:
             kinds.setdefault(group[op_id], set()).add(_DIGITS.sub("#", ops[op_id].name))
@@ -222,9 +230,11 @@ def _wait_in_loop(model: TraceModel, links: Any, span: float) -> list[Finding]:
         )
         rounds: list[list[int]] = []
         previous = -float("inf")
+        times = [t for t, _ in pushed]
         for wait in waits:
-            begin = t0 + wait.begin
-            rounds.append([i for t, i in pushed if previous <= t < begin])
+            low = bisect.bisect_left(times, previous)
+            high = bisect.bisect_left(times, t0 + wait.begin)
+            rounds.append([i for _, i in pushed[low:high]])
             previous = t0 + wait.end  # type: ignore[operator]
         run: list[int] = []  # indices of consecutive independent rounds
         best: list[int] = []
@@ -256,8 +266,8 @@ def _wait_in_loop(model: TraceModel, links: Any, span: float) -> list[Finding]:
 def _tiny_ops(model: TraceModel, events: list[Event]) -> list[Finding]:
     groups: dict[str, list[Any]] = {}
     for op in model.ops.values():
-        if op.duration is not None:
-            groups.setdefault(name_group(op.name), []).append(op)
+        if op.duration is not None:  # one family: 'op12' and 'op13' are 'op#'
+            groups.setdefault(_DIGITS.sub("#", name_group(op.name)), []).append(op)
     if max(map(len, groups.values()), default=0) < TINY_OPS_MIN:
         return []
     intervals: list[float] = []  # between consecutive pushes of one thread
