@@ -39,9 +39,10 @@ the correct programs of the notebooks raise nothing):
     (``'nothing_pushed'`` or ``'ready_not_started'``, :mod:`.idle_time`) at
     least half their time.
 ``pusher_ahead``
-    at some instant at least 512 ops (four times the threaded engines' run-ahead bound) were pushed but not yet started: the
-    front end ran far ahead of the workers (memory held by every pending
-    op, latency of the last).
+    at some instant at least 512 ops (four times the threaded engines'
+    run-ahead bound) were pushed but not yet started: the front end ran far
+    ahead of the workers (memory held by every pending op, latency of the
+    last).
 
 State kept: none.
 
