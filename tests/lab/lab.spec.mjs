@@ -128,6 +128,19 @@ test.describe("file viewers (no kernel)", () => {
     expect(await viewer.locator("svg.mxnb-timeline path.mxnb-flow").count(), "RAW, WAR arrows drawn").toBeGreaterThanOrEqual(3);
     await shot(page, "viewer-trace");
   });
+
+  test("a .diff.json opens as two runs' timelines, the slowed op outlined, the rows below", async ({ page }) => {
+    await page.locator(".jp-DirListing-item", { hasText: config.diff }).dblclick();
+    const viewer = page.locator(".jp-MainAreaWidget .mxnb-panel[data-rows]");
+    await viewer.waitFor({ timeout: 60_000 });
+    await expect(viewer.locator("svg.mxnb-timeline")).toHaveCount(2);
+    await expect(viewer.locator("svg.mxnb-timeline rect.mxnb-bar[id^='op']"), "two ops in each run").toHaveCount(4);
+    await expect(viewer.locator("svg.mxnb-timeline rect.mxnb-mark"), "the slowed op, in A and in B").toHaveCount(2);
+    const first = viewer.locator("table.mxnb-diff-rows tr").nth(1);
+    await expect(first).toContainText("slow");
+    await expect(viewer.locator("pre.mxnb-diff-summary")).toContainText("makespan ms");
+    await shot(page, "viewer-diff");
+  });
 });
 
 test("engine panels follow the active notebook's kernel", async ({ page }) => {
