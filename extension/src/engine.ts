@@ -209,7 +209,10 @@ export class EnginePanel extends Widget {
 
   private draw(data: Update): void {
     // the clicked op's ancestors and descendants (mxnb/widgets/lab.py), marked across lanes
-    if (data.lineage !== undefined && this.model) this.model.set("lineage", data.lineage);
+    if (data.lineage !== undefined && this.model) {
+      this.model.set("selected", data.lineage.op); // the op clicked in either panel
+      this.model.set("lineage", data.lineage);
+    }
     const part = data[this.view];
     if (part === undefined) return;
     if (this.view === "dag" || this.view === "memory") {

@@ -178,6 +178,9 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
     await inspect.waitFor({ timeout: 30_000 });
     await expect(inspect.locator("pre").first()).toHaveText(new RegExp(`^#${id} write5`));
     await inspect.screenshot({ path: path.join(config.artifacts, "panel-inspect.png") });
+    // its lineage is marked in both panels: the earlier writes and reads of 'a' are its ancestors
+    await page.waitForFunction(() => document.querySelectorAll(".mxnb-panel[data-view='dag'] g.node.mxnb-ancestor").length >= 5, null, { timeout: 30_000 });
+    await page.waitForFunction(() => document.querySelectorAll(".mxnb-panel[data-view='timeline'] rect.mxnb-ancestor").length >= 1, null, { timeout: 30_000 });
   });
 
   await test.step("deletes are folded into the ops that freed the arrays; the toggle shows them", async () => {
