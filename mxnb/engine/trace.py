@@ -17,7 +17,11 @@ recorded push uses them; edges to ops pushed before recording began are not know
 Reading a trace: ``tr.stats()`` (per-op-name table, like MXNet's aggregate
 profiler), ``tr.explain(op)`` (why an op ran when it did), ``tr.ops()``
 (one summary per op), ``tr.to_chrome_trace(path)`` / ``Trace.from_chrome_trace``
-(Chrome / Perfetto JSON with dependency arrows, and back).
+(Chrome / Perfetto JSON with dependency arrows, and back).  The debugger
+(``docs/debugger.md``): ``tr.idle()`` / ``tr.idle_summary()`` (why each worker
+was idle), ``tr.diff(other)``, ``tr.replay(workers, scale)``, ``tr.lineage(op)``
+and ``mx.engine.lint(tr)``, each in a module of its own, computed from the
+events after the fact.
 
 State kept:
     enabled      True while at least one recorder is attached (the engine's flag)
@@ -89,15 +93,18 @@ __all__ = [
     "DepKind",
     "Dependency",
     "Event",
+    "IdleSpan",
     "OpEnd",
     "OpPush",
     "OpReady",
     "OpStart",
     "OpSummary",
+    "Replay",
     "StatsRow",
     "StorageAlloc",
     "StorageFree",
     "Trace",
+    "TraceDiff",
     "TraceStats",
     "VarDelete",
     "VarName",
