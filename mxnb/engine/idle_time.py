@@ -186,10 +186,14 @@ def idle_spans(model: TraceModel, span: tuple[float, float] | None = None) -> li
     ops = model.ops
     by_pool: dict[str, list[OpRecord]] = {}
     busy: dict[str, list[tuple[float, float]]] = {}
+    pool_of: dict[str, str] = {}  # worker -> pool, computed once per worker
     for op in ops.values():
         if op.worker is None or op.start is None:
             continue
-        by_pool.setdefault(lane_pool(op.worker), []).append(op)
+        pool = pool_of.get(op.worker)
+        if pool is None:
+            pool = pool_of[op.worker] = lane_pool(op.worker)
+        by_pool.setdefault(pool, []).append(op)
         busy.setdefault(op.worker, []).append((op.start, op.end if op.end is not None else last))
     segments = {
         pool: _pool_segments(members, ops, first, last) for pool, members in by_pool.items()

@@ -222,7 +222,7 @@ class EngineChannel:
         if "memory" in self.views:
             message["memory"] = {"svg": MemoryChart(model).to_svg()}
         if "stats" in self.views:
-            message["stats"] = {"html": StatsTable(model).to_html()}
+            message["stats"] = {"html": StatsTable(model, idle=None).to_html()}
         if self.inspect is not None and self.inspect in ops and self.views & {"dag", "timeline"}:
             from .canvas import lineage_of
 

@@ -421,7 +421,7 @@ class EngineMonitor(ipywidgets.VBox):
             chart.figure().savefig(buffer, format="png", dpi=90, bbox_inches="tight")
             self.memory_image.value = buffer.getvalue()
         elif tab == 3:
-            self.stats_html.value = StatsTable(self._folded(build)).to_html()
+            self.stats_html.value = StatsTable(self._folded(build), idle=None).to_html()
         else:
             self._draw_inspect()
 

@@ -61,6 +61,18 @@ def test_stats_table_shows_the_idle_summary():
     assert "idle: waiting on var ms" in table.to_html()
 
 
+def test_a_live_stats_view_leaves_idle_out_past_its_limit(monkeypatch):
+    """The monitor and the lab panel redraw over the whole run: idle time only up to a size."""
+    from mxnb.widgets import stats
+
+    assert StatsTable(planted(), idle=None).idle_summary()  # 3 ops: shown
+    monkeypatch.setattr(stats, "LIVE_IDLE_OPS", 2)
+    live = StatsTable(planted(), idle=None)
+    assert live.idle_summary() == {} and "waiting on var ms" not in live.to_text()
+    assert "trace.idle_summary()" in live.to_html()
+    assert StatsTable(planted()).idle_summary()  # a table of a finished trace always shows it
+
+
 def test_trace_diff_view_marks_the_planted_slowdown(tmp_path):
     view = TraceDiffView(Trace(planted()), Trace(planted(slow_b=0.005)), top=1)
     assert view.marked() == {"a": {3: "+5.000 ms"}, "b": {3: "+5.000 ms"}}
