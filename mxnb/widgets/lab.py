@@ -21,7 +21,8 @@ later, any subset).  Kernel -> front end: ``{"status": "...", "pushed": n,
 "dag": {"svg", "selected", "nodes"}, "timeline": {"data"} or {"delta"},
 "memory": {"svg"}, "stats": {"html"}, "inspect": {"text", "op_id"}, "lineage":
 {"op", "ancestors", "descendants"}}`` with the open views only (``lineage``:
-the clicked op's, for the DAG and Timeline panels to mark).  The timeline is sent whole once (when its panel opens
+the clicked op's, for the DAG and Timeline panels to mark; sent once per click,
+with the ops pushed by then).  The timeline is sent whole once (when its panel opens
 or asks to resync), then as deltas (:mod:`mxnb.widgets.timeline_feed`).
 
 State kept:
@@ -107,6 +108,7 @@ class EngineChannel:
         self.interval = max(0.2, float(interval))
         self.redraws = 0
         self.feed = TimelineFeed()
+        self._lineage_sent: int | None = None  # the op whose lineage the panels have
         self._drawn = -1
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -135,6 +137,7 @@ class EngineChannel:
         if "views" in data or data.get("timeline_resync") is not None:
             with self._lock:
                 self.feed.reset()  # a panel (re)opened or missed a delta: send it everything
+                self._lineage_sent = None
         if data.get("inspect") is not None:
             self.inspect = int(data["inspect"])
         self.last = int(data.get("last", self.last))
@@ -223,10 +226,16 @@ class EngineChannel:
             message["memory"] = {"svg": MemoryChart(model).to_svg()}
         if "stats" in self.views:
             message["stats"] = {"html": StatsTable(model, idle=None).to_html()}
-        if self.inspect is not None and self.inspect in ops and self.views & {"dag", "timeline"}:
+        if (
+            self.inspect is not None
+            and self.inspect != self._lineage_sent
+            and self.inspect in ops
+            and self.views & {"dag", "timeline"}
+        ):  # once per click: the panels keep it (a whole run's ids are too many to resend)
             from .canvas import lineage_of
 
             message["lineage"] = lineage_of(model, self.inspect)
+            self._lineage_sent = self.inspect
         if "inspect" in self.views:
             if self.inspect is not None and self.inspect in ops:
                 text = model.explain(self.inspect)

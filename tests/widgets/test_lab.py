@@ -139,4 +139,10 @@ def test_a_clicked_op_sends_its_lineage_to_the_dag_and_timeline_panels():
         "ancestors": [f"op{first}"],
         "descendants": [f"op{last}"],
     }
+    push_chain(1)
+    channel.update()
+    assert "lineage" not in comm.sent[-1]  # once per click: the panels keep it
+    comm.message({"inspect": first})
+    channel.update()
+    assert comm.sent[-1]["lineage"]["op"] == f"op{first}"
     channel.close()
