@@ -223,6 +223,7 @@ export class EnginePanel extends Widget {
       // the whole timeline once, then deltas the canvas applies (mxnb/widgets/timeline_feed.py)
       if (part.data) this.model?.set("timeline", part.data);
       else if (part.delta) this.model?.custom({ timeline_delta: part.delta });
+      if (part.idle) this.model?.custom({ timeline_idle: part.idle }); // a quiet run's idle spans
     } else if (this.view === "stats") {
       this.body.innerHTML = part.html;
     } else {

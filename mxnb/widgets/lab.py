@@ -18,7 +18,8 @@ only the open views, and then sleeps at least three times the redraw's time.
 Messages, front end -> kernel: ``{"views": ["dag", ...], "inspect": op_id,
 "last": 40, "show_deletes": false, "timeline_resync": seq}`` (on open and
 later, any subset).  Kernel -> front end: ``{"status": "...", "pushed": n,
-"dag": {"svg", "selected", "nodes"}, "timeline": {"data"} or {"delta"},
+"dag": {"svg", "selected", "nodes"}, "timeline": {"data"} or {"delta"} (and
+{"idle"} once the run is quiet),
 "memory": {"svg"}, "stats": {"html"}, "inspect": {"text", "op_id"}, "lineage":
 {"op", "ancestors", "descendants"}}`` with the open views only (``lineage``:
 the clicked op's, for the DAG and Timeline panels to mark; sent once per click,
@@ -222,6 +223,9 @@ class EngineChannel:
         if "timeline" in self.views:
             kind, data = self.feed.next(model)
             message["timeline"] = {"data" if kind == "full" else "delta": data}
+            idle = self.feed.idle(model)
+            if idle is not None:  # a quiet run: why each worker sat idle
+                message["timeline"]["idle"] = idle
         if "memory" in self.views:
             message["memory"] = {"svg": MemoryChart(model).to_svg()}
         if "stats" in self.views:

@@ -403,7 +403,8 @@ class EngineMonitor(ipywidgets.VBox):
         elif tab == 1:
             # drawn by the browser (canvas.js TimelineDrawing): the whole data once, then
             # only what changed (timeline_feed.py), so a redraw costs what changed
-            kind, data = self._timeline_feed.next(self._folded(build))
+            model = self._folded(build)
+            kind, data = self._timeline_feed.next(model)
             canvas = self.timeline_canvas
             if kind == "full":
                 with canvas.hold_sync():  # one message: the view sees both at once
@@ -412,6 +413,9 @@ class EngineMonitor(ipywidgets.VBox):
             else:
                 canvas.send({"timeline_delta": data})
                 canvas.timeline_seq = data["seq"]
+            idle = self._timeline_feed.idle(model)
+            if idle is not None:  # a quiet run: why each worker sat idle
+                canvas.send({"timeline_idle": idle})
         elif tab == 2:
             chart = MemoryChart(self._folded(build))
             self.memory_text.value = f"<pre>{html.escape(chart.to_text())}</pre>"

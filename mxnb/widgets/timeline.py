@@ -193,7 +193,7 @@ class Timeline(FigureView):
             "lanes": lanes,
             "critical": self.model.critical_path() if self.highlight_critical else [],
             "flows": [],
-            "idle": self._idle_data(),
+            "idle": self.idle_data(),
         }
         if flows:
             data["flows"] = [
@@ -203,7 +203,8 @@ class Timeline(FigureView):
             ]
         return data
 
-    def _idle_data(self) -> list[list[Any]]:
+    def idle_data(self) -> list[list[Any]]:
+        """The idle spans as ``to_data()`` gives them: ``[lane name, start_ms, end_ms, reason, hover]``."""
         t0 = self.model.t0 or 0.0
         shown = {
             lane.worker: f"{lane.worker} [copy]" if lane.is_copy else lane.worker

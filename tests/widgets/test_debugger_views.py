@@ -119,3 +119,17 @@ def test_the_monitor_marks_a_clicked_ops_lineage_on_both_canvases():
         assert monitor.dag_canvas.lineage == monitor.timeline_canvas.lineage
     finally:
         monitor.close()
+
+
+def test_a_live_timeline_gets_the_idle_spans_once_the_run_is_quiet():
+    from mxnb.widgets.model import EngineModel
+    from mxnb.widgets.timeline_feed import TimelineFeed
+
+    events = planted()
+    model, feed = EngineModel(events[:-1]), TimelineFeed()  # B still running
+    assert feed.next(model)[1]["idle"] == [] and feed.idle(model) is None
+    model.update(events[-1:])  # B ended: every op finished
+    kind, delta = feed.next(model)
+    idle = feed.idle(model)
+    assert kind == "delta" and idle["seq"] == delta["seq"]
+    assert idle["spans"] == Timeline(planted()).to_data()["idle"]

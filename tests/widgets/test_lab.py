@@ -146,3 +146,18 @@ def test_a_clicked_op_sends_its_lineage_to_the_dag_and_timeline_panels():
     channel.update()
     assert comm.sent[-1]["lineage"]["op"] == f"op{first}"
     channel.close()
+
+
+def test_the_timeline_panel_gets_the_idle_spans_of_a_quiet_run():
+    comm = FakeComm()
+    channel = EngineChannel(comm, {"views": ["timeline"]}, background=False)
+    push_chain(3)
+    channel.update()
+    idle = comm.sent[-1]["timeline"]["idle"]
+    assert idle["seq"] == comm.sent[-1]["timeline"]["data"]["seq"]
+    assert {span[3] for span in idle["spans"]} <= {
+        "nothing_pushed",
+        "waiting_on_var",
+        "ready_not_started",
+    }
+    channel.close()

@@ -107,6 +107,7 @@ export class TimelineDrawing {
   apply(delta) {
     if (this.seq === undefined || this.seq === null || delta.base !== this.seq) return false;
     this.seq = delta.seq;
+    if (this.idle && this.idle.length) this.setIdle([]); // a quiet run's idle spans: stale now
     this.title = delta.title;
     this.span = delta.span;
     let full = false;
@@ -214,10 +215,19 @@ export class TimelineDrawing {
     }
   }
 
+  /** A live view's idle spans (a quiet run's): drawn until the next delta. */
+  setIdle(idle) {
+    for (const old of this.plot.querySelectorAll("g.mxnb-idle")) old.remove();
+    for (const id of Object.keys(this.tips)) if (id.startsWith("idle")) delete this.tips[id];
+    this.idle = idle || [];
+    this.drawIdle();
+  }
+
   /** Idle spans [lane, start_ms, end_ms, reason, text]: a strip under the lane's bars, by reason. */
   drawIdle() {
     const rows = new Map(this.lanes.map((lane, row) => [lane.name, row]));
     const g = element("g", { class: "mxnb-idle" }, this.plot);
+    this.plot.insertBefore(g, this.plot.firstChild); // under the bars
     (this.idle || []).forEach(([name, start, end, reason, text], index) => {
       const row = rows.get(name);
       if (row === undefined) return;
@@ -479,6 +489,11 @@ function render({ model, el }) {
   // A live timeline's delta (mxnb/widgets/timeline_feed.py): applied where it follows the
   // drawing, else (this view missed one) the kernel is asked for everything again.
   function onCustom(message) {
+    const idle = message && message.timeline_idle;
+    if (idle) {
+      if (drawing && drawing.seq === idle.seq) drawing.setIdle(idle.spans);
+      return;
+    }
     const delta = message && message.timeline_delta;
     if (!delta) return;
     const before = drawing ? drawing.fullDraws : 0;

@@ -610,6 +610,23 @@ describe("idle spans on the timeline", () => {
   });
 });
 
+describe("a live timeline's idle spans (msg:custom timeline_idle)", () => {
+  it("draws a quiet run's idle spans for the drawing they belong to, until the next delta", async () => {
+    const data = { ...fixtures.timeline_data, idle: [], seq: 5 };
+    const spans = fixtures.timeline_data.idle;
+    await mount({ timeline: data });
+    const count = () => page.evaluate(() => document.querySelectorAll(".mxnb-canvas rect.mxnb-idle-span").length);
+    assert.equal(await count(), 0);
+    await page.evaluate((m) => window.canvas.model.custom(m), { timeline_idle: { seq: 4, spans } });
+    assert.equal(await count(), 0, "spans of another drawing are not drawn");
+    await page.evaluate((m) => window.canvas.model.custom(m), { timeline_idle: { seq: 5, spans } });
+    assert.equal(await count(), spans.length);
+    const delta = { seq: 6, base: 5, title: data.title, span: data.span, critical: [data.critical.length, []], bars: {} };
+    await page.evaluate((m) => window.canvas.model.custom(m), { timeline_delta: delta });
+    assert.equal(await count(), 0, "a delta makes them stale");
+  });
+});
+
 describe("marks on the timeline (a trace diff's largest changes)", () => {
   it("outlines each marked op's block in its colour and adds the label to its hover", async () => {
     const marks = [[12, "#d62728", "+5.000 ms"], [14, "#2ca02c", "-1.000 ms"], [999, "#d62728", "not drawn"]];
