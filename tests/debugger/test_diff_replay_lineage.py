@@ -119,12 +119,16 @@ def test_replay_keeps_a_chain_on_its_worker_as_the_threaded_engines_do():
 
 @pytest.mark.timeout(60)
 def test_replay_of_the_naive_run_on_two_workers_predicts_the_threaded_run(naive, threaded):
-    """Sleep-dominated ops: the prediction's error is the engine's overhead, not timing noise."""
-    recorded = two_chains(naive, seconds=0.04)
-    measured = makespan(TraceModel(two_chains(threaded, seconds=0.04).events))
+    """Sleep-dominated ops: the prediction's error is the engine's overhead, not timing noise.
+
+    A loaded machine only adds time (late wakeups), so each side is the quickest of three runs.
+    """
+    length = lambda trace: makespan(TraceModel(trace.events))
+    recorded = min((two_chains(naive, seconds=0.04) for _ in range(3)), key=length)
+    measured = min(length(two_chains(threaded, seconds=0.04)) for _ in range(3))
     predicted = recorded.replay(workers=2).makespan
     assert abs(predicted - measured) <= 0.1 * measured
-    assert abs(recorded.replay().makespan - makespan(TraceModel(recorded.events))) <= 0.01
+    assert abs(recorded.replay().makespan - length(recorded)) <= 0.01 * length(recorded)
 
 
 def test_lineage_follows_the_vars_even_when_nothing_had_to_wait(naive):
