@@ -35,11 +35,43 @@ def two_chains(engine, slow=None, extra=False, seconds=0.0):
     return tr
 
 
-@pytest.mark.timeout(30)
+def test_the_rows_rank_a_planted_5ms_slowdown_first_exactly():
+    """Recorded times, no machine noise: B's op 'b' ran 5 ms longer, its 'c' is new."""
+    from mxnb.engine.trace_diff import TraceDiff
+
+    def run(slow, extra):
+        events = [VarNew(0.0, 7, "v")]
+        names = ["a", "b", "c"] if extra else ["a", "b"]
+        t = 0.0
+        for op_id, name in enumerate(names, start=1):
+            took = 0.001 + (slow if name == "b" else 0.0) + 1e-5 * op_id
+            events += [
+                OpPush(t, op_id, name, "cpu(0)", (), (7,), 0, ()),
+                OpStart(t, op_id, "main", "t"),
+                OpEnd(t + took, op_id),
+            ]
+            t += took
+        return events
+
+    d = TraceDiff.of(run(0.0, False), run(0.005, True))
+    assert [(row.name, row.kind) for row in d.rows] == [
+        ("b", "changed"),
+        ("c", "only_b"),
+        ("a", "changed"),
+    ]
+    assert d.rows[0].change == pytest.approx(0.005)
+
+
+@pytest.mark.timeout(60)
 def test_a_planted_5ms_slowdown_ranks_first(naive):
-    a = two_chains(naive)
-    b = two_chains(naive, slow="right_1", extra=True)
-    d = a.diff(b)
+    """On real runs.  A loaded machine may preempt any op for longer than 5 ms (a no-op held
+    off the core for 6 ms then ranks first): up to three tries, each a fresh pair of runs."""
+    for _ in range(3):
+        a = two_chains(naive)
+        b = two_chains(naive, slow="right_1", extra=True)
+        d = a.diff(b)
+        if d.rows[0].name == "right_1":
+            break
     assert d.rows[0].name == "right_1" and d.rows[0].kind == "changed"
     assert d.rows[0].change > 0.003  # 5 ms planted, less what the machine's load blurs
     assert [row.name for row in d.only_b()] == ["extra"] and not d.only_a()
