@@ -100,7 +100,7 @@ test-fast: test-setup
 	$(PY) -m pytest -q -m "not slow" tests
 
 # mxnet_reference.py is not here: it runs under real MXNet, by hand (see its docstring).
-BENCHMARKS := engine ndarray operators memory_plan widgets extension io train bulk bucketing dist_kvstore exercises
+BENCHMARKS := engine ndarray operators memory_plan widgets extension io train bulk bucketing dist_kvstore exercises debugger
 
 bench: setup
 	$(PIP) install --quiet -e '.[bench]'  # PyTorch (CPU) is the peer of the operator benchmark

@@ -22,7 +22,7 @@ export class LocalModel {
   onSend: (content: Record<string, unknown>) => void = () => undefined;
 
   constructor(traits: Record<string, unknown> = {}) {
-    this.state = { svg: "", tooltips: {}, selected: "", clicks: 0, groups: {}, timeline: {}, timeline_seq: 0, ...traits };
+    this.state = { svg: "", tooltips: {}, selected: "", clicks: 0, groups: {}, links: {}, lineage: {}, timeline: {}, timeline_seq: 0, ...traits };
   }
 
   get(name: string): any {

@@ -208,6 +208,11 @@ export class EnginePanel extends Widget {
   }
 
   private draw(data: Update): void {
+    // the clicked op's ancestors and descendants (mxnb/widgets/lab.py), marked across lanes
+    if (data.lineage !== undefined && this.model) {
+      this.model.set("selected", data.lineage.op); // the op clicked in either panel
+      this.model.set("lineage", data.lineage);
+    }
     const part = data[this.view];
     if (part === undefined) return;
     if (this.view === "dag" || this.view === "memory") {
@@ -218,6 +223,7 @@ export class EnginePanel extends Widget {
       // the whole timeline once, then deltas the canvas applies (mxnb/widgets/timeline_feed.py)
       if (part.data) this.model?.set("timeline", part.data);
       else if (part.delta) this.model?.custom({ timeline_delta: part.delta });
+      if (part.idle) this.model?.custom({ timeline_idle: part.idle }); // a quiet run's idle spans
     } else if (this.view === "stats") {
       this.body.innerHTML = part.html;
     } else {

@@ -1,7 +1,9 @@
 // File viewers, no kernel needed: an MXNet / mxnb `*-symbol.json` opens as the network graph
 // (laid out in the browser by Graphviz compiled to WebAssembly, @viz-js/viz), a chrome trace
 // written by mx.engine.trace (`*.trace.json`) as the engine timeline with its dependency
-// arrows (canvas.js renderTimeline, the same drawing as the live Timeline).
+// arrows (canvas.js renderTimeline, the same drawing as the live Timeline), and a trace diff
+// written by TraceDiffView.save (`*.diff.json`) as two timelines aligned, the largest changes
+// outlined, the ranked rows below.
 
 import { ABCWidgetFactory, DocumentRegistry, DocumentWidget, IDocumentWidget } from "@jupyterlab/docregistry";
 import { Widget } from "@lumino/widgets";
@@ -178,6 +180,33 @@ export class TraceViewer extends JsonViewer {
   }
 }
 
+/** Two runs compared (TraceDiffView.save): timelines A and B aligned, changes outlined, rows. */
+export class DiffViewer extends JsonViewer {
+  private holderB = document.createElement("div");
+  private modelB = mountCanvas(this.holderB);
+  private rows = document.createElement("div");
+
+  constructor(context: DocumentRegistry.Context) {
+    super(context);
+    this.node.append(this.holderB, this.rows);
+  }
+
+  protected async draw(diff: Json): Promise<void> {
+    if (!diff.a || !diff.b || !Array.isArray(diff.rows)) throw new Error("no 'a', 'b' and 'rows': not a trace diff");
+    this.model.set("timeline", diff.a);
+    this.modelB.set("timeline", diff.b);
+    const escape = (text: string) => String(text).replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[c] as string);
+    const body = diff.rows
+      .slice(0, 20)
+      .map((r: Json) => `<tr><td>${escape(r.name)}</td><td>${r.kind}</td><td>${r.a ?? "-"}</td><td>${r.b ?? "-"}</td><td>${Number(r.change_ms).toFixed(3)}</td></tr>`)
+      .join("");
+    this.rows.innerHTML = `<pre class="mxnb-diff-summary">${escape(diff.summary || "")}</pre>` +
+      `<table class="mxnb-table mxnb-diff-rows"><tr><th>op</th><th>kind</th><th>A</th><th>B</th><th>change ms</th></tr>${body}</table>`;
+    this.node.dataset.rows = String(diff.rows.length);
+    this.status.textContent = `${this.context.path}: ${diff.rows.length} ops compared, ${(diff.marked?.b || []).length} largest changes outlined`;
+  }
+}
+
 class Factory<T extends JsonViewer> extends ABCWidgetFactory<IDocumentWidget<T>> {
   constructor(
     options: DocumentRegistry.IWidgetFactoryOptions<IDocumentWidget<T>>,
@@ -191,7 +220,7 @@ class Factory<T extends JsonViewer> extends ABCWidgetFactory<IDocumentWidget<T>>
   }
 }
 
-/** Register the two file types and their viewers (the default for double-click). */
+/** Register the three file types and their viewers (the default for double-click). */
 export function registerViewers(registry: DocumentRegistry): void {
   registry.addFileType({
     name: "mxnb-symbol",
@@ -211,6 +240,21 @@ export function registerViewers(registry: DocumentRegistry): void {
     fileFormat: "text",
     contentType: "file",
   });
+  registry.addFileType({
+    name: "mxnb-trace-diff",
+    displayName: "mxnb trace diff",
+    extensions: [".diff.json"],
+    pattern: ".*\\.diff\\.json$",
+    mimeTypes: ["application/json"],
+    fileFormat: "text",
+    contentType: "file",
+  });
+  registry.addWidgetFactory(
+    new Factory(
+      { name: "mxnb trace diff", fileTypes: ["mxnb-trace-diff"], defaultFor: ["mxnb-trace-diff"] },
+      (context) => new DiffViewer(context)
+    )
+  );
   registry.addWidgetFactory(
     new Factory(
       { name: "MXNet symbol graph", fileTypes: ["mxnb-symbol"], defaultFor: ["mxnb-symbol"] },

@@ -56,6 +56,7 @@ from .base import (
     Var,
     inside_op,
 )
+from .lint import Finding, lint
 from .naive import NaiveEngine
 from .trace import Trace
 
@@ -66,6 +67,7 @@ __all__ = [
     "READY",
     "RUNNING",
     "Engine",
+    "Finding",
     "NaiveEngine",
     "OperatorHandle",
     "Opr",
@@ -80,6 +82,7 @@ __all__ = [
     "get",
     "inside_op",
     "is_debug",
+    "lint",
     "set_bulk_size",
     "set_debug",
     "set_engine",

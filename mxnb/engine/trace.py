@@ -17,7 +17,11 @@ recorded push uses them; edges to ops pushed before recording began are not know
 Reading a trace: ``tr.stats()`` (per-op-name table, like MXNet's aggregate
 profiler), ``tr.explain(op)`` (why an op ran when it did), ``tr.ops()``
 (one summary per op), ``tr.to_chrome_trace(path)`` / ``Trace.from_chrome_trace``
-(Chrome / Perfetto JSON with dependency arrows, and back).
+(Chrome / Perfetto JSON with dependency arrows, and back).  The debugger
+(``docs/debugger.md``): ``tr.idle()`` / ``tr.idle_summary()`` (why each worker
+was idle), ``tr.diff(other)``, ``tr.replay(workers, scale)``, ``tr.lineage(op)``
+and ``mx.engine.lint(tr)``, each in a module of its own, computed from the
+events after the fact.
 
 State kept:
     enabled      True while at least one recorder is attached (the engine's flag)
@@ -66,6 +70,8 @@ from .events import (
     WaitBegin,
     WaitEnd,
 )
+from .idle_time import IdleSpan, idle_spans, idle_summary, traced_span
+from .lineage import lineage
 from .records import (
     LONGEST_RECORD,
     RAW_ALLOC,
@@ -77,8 +83,10 @@ from .records import (
     now,
     seen_vars,
 )
+from .replay import Replay, replay
 from .stats import StatsRow, TraceStats
 from .stats import explain as _explain
+from .trace_diff import TraceDiff
 from .trace_model import TraceModel
 
 __all__ = [
@@ -87,15 +95,18 @@ __all__ = [
     "DepKind",
     "Dependency",
     "Event",
+    "IdleSpan",
     "OpEnd",
     "OpPush",
     "OpReady",
     "OpStart",
     "OpSummary",
+    "Replay",
     "StatsRow",
     "StorageAlloc",
     "StorageFree",
     "Trace",
+    "TraceDiff",
     "TraceStats",
     "VarDelete",
     "VarName",
@@ -282,6 +293,43 @@ class Trace:
         if path is not None:
             write_text_atomically(path, json.dumps(document))
         return document
+
+    # -- the debugger: why idle, what changed, what if, where from ----------
+    def _model(self) -> TraceModel:
+        return TraceModel(self.events)
+
+    def idle(self) -> list[IdleSpan]:
+        """Every idle stretch of every worker lane, with why (:mod:`.idle_time`'s rule).
+
+        A list of ``IdleSpan(lane, start, end, reason, op, var)``; ``reason`` is
+        ``'nothing_pushed'``, ``'waiting_on_var'`` (``var`` held by op ``op``) or
+        ``'ready_not_started'``.  The spans of a lane tile its idle time in the
+        traced span (first event to last), on the ops' clock.
+        """
+        events = self.events
+        return idle_spans(TraceModel(events), traced_span(events))
+
+    def idle_summary(self) -> dict[str, dict[str, float]]:
+        """Seconds idle per lane and reason: ``{'cpu(0)/1': {'waiting_on_var': 0.02, ...}}``."""
+        return idle_summary(self.idle())
+
+    def lineage(self, op: int) -> tuple[list[int], list[int]]:
+        """(ancestors, descendants) of op ``op``, as op ids, through the vars every op declared."""
+        return lineage(self._model(), op)
+
+    def replay(self, workers: int | None = None, scale: dict[str, float] | None = None) -> Replay:
+        """What if: list-schedule this run on ``workers`` lanes, ops scaled by ``scale``.
+
+        ``scale`` maps ``fnmatch`` patterns of op names to run-time factors
+        (``{'conv*': 0.5}``); ``workers=None`` keeps the recorded pools.  The
+        :class:`~mxnb.engine.replay.Replay` has ``.makespan`` (seconds) and
+        ``.trace``, a simulated Trace every view draws.  See :mod:`.replay`.
+        """
+        return replay(self._model(), workers, scale, Trace)
+
+    def diff(self, other: Trace) -> TraceDiff:
+        """Compare this run (A) with ``other`` (B): ops matched, ranked by change (:mod:`.trace_diff`)."""
+        return TraceDiff.of(self, other)
 
     @classmethod
     def from_chrome_trace(cls, source: str | os.PathLike[str] | dict[str, Any]) -> Trace:

@@ -12,7 +12,8 @@ Names (loaded on first use so ``import mxnb`` stays fast):
     DependencyGraph   the dependency DAG (graphviz), edges labelled var + RAW/WAR/WAW
     Timeline          worker lanes, op bars, waits, critical path (matplotlib)
     MemoryChart       bytes in use per context over time, pool hits / misses
-    StatsTable        per op name timing, per worker utilisation
+    StatsTable        per op name timing, per worker utilisation and idle time by reason
+    TraceDiffView     two runs' timelines aligned, the largest changes marked (``Trace.diff``)
     EngineMonitor     the live ipywidgets Tab (DAG / Timeline / Memory / Stats / Inspect)
     MemoryPlanView    storage blocks and entry lifetimes of a memory plan (recomputed ones hatched)
     TradeoffView      planned bytes against recompute FLOPs, one point's segments explained
@@ -43,6 +44,7 @@ __all__ = [
     "StatsTable",
     "SvgCanvas",
     "Timeline",
+    "TraceDiffView",
     "TradeoffView",
     "plot_network",
     "print_summary",
@@ -58,6 +60,7 @@ _WHERE = {
     "EngineMonitor": "monitor",
     "MemoryPlanView": "plan_view",
     "TradeoffView": "tradeoff",
+    "TraceDiffView": "trace_diff_view",
     "plot_network": "network",
     "print_summary": "network",
     "SvgCanvas": "canvas",

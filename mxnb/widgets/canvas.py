@@ -23,6 +23,11 @@ State kept (synced traits):
                ``{"timeline_resync": seq}`` and gets ``timeline`` again
     groups     element id -> group key: a click marks the elements of its group too
                (the memory plan's entries sharing a storage block)
+    links      op element id -> the op element ids it depends on directly
+               (:func:`~mxnb.widgets.dag.lineage_links`): a click marks the clicked op's
+               ancestors and descendants, across lanes (``Trace.lineage``)
+    lineage    ``{"op": id, "ancestors": [ids], "descendants": [ids]}``: one op's lineage
+               sent by a live view (the monitor, the lab panels) instead of all the links
 
 Example::
 
@@ -39,7 +44,7 @@ import pathlib
 import anywidget
 import traitlets
 
-__all__ = ["STATIC", "SvgCanvas", "selected_op_id"]
+__all__ = ["STATIC", "SvgCanvas", "lineage_of", "selected_op_id"]
 
 STATIC = pathlib.Path(__file__).parent / "static"
 
@@ -55,8 +60,22 @@ class SvgCanvas(anywidget.AnyWidget):
     selected = traitlets.Unicode("").tag(sync=True)
     clicks = traitlets.Int(0).tag(sync=True)
     groups = traitlets.Dict().tag(sync=True)
+    links = traitlets.Dict().tag(sync=True)
+    lineage = traitlets.Dict().tag(sync=True)
     timeline = traitlets.Dict().tag(sync=True)
     timeline_seq = traitlets.Int(0).tag(sync=True)
+
+
+def lineage_of(model: object, op_id: int) -> dict[str, object]:
+    """The ``lineage`` trait's value for op ``op_id`` of a trace model (element ids)."""
+    from ..engine.lineage import lineage
+
+    ancestors, descendants = lineage(model, op_id)  # type: ignore[arg-type]
+    return {
+        "op": f"op{op_id}",
+        "ancestors": [f"op{i}" for i in ancestors],
+        "descendants": [f"op{i}" for i in descendants],
+    }
 
 
 def selected_op_id(element_id: str) -> int | None:

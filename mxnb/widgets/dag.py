@@ -41,7 +41,7 @@ from ..engine.trace import DepKind
 from ._render import GraphvizView, state_colours
 from .model import KIND_SHORT, Edge, EngineModel, OpRecord
 
-__all__ = ["ROW", "DependencyGraph", "edge_style", "is_delete"]
+__all__ = ["ROW", "DependencyGraph", "edge_style", "is_delete", "lineage_links"]
 
 ROW = 8  # nodes per row when ops without dependencies would otherwise share one rank
 
@@ -68,6 +68,18 @@ def _stacked(label: str) -> str:
 def is_delete(op: OpRecord) -> bool:
     """True for an op that deletes vars (``push_delete``: named ``delete:...``)."""
     return op.name.startswith("delete:")
+
+
+def lineage_links(model: EngineModel) -> dict[str, list[str]]:
+    """Element id -> the element ids of the ops it depends on directly (``'op7': ['op3']``).
+
+    The graph :meth:`~mxnb.engine.trace.Trace.lineage` walks, in the ids the
+    views give ops; an :class:`~mxnb.widgets.SvgCanvas` with these ``links``
+    marks the ancestors and descendants of a clicked op.
+    """
+    from ..engine.lineage import dependency_graph
+
+    return {f"op{op}": [f"op{p}" for p in preds] for op, preds in dependency_graph(model).items()}
 
 
 def as_model(source: Any) -> EngineModel:
@@ -306,6 +318,12 @@ class DependencyGraph(GraphvizView):
                     dot.edge(f"op{op.op_id}", var_node(var_id), label="write", color="#c62828")
 
     # -- text ---------------------------------------------------------------
+
+    def canvas(self) -> Any:
+        """An :class:`~mxnb.widgets.SvgCanvas` of the graph: hover, zoom, click an op to mark its lineage."""
+        from .canvas import SvgCanvas
+
+        return SvgCanvas(svg=self.to_svg(), links=lineage_links(self.model))
 
     def to_text(self) -> str:
         """One line per op (id, name, ctx, state) and per edge (holder -> waiter var KIND)."""

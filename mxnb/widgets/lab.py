@@ -18,9 +18,12 @@ only the open views, and then sleeps at least three times the redraw's time.
 Messages, front end -> kernel: ``{"views": ["dag", ...], "inspect": op_id,
 "last": 40, "show_deletes": false, "timeline_resync": seq}`` (on open and
 later, any subset).  Kernel -> front end: ``{"status": "...", "pushed": n,
-"dag": {"svg", "selected", "nodes"}, "timeline": {"data"} or {"delta"},
-"memory": {"svg"}, "stats": {"html"}, "inspect": {"text", "op_id"}}`` with
-the open views only.  The timeline is sent whole once (when its panel opens
+"dag": {"svg", "selected", "nodes"}, "timeline": {"data"} or {"delta"} (and
+{"idle"} once the run is quiet),
+"memory": {"svg"}, "stats": {"html"}, "inspect": {"text", "op_id"}, "lineage":
+{"op", "ancestors", "descendants"}}`` with the open views only (``lineage``:
+the clicked op's, for the DAG and Timeline panels to mark; sent once per click,
+with the ops pushed by then).  The timeline is sent whole once (when its panel opens
 or asks to resync), then as deltas (:mod:`mxnb.widgets.timeline_feed`).
 
 State kept:
@@ -106,6 +109,7 @@ class EngineChannel:
         self.interval = max(0.2, float(interval))
         self.redraws = 0
         self.feed = TimelineFeed()
+        self._lineage_sent: int | None = None  # the op whose lineage the panels have
         self._drawn = -1
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -134,6 +138,7 @@ class EngineChannel:
         if "views" in data or data.get("timeline_resync") is not None:
             with self._lock:
                 self.feed.reset()  # a panel (re)opened or missed a delta: send it everything
+                self._lineage_sent = None
         if data.get("inspect") is not None:
             self.inspect = int(data["inspect"])
         self.last = int(data.get("last", self.last))
@@ -218,10 +223,23 @@ class EngineChannel:
         if "timeline" in self.views:
             kind, data = self.feed.next(model)
             message["timeline"] = {"data" if kind == "full" else "delta": data}
+            idle = self.feed.idle(model)
+            if idle is not None:  # a quiet run: why each worker sat idle
+                message["timeline"]["idle"] = idle
         if "memory" in self.views:
             message["memory"] = {"svg": MemoryChart(model).to_svg()}
         if "stats" in self.views:
-            message["stats"] = {"html": StatsTable(model).to_html()}
+            message["stats"] = {"html": StatsTable(model, idle=None).to_html()}
+        if (
+            self.inspect is not None
+            and self.inspect != self._lineage_sent
+            and self.inspect in ops
+            and self.views & {"dag", "timeline"}
+        ):  # once per click: the panels keep it (a whole run's ids are too many to resend)
+            from .canvas import lineage_of
+
+            message["lineage"] = lineage_of(model, self.inspect)
+            self._lineage_sent = self.inspect
         if "inspect" in self.views:
             if self.inspect is not None and self.inspect in ops:
                 text = model.explain(self.inspect)

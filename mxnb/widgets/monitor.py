@@ -54,7 +54,7 @@ from typing import Any
 import ipywidgets
 
 from ..engine.trace import OpEnd, OpPush, Trace, VarName, VarNew
-from .canvas import SvgCanvas, selected_op_id
+from .canvas import SvgCanvas, lineage_of, selected_op_id
 from .dag import DependencyGraph
 from .memory import MemoryChart
 from .model import EngineModel, OpState
@@ -403,7 +403,8 @@ class EngineMonitor(ipywidgets.VBox):
         elif tab == 1:
             # drawn by the browser (canvas.js TimelineDrawing): the whole data once, then
             # only what changed (timeline_feed.py), so a redraw costs what changed
-            kind, data = self._timeline_feed.next(self._folded(build))
+            model = self._folded(build)
+            kind, data = self._timeline_feed.next(model)
             canvas = self.timeline_canvas
             if kind == "full":
                 with canvas.hold_sync():  # one message: the view sees both at once
@@ -412,6 +413,9 @@ class EngineMonitor(ipywidgets.VBox):
             else:
                 canvas.send({"timeline_delta": data})
                 canvas.timeline_seq = data["seq"]
+            idle = self._timeline_feed.idle(model)
+            if idle is not None:  # a quiet run: why each worker sat idle
+                canvas.send({"timeline_idle": idle})
         elif tab == 2:
             chart = MemoryChart(self._folded(build))
             self.memory_text.value = f"<pre>{html.escape(chart.to_text())}</pre>"
@@ -421,7 +425,7 @@ class EngineMonitor(ipywidgets.VBox):
             chart.figure().savefig(buffer, format="png", dpi=90, bbox_inches="tight")
             self.memory_image.value = buffer.getvalue()
         elif tab == 3:
-            self.stats_html.value = StatsTable(self._folded(build)).to_html()
+            self.stats_html.value = StatsTable(self._folded(build), idle=None).to_html()
         else:
             self._draw_inspect()
 
@@ -489,6 +493,9 @@ class EngineMonitor(ipywidgets.VBox):
             return
         with self._lock:  # the choices are filled only on some tabs: fill them now
             self._update_choices(also=op_id)
+            marks = lineage_of(self.model, op_id)
+        for other in (self.dag_canvas, self.timeline_canvas):
+            other.lineage = marks  # its ancestors and descendants, marked on both views
         self.inspect_choice.value = op_id
         self.tabs.selected_index = 4
 

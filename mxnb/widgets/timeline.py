@@ -5,7 +5,11 @@ Each worker gets a lane (lanes grouped by device, copy workers last), each op
 a bar from ``OpStart`` to ``OpEnd`` coloured by op name, each thread blocked in
 ``wait_for_var`` / ``wait_for_all`` a hatched bar on a lane of its own, and
 the critical path — the chain of dependencies that decided when the last op
-finished — is outlined in red.
+finished — is outlined in red.  Under each worker lane a thin strip shows why
+it sat idle (:meth:`~mxnb.engine.trace.Trace.idle`): grey nothing pushed,
+red waiting on a var (the hover names the var and the op holding it), yellow
+ready but not started.  Clicking an op in :meth:`Timeline.canvas` marks its
+ancestors and descendants on every lane.
 
 Rule: times are milliseconds since the first event of the trace; ``time_range``
 zooms to a window of that axis.  Bars carry the SVG id ``op<N>`` so the
@@ -20,6 +24,7 @@ State kept:
     model        the :class:`EngineModel` drawn
     time_range   (start_ms, end_ms) or None for everything
     highlight_critical   outline the critical path
+    show_idle    draw the idle spans under the lanes
 
 Example::
 
@@ -34,11 +39,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..engine.idle_time import IdleSpan, idle_spans
 from ._render import FigureView, NameColours
-from .dag import as_model
+from .dag import as_model, lineage_links
 from .model import EngineModel, Lane, OpState, name_group
 
-__all__ = ["Timeline"]
+__all__ = ["IDLE_COLOURS", "Timeline"]
+
+#: Colour of an idle span by reason (the browser's canvas.js uses the same).
+IDLE_COLOURS = {
+    "nothing_pushed": "#bab0ac",
+    "waiting_on_var": "#e15759",
+    "ready_not_started": "#edc948",
+}
 
 
 def _ms(seconds: float) -> float:
@@ -66,12 +79,14 @@ class Timeline(FigureView):
         time_range: tuple[float, float] | None = None,
         highlight_critical: bool = True,
         width: float = 10.0,
+        show_idle: bool = True,
     ) -> None:
         self._source = source
         self.model: EngineModel = as_model(source)
         self.time_range = time_range
         self.highlight_critical = highlight_critical
         self.width = width
+        self.show_idle = show_idle
 
     def refresh(self) -> Timeline:
         """Read new events from the source trace."""
@@ -83,24 +98,61 @@ class Timeline(FigureView):
         """The worker lanes, top to bottom (see :meth:`EngineModel.lanes`)."""
         return self.model.lanes()
 
+    def idle(self) -> list[IdleSpan]:
+        """The lanes' idle spans with their reasons (``Trace.idle()``, from the model drawn)."""
+        if not self.show_idle:
+            return []
+        return idle_spans(self.model)
+
+    def describe_idle(self, span: IdleSpan) -> str:
+        """Hover text of an idle span: its reason, the var and the op it names, its length."""
+        ms = f"{1e3 * (span.end - span.start):.3f} ms"
+        op = self.model.ops.get(span.op) if span.op is not None else None
+        label = op.label if op is not None else (f"#{span.op}" if span.op is not None else "")
+        if span.reason == "waiting_on_var":
+            var = self.model.var_name(span.var) if span.var is not None else "?"
+            return f"{span.lane} idle {ms}: waiting on var {var!r}, held by op {label or '?'}"
+        if span.reason == "ready_not_started":
+            return f"{span.lane} idle {ms}: op {label} was ready but not started here"
+        later = f" (next: op {label})" if label else ""
+        return f"{span.lane} idle {ms}: nothing pushed yet{later}"
+
     def tooltips(self) -> dict[str, str]:
-        """Hover text per bar id (``'op12'``), for an :class:`SvgCanvas` showing :meth:`to_svg`.
+        """Hover text per bar id (``'op12'``) and idle span (``'idle3'``), for :meth:`to_svg` in a canvas.
 
         Matplotlib's SVG carries no ``<title>`` on a bar, so without these a
         hovered bar shows nothing.
         """
-        return {
+        tips = {
             f"op{iv.op_id}": self.model.ops[iv.op_id].summary()
             for lane in self.lanes()
             for iv in lane.intervals
         }
+        for index, span in enumerate(self.idle()):
+            tips[f"idle{index}"] = self.describe_idle(span)
+        return tips
+
+    def lineage_links(self) -> dict[str, list[str]]:
+        """Bar id -> the bar ids of the ops it depends on directly (for a click's lineage)."""
+        return lineage_links(self.model)
+
+    def canvas(self) -> Any:
+        """An :class:`~mxnb.widgets.SvgCanvas` drawing this timeline in the browser.
+
+        Hover names an op or an idle span's reason, var and op; a click marks
+        the clicked op's ancestors and descendants across lanes.
+        """
+        from .canvas import SvgCanvas
+
+        return SvgCanvas(timeline=self.to_data(), links=self.lineage_links())
 
     def to_data(self, flows: bool = False) -> dict[str, Any]:
         """The timeline as JSON-ready data for the browser's ``renderTimeline``.
 
         ``{"title", "span": [first_ms, last_ms], "lanes": [{"name", "kind", "device",
         "bars": [[op_id, start_ms, end_ms, name, state, error], ...]}], "critical":
-        [op ids], "flows": [[holder, waiter, "RAW a"], ...]}``; a wait bar has
+        [op ids], "flows": [[holder, waiter, "RAW a"], ...], "idle": [[lane name,
+        start_ms, end_ms, reason, hover text], ...]}``; a wait bar has
         ``op_id`` ``None`` and ``state`` ``"wait"``.  Flows (the dependency arrows)
         only when asked: a trace file's viewer draws them, the live panel does not.
         """
@@ -141,6 +193,7 @@ class Timeline(FigureView):
             "lanes": lanes,
             "critical": self.model.critical_path() if self.highlight_critical else [],
             "flows": [],
+            "idle": self.idle_data(),
         }
         if flows:
             data["flows"] = [
@@ -149,6 +202,24 @@ class Timeline(FigureView):
                 if e.holder in ops and ops[e.holder].start_time is not None
             ]
         return data
+
+    def idle_data(self) -> list[list[Any]]:
+        """The idle spans as ``to_data()`` gives them: ``[lane name, start_ms, end_ms, reason, hover]``."""
+        t0 = self.model.t0 or 0.0
+        shown = {
+            lane.worker: f"{lane.worker} [copy]" if lane.is_copy else lane.worker
+            for lane in self.lanes()
+        }
+        return [
+            [
+                shown.get(s.lane, s.lane),
+                _ms(s.start - t0),
+                _ms(s.end - t0),
+                s.reason,
+                self.describe_idle(s),
+            ]
+            for s in self.idle()
+        ]
 
     def wait_lanes(self) -> dict[str, list[tuple[float, float | None, str]]]:
         """Per waiting thread: (begin, end, what) of each wait; ``what`` is a var name or 'all'."""
@@ -189,8 +260,22 @@ class Timeline(FigureView):
                 axes.text(1e3 * begin, y + 0.32, f"wait {what}", fontsize=6, color="#555555")
             labels.append(f"wait: {thread}")
             y += 1
+        idle_by_lane: dict[str, list[tuple[int, IdleSpan]]] = {}
+        for index, span in enumerate(self.idle()):
+            idle_by_lane.setdefault(span.lane, []).append((index, span))
+        t0 = self.model.t0 or 0.0
         previous_device = None
         for lane in lanes:
+            for index, span in idle_by_lane.get(lane.worker, ()):
+                strip = axes.barh(
+                    y + 0.42,
+                    1e3 * (span.end - span.start),
+                    left=1e3 * (span.start - t0),
+                    height=0.12,
+                    color=IDLE_COLOURS[span.reason],
+                    linewidth=0,
+                )
+                strip.patches[0].set_gid(f"idle{index}")
             if previous_device is not None and lane.device != previous_device:
                 axes.axhline(y - 0.5, color="#bbbbbb", linewidth=0.8)
             previous_device = lane.device
@@ -229,6 +314,12 @@ class Timeline(FigureView):
         axes.grid(axis="x", color="#eeeeee")
         axes.set_axisbelow(True)
         handles = [Patch(color=c, label=n) for n, c in list(colours.assigned.items())[:12]]
+        reasons = {span.reason for spans in idle_by_lane.values() for _, span in spans}
+        handles.extend(
+            Patch(color=IDLE_COLOURS[r], label=f"idle: {r.replace('_', ' ')}")
+            for r in IDLE_COLOURS
+            if r in reasons
+        )
         if critical:
             handles.append(
                 Patch(facecolor="white", edgecolor="#d62728", linewidth=2, label="critical path")

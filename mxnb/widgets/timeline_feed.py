@@ -19,6 +19,10 @@ message carries ``seq``; a delta's ``base`` is the ``seq`` it applies to, so a
 view that missed one (drawn later, reloaded) asks for a resync and gets a
 full send.  The cost of a delta is in the ops that changed, the still
 unfinished ones and the new part of the critical path, not in the run.
+Idle spans (``Trace.idle()``) are read after the fact: :meth:`TimelineFeed.idle`
+gives them once the run is quiet (every pushed op finished, at most
+``LIVE_IDLE_OPS`` ops), tagged with the ``seq`` they belong to; the browser
+draws them until the next delta.
 
 State kept:
     model       the :class:`EngineModel` followed (a new one: a full send)
@@ -70,6 +74,20 @@ class TimelineFeed:
         self.seq = 0
         self.reset()
 
+    def idle(self, model: EngineModel) -> dict[str, Any] | None:
+        """``{"seq", "spans"}``: the idle spans (``Timeline.idle_data()``) of a quiet run; else None.
+
+        Quiet: every pushed op finished and the run has at most
+        :data:`~mxnb.widgets.stats.LIVE_IDLE_OPS` ops (attribution reads the whole run).
+        """
+        from .stats import LIVE_IDLE_OPS
+
+        if not model.ops or len(model.ops) > LIVE_IDLE_OPS:
+            return None
+        if any(op.end is None for op in model.ops.values()):
+            return None
+        return {"seq": self.seq, "spans": Timeline(model).idle_data()}
+
     def reset(self) -> None:
         """Forget what was sent: the next :meth:`next` is a full send (a view asked to resync)."""
         self.model: EngineModel | None = None
@@ -84,7 +102,7 @@ class TimelineFeed:
     # -- the full send: remember where everything stands --------------------
 
     def _full(self, model: EngineModel) -> dict[str, Any]:
-        data = Timeline(model).to_data()
+        data = Timeline(model, show_idle=False).to_data()  # idle spans: after the fact, not live
         data["seq"] = self.seq
         self.model = model
         self._ops_seen = len(model.ops)

@@ -128,6 +128,19 @@ test.describe("file viewers (no kernel)", () => {
     expect(await viewer.locator("svg.mxnb-timeline path.mxnb-flow").count(), "RAW, WAR arrows drawn").toBeGreaterThanOrEqual(3);
     await shot(page, "viewer-trace");
   });
+
+  test("a .diff.json opens as two runs' timelines, the slowed op outlined, the rows below", async ({ page }) => {
+    await page.locator(".jp-DirListing-item", { hasText: config.diff }).dblclick();
+    const viewer = page.locator(".jp-MainAreaWidget .mxnb-panel[data-rows]");
+    await viewer.waitFor({ timeout: 60_000 });
+    await expect(viewer.locator("svg.mxnb-timeline")).toHaveCount(2);
+    await expect(viewer.locator("svg.mxnb-timeline rect.mxnb-bar[id^='op']"), "two ops in each run").toHaveCount(4);
+    await expect(viewer.locator("svg.mxnb-timeline rect.mxnb-mark"), "the slowed op, in A and in B").toHaveCount(2);
+    const first = viewer.locator("table.mxnb-diff-rows tr").nth(1);
+    await expect(first).toContainText("slow");
+    await expect(viewer.locator("pre.mxnb-diff-summary")).toContainText("makespan ms");
+    await shot(page, "viewer-diff");
+  });
 });
 
 test("engine panels follow the active notebook's kernel", async ({ page }) => {
@@ -165,6 +178,9 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
     await inspect.waitFor({ timeout: 30_000 });
     await expect(inspect.locator("pre").first()).toHaveText(new RegExp(`^#${id} write5`));
     await inspect.screenshot({ path: path.join(config.artifacts, "panel-inspect.png") });
+    // its lineage is marked in both panels: the earlier writes and reads of 'a' are its ancestors
+    await page.waitForFunction(() => document.querySelectorAll(".mxnb-panel[data-view='dag'] g.node.mxnb-ancestor").length >= 5, null, { timeout: 30_000 });
+    await page.waitForFunction(() => document.querySelectorAll(".mxnb-panel[data-view='timeline'] rect.mxnb-ancestor").length >= 1, null, { timeout: 30_000 });
   });
 
   await test.step("deletes are folded into the ops that freed the arrays; the toggle shows them", async () => {

@@ -19,9 +19,10 @@ JSON and a trace written by ``mx.engine.trace``.  ``lab/lab.spec.mjs`` (Galata,
                  with an EngineMonitor on its Timeline tab: both draw every op (they
                  get deltas); a zoom after the deltas shows the bars a fresh drawing
                  zoomed the same way shows
-    viewers      a -symbol.json (MXNet's, and mxnb's own with a shape) and a
-                 .trace.json opened from the file browser show the graph (shapes,
-                 hover attributes) and the timeline (dependency arrows)
+    viewers      a -symbol.json (MXNet's, and mxnb's own with a shape), a
+                 .trace.json and a .diff.json opened from the file browser show the
+                 graph (shapes, hover attributes), the timeline (dependency arrows)
+                 and two runs' timelines with the slowed op outlined
     console      no test's page logged "widget model not found"
 
 Screenshots, Playwright's results and failure traces go to ``tests/lab/artifacts/``
@@ -130,6 +131,26 @@ def write_trace(path: pathlib.Path) -> None:
     trace.to_chrome_trace(path)
 
 
+def write_diff(path: pathlib.Path) -> None:
+    """Two runs of a small program, the second with ``slow`` 30 ms slower, as TraceDiffView saves them."""
+    import mxnb as mx
+    from mxnb.engine.trace import Trace
+    from mxnb.widgets import TraceDiffView
+
+    engine = mx.engine.get()
+    runs = []
+    for extra in (0.0, 0.03):  # far above what a loaded machine adds to a 2 ms sleep
+        with Trace() as trace:
+            a, b = engine.new_var(name="a"), engine.new_var(name="b")
+            engine.push_sync(lambda rctx: time.sleep(0.002), mx.cpu(), mutate_vars=[a], name="fast")
+            engine.push_sync(
+                lambda rctx, extra=extra: time.sleep(0.002 + extra), mx.cpu(), [a], [b], name="slow"
+            )
+            engine.wait_for_all()
+        runs.append(trace)
+    TraceDiffView(*runs, top=1).save(path)
+
+
 def write_own_symbol(path: pathlib.Path) -> None:
     """mxnb's own symbol JSON of a small MLP whose input has a shape (``__shape__``)."""
     import mxnb as mx
@@ -160,6 +181,7 @@ def lab_root(tmp_path: pathlib.Path) -> pathlib.Path:
     shutil.copy(SYMBOL, root / SYMBOL.name)
     write_own_symbol(root / OWN_SYMBOL)
     write_trace(root / "diamond.trace.json")
+    write_diff(root / "runs.diff.json")
     return root
 
 
@@ -211,6 +233,7 @@ def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_pa
         "own_symbol_nodes": len(json.loads((root / OWN_SYMBOL).read_text())["nodes"]),
         "own_symbol_shape": "(1, 784)",
         "trace": "diamond.trace.json",
+        "diff": "runs.diff.json",
         "artifacts": str(ARTIFACTS),
     }
     path = tmp_path / "lab_config.json"
@@ -232,5 +255,5 @@ def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_pa
     assert run.returncode == 0, output
     stats = json.loads(results.read_text())["stats"]
     assert (stats["unexpected"], stats["flaky"], stats["skipped"]) == (0, 0, 0), output
-    # 3 viewers, the panels, Notebook 7, the monitor, the streamed timeline, one per notebook
-    assert stats["expected"] == len(notebooks) + 7, output
+    # 4 viewers, the panels, Notebook 7, the monitor, the streamed timeline, one per notebook
+    assert stats["expected"] == len(notebooks) + 8, output

@@ -24,6 +24,7 @@ import pytest
 
 from mxnb.engine.trace import OpEnd, OpReady, OpStart, VarNew
 from mxnb.widgets import DependencyGraph, Timeline
+from mxnb.widgets.dag import lineage_links
 from mxnb.widgets.model import EngineModel
 from mxnb.widgets.timeline_feed import TimelineFeed
 
@@ -68,6 +69,7 @@ def canvas_fixtures(events) -> dict:
         "timeline": timeline.to_svg(),
         "timeline_tips": timeline.tooltips(),
         "timeline_data": timeline.to_data(flows=True),
+        "links": lineage_links(graph.model),
         "op_ids": [f"op{op.op_id}" for op in graph.visible_ops()],
         "var_ids": sorted(set(re.findall(r"\bvar\d+_\d+\b", var_graph.to_dot().source))),
     }
@@ -102,7 +104,8 @@ def timeline_stream(push, ops: int = 3000, chunks: int = 40) -> dict:
     for start in range(size, len(events), size):
         model.update(events[start : start + size])
         deltas.append(feed.next(model)[1])
-    final = {**Timeline(model).to_data(), "seq": deltas[-1]["seq"]}
+    # a live feed draws no idle spans (Trace.idle() is read after the fact)
+    final = {**Timeline(model, show_idle=False).to_data(), "seq": deltas[-1]["seq"]}
     return {"full": full, "deltas": deltas, "final": final, "ops": ops}
 
 
@@ -115,7 +118,17 @@ def test_canvas_js_draws_selects_shows_tooltips_zooms_and_pans_in_chromium(
     assert fixtures["var_ids"]
     for name in ("dag", "vars", "timeline"):
         assert 'id="op12"' in fixtures[name]
-    assert set(fixtures["timeline_tips"]) == set(fixtures["op_ids"])
+    bars = {key for key in fixtures["timeline_tips"] if key.startswith("op")}
+    assert bars == set(fixtures["op_ids"])
+    # 11 -> 12 -> (13, 14): the lineage the JS marks on a click
+    assert fixtures["links"] == {
+        "op11": [],
+        "op12": ["op11"],
+        "op13": ["op12"],
+        "op14": ["op11", "op12"],  # sgd_update rewrites weight: WAW on #11, WAR on #12
+    }
+    reasons = {span[3] for span in fixtures["timeline_data"]["idle"]}
+    assert reasons == {"nothing_pushed", "ready_not_started", "waiting_on_var"}
     fixtures["timeline_stream"] = timeline_stream(push)
     path = tmp_path / "canvas_fixtures.json"
     path.write_text(json.dumps(fixtures), encoding="utf-8")

@@ -126,3 +126,38 @@ def test_timeline_panel_shows_every_op_of_thousands_soon_after_the_run(
         assert shown >= count
     finally:
         channel.close()
+
+
+def test_a_clicked_op_sends_its_lineage_to_the_dag_and_timeline_panels():
+    comm = FakeComm()
+    channel = EngineChannel(comm, {"views": ["dag", "timeline"]}, background=False)
+    first, middle, last = push_chain(3)
+    comm.message({"inspect": middle})
+    channel.update()
+    assert comm.sent[-1]["lineage"] == {
+        "op": f"op{middle}",
+        "ancestors": [f"op{first}"],
+        "descendants": [f"op{last}"],
+    }
+    push_chain(1)
+    channel.update()
+    assert "lineage" not in comm.sent[-1]  # once per click: the panels keep it
+    comm.message({"inspect": first})
+    channel.update()
+    assert comm.sent[-1]["lineage"]["op"] == f"op{first}"
+    channel.close()
+
+
+def test_the_timeline_panel_gets_the_idle_spans_of_a_quiet_run():
+    comm = FakeComm()
+    channel = EngineChannel(comm, {"views": ["timeline"]}, background=False)
+    push_chain(3)
+    channel.update()
+    idle = comm.sent[-1]["timeline"]["idle"]
+    assert idle["seq"] == comm.sent[-1]["timeline"]["data"]["seq"]
+    assert {span[3] for span in idle["spans"]} <= {
+        "nothing_pushed",
+        "waiting_on_var",
+        "ready_not_started",
+    }
+    channel.close()

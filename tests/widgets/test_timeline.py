@@ -28,7 +28,9 @@ def test_svg_bars_carry_op_ids_for_the_extension(diamond):
 
 def test_tooltips_give_each_bar_its_op_summary(diamond):
     tips = Timeline(diamond).tooltips()
-    assert set(tips) == {"op1", "op2", "op3"}  # the ops that started: the bars drawn
+    bars = {key for key in tips if key.startswith("op")}
+    assert bars == {"op1", "op2", "op3"}  # the ops that started: the bars drawn
+    assert all(key.startswith("idle") for key in set(tips) - bars)  # idle spans: their own
     assert tips["op1"] == "#1 w [done] | worker cpu(0)/0 | 1.000 ms"
     assert tips["op3"] == "#3 r2 [failed] | worker cpu(0)/1 | 2.500 ms | ValueError('boom')"
 

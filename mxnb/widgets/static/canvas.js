@@ -8,9 +8,15 @@
 // frame's width but never below MIN_SCALE of it: a small graph is not blown up to the full
 // width, a wide one scrolls instead of shrinking to unreadable text.  Elements that share a
 // group with the selected one (the `groups` trait: id -> group key, e.g. a storage block)
-// are marked too.
+// are marked too.  Lineage: with the `links` trait (element id -> the ids of the ops it
+// depends on directly, Timeline / DependencyGraph .lineage_links()), a click marks every
+// ancestor ("mxnb-ancestor") and descendant ("mxnb-descendant") of the clicked op, across
+// lanes; a live view sends the clicked op's lineage itself instead (the `lineage` trait:
+// {op, ancestors, descendants}, element ids), computed by the kernel for that op only.  A timeline's idle spans ("idle3": Trace.idle(), coloured by reason) hover with the
+// reason, the var and the op.
 
-const CLICKABLE = /^(op\d+|entry-.+|var\d+_\d+)$/;
+const CLICKABLE = /^(op\d+|entry-.+|var\d+_\d+|idle\d+)$/;
+const IDLE_COLOURS = { nothing_pushed: "#bab0ac", waiting_on_var: "#e15759", ready_not_started: "#edc948" };
 const XLINK = "http://www.w3.org/1999/xlink";
 const MIN_SCALE = 0.5;
 
@@ -92,6 +98,8 @@ export class TimelineDrawing {
     this.flows = data.flows || [];
     this.lanes = (data.lanes || []).map((lane) => this.newLane(lane, lane.bars));
     this.critical = (data.critical || []).slice();
+    this.idle = data.idle || [];
+    this.marks = data.marks || [];
     this.redraw();
   }
 
@@ -99,6 +107,7 @@ export class TimelineDrawing {
   apply(delta) {
     if (this.seq === undefined || this.seq === null || delta.base !== this.seq) return false;
     this.seq = delta.seq;
+    if (this.idle && this.idle.length) this.setIdle([]); // a quiet run's idle spans: stale now
     this.title = delta.title;
     this.span = delta.span;
     let full = false;
@@ -174,6 +183,7 @@ export class TimelineDrawing {
       }
     });
     this.plot = element("g", { class: "mxnb-plot" }, lanesGroup);
+    this.drawIdle();
     this.labels = element("g", { class: "mxnb-labels", "pointer-events": "none" }, lanesGroup);
     this.lanes.forEach((lane, row) => {
       lane.y = TOP + row * LANE;
@@ -184,8 +194,51 @@ export class TimelineDrawing {
       for (const [key, bar] of lane.bars) this.place(lane, key, bar);
       for (const key of lane.cells.keys()) this.drawCell(lane, key);
     });
+    this.drawMarks();
     this.drawFlows(lanesGroup);
     this.drawFrame();
+  }
+
+  /** Marks [op_id, colour, label] (a trace diff's largest changes): an outline round the op's block. */
+  drawMarks() {
+    const g = element("g", { class: "mxnb-marks", "pointer-events": "none" }, this.plot);
+    for (const [op, colour, label] of this.marks || []) {
+      const where = this.opCell.get(op);
+      if (!where) continue;
+      const [lane, key] = where;
+      const drawn = lane.els.get(key);
+      element("rect", {
+        class: "mxnb-mark", x: drawn.start, y: lane.y + 1, width: drawn.end - drawn.start, height: LANE - 2,
+        fill: "none", stroke: colour, "stroke-width": 2.5, "vector-effect": "non-scaling-stroke",
+      }, g).dataset.op = op;
+      if (drawn.id) this.tips[drawn.id] = `${this.tips[drawn.id]} | ${label}`;
+    }
+  }
+
+  /** A live view's idle spans (a quiet run's): drawn until the next delta. */
+  setIdle(idle) {
+    for (const old of this.plot.querySelectorAll("g.mxnb-idle")) old.remove();
+    for (const id of Object.keys(this.tips)) if (id.startsWith("idle")) delete this.tips[id];
+    this.idle = idle || [];
+    this.drawIdle();
+  }
+
+  /** Idle spans [lane, start_ms, end_ms, reason, text]: a strip under the lane's bars, by reason. */
+  drawIdle() {
+    const rows = new Map(this.lanes.map((lane, row) => [lane.name, row]));
+    const g = element("g", { class: "mxnb-idle" }, this.plot);
+    this.plot.insertBefore(g, this.plot.firstChild); // under the bars
+    (this.idle || []).forEach(([name, start, end, reason, text], index) => {
+      const row = rows.get(name);
+      if (row === undefined) return;
+      const rect = element("rect", {
+        class: `mxnb-idle-span mxnb-idle-${reason}`, x: start, y: TOP + row * LANE + LANE - 6,
+        width: Math.max(end - start, 0), height: 4, fill: IDLE_COLOURS[reason] || "#ccc",
+        "fill-opacity": 0.8,
+      }, g);
+      rect.id = `idle${index}`;
+      this.tips[rect.id] = text;
+    });
   }
 
   /** The drawn blocks and ops (tests and the lab test read them). */
@@ -339,6 +392,29 @@ export class TimelineDrawing {
   }
 }
 
+/** [ancestors, descendants] of element `id`, given `links` (id -> ids it depends on directly). */
+export function lineage(links, id) {
+  const after = {};
+  for (const [other, preds] of Object.entries(links)) {
+    for (const pred of preds) (after[pred] = after[pred] || []).push(other);
+  }
+  const reach = (start, edges) => {
+    const seen = new Set([start]);
+    const stack = [start];
+    while (stack.length) {
+      for (const next of edges[stack.pop()] || []) {
+        if (!seen.has(next)) {
+          seen.add(next);
+          stack.push(next);
+        }
+      }
+    }
+    seen.delete(start);
+    return [...seen];
+  };
+  return [reach(id, links), reach(id, after)];
+}
+
 /** SVG text of a timeline `data` drawn `width` px wide; `tips` (id -> text) is filled in. */
 export function renderTimeline(data, width, tips = {}) {
   const drawing = new TimelineDrawing(width);
@@ -413,6 +489,11 @@ function render({ model, el }) {
   // A live timeline's delta (mxnb/widgets/timeline_feed.py): applied where it follows the
   // drawing, else (this view missed one) the kernel is asked for everything again.
   function onCustom(message) {
+    const idle = message && message.timeline_idle;
+    if (idle) {
+      if (drawing && drawing.seq === idle.seq) drawing.setIdle(idle.spans);
+      return;
+    }
     const delta = message && message.timeline_delta;
     if (!delta) return;
     const before = drawing ? drawing.fullDraws : 0;
@@ -461,10 +542,25 @@ function render({ model, el }) {
     for (const name of ["mxnb-selected", "mxnb-related"]) {
       frame.querySelectorAll(`.${name}`).forEach((n) => n.classList.remove(name));
     }
+    for (const name of ["mxnb-ancestor", "mxnb-descendant"]) {
+      frame.querySelectorAll(`.${name}`).forEach((n) => n.classList.remove(name));
+    }
     const id = model.get("selected");
     if (!id) return;
     const node = frame.querySelector(`[id="${CSS.escape(id)}"]`);
     if (node) node.classList.add("mxnb-selected");
+    const links = model.get("links") || {};
+    const given = model.get("lineage") || {};
+    if (given.op === id || links[id]) {
+      const [ancestors, descendants] =
+        given.op === id ? [given.ancestors || [], given.descendants || []] : lineage(links, id);
+      for (const [ids, name] of [[ancestors, "mxnb-ancestor"], [descendants, "mxnb-descendant"]]) {
+        for (const other of ids) {
+          const found = frame.querySelector(`[id="${CSS.escape(other)}"]`);
+          if (found) found.classList.add(name);
+        }
+      }
+    }
     const groups = model.get("groups") || {};
     const group = groups[id];
     if (group === undefined) return;
@@ -569,6 +665,8 @@ function render({ model, el }) {
   model.on("change:svg", draw);
   model.on("change:timeline", draw);
   model.on("change:selected", markSelected);
+  model.on("change:links", markSelected);
+  model.on("change:lineage", markSelected);
   model.on("change:groups", markSelected);
   model.on("msg:custom", onCustom);
   draw();
@@ -577,6 +675,8 @@ function render({ model, el }) {
     model.off("change:svg", draw);
     model.off("change:timeline", draw);
     model.off("change:selected", markSelected);
+    model.off("change:links", markSelected);
+    model.off("change:lineage", markSelected);
     model.off("change:groups", markSelected);
     model.off("msg:custom", onCustom);
   };

@@ -560,6 +560,88 @@ describe("zoom and pan", () => {
   });
 });
 
+describe("lineage (links trait)", () => {
+  const marked = (name) =>
+    page.evaluate((n) => [...document.querySelectorAll(`.mxnb-canvas .${n}`)].map((e) => e.id).sort(), name);
+
+  for (const [view, traits] of [
+    ["the DAG", () => ({ svg: fixtures.dag, links: fixtures.links })],
+    ["the timeline", () => ({ timeline: fixtures.timeline_data, links: fixtures.links })],
+  ]) {
+    it(`a click on an op in ${view} marks its ancestors and descendants across lanes`, async () => {
+      await mount(traits());
+      const point = await pointOn(view === "the DAG" ? '[id="op12"] text' : 'rect[id="op12"]');
+      await page.mouse.click(point.x, point.y);
+      assert.deepEqual(await selectedIds(), ["op12"]);
+      assert.deepEqual(await marked("mxnb-ancestor"), ["op11"]);
+      assert.deepEqual(await marked("mxnb-descendant"), ["op13", "op14"]);
+      await model.remote("selected", "op11");
+      assert.deepEqual(await marked("mxnb-ancestor"), []);
+      assert.deepEqual(await marked("mxnb-descendant"), ["op12", "op13", "op14"]);
+      await model.remote("links", {});
+      assert.deepEqual(await marked("mxnb-descendant"), [], "no links: no lineage");
+    });
+  }
+
+  it("a live view's lineage trait marks the op the kernel computed it for", async () => {
+    await mount({ timeline: fixtures.timeline_data, selected: "op13" });
+    await model.remote("lineage", { op: "op13", ancestors: ["op11", "op12"], descendants: [] });
+    assert.deepEqual(await marked("mxnb-ancestor"), ["op11", "op12"]);
+    await model.remote("selected", "op14");
+    assert.deepEqual(await marked("mxnb-ancestor"), [], "another op's lineage is not shown");
+  });
+});
+
+describe("idle spans on the timeline", () => {
+  it("draws each idle span under its lane, coloured by reason, hovering with its var and op", async () => {
+    await mount({ timeline: fixtures.timeline_data });
+    const spans = await page.evaluate(() =>
+      [...document.querySelectorAll(".mxnb-canvas rect.mxnb-idle-span")].map((r) => [r.id, r.getAttribute("fill")]),
+    );
+    assert.equal(spans.length, fixtures.timeline_data.idle.length);
+    const colours = { nothing_pushed: "#bab0ac", waiting_on_var: "#e15759", ready_not_started: "#edc948" };
+    spans.forEach(([id, fill]) => assert.equal(fill, colours[fixtures.timeline_data.idle[Number(id.slice(4))][3]]));
+    const index = fixtures.timeline_data.idle.findIndex((span) => span[3] === "waiting_on_var");
+    const point = await pointOn(`rect[id="idle${index}"]`);
+    await page.mouse.move(point.x, point.y);
+    const tip = await page.evaluate(() => document.querySelector(".mxnb-tooltip").textContent);
+    assert.equal(tip, fixtures.timeline_data.idle[index][4]);
+    assert.match(tip, /waiting on var '\w+', held by op #\d+ \w+/);
+  });
+});
+
+describe("a live timeline's idle spans (msg:custom timeline_idle)", () => {
+  it("draws a quiet run's idle spans for the drawing they belong to, until the next delta", async () => {
+    const data = { ...fixtures.timeline_data, idle: [], seq: 5 };
+    const spans = fixtures.timeline_data.idle;
+    await mount({ timeline: data });
+    const count = () => page.evaluate(() => document.querySelectorAll(".mxnb-canvas rect.mxnb-idle-span").length);
+    assert.equal(await count(), 0);
+    await page.evaluate((m) => window.canvas.model.custom(m), { timeline_idle: { seq: 4, spans } });
+    assert.equal(await count(), 0, "spans of another drawing are not drawn");
+    await page.evaluate((m) => window.canvas.model.custom(m), { timeline_idle: { seq: 5, spans } });
+    assert.equal(await count(), spans.length);
+    const delta = { seq: 6, base: 5, title: data.title, span: data.span, critical: [data.critical.length, []], bars: {} };
+    await page.evaluate((m) => window.canvas.model.custom(m), { timeline_delta: delta });
+    assert.equal(await count(), 0, "a delta makes them stale");
+  });
+});
+
+describe("marks on the timeline (a trace diff's largest changes)", () => {
+  it("outlines each marked op's block in its colour and adds the label to its hover", async () => {
+    const marks = [[12, "#d62728", "+5.000 ms"], [14, "#2ca02c", "-1.000 ms"], [999, "#d62728", "not drawn"]];
+    await mount({ timeline: { ...fixtures.timeline_data, marks } });
+    const drawn = await page.evaluate(() =>
+      [...document.querySelectorAll(".mxnb-canvas rect.mxnb-mark")].map((r) => [r.dataset.op, r.getAttribute("stroke")]),
+    );
+    assert.deepEqual(drawn, [["12", "#d62728"], ["14", "#2ca02c"]]);
+    const point = await pointOn('rect[id="op12"]');
+    await page.mouse.move(point.x, point.y);
+    const tip = await page.evaluate(() => document.querySelector(".mxnb-tooltip").textContent);
+    assert.match(tip, /^#12 fc1 .* \| \+5\.000 ms$/);
+  });
+});
+
 describe("timeline drawn in the browser (timeline trait)", () => {
   const barCount = () => page.evaluate(() => document.querySelectorAll(".mxnb-canvas rect.mxnb-bar").length);
 
@@ -733,7 +815,7 @@ describe("model changes", () => {
     assert.deepEqual(await selectedIds(), [op]);
   });
 
-  it("registers change:svg, change:selected and change:groups; the cleanup it returns unregisters them", async () => {
+  it("registers change:svg, change:selected, change:groups and change:links; the cleanup it returns unregisters them", async () => {
     await mount({ svg: fixtures.dag });
     assert.equal(await model.listenerCount("change:svg"), 1);
     assert.equal(await model.listenerCount("change:selected"), 1);
@@ -741,7 +823,7 @@ describe("model changes", () => {
     assert.equal(await model.listenerCount("change:svg"), 0);
     assert.equal(await model.listenerCount("change:selected"), 0);
     const registered = (await model.calls()).filter((c) => c[0] === "on" || c[0] === "off");
-    const traits = ["change:groups", "change:selected", "change:svg", "change:timeline", "msg:custom"];
+    const traits = ["change:groups", "change:lineage", "change:links", "change:selected", "change:svg", "change:timeline", "msg:custom"];
     assert.deepEqual(registered.filter((c) => c[0] === "on").map((c) => c[1]).sort(), traits);
     assert.deepEqual(registered.filter((c) => c[0] === "off").map((c) => c[1]).sort(), traits);
 

@@ -1,0 +1,222 @@
+"""Two runs side by side: their timelines aligned, what changed marked.
+
+Idea: :meth:`~mxnb.engine.trace.Trace.diff` says in rows which ops got
+slower or faster and which ran in one run only; this view shows where on the
+two timelines that happened.  Run A on top, run B below, both on one time
+axis (milliseconds since each run's first push), so the same op sits at the
+same place when nothing changed.  The ``top`` largest changes are outlined —
+red where B is slower, green where it is faster — and labelled with the
+change; ops of one run only are hatched.  A table of both runs' makespan,
+overlap, critical path and idle time by reason sits in :meth:`to_text`.
+:meth:`save` writes the same as a ``*.diff.json`` file, which the JupyterLab
+extension opens as a panel: the two timelines drawn in the browser, aligned,
+the changes outlined, the ranked rows below.
+
+Rule: drawing never touches the engine; the diff is computed once, when the
+view is made (:class:`~mxnb.engine.trace_diff.TraceDiff`).
+
+State kept:
+    diff     the :class:`~mxnb.engine.trace_diff.TraceDiff` of A against B
+    models   the two runs' models (A, B)
+    top      how many of the largest changes are marked
+
+Example::
+
+    >>> from mxnb.engine.events import OpPush, OpStart, OpEnd
+    >>> def run(extra):
+    ...     return [OpPush(0.0, 1, 'conv', 'cpu(0)', (), (7,), 0, ()),
+    ...             OpStart(0.0, 1, 'cpu(0)/0', 't'), OpEnd(0.002 + extra, 1)]
+    >>> view = TraceDiffView(run(0.0), run(0.005))
+    >>> view.marked()
+    {'a': {1: '+5.000 ms'}, 'b': {1: '+5.000 ms'}}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..atomic_file import write_atomically
+from ..engine.trace_diff import TraceDiff
+from ._render import FigureView, NameColours
+from .dag import as_model
+from .model import EngineModel, name_group
+
+__all__ = ["TraceDiffView"]
+
+SLOWER = "#d62728"
+FASTER = "#2ca02c"
+ONE_RUN = "#ff7f0e"
+
+
+class TraceDiffView(FigureView):
+    """Runs A and B as two aligned timelines, the largest changes marked (``to_png`` / ``to_svg``).
+
+    Parameters
+    ----------
+    a, b : Trace, EngineModel or list of Event
+        The two runs (A is the reference).
+    top : int
+        How many of the largest changes to mark.
+    width : float
+        Figure width in inches.
+    """
+
+    def __init__(self, a: Any, b: Any, top: int = 5, width: float = 10.0) -> None:
+        self.diff = TraceDiff.of(a, b)
+        self.models: tuple[EngineModel, EngineModel] = (as_model(a), as_model(b))
+        self.top = top
+        self.width = width
+
+    def marked(self) -> dict[str, dict[int, str]]:
+        """Per run ('a', 'b'): op id -> the label of its mark, for the ``top`` largest changes."""
+        marks: dict[str, dict[int, str]] = {"a": {}, "b": {}}
+        for row in self.diff.rows[: self.top]:
+            label = f"{1e3 * row.change:+.3f} ms"
+            if row.kind == "only_a":
+                label = "only in A"
+            elif row.kind == "only_b":
+                label = "only in B"
+            if row.b is not None:
+                marks["b"][row.b] = label
+            if row.a is not None:
+                marks["a"][row.a] = label
+        return marks
+
+    def _change_of(self) -> dict[tuple[str, int], float]:
+        change: dict[tuple[str, int], float] = {}
+        for row in self.diff.rows[: self.top]:
+            for run, op in (("a", row.a), ("b", row.b)):
+                if op is not None:
+                    change[(run, op)] = row.change
+        return change
+
+    def figure(self) -> Any:
+        """Draw A above B on one time axis, the ``top`` changes outlined and labelled."""
+        from matplotlib.figure import Figure
+        from matplotlib.patches import Patch
+
+        lanes = [len(model.lanes()) for model in self.models]
+        figure = Figure(figsize=(self.width, 2.0 + 0.45 * max(sum(lanes), 2)))
+        axes_a, axes_b = figure.subplots(
+            2, 1, sharex=True, gridspec_kw={"height_ratios": [max(n, 1) for n in lanes]}
+        )
+        colours = NameColours()
+        marks = self.marked()
+        change = self._change_of()
+        only = {("a", row.a) for row in self.diff.only_a()} | {
+            ("b", row.b) for row in self.diff.only_b()
+        }
+        summaries = {"a": self.diff.a, "b": self.diff.b}
+        for run, axes, model in (("a", axes_a, self.models[0]), ("b", axes_b, self.models[1])):
+            origin = min((op.push for op in model.ops.values() if op.push is not None), default=0.0)
+            labels = []
+            for y, lane in enumerate(model.lanes()):
+                labels.append(lane.worker)
+                for iv in lane.intervals:
+                    op = model.ops[iv.op_id]
+                    if op.start is None:
+                        continue
+                    end = op.end if op.end is not None else op.start
+                    key = (run, iv.op_id)
+                    edge, width, hatch = "#333333", 0.4, None
+                    if key in change:
+                        edge, width = (SLOWER if change[key] > 0 else FASTER), 2.2
+                    if key in only:
+                        edge, hatch = ONE_RUN, "//"
+                    bars = axes.barh(
+                        y,
+                        1e3 * max(end - op.start, 1e-7),
+                        left=1e3 * (op.start - origin),
+                        height=0.7,
+                        color=colours(name_group(op.name)),
+                        edgecolor=edge,
+                        linewidth=width,
+                        hatch=hatch,
+                    )
+                    bars.patches[0].set_gid(f"{run}-op{iv.op_id}")
+                    if iv.op_id in marks[run]:
+                        axes.text(
+                            1e3 * (end - origin),
+                            y - 0.42,
+                            f"{op.name}: {marks[run][iv.op_id]}",
+                            fontsize=7,
+                            color=edge,
+                        )
+            axes.set_yticks(range(len(labels)))
+            axes.set_yticklabels(labels, fontsize=8)
+            axes.set_ylim(max(len(labels), 1) - 0.5, -0.8)
+            summary = summaries[run]
+            axes.set_title(
+                f"run {run.upper()}: makespan {1e3 * summary.makespan:.3f} ms, "
+                f"{summary.overlap:.2f} ops at once, critical path {len(summary.critical_path)} ops",
+                fontsize=9,
+                loc="left",
+            )
+            axes.grid(axis="x", color="#eeeeee")
+            axes.set_axisbelow(True)
+        axes_b.set_xlabel("time since the run's first push (ms)")
+        handles = [Patch(color=c, label=n) for n, c in list(colours.assigned.items())[:10]]
+        handles += [
+            Patch(facecolor="white", edgecolor=SLOWER, linewidth=2, label="slower in B"),
+            Patch(facecolor="white", edgecolor=FASTER, linewidth=2, label="faster in B"),
+            Patch(facecolor="white", edgecolor=ONE_RUN, hatch="//", label="in one run only"),
+        ]
+        axes_a.legend(
+            handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False
+        )
+        return figure
+
+    def to_data(self) -> dict[str, Any]:
+        """The two timelines (``Timeline.to_data()`` each) and the ranked rows, JSON-ready.
+
+        Both timelines get the same span (aligned axes) and ``marks``: ``[[op_id,
+        colour, label], ...]`` for the ``top`` largest changes, which the browser's
+        ``renderTimeline`` outlines (the JupyterLab viewer of ``*.diff.json`` files).
+        """
+        from .timeline import Timeline
+
+        marks = self.marked()
+        change = self._change_of()
+        timelines = {}
+        for run, model in (("a", self.models[0]), ("b", self.models[1])):
+            data = Timeline(model).to_data()
+            data["title"] = f"run {run.upper()}: {data['title']}"
+            data["marks"] = [
+                [op, SLOWER if change.get((run, op), 0.0) > 0 else FASTER, label]
+                if not label.startswith("only")
+                else [op, ONE_RUN, label]
+                for op, label in marks[run].items()
+            ]
+            timelines[run] = data
+        end = max(timelines["a"]["span"][1], timelines["b"]["span"][1])
+        for data in timelines.values():
+            data["span"] = [0.0, end]
+        rows = [
+            {
+                "name": row.name,
+                "kind": row.kind,
+                "a": row.a,
+                "b": row.b,
+                "change_ms": round(1e3 * row.change, 6),
+            }
+            for row in self.diff.rows
+        ]
+        return {
+            "a": timelines["a"],
+            "b": timelines["b"],
+            "rows": rows,
+            "marked": {run: sorted(ops) for run, ops in marks.items()},
+            "summary": self.to_text(),
+        }
+
+    def save(self, path: str | os.PathLike[str]) -> str:
+        """Write :meth:`to_data` as JSON (atomically) for JupyterLab's diff viewer; name it ``*.diff.json``."""
+        document = {"mxnb_trace_diff": 1, **self.to_data()}
+        write_atomically(path, json.dumps(document).encode("utf-8"))
+        return os.fspath(path)
+
+    def to_text(self) -> str:
+        """The diff's table: both runs' figures, then the largest changes."""
+        return self.diff.to_text(top=max(self.top, 10))
