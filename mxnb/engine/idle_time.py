@@ -93,7 +93,7 @@ def traced_span(events: Iterable[Event]) -> tuple[float, float]:
 def _holder(op: OpRecord, ops: dict[int, OpRecord]) -> tuple[int | None, int | None]:
     """(var, op) of the dependency of ``op`` whose holder finished last (unknown ends count as last)."""
     best: tuple[float, int] | None = None
-    chosen = (None, None)
+    chosen: tuple[int | None, int | None] = (None, None)
     for index, dep in enumerate(op.waits_on):
         holder = ops.get(dep.op_id)
         end = holder.end if holder is not None and holder.end is not None else math.inf
@@ -131,9 +131,9 @@ def _pool_segments(
     for index, t in enumerate(points[:-1]):
         for kind, op in starts.get(t, ()):
             if kind == "ready":
-                heapq.heappush(ready_heap, (op.ready, op.seq, op.start, op.op_id))
+                heapq.heappush(ready_heap, (op.ready, op.seq, op.start, op.op_id))  # type: ignore[misc]  # ready and started: both times known
             else:
-                heapq.heappush(wait_heap, (op.ready, op.seq, op.op_id))
+                heapq.heappush(wait_heap, (op.ready, op.seq, op.op_id))  # type: ignore[misc]  # ready: its time known
         while ready_heap and ready_heap[0][2] <= t:
             heapq.heappop(ready_heap)
         while wait_heap and wait_heap[0][0] <= t:
@@ -141,6 +141,7 @@ def _pool_segments(
         lo, hi = max(t, first), min(points[index + 1], last)
         if hi <= lo:
             continue
+        entry: tuple[str, int | None, int | None]
         if ready_heap:
             entry = ("ready_not_started", ready_heap[0][3], None)
         elif wait_heap:
@@ -206,10 +207,10 @@ def idle_spans(model: TraceModel, span: tuple[float, float] | None = None) -> li
         for gap_start, gap_end in _gaps(busy[worker], first, last):
             index = max(0, bisect.bisect_right(seg_starts, gap_start) - 1)
             while index < len(pool_segments) and pool_segments[index][0] < gap_end:
-                lo, hi, reason, op, var = pool_segments[index]
+                lo, hi, reason, op_id, var = pool_segments[index]
                 lo, hi = max(lo, gap_start), min(hi, gap_end)
                 if hi > lo:
-                    spans.append(IdleSpan(worker, lo, hi, reason, op, var))
+                    spans.append(IdleSpan(worker, lo, hi, reason, op_id, var))
                 index += 1
     return spans
 

@@ -190,7 +190,7 @@ def _shared_var(model: TraceModel, span: float) -> list[Finding]:
         writers = writers_of.get(var, [])
         if len(pairs) < 3 or len({_DIGITS.sub("#", ops[w].name) for w in writers}) < 2:
             continue  # too few waits, or every writer runs the same op: no two pipelines
-        if sum(ops[w].ready - ops[w].push for _, w in pairs) < 0.2 * span:  # type: ignore[operator]
+        if sum(ops[w].ready - ops[w].push for _, w in pairs) < 0.2 * span:  # type: ignore[operator, misc]
             continue  # even every wait through it would not cost a fifth of the run
         group = _groups_without(model, var)
         kinds: dict[int, set[str]] = {}  # pipeline -> what its ops run (names, digits folded)
@@ -201,7 +201,7 @@ def _shared_var(model: TraceModel, span: float) -> list[Finding]:
         if len(pipelines) < 2 or not _some_disjoint(distinct):
             continue  # one producer cycling through buffers: its own order, not two pipelines
         crossing = [(h, w) for h, w in pairs if group[h] != group[w]]
-        lost = sum(ops[w].ready - ops[w].push for _, w in crossing)  # type: ignore[operator]
+        lost = sum(ops[w].ready - ops[w].push for _, w in crossing)  # type: ignore[operator, misc]
         if len(crossing) >= 3 and lost >= 0.2 * span:
             name = model.var_name(var)
             findings.append(
@@ -250,11 +250,11 @@ def _wait_in_loop(model: TraceModel, links: Any, span: float) -> list[Finding]:
                 best = run
         blocked = sum((waits[i].end or 0.0) - waits[i].begin for i in best)
         if len(best) >= 3 and blocked >= 0.5 * span:
-            ids = tuple(i for k in best for i in rounds[k])
+            flagged = tuple(i for k in best for i in rounds[k])
             findings.append(
                 Finding(
                     "wait_in_loop",
-                    ids,
+                    flagged,
                     f"thread {thread!r} waited {len(best)} times in a loop, each time for ops that "
                     f"needed nothing from the earlier rounds ({1e3 * blocked:.1f} ms blocked), so "
                     "they ran one round at a time; push every round first and wait once after "

@@ -198,116 +198,139 @@ def replay(
 
 def _simulate(model, links, inline, pool_of, counts, duration, plans, first) -> list[Event]:
     """Run the list scheduler and the front ends as one discrete-event simulation: its events."""
-    ops = model.ops
-    events: list[Event] = [VarNew(first, v, r.name) for v, r in model.vars.items()]
-    heap: list[tuple[float, int, int, object]] = []  # (time, order, kind, payload)
-    order = 0
-    finish_kind, resume_kind = 0, 1
+    return _Simulation(model, links, inline, pool_of, counts, duration, plans, first).run()
 
-    def at(time: float, kind: int, payload: object) -> None:
-        nonlocal order
-        order += 1
-        heapq.heappush(heap, (time, order, kind, payload))
 
-    waiting_preds = {i: len(deps) for i, deps in links.items()}
-    dependents: dict[int, list[int]] = {}
-    for i, deps in links.items():
-        for dep in deps:
-            dependents.setdefault(dep.op_id, []).append(i)
-    released: set[int] = set()
-    finished: set[int] = set()
-    blocked: dict[str, set[int]] = {}  # front-end thread -> ops it waits for
-    open_wait: dict[str, int] = {}  # front-end thread -> id of the wait it is in
-    cursor = dict.fromkeys(plans, 0)
-    ready: dict[str, list[tuple[int, float, int, int]]] = {p: [] for p in counts}
-    free: dict[str, list[int]] = {p: list(range(n)) for p, n in counts.items()}
-    lane_of: dict[int, int] = {}
-    for thread, plan in plans.items():
-        if plan:
-            at(first + plan[0][0], resume_kind, thread)
+_FINISH, _RESUME = 0, 1  # what an item of the simulation's heap is: an op ending, a thread resuming
 
-    def make_ready(op_id: int, now: float) -> None:
-        events.append(OpReady(now, op_id))
-        if op_id in inline:  # the pushing thread runs it at once
-            events.append(OpStart(now, op_id, ops[op_id].worker, "replay"))
-            at(now + duration[op_id], finish_kind, op_id)
-        else:
-            op = ops[op_id]
-            heapq.heappush(ready[pool_of[op_id]], (-op.priority, now, op.seq, op_id))
 
-    def action_done(thread: str, now: float) -> None:
-        if thread in open_wait:
-            events.append(WaitEnd(now, open_wait.pop(thread)))
-        if cursor[thread] < len(plans[thread]):
-            at(now + plans[thread][cursor[thread]][0], resume_kind, thread)
+class _Simulation:
+    """The state of one replay: the clock's heap, who waits for whom, the free lanes."""
 
-    def act(thread: str, now: float) -> None:
-        _, kind, payload = plans[thread][cursor[thread]]
-        cursor[thread] += 1
-        if kind == "push":
-            op = ops[payload]
-            released.add(op.op_id)
-            deps = tuple(d for d in links[op.op_id] if d.op_id not in finished)
-            events.append(
-                OpPush(
-                    now,
-                    op.op_id,
-                    op.name,
-                    op.ctx,
-                    op.const_vars,
-                    op.mutate_vars,
-                    op.priority,
-                    deps,
-                    thread,
-                )
-            )
-            if waiting_preds[op.op_id] == 0:
-                make_ready(op.op_id, now)
-            targets = {op.op_id} - finished if op.op_id in inline else set()
-        else:
-            targets = {t for t in payload if t not in finished}
-            open_wait[thread] = len(events)
-            events.append(WaitBegin(now, open_wait[thread], None, thread))
-        if targets:
-            blocked[thread] = targets
-        else:
-            action_done(thread, now)
+    def __init__(self, model, links, inline, pool_of, counts, duration, plans, first) -> None:
+        self.ops = model.ops
+        self.links, self.inline, self.pool_of = links, inline, pool_of
+        self.duration, self.plans = duration, plans
+        self.events: list[Event] = [VarNew(first, v, r.name) for v, r in model.vars.items()]
+        self.heap: list[tuple[float, int, int, Any]] = []  # (time, order, kind, payload)
+        self.order = 0
+        self.waiting_preds = {i: len(deps) for i, deps in links.items()}
+        self.dependents: dict[int, list[int]] = {}
+        for i, deps in links.items():
+            for dep in deps:
+                self.dependents.setdefault(dep.op_id, []).append(i)
+        self.released: set[int] = set()
+        self.finished: set[int] = set()
+        self.blocked: dict[str, set[int]] = {}  # front-end thread -> ops it waits for
+        self.open_wait: dict[str, int] = {}  # front-end thread -> id of the wait it is in
+        self.cursor = dict.fromkeys(plans, 0)
+        self.ready: dict[str, list[tuple[int, float, int, int]]] = {p: [] for p in counts}
+        self.free: dict[str, list[int]] = {p: list(range(n)) for p, n in counts.items()}
+        self.lane_of: dict[int, int] = {}
+        for thread, plan in plans.items():
+            if plan:
+                self.at(first + plan[0][0], _RESUME, thread)
 
-    while heap:
-        now = heap[0][0]
-        while heap and heap[0][0] == now:
-            _, _, kind, payload = heapq.heappop(heap)
-            if kind == resume_kind:
-                act(payload, now)
-                continue
-            finished.add(payload)
-            events.append(OpEnd(now, payload))
-            lane = lane_of.pop(payload, None)
-            made_ready = []
-            for succ in dependents.get(payload, ()):
-                waiting_preds[succ] -= 1
-                if waiting_preds[succ] == 0 and succ in released:
-                    made_ready.append(succ)
-            for succ in sorted(made_ready, key=lambda i: ops[i].seq):
-                if lane is not None and succ not in inline and pool_of[succ] == pool_of[payload]:
-                    events.append(OpReady(now, succ))  # the worker runs it next: a chain
-                    lane_of[succ] = lane
-                    events.append(OpStart(now, succ, f"{pool_of[succ]}/{lane}", "replay"))
-                    at(now + duration[succ], finish_kind, succ)
-                    lane = None
+    def at(self, time: float, kind: int, payload: Any) -> None:
+        """Schedule ``payload`` (an op ending, a thread resuming) at ``time``."""
+        self.order += 1
+        heapq.heappush(self.heap, (time, self.order, kind, payload))
+
+    def run(self) -> list[Event]:
+        """Advance the clock until nothing is left; hand ready ops to free lanes at each instant."""
+        while self.heap:
+            now = self.heap[0][0]
+            while self.heap and self.heap[0][0] == now:
+                _, _, kind, payload = heapq.heappop(self.heap)
+                if kind == _RESUME:
+                    self.act(payload, now)
                 else:
-                    make_ready(succ, now)
-            if lane is not None:
-                heapq.heappush(free[pool_of[payload]], lane)
-            for thread, targets in list(blocked.items()):
-                targets.discard(payload)
-                if not targets:
-                    del blocked[thread]
-                    action_done(thread, now)
-        for pool, queue in ready.items():
-            while queue and free[pool]:
+                    self.finish(payload, now)
+            self.start_ready(now)
+        return self.events
+
+    def start(self, op_id: int, lane: int, now: float) -> None:
+        """Run ``op_id`` on lane ``lane`` of its pool from ``now``."""
+        self.lane_of[op_id] = lane
+        self.events.append(OpStart(now, op_id, f"{self.pool_of[op_id]}/{lane}", "replay"))
+        self.at(now + self.duration[op_id], _FINISH, op_id)
+
+    def start_ready(self, now: float) -> None:
+        """Each pool's best ready ops onto its free lanes."""
+        for pool, queue in self.ready.items():
+            while queue and self.free[pool]:
                 op_id = heapq.heappop(queue)[3]
-                lane_of[op_id] = heapq.heappop(free[pool])
-                events.append(OpStart(now, op_id, f"{pool}/{lane_of[op_id]}", "replay"))
-                at(now + duration[op_id], finish_kind, op_id)
-    return events
+                self.start(op_id, heapq.heappop(self.free[pool]), now)
+
+    def make_ready(self, op_id: int, now: float) -> None:
+        """``op_id`` has everything: the pushing thread runs it (inline), or its pool queues it."""
+        self.events.append(OpReady(now, op_id))
+        if op_id in self.inline:  # the pushing thread runs it at once
+            self.events.append(OpStart(now, op_id, self.ops[op_id].worker, "replay"))
+            self.at(now + self.duration[op_id], _FINISH, op_id)
+        else:
+            op = self.ops[op_id]
+            heapq.heappush(self.ready[self.pool_of[op_id]], (-op.priority, now, op.seq, op_id))
+
+    def finish(self, op_id: int, now: float) -> None:
+        """``op_id`` ends: its dependents may be ready (a chain stays on its lane), waits may end."""
+        self.finished.add(op_id)
+        self.events.append(OpEnd(now, op_id))
+        lane = self.lane_of.pop(op_id, None)
+        made_ready = []
+        for succ in self.dependents.get(op_id, ()):
+            self.waiting_preds[succ] -= 1
+            if self.waiting_preds[succ] == 0 and succ in self.released:
+                made_ready.append(succ)
+        for succ in sorted(made_ready, key=lambda i: self.ops[i].seq):
+            same_pool = succ not in self.inline and self.pool_of[succ] == self.pool_of[op_id]
+            if lane is not None and same_pool:
+                self.events.append(OpReady(now, succ))  # the worker runs it next: a chain
+                self.start(succ, lane, now)
+                lane = None
+            else:
+                self.make_ready(succ, now)
+        if lane is not None:
+            heapq.heappush(self.free[self.pool_of[op_id]], lane)
+        for thread, targets in list(self.blocked.items()):
+            targets.discard(op_id)
+            if not targets:
+                del self.blocked[thread]
+                self.action_done(thread, now)
+
+    def action_done(self, thread: str, now: float) -> None:
+        """The front-end thread's action is over: end its wait, schedule its next action."""
+        if thread in self.open_wait:
+            self.events.append(WaitEnd(now, self.open_wait.pop(thread)))
+        plan = self.plans[thread]
+        if self.cursor[thread] < len(plan):
+            self.at(now + plan[self.cursor[thread]][0], _RESUME, thread)
+
+    def act(self, thread: str, now: float) -> None:
+        """The front-end thread's next recorded action: a push, or a wait for some ops."""
+        _, kind, payload = self.plans[thread][self.cursor[thread]]
+        self.cursor[thread] += 1
+        if kind == "push":
+            targets = self.push(self.ops[payload], thread, now)
+        else:
+            targets = {t for t in payload if t not in self.finished}
+            self.open_wait[thread] = len(self.events)
+            self.events.append(WaitBegin(now, self.open_wait[thread], None, thread))
+        if targets:
+            self.blocked[thread] = targets
+        else:
+            self.action_done(thread, now)
+
+    def push(self, op: OpRecord, thread: str, now: float) -> set[int]:
+        """Push ``op``; return what the pusher now waits for (an inline op: the op itself)."""
+        self.released.add(op.op_id)
+        deps = tuple(d for d in self.links[op.op_id] if d.op_id not in self.finished)
+        self.events.append(
+            OpPush(
+                now, op.op_id, op.name, op.ctx, op.const_vars, op.mutate_vars, op.priority,
+                deps, thread,
+            )
+        )  # fmt: skip
+        if self.waiting_preds[op.op_id] == 0:
+            self.make_ready(op.op_id, now)
+        return {op.op_id} - self.finished if op.op_id in self.inline else set()
