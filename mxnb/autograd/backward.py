@@ -387,6 +387,27 @@ def _free(node: _Node) -> None:
     node.inputs = [None] * len(node.inputs)
 
 
+class _SymbolNaming:
+    """The variables :func:`get_symbol` makes: ``var0``, ``var1`` ... (one per marked array), ``const0`` ..."""
+
+    def __init__(self, sym_module: Any) -> None:
+        self.sym_module = sym_module
+        self.counters = {"var": 0, "const": 0}
+        self.leaves: dict[Any, Any] = {}  # marked array's leaf -> its variable
+
+    def variable(self, kind: str) -> Any:
+        """A new variable named ``<kind><n>``."""
+        name = f"{kind}{self.counters[kind]}"
+        self.counters[kind] += 1
+        return self.sym_module.Variable(name)
+
+    def leaf(self, leaf: Any) -> Any:
+        """The variable of a marked array (made at its first use)."""
+        if leaf not in self.leaves:
+            self.leaves[leaf] = self.variable("var")
+        return self.leaves[leaf]
+
+
 def get_symbol(x: Any) -> Any:
     """Return the recorded history of ``x`` as a Symbol (MXNet: ``autograd.get_symbol``).
 
@@ -415,14 +436,7 @@ def get_symbol(x: Any) -> Any:
     if entry.leaf is not None:
         return sym_module.Variable("var0")
     order = _Backward([x], None, None, True, True)._topological()
-    names: dict[Any, Any] = {}
-    counters = {"var": 0, "const": 0}
-
-    def variable(kind: str) -> Any:
-        name = f"{kind}{counters[kind]}"
-        counters[kind] += 1
-        return sym_module.Variable(name)
-
+    naming = _SymbolNaming(sym_module)
     outputs: dict[tuple[_Node, int], Any] = {}
     for number, node in enumerate(order):
         op_name = node.prop.type_string
@@ -433,14 +447,12 @@ def get_symbol(x: Any) -> Any:
         inputs = []
         for input_entry in node.inputs:
             if input_entry is None:
-                inputs.append(variable("const"))
+                inputs.append(naming.variable("const"))
             elif input_entry.leaf is not None:
-                if input_entry.leaf not in names:
-                    names[input_entry.leaf] = variable("var")
-                inputs.append(names[input_entry.leaf])
+                inputs.append(naming.leaf(input_entry.leaf))
             else:
                 inputs.append(outputs[(input_entry.node, input_entry.index)])
-        inputs += [variable("const") for _ in node.aux]
+        inputs += [naming.variable("const") for _ in node.aux]
         result = sym_module.create(
             op_name, *inputs, name=f"{op_name.lower()}{number}", **node.prop.get_params_str()
         )

@@ -118,22 +118,24 @@ class DataParallelExecutorGroup:
                 self.contexts, self.slices, shared, self.shared_data_arrays
             )
         ]
-        self.param_arrays = [[e.arg_dict[name] for e in self.execs] for name in self.param_names]
-        if for_training:
-            self.grad_arrays = [
-                [e.grad_dict.get(name) for e in self.execs] for name in self.param_names
-            ]
+        self._collect_arrays()
+
+    def _collect_arrays(self) -> None:
+        """The bound arrays by name, one per device (MXNet's ``param_arrays``, ``data_arrays`` ...)."""
+        execs, slices = self.execs, self.slices
+        self.param_arrays = [[e.arg_dict[name] for e in execs] for name in self.param_names]
+        if self.for_training:
+            self.grad_arrays = [[e.grad_dict.get(name) for e in execs] for name in self.param_names]
         else:
-            self.grad_arrays = [[None] * len(self.execs) for _ in self.param_names]
-        self.aux_arrays = [[e.aux_dict[name] for e in self.execs] for name in self.aux_names]
+            self.grad_arrays = [[None] * len(execs) for _ in self.param_names]
+        self.aux_arrays = [[e.aux_dict[name] for e in execs] for name in self.aux_names]
         self.data_arrays = [
-            [(part, e.arg_dict[name]) for part, e in zip(self.slices, self.execs)]
-            for name in self.data_names
+            [(part, e.arg_dict[name]) for part, e in zip(slices, execs)] for name in self.data_names
         ]
         self.label_arrays = [
-            [(part, e.arg_dict[name]) for part, e in zip(self.slices, self.execs)]
+            [(part, e.arg_dict[name]) for part, e in zip(slices, execs)]
             for name in self.label_names
-            if name in self.execs[0].arg_dict
+            if name in execs[0].arg_dict
         ]
 
     def _grad_req_dict(self, grad_req: str) -> dict[str, str]:

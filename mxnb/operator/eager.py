@@ -171,6 +171,20 @@ def run_forward(
     xp = np
     inputs = list(inputs)
     in_shapes = [tuple(x.shape) for x in inputs]
+    in_types, outputs, aux_out = _allocate(prop, inputs, aux)
+    requested = _resources(prop.forward_resource(in_shapes), xp, random)
+    ctx = OpContext(is_train=is_train, run_ctx=None, requested=requested, xp=xp)
+    operator = prop.create_operator_ex(None, in_shapes, in_types)
+    operator.forward(ctx, inputs, [OpReqType.WRITE_TO] * len(outputs), outputs, aux_out)
+    state = EagerState(prop, operator, ctx, inputs, outputs, aux_out, in_shapes, in_types)
+    return outputs, aux_out, state
+
+
+def _allocate(
+    prop: OperatorProperty, inputs: list[Any], aux: Sequence[Any] | None
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """Infer the op's shapes and dtypes; return the input dtypes, zero outputs and the aux states."""
+    in_shapes = [tuple(x.shape) for x in inputs]
     inferred = prop.infer_shape(list(in_shapes))
     if inferred is None:
         raise ShapeError(f"{prop.op_name}: cannot infer output shapes from inputs {in_shapes}")
@@ -179,19 +193,14 @@ def run_forward(
     if types is None:
         raise ShapeError(f"{prop.op_name}: cannot infer output dtypes")
     in_types, out_types, aux_types = types
-    outputs = [xp.zeros(tuple(shape), dtype=dtype) for shape, dtype in zip(out_shapes, out_types)]
-    if aux is None:
+    outputs = [np.zeros(tuple(shape), dtype=dtype) for shape, dtype in zip(out_shapes, out_types)]
+    if aux is None:  # zeros of the inferred shape
         aux_out = [
-            xp.zeros(tuple(shape), dtype=dtype) for shape, dtype in zip(aux_shapes, aux_types)
+            np.zeros(tuple(shape), dtype=dtype) for shape, dtype in zip(aux_shapes, aux_types)
         ]
-    else:
-        aux_out = [xp.array(a, copy=True) for a in aux]
-    requested = _resources(prop.forward_resource(in_shapes), xp, random)
-    ctx = OpContext(is_train=is_train, run_ctx=None, requested=requested, xp=xp)
-    operator = prop.create_operator_ex(None, in_shapes, in_types)
-    operator.forward(ctx, inputs, [OpReqType.WRITE_TO] * len(outputs), outputs, aux_out)
-    state = EagerState(prop, operator, ctx, inputs, outputs, aux_out, in_shapes, list(in_types))
-    return outputs, aux_out, state
+    else:  # copies: the caller's arrays are not updated
+        aux_out = [np.array(a, copy=True) for a in aux]
+    return list(in_types), outputs, aux_out
 
 
 class _Token:

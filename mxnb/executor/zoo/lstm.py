@@ -53,28 +53,37 @@ def lstm_unrolled(
     for step in range(seq_len):
         hidden = words[step]
         for layer in range(num_layers):
-            prev_c, prev_h = states[layer]
-            param = params[layer]
             prefix = f"t{step}_l{layer}"
-            i2h = sym.FullyConnected(
-                data=hidden, weight=param["i2h_weight"], bias=param["i2h_bias"],
-                num_hidden=num_hidden * 4, name=f"{prefix}_i2h",
-            )  # fmt: skip
-            h2h = sym.FullyConnected(
-                data=prev_h, weight=param["h2h_weight"], bias=param["h2h_bias"],
-                num_hidden=num_hidden * 4, name=f"{prefix}_h2h",
-            )  # fmt: skip
-            gates = i2h + h2h
-            parts = sym.SliceChannel(data=gates, num_outputs=4, name=f"{prefix}_slice")
-            in_gate = sym.Activation(data=parts[0], act_type="sigmoid")
-            in_transform = sym.Activation(data=parts[1], act_type="tanh")
-            forget_gate = sym.Activation(data=parts[2], act_type="sigmoid")
-            out_gate = sym.Activation(data=parts[3], act_type="sigmoid")
-            next_c = (forget_gate * prev_c) + (in_gate * in_transform)
-            next_h = out_gate * sym.Activation(data=next_c, act_type="tanh")
+            next_c, next_h = _lstm_cell(
+                sym, hidden, states[layer], params[layer], num_hidden, prefix
+            )
             states[layer] = (next_c, next_h)
             hidden = next_h
         hidden_all.append(hidden)
     concat = sym.Concat(*hidden_all, dim=0, name="concat")
     pred = sym.FullyConnected(data=concat, num_hidden=num_classes, name="pred")
     return sym.SoftmaxOutput(data=pred, name="softmax")
+
+
+def _lstm_cell(
+    sym: Any, hidden: Any, state: tuple, param: dict, num_hidden: int, prefix: str
+) -> Any:
+    """One cell at one step: gates = i2h(x) + h2h(h); c = f*c + i*g; h = o*tanh(c)."""
+    prev_c, prev_h = state
+    i2h = sym.FullyConnected(
+        data=hidden, weight=param["i2h_weight"], bias=param["i2h_bias"],
+        num_hidden=num_hidden * 4, name=f"{prefix}_i2h",
+    )  # fmt: skip
+    h2h = sym.FullyConnected(
+        data=prev_h, weight=param["h2h_weight"], bias=param["h2h_bias"],
+        num_hidden=num_hidden * 4, name=f"{prefix}_h2h",
+    )  # fmt: skip
+    gates = i2h + h2h
+    parts = sym.SliceChannel(data=gates, num_outputs=4, name=f"{prefix}_slice")
+    in_gate = sym.Activation(data=parts[0], act_type="sigmoid")
+    in_transform = sym.Activation(data=parts[1], act_type="tanh")
+    forget_gate = sym.Activation(data=parts[2], act_type="sigmoid")
+    out_gate = sym.Activation(data=parts[3], act_type="sigmoid")
+    next_c = (forget_gate * prev_c) + (in_gate * in_transform)
+    next_h = out_gate * sym.Activation(data=next_c, act_type="tanh")
+    return next_c, next_h
