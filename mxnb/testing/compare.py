@@ -127,16 +127,7 @@ def assert_almost_equal(
         return
     a64 = a_np.astype(np.float64) if a_np.dtype.kind != "c" else a_np
     b64 = b_np.astype(np.float64) if b_np.dtype.kind != "c" else b_np
-    with np.errstate(invalid="ignore", over="ignore"):
-        error = np.abs(a64 - b64)
-        allowed = atol + rtol * np.abs(b64)
-        relative = error / np.where(allowed > 0, allowed, np.finfo(np.float64).tiny)
-    nan_a, nan_b = np.isnan(a64), np.isnan(b64)
-    both_nan = nan_a & nan_b
-    if equal_nan:
-        relative = np.where(both_nan, 0.0, relative)
-    # A NaN on either side (not matched when equal_nan) is the worst possible element.
-    relative = np.where(np.isnan(relative), np.inf, relative)
+    error, allowed, relative = _relative_error(a64, b64, rtol, atol, equal_nan)
     bad = relative > 1.0
     if not bad.any():
         return
@@ -149,6 +140,20 @@ def assert_almost_equal(
         f"exceeds atol + rtol*|{names[1]}| = {allowed[worst]:.6g} (rtol={rtol:g}, atol={atol:g}); "
         f"{int(bad.sum())} of {bad.size} elements ({fraction:.3g}%) are out of tolerance"
     )
+
+
+def _relative_error(
+    a64: np.ndarray, b64: np.ndarray, rtol: float, atol: float, equal_nan: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``|a - b|``, the allowed error, and their ratio (a NaN not matched on both sides: inf)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.abs(a64 - b64)
+        allowed = atol + rtol * np.abs(b64)
+        relative = error / np.where(allowed > 0, allowed, np.finfo(np.float64).tiny)
+    if equal_nan:
+        relative = np.where(np.isnan(a64) & np.isnan(b64), 0.0, relative)
+    # A NaN on either side (not matched when equal_nan) is the worst possible element.
+    return error, allowed, np.where(np.isnan(relative), np.inf, relative)
 
 
 def almost_equal(

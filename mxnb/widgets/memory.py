@@ -74,54 +74,7 @@ class MemoryChart(FigureView):
             axes.set_axis_off()
             return figure
         for index, series in enumerate(series_list):
-            axes = figure.add_subplot(panels, 1, index + 1)
-            times = [1e3 * t for t in series.times]
-            axes.step(times, series.in_use, where="post", color="#1f77b4", label="in use")
-            axes.step(
-                times,
-                series.held,
-                where="post",
-                color="#7f7f7f",
-                linestyle="--",
-                label="held (incl. pool)",
-            )
-            axes.fill_between(times, series.in_use, step="post", color="#1f77b4", alpha=0.15)
-            axes.axhline(series.peak, color="#d62728", linewidth=0.8, linestyle=":")
-            axes.annotate(
-                f"peak {format_bytes(series.peak)}",
-                (1e3 * series.peak_time, series.peak),
-                textcoords="offset points",
-                xytext=(4, 4),
-                fontsize=8,
-                color="#d62728",
-            )
-            if series.hit_times:
-                axes.plot(
-                    [1e3 * t for t in series.hit_times],
-                    [0] * series.hits,
-                    "^",
-                    color="#2ca02c",
-                    markersize=5,
-                    label=f"pool hit ({series.hits})",
-                )
-            if series.miss_times:
-                axes.plot(
-                    [1e3 * t for t in series.miss_times],
-                    [0] * series.misses,
-                    "v",
-                    color="#d62728",
-                    markersize=5,
-                    label=f"pool miss ({series.misses})",
-                )
-            top = max(series.peak_held, 1)
-            axes.set_ylim(-0.05 * top, 1.2 * top)
-            ticks = axes.get_yticks()
-            axes.set_yticks(ticks)
-            axes.set_yticklabels([format_bytes(t) for t in ticks], fontsize=7)
-            axes.set_ylim(-0.05 * top, 1.2 * top)
-            axes.set_title(f"memory on {series.ctx}", fontsize=9, loc="left")
-            axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
-            axes.grid(color="#eeeeee")
+            _draw_series(figure.add_subplot(panels, 1, index + 1), series)
         figure.axes[-1].set_xlabel("time since first event (ms)")
         return figure
 
@@ -138,3 +91,54 @@ class MemoryChart(FigureView):
                 f"  held {format_bytes(held):>10}  pool hits {series.hits}  misses {series.misses}"
             )
         return "\n".join(lines)
+
+
+def _draw_series(axes: Any, series: Any) -> None:
+    """One context's panel: bytes in use and held over time, the peak, pool hits and misses."""
+    times = [1e3 * t for t in series.times]
+    axes.step(times, series.in_use, where="post", color="#1f77b4", label="in use")
+    axes.step(
+        times,
+        series.held,
+        where="post",
+        color="#7f7f7f",
+        linestyle="--",
+        label="held (incl. pool)",
+    )
+    axes.fill_between(times, series.in_use, step="post", color="#1f77b4", alpha=0.15)
+    axes.axhline(series.peak, color="#d62728", linewidth=0.8, linestyle=":")
+    axes.annotate(
+        f"peak {format_bytes(series.peak)}",
+        (1e3 * series.peak_time, series.peak),
+        textcoords="offset points",
+        xytext=(4, 4),
+        fontsize=8,
+        color="#d62728",
+    )
+    if series.hit_times:
+        axes.plot(
+            [1e3 * t for t in series.hit_times],
+            [0] * series.hits,
+            "^",
+            color="#2ca02c",
+            markersize=5,
+            label=f"pool hit ({series.hits})",
+        )
+    if series.miss_times:
+        axes.plot(
+            [1e3 * t for t in series.miss_times],
+            [0] * series.misses,
+            "v",
+            color="#d62728",
+            markersize=5,
+            label=f"pool miss ({series.misses})",
+        )
+    top = max(series.peak_held, 1)
+    axes.set_ylim(-0.05 * top, 1.2 * top)
+    ticks = axes.get_yticks()
+    axes.set_yticks(ticks)
+    axes.set_yticklabels([format_bytes(t) for t in ticks], fontsize=7)
+    axes.set_ylim(-0.05 * top, 1.2 * top)
+    axes.set_title(f"memory on {series.ctx}", fontsize=9, loc="left")
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    axes.grid(color="#eeeeee")
