@@ -153,8 +153,8 @@ def make_record(
     return base + ".rec", base + ".idx"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point (MXNet's im2rec.py options)."""
+def _parser() -> argparse.ArgumentParser:
+    """MXNet's im2rec.py options."""
     parser = argparse.ArgumentParser(
         description="Make an image list and RecordIO files (MXNet's im2rec)."
     )
@@ -177,7 +177,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--color", type=int, default=1, choices=[-1, 0, 1])
     parser.add_argument("--encoding", default=".jpg", choices=[".jpg", ".png"])
     parser.add_argument("--pack-label", action="store_true", help="store every label of a line")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point (MXNet's im2rec.py options)."""
+    args = _parser().parse_args(argv)
     if args.list:
         for path in make_list(
             args.prefix,
