@@ -126,23 +126,7 @@ class ImageIter(DataIter):
         self._names = (data_name, label_name)
         self._record: MXRecordIO | None = None
         self.path_root = path_root
-        if path_imgrec is not None:
-            if path_imgidx is not None:
-                self._record = MXIndexedRecordIO(path_imgidx, path_imgrec, "r")
-                items: list[Any] = list(self._record.keys)
-            else:
-                if shuffle or num_parts > 1:
-                    raise ParamError("ImageIter: shuffle and num_parts need path_imgidx")
-                self._record = MXRecordIO(path_imgrec, "r")
-                items = record_offsets(path_imgrec)
-        elif path_imglist is not None:
-            items = read_list(path_imglist)
-        elif imglist is not None:
-            items = [
-                (np.atleast_1d(np.asarray(label, np.float32)), path) for label, path in imglist
-            ]
-        else:
-            raise ParamError("ImageIter: give path_imgrec, path_imglist or imglist")
+        items = self._items_of(path_imgrec, path_imgidx, path_imglist, imglist, shuffle, num_parts)
         begin, end = (
             len(items) * part_index // num_parts,
             len(items) * (part_index + 1) // num_parts,
@@ -151,6 +135,30 @@ class ImageIter(DataIter):
         self._order = np.arange(len(self._items))
         self.cursor = 0
         self.reset()
+
+    def _items_of(
+        self,
+        path_imgrec: str | None,
+        path_imgidx: str | None,
+        path_imglist: str | None,
+        imglist: Sequence[tuple] | None,
+        shuffle: bool,
+        num_parts: int,
+    ) -> list[Any]:
+        """The images to read: record keys or offsets (opening the record file), or list items."""
+        if path_imgrec is not None:
+            if path_imgidx is not None:
+                self._record = MXIndexedRecordIO(path_imgidx, path_imgrec, "r")
+                return list(self._record.keys)
+            if shuffle or num_parts > 1:
+                raise ParamError("ImageIter: shuffle and num_parts need path_imgidx")
+            self._record = MXRecordIO(path_imgrec, "r")
+            return record_offsets(path_imgrec)
+        if path_imglist is not None:
+            return read_list(path_imglist)
+        if imglist is not None:
+            return [(np.atleast_1d(np.asarray(label, np.float32)), path) for label, path in imglist]
+        raise ParamError("ImageIter: give path_imgrec, path_imglist or imglist")
 
     @property
     def provide_data(self) -> list[DataDesc]:
