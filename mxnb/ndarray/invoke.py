@@ -12,32 +12,20 @@ its auxiliary states (BatchNorm's moving mean / var) and the vars of the
 resources it asked for (random generator, temp space): so everything that
 shares an array or a resource is ordered in push order.
 
-State kept:
-    _plans    (op, params, input shapes, dtypes, context) -> :class:`~.invoke_plan._Plan`
-              (the parsed property, output shapes / dtypes, resources; made by
-              :mod:`.invoke_plan`), so a repeated small op skips parsing and inference
+State kept (keys from :func:`_signature`; plans from :mod:`.invoke_plan`):
+    _plans    (parsed property's key, input shapes, dtypes, context) -> plan
     _props    (op, params) -> the parsed OperatorProperty
-    _visible_plans  the same plans keyed by (op name, params, shapes, dtypes, context)
-              in one tuple, for the NDArray methods' single-lookup fast path
-    A plan also caches the operator when it holds no per-call state (library
-    ops, SimpleOps, samplers; Custom ops get a new one per call) and the
-    OpContext of its last run.  A plan whose op was registered again is
-    detected and rebuilt (``registry.generation``).
+    _visible_plans  (op name, params, shapes, dtypes, context) -> plan, for the
+              NDArray methods' single-lookup fast path
+    A plan whose op was registered again is rebuilt (``registry.generation``).
 
-Direct kernels: when an op's forward is exactly one ufunc call for the
-plan's dtypes (``prop.forward_ufunc``: elementwise unary, binary and scalar
-ops on floats), the pushed function is that call, ``np.add(a, b, out=c)``,
-with no OpContext and no dispatch through the operator; the output is
-allocated and the op pushed by a path written out for it.  This is the
-per-op overhead of every small op, as MXNet's imperative path calls an op's
-FCompute directly.
-
-In debug mode (``mx.engine.is_debug()``) const inputs reach the kernel as
-read-only views (:mod:`mxnb.ndarray.debug`): a kernel writing into one fails
-at once naming the op and the argument.
-
-When autograd records, the pushed op is handed to
-``mxnb.autograd._record_op(prop, operator, inputs, outputs, aux, is_train)``.
+The named fast path, :func:`_push_direct`: when an op's forward is exactly one
+ufunc call for the plan's dtypes (elementwise ops on floats), the pushed
+function is that call, ``np.add(a, b, out=c)``, with no OpContext and no
+dispatch through the operator (as MXNet calls an op's FCompute directly);
+tests check it against the general path, :func:`_push_general`.  In debug
+mode const inputs reach the kernel as read-only views (:mod:`.debug`).  When
+autograd records, the pushed op is handed to ``mxnb.autograd._record_op``.
 
 Example::
 
@@ -446,21 +434,29 @@ def _push_general(
         ]
         run = _debug_runner(operator, plan, label, is_train, in_raw, out_raw, aux_raw)
     else:
-        reqs = plan.reqs
-        forward = operator.forward
-
-        def run(run_ctx: Any) -> None:
-            # One OpContext per (plan, worker, mode) is reused: it is read-only for kernels.
-            op_ctx = plan.op_ctx
-            if op_ctx is None or op_ctx.run_ctx is not run_ctx or op_ctx.is_train is not is_train:
-                op_ctx = OpContext(is_train, run_ctx, plan.resources, plan.xp)
-                plan.op_ctx = op_ctx
-            forward(op_ctx, in_raw, reqs, out_raw, aux_raw)
-
+        run = _forward_runner(operator, plan, is_train, in_raw, out_raw, aux_raw)
     _get_engine().push_sync(run, plan.ctx, const, mutate, 0, label)
     if recording:
         autograd._record_op(plan.prop, operator, list(inputs), outputs, list(aux), is_train)
     return outputs
+
+
+def _forward_runner(
+    operator: Any, plan: _Plan, is_train: bool, in_raw: list, out_raw: list, aux_raw: list
+) -> Callable[[Any], None]:
+    """The pushed function of the general path: the operator's forward on the raw arrays."""
+    reqs = plan.reqs
+    forward = operator.forward
+
+    def run(run_ctx: Any) -> None:
+        # One OpContext per (plan, worker, mode) is reused: it is read-only for kernels.
+        op_ctx = plan.op_ctx
+        if op_ctx is None or op_ctx.run_ctx is not run_ctx or op_ctx.is_train is not is_train:
+            op_ctx = OpContext(is_train, run_ctx, plan.resources, plan.xp)
+            plan.op_ctx = op_ctx
+        forward(op_ctx, in_raw, reqs, out_raw, aux_raw)
+
+    return run
 
 
 def _push_direct(
