@@ -168,15 +168,7 @@ def create(op_name: str, *args: Any, hint: str | None = None, **kwargs: Any) -> 
     count_key = prop_cls.key_var_num_args
     if count_key and count_key not in params and count_key in prop_cls.params:
         params[count_key] = len(args)
-    try:
-        prop = prop_cls(**params)
-    except ParamError as exc:
-        message = str(exc)
-        where = f"{op_name} '{name}'" if name else op_name
-        prefix = f"{prop_cls.type_string or op_name}:"
-        if message.startswith(prefix):
-            message = message[len(prefix) :].lstrip()
-        raise ParamError(f"{where}: {message}") from exc
+    prop = _parse(prop_cls, op_name, name, params)
     node_name = NameManager.current.get(name, hint or op_name.lower())
     attrs = AttrScope.current.get(attr)
     attrs.update(extra_attrs)
@@ -199,6 +191,34 @@ def create(op_name: str, *args: Any, hint: str | None = None, **kwargs: Any) -> 
         )
     param_strings = {key: param_string(value) for key, value in params.items()}
     inherited = {**param_strings, **attrs}  # nnvm copies the node's attrs onto implicit variables
+    entries = _input_entries(input_slots, args, inputs_by_name, where, node_name, inherited)
+    node = Node(prop, node_name, entries, attrs, param_strings)
+    set_input_var_attrs(node)
+    return Symbol([NodeEntry(node, index) for index in range(prop.num_visible_outputs())])
+
+
+def _parse(prop_cls: type, op_name: str, name: str | None, params: dict[str, Any]) -> Any:
+    """The operator's property from ``params``; an error names the op and the node."""
+    try:
+        return prop_cls(**params)
+    except ParamError as exc:
+        message = str(exc)
+        where = f"{op_name} '{name}'" if name else op_name
+        prefix = f"{prop_cls.type_string or op_name}:"  # type: ignore[attr-defined]
+        if message.startswith(prefix):
+            message = message[len(prefix) :].lstrip()
+        raise ParamError(f"{where}: {message}") from exc
+
+
+def _input_entries(
+    input_slots: list[str],
+    args: tuple,
+    inputs_by_name: dict[str, Any],
+    where: str,
+    node_name: str,
+    inherited: dict[str, str],
+) -> list[NodeEntry]:
+    """An entry per input slot: given by position or by name, else a new ``{node}_{slot}`` variable."""
     entries: list[NodeEntry] = []
     for position, slot in enumerate(input_slots):
         if position < len(args) and args[position] is not None:
@@ -210,9 +230,7 @@ def create(op_name: str, *args: Any, hint: str | None = None, **kwargs: Any) -> 
         else:
             variable = Node(None, f"{node_name}_{slot}", [], dict(inherited))
             entries.append(NodeEntry(variable, 0))
-    node = Node(prop, node_name, entries, attrs, param_strings)
-    set_input_var_attrs(node)
-    return Symbol([NodeEntry(node, index) for index in range(prop.num_visible_outputs())])
+    return entries
 
 
 #: Attributes an operator gives the variables in its input slots when composed (MXNet:
