@@ -64,20 +64,7 @@ def make_op_function(op_name: str) -> Callable[..., Any]:
     def op_function(
         *args: Any, out: Any = None, name: str | None = None, ctx: Any = None, **kwargs: Any
     ) -> Any:
-        arrays: list[NDArray] = []
-        index = 0
-        while index < len(args) and isinstance(args[index], NDArray):
-            arrays.append(args[index])
-            index += 1
-        if (
-            index == 0
-            and args
-            and isinstance(args[0], (list, tuple))
-            and args[0]
-            and all(isinstance(item, NDArray) for item in args[0])
-        ):
-            arrays = list(args[0])
-            index = 1
+        arrays, index = _leading_arrays(args)
         extra = args[index:]
         if any(isinstance(value, NDArray) for value in extra):
             raise MXNBError(f"{op_name}: NDArray arguments must come before parameters")
@@ -114,6 +101,25 @@ def make_op_function(op_name: str) -> Callable[..., Any]:
         op_function.__doc__ = info.doc
     _functions[op_name] = op_function
     return op_function
+
+
+def _leading_arrays(args: tuple) -> tuple[list[NDArray], int]:
+    """The NDArrays at the front of ``args`` (or one list of them first), and where they end."""
+    arrays: list[NDArray] = []
+    index = 0
+    while index < len(args) and isinstance(args[index], NDArray):
+        arrays.append(args[index])
+        index += 1
+    if (
+        index == 0
+        and args
+        and isinstance(args[0], (list, tuple))
+        and args[0]
+        and all(isinstance(item, NDArray) for item in args[0])
+    ):
+        arrays = list(args[0])
+        index = 1
+    return arrays, index
 
 
 def _order_arrays(
