@@ -257,27 +257,11 @@ class _Backward:
         out_grads: list[list[Any] | None] = []
         for index, needed in enumerate(node.needs_out_grad):
             out_grads.append(contributions.pop((node, index), []) if needed else None)
-        sinks: list[Any] = []
-        reqs: list[OpReqType] = []
-        for entry, (shape, dtype) in zip(node.inputs, node.in_meta):
-            if self._needs(entry, node_needs):
-                sink, req = self._sink(nd, entry, shape, dtype, ctx, uses, contributions)  # type: ignore[arg-type]
-            else:
-                sink, req = None, OpReqType.NULL
-            sinks.append(sink)
-            reqs.append(req)
+        sinks, reqs = self._sinks(nd, node, node_needs, uses, contributions)
         requested = _resource.manager.request_all(
             ctx, node.prop.backward_resource([shape for shape, _ in node.in_meta])
         )
-        const_vars = [x._var for x in node.saved_inputs if x is not None]
-        const_vars += [y._var for y in node.saved_outputs if y is not None]
-        const_vars += [a._var for a in node.aux]
-        for grads in out_grads:
-            const_vars += [g._var for g in grads or []]
-        mutate_vars = [s._var for s in sinks if s is not None]
-        mutate_vars += [r.var for r in requested]
-        const_vars = [v for v in const_vars if all(v is not m for m in mutate_vars)]
-
+        const_vars, mutate_vars = _vars_of(node, out_grads, sinks, requested)
         operator = node.operator
         is_train = self.train
         in_meta, out_meta = node.in_meta, node.out_meta
@@ -286,19 +270,10 @@ class _Backward:
         guard = _read_only_guard(label) if _engine_module.is_debug() else None
 
         def run(run_ctx: Any) -> None:
-            out_grad = []
-            for grads, (shape, dtype) in zip(out_grads, out_meta):
-                if grads is None:
-                    out_grad.append(None)
-                elif not grads:
-                    out_grad.append(xp.zeros(shape, dtype=dtype))
-                elif len(grads) == 1:
-                    out_grad.append(grads[0]._raw())
-                else:
-                    total = grads[0]._raw().copy()
-                    for more in grads[1:]:
-                        total += more._raw()
-                    out_grad.append(total)
+            out_grad = [
+                _summed(grads, shape, dtype, xp)
+                for grads, (shape, dtype) in zip(out_grads, out_meta)
+            ]
             in_data = [None if x is None else x._raw() for x in saved_in]
             out_data = [None if y is None else y._raw() for y in saved_out]
             aux_data = [a._raw() for a in aux]
@@ -327,6 +302,21 @@ class _Backward:
                 raise
 
         eng.push_sync(run, ctx, const_vars, mutate_vars, 0, label)
+
+    def _sinks(
+        self, nd: Any, node: _Node, node_needs: dict, uses: dict, contributions: dict
+    ) -> tuple[list[Any], list[OpReqType]]:
+        """Where each input's gradient goes (None: not needed) and how it is written."""
+        sinks: list[Any] = []
+        reqs: list[OpReqType] = []
+        for entry, (shape, dtype) in zip(node.inputs, node.in_meta):
+            if self._needs(entry, node_needs):
+                sink, req = self._sink(nd, entry, shape, dtype, node.ctx, uses, contributions)  # type: ignore[arg-type]
+            else:
+                sink, req = None, OpReqType.NULL
+            sinks.append(sink)
+            reqs.append(req)
+        return sinks, reqs
 
     def _push_leaves(self, eng: Any, nd: Any, contributions: dict, results: list[Any]) -> None:
         """Sum the gradients of leaves used more than once (or the results of grad())."""
@@ -460,3 +450,30 @@ def get_symbol(x: Any) -> Any:
         for index in range(count):
             outputs[(node, index)] = result if count == 1 else result[index]
     return outputs[(entry.node, entry.index)]
+
+
+def _summed(grads: list[Any] | None, shape: tuple, dtype: Any, xp: Any) -> Any:
+    """The head gradient of one output: None (not needed), zeros (none came), or their sum."""
+    if grads is None:
+        return None
+    if not grads:
+        return xp.zeros(shape, dtype=dtype)
+    if len(grads) == 1:
+        return grads[0]._raw()
+    total = grads[0]._raw().copy()
+    for more in grads[1:]:
+        total += more._raw()
+    return total
+
+
+def _vars_of(node: Any, out_grads: list, sinks: list, requested: list) -> tuple[list, list]:
+    """A backward op's vars: it reads what it saved and the head gradients, writes the sinks."""
+    const_vars = [x._var for x in node.saved_inputs if x is not None]
+    const_vars += [y._var for y in node.saved_outputs if y is not None]
+    const_vars += [a._var for a in node.aux]
+    for grads in out_grads:
+        const_vars += [g._var for g in grads or []]
+    mutate_vars = [s._var for s in sinks if s is not None]
+    mutate_vars += [r.var for r in requested]
+    const_vars = [v for v in const_vars if all(v is not m for m in mutate_vars)]
+    return const_vars, mutate_vars
