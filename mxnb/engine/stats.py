@@ -26,7 +26,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .analysis import OpRecord, name_group
@@ -129,23 +129,14 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms"
 
 
-def explain(ops: dict[int, OpRecord], names: dict[int, str], op: int | str) -> str:  # noqa: C901 -- one sentence per reason an op waited, in the order a reader asks
+def explain(ops: dict[int, OpRecord], names: dict[int, str], op: int | str) -> str:
     """Say in plain words why op ``op`` (an id, or the latest op of that name) ran when it did.
 
     ``ops``: the records of a trace; ``names``: var id -> name.  Times are
-    given relative to each record's ``t0``.
+    given relative to each record's ``t0``.  Three paragraphs, in the order a
+    reader asks: when it was pushed, what it waited for, how it ran.
     """
-    if isinstance(op, str):
-        matches = [summary for summary in ops.values() if summary.name == op]
-        if not matches:
-            known = sorted({summary.name for summary in ops.values()})
-            raise KeyError(f"explain: no op named {op!r} in this trace; names: {known}")
-        target = matches[-1]
-        note = f" (the latest of {len(matches)} ops named {op!r})" if len(matches) > 1 else ""
-    else:
-        if op not in ops:
-            raise KeyError(f"explain: no op with id {op} in this trace")
-        target, note = ops[op], ""
+    target, note = _find_op(ops, op)
 
     def var(var_id: int) -> str:
         return repr(names.get(var_id, f"var#{var_id}"))
@@ -160,27 +151,55 @@ def explain(ops: dict[int, OpRecord], names: dict[int, str], op: int | str) -> s
             f"reads {reads}; writes {writes}; priority {target.priority}."
         )
     if target.waits_on:
-        lines.append(f"  it had to wait for {len(target.waits_on)} earlier op(s):")
-        last_end = None
-        last_name = ""
-        for dep in target.waits_on:
-            other = ops.get(dep.op_id)
-            who = f"op {other.name!r} (id {dep.op_id})" if other else f"op id {dep.op_id}"
-            why = {
-                DepKind.RAW: f"it reads {var(dep.var_id)}, which {who} writes first",
-                DepKind.WAR: f"it writes {var(dep.var_id)}, which {who} still reads",
-                DepKind.WAW: f"it writes {var(dep.var_id)} after {who}, which writes it too",
-            }[dep.kind]
-            ended = ""
-            if other is not None and other.end is not None:
-                ended = f" ({who} ended at t={_ms(other.end - t0)})"
-                if last_end is None or other.end > last_end:
-                    last_end, last_name = other.end, who
-            lines.append(f"    - {why}{ended}")
-        if last_end is not None:
-            lines.append(f"  the last of them to finish was {last_name}: that released it.")
+        lines += _waits(ops, target, var)
     elif target.push is not None:
         lines.append("  nothing earlier held its vars: it was ready at push.")
+    lines += _how_it_ran(target)
+    return "\n".join(lines)
+
+
+def _find_op(ops: dict[int, OpRecord], op: int | str) -> tuple[OpRecord, str]:
+    """The op with id ``op``, or the latest named ``op``; and a note saying which."""
+    if isinstance(op, str):
+        matches = [summary for summary in ops.values() if summary.name == op]
+        if not matches:
+            known = sorted({summary.name for summary in ops.values()})
+            raise KeyError(f"explain: no op named {op!r} in this trace; names: {known}")
+        note = f" (the latest of {len(matches)} ops named {op!r})" if len(matches) > 1 else ""
+        return matches[-1], note
+    if op not in ops:
+        raise KeyError(f"explain: no op with id {op} in this trace")
+    return ops[op], ""
+
+
+def _waits(ops: dict[int, OpRecord], target: OpRecord, var: Callable[[int], str]) -> list[str]:
+    """One line per op it waited for, with the rule (RAW / WAR / WAW), and the one that released it."""
+    t0 = target.t0
+    lines = [f"  it had to wait for {len(target.waits_on)} earlier op(s):"]
+    last_end = None
+    last_name = ""
+    for dep in target.waits_on:
+        other = ops.get(dep.op_id)
+        who = f"op {other.name!r} (id {dep.op_id})" if other else f"op id {dep.op_id}"
+        why = {
+            DepKind.RAW: f"it reads {var(dep.var_id)}, which {who} writes first",
+            DepKind.WAR: f"it writes {var(dep.var_id)}, which {who} still reads",
+            DepKind.WAW: f"it writes {var(dep.var_id)} after {who}, which writes it too",
+        }[dep.kind]
+        ended = ""
+        if other is not None and other.end is not None:
+            ended = f" ({who} ended at t={_ms(other.end - t0)})"
+            if last_end is None or other.end > last_end:
+                last_end, last_name = other.end, who
+        lines.append(f"    - {why}{ended}")
+    if last_end is not None:
+        lines.append(f"  the last of them to finish was {last_name}: that released it.")
+    return lines
+
+
+def _how_it_ran(target: OpRecord) -> list[str]:
+    """When it became ready, where and how long it ran, or why it did not."""
+    lines = []
     if target.push is not None and target.ready is not None:
         lines.append(f"  ready {_ms(target.ready - target.push)} after push.")
     if target.skipped:
@@ -199,4 +218,4 @@ def explain(ops: dict[int, OpRecord], names: dict[int, str], op: int | str) -> s
             lines.append(f"  it failed: {target.error}")
     else:
         lines.append("  it had not started when the trace ended.")
-    return "\n".join(lines)
+    return lines
