@@ -78,6 +78,21 @@ def _record_offsets(path_imgrec: str, path_imgidx: str | None) -> tuple[list[int
     return offsets, list(range(len(offsets)))
 
 
+def _part_records(
+    path_imgrec: str, path_imgidx: str | None, num_parts: Any, part_index: Any
+) -> tuple[list[int], list[Any]]:
+    """The record offsets and keys of part ``part_index`` of ``num_parts`` (checked, never empty)."""
+    num_parts, part_index = check_parts(num_parts, part_index, "ImageRecordIter")
+    offsets, keys = _record_offsets(path_imgrec, path_imgidx)
+    begin = len(offsets) * part_index // num_parts
+    end = len(offsets) * (part_index + 1) // num_parts
+    if begin == end:
+        raise FormatError(
+            f"ImageRecordIter: {path_imgrec!r} part {part_index} of {num_parts} has no records"
+        )
+    return offsets[begin:end], keys[begin:end]
+
+
 class ImageRecordIter(DataIter):
     """Image batches from a RecordIO file (MXNet's ``mx.io.ImageRecordIter``); see the module docstring."""
 
@@ -116,17 +131,10 @@ class ImageRecordIter(DataIter):
                 f"ImageRecordIter: data_shape must be (channels, height, width) with 1 or 3 "
                 f"channels, got {tuple(data_shape)}"
             )
-        num_parts, part_index = check_parts(num_parts, part_index, "ImageRecordIter")
         self.path_imgrec = os.fspath(path_imgrec)
-        offsets, keys = _record_offsets(self.path_imgrec, path_imgidx)
-        begin = len(offsets) * part_index // num_parts
-        end = len(offsets) * (part_index + 1) // num_parts
-        self._offsets, self._keys = offsets[begin:end], keys[begin:end]
-        if not self._offsets:
-            raise FormatError(
-                f"ImageRecordIter: {self.path_imgrec!r} part {part_index} of {num_parts} "
-                "has no records"
-            )
+        self._offsets, self._keys = _part_records(
+            self.path_imgrec, path_imgidx, num_parts, part_index
+        )
         self.label_width = int(label_width)
         self.shuffle, self.seed = shuffle, int(seed)
         channels = self.data_shape[0]

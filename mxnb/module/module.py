@@ -212,6 +212,10 @@ class Module(ModuleOptimizer, BaseModule):
             shared_group=None if shared_module is None else shared_module._exec_group,
         )
         self.binded = True
+        self._params_after_bind(shared_module)
+
+    def _params_after_bind(self, shared_module: Any) -> None:
+        """The parameters: the shared module's, the ones set before bind, or zeros of each shape."""
         if shared_module is not None:
             self.params_initialized = True
             self._arg_params = shared_module._arg_params

@@ -137,23 +137,32 @@ def check_numeric_gradient(
     else:
         runner = _OpRunner(op_or_sym, params or {}, location, aux_states, is_train, dtype)
     checked = _grad_node_names(grad_nodes, runner.arguments, runner.label)
-    outputs = runner.forward()
-    projections = [rng.standard_normal(out.shape).astype(dtype) for out in outputs]
+    projections = [rng.standard_normal(out.shape).astype(dtype) for out in runner.forward()]
+    analytic = runner.backward(projections, checked)
+    _compare_with_differences(runner, projections, analytic, checked, numeric_eps, rtol, atol)
+    return analytic
+
+
+def _compare_with_differences(
+    runner: Any,
+    projections: list[np.ndarray],
+    analytic: dict[str, np.ndarray],
+    checked: list[str],
+    eps: float,
+    rtol: float,
+    atol: float,
+) -> None:
+    """Each checked gradient against central differences of ``f(x) = sum(out * proj)``."""
 
     def objective() -> float:
         return float(sum(np.sum(out * proj) for out, proj in zip(runner.forward(), projections)))
 
-    analytic = runner.backward(projections, checked)
     for name in checked:
-        numeric = numeric_grad(objective, runner.inputs[name], numeric_eps)
+        numeric = numeric_grad(objective, runner.inputs[name], eps)
         assert_almost_equal(
-            numeric,
-            analytic[name],
-            rtol=rtol,
-            atol=atol,
+            numeric, analytic[name], rtol=rtol, atol=atol,
             names=(f"NUMERICAL_{name}", f"BACKWARD_{name}"),
-        )
-    return analytic
+        )  # fmt: skip
 
 
 def _is_symbol(value: Any) -> bool:
