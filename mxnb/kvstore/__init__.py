@@ -66,13 +66,19 @@ def create(name: Any = "local") -> KVStore:
     raise KVStoreError(f"mx.kv.create: unknown kvstore type {name!r}; available: {known}")
 
 
+#: The distributed store's type names (MXNet's), registered when one is first asked for.
+DIST_TYPES = ("dist_sync", "dist_async", "dist_device_sync", "dist_sync_device", "dist")
+
+
 def _load_dist(name: str) -> Callable[[str], KVStore] | None:
-    """Import the Ray stores (they register themselves); say how to get Ray when it is missing."""
+    """Import the Ray stores and register their types; say how to get Ray when it is missing."""
     try:
-        from . import dist  # noqa: F401
+        from .dist import DistKVStore
     except ImportError as exc:
         raise NotSupportedError(
             f"mx.kv.create: kvstore type {name!r} runs on Ray, which is not installed "
             f"({exc}); pip install 'mxnb[dist]'"
         ) from exc
+    for type_name in DIST_TYPES:
+        register_type(type_name, DistKVStore)
     return _FACTORIES.get(name)

@@ -431,16 +431,3 @@ class DistKVStore(LocalKVStore):
             f"{len(self._servers)} servers, {len(self._store)} keys>"
         )
 
-
-def _factory(name: str) -> DistKVStore:
-    return DistKVStore(name)
-
-
-def _register() -> None:
-    from . import register_type
-
-    for name in ("dist_sync", "dist_async", "dist_device_sync", "dist_sync_device", "dist"):
-        register_type(name, _factory)
-
-
-_register()

@@ -57,9 +57,6 @@ __all__ = [
 ]
 
 
-class EngineModel(TraceModel):
-    """Op states, dependency edges, lanes, memory and stats rebuilt from trace events.
-
-    The engine's :class:`~mxnb.engine.trace_model.TraceModel` under the name
-    the views use; see there for the interface.
-    """
+#: The views' name for the engine's :class:`~mxnb.engine.trace_model.TraceModel`: the same
+#: class (the model lives beside the trace; this module only names it for the views).
+EngineModel = TraceModel
