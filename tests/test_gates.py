@@ -5,7 +5,7 @@ change that breaks one does not land:
 
 * ``ruff check`` (pyflakes, the error rules, complexity at most 15) over the
   package, tests, benchmarks, tools and notebooks;
-* at most eight functions over the complexity limit, each marked
+* at most six functions over the complexity limit, each marked
   ``# noqa: C901 -- why`` on its ``def`` line;
 * no module over 600 lines, except those listed below, which may not grow;
 * ``mypy`` on ``engine/`` and ``executor/``, with no error.
@@ -31,10 +31,10 @@ MODULE_LINES = 600
 #: grow, and leave this list once under the limit.
 LARGE_MODULES = {
     "ndarray/ndarray.py": 1013,
-    "symbol/symbol.py": 694,
+    "symbol/symbol.py": 687,
 }
 #: Functions allowed over ruff's complexity limit (each says why on its def line).
-MAX_COMPLEXITY_EXCEPTIONS = 8
+MAX_COMPLEXITY_EXCEPTIONS = 6
 
 
 def _tool(name: str) -> str:
