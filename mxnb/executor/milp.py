@@ -74,7 +74,7 @@ from .tradeoff import MemoryBudgetError, plan_within_budget
 __all__ = ["Model", "Solution", "plan_milp"]
 
 #: Calibration rounds: solve, plan for real, move the modelled budget by the miss.
-_ROUNDS = 5
+_ROUNDS = 8
 _GAP = 1e-6  # relative gap HiGHS must prove to stop early (0 would chase rounding)
 
 
@@ -166,7 +166,7 @@ class Model:
         self.rows.append((row, lo, hi))
 
     def _add_step(self, step: Any, live: np.ndarray) -> None:
-        graph, entries, nf = self.graph, self.graph.entries, self.graph.num_forward_steps
+        entries, nf = self.graph.entries, self.graph.num_forward_steps
         j, x = step.index, {self.col(("x", step.index)): 1.0}
         latest = self.latest[j]
         start = max(nf, self.earliest.get(j, nf))
@@ -250,20 +250,32 @@ class Model:
         lower, upper = self._bounds(nodes)
         objective = np.zeros(len(self.cols))
         objective[self.peak] = 1.0
-        result = milp(objective, bounds=(lower, upper), constraints=LinearConstraint(matrix, lo, hi))
+        result = milp(
+            objective, bounds=(lower, upper), constraints=LinearConstraint(matrix, lo, hi)
+        )
         return float(result.x[self.peak]) if result.x is not None else float("inf")
 
-    def solve(self, budget: float, time_limit: float) -> Solution | None:
-        """The fewest recompute FLOPs with a modelled peak of at most ``budget`` (None: none)."""
+    def solve(
+        self, budget: float, time_limit: float, cuts: Sequence[frozenset[str]] = ()
+    ) -> Solution | None:
+        """The fewest recompute FLOPs with a modelled peak of at most ``budget`` (None: none).
+
+        Each set in ``cuts`` is excluded with its subsets: some step outside it is recomputed.
+        """
         costs, matrix, lo, hi = self.arrays()
+        constraints = [LinearConstraint(matrix, lo, hi)]
+        for cut in cuts:
+            row = np.zeros(len(self.cols))
+            for step in self.steps:
+                row[self.cols[("x", step.index)]] = float(step.name not in cut)
+            constraints.append(LinearConstraint(row, 1, np.inf))
         lower, upper = self._bounds(None)
         upper[self.peak] = max(budget, 0.0)
         integrality = np.zeros(len(self.cols))
         for step in self.steps:
             integrality[self.cols[("x", step.index)]] = 1
         start = time.perf_counter()
-        result = milp(costs, integrality=integrality, bounds=(lower, upper),
-                      constraints=LinearConstraint(matrix, lo, hi),
+        result = milp(costs, integrality=integrality, bounds=(lower, upper), constraints=constraints,
                       options={"time_limit": max(time_limit, 1.0), "mip_rel_gap": _GAP})  # fmt: skip
         if result.x is None:
             return None
@@ -303,19 +315,8 @@ def plan_milp(
     reference = best[1] if best is not None else plain
     modelled = model.peak_of(frozenset(reference.recomputed_nodes))
     target = budget + (modelled - reference.internal_bytes)
-    found: tuple[ExecGraph, MemoryPlan, Solution] | None = None
-    for _ in range(_ROUNDS):
-        left = deadline - time.perf_counter()
-        solution = model.solve(target, left) if left > 0 else None
-        if solution is None:
-            break
-        graph, plan = plan_best(sym, shapes, grad_req, type_dict, nodes=solution.nodes)
-        miss = plan.internal_bytes - budget
-        if miss <= 0 and (found is None or plan.recompute_flops < found[1].recompute_flops):
-            found = (graph, plan, solution)
-        if miss <= 0 and solution.optimal and -miss < 0.002 * budget:
-            break
-        target -= miss if miss > 0 else -miss / 2  # too big: tighten; room left: use half of it
+    found = _search(model, target, budget, deadline, lambda nodes: plan_best(
+        sym, shapes, grad_req, type_dict, nodes=nodes))  # fmt: skip
     if found is not None and (best is None or found[1].recompute_flops < best[1].recompute_flops):
         graph, plan, solution = found
         label = f"budget {budget} B: milp ({len(solution.nodes)} recomputed)"
@@ -325,3 +326,39 @@ def plan_milp(
         raise failure
     gap = found[2].mip_gap if found is not None else None
     return best[0], dataclasses.replace(best[1], solver="greedy incumbent", mip_gap=gap)
+
+
+def _search(
+    model: Model, target: float, budget: int, deadline: float, plan: Any
+) -> tuple[ExecGraph, MemoryPlan, Solution] | None:
+    """Solve, plan the answer for real, move the modelled budget (or cut the answer), repeat.
+
+    A plan over the budget tightens ``target`` by its miss and cuts its set off
+    (a later answer must recompute some step it kept); when the tightened
+    program has no answer, the tightening is undone and the cut stays.  A plan
+    under the budget loosens ``target`` by half its room.  Returns the cheapest
+    plan that fit, with the solve that chose it.
+    """
+    found: tuple[ExecGraph, MemoryPlan, Solution] | None = None
+    cuts: list[frozenset[str]] = []
+    undo: float | None = None
+    for _ in range(_ROUNDS):
+        left = deadline - time.perf_counter()
+        solution = model.solve(target, left, cuts) if left > 0 else None
+        if solution is None:
+            if undo is None or left <= 0:
+                break
+            target, undo = undo, None
+            continue
+        graph, real = plan(solution.nodes)
+        miss = real.internal_bytes - budget
+        if miss > 0:
+            cuts.append(solution.nodes)
+            target, undo = target - miss, target
+            continue
+        if found is None or real.recompute_flops < found[1].recompute_flops:
+            found = (graph, real, solution)
+        if solution.optimal and -miss < 0.002 * budget:
+            break
+        target, undo = target - miss / 2, None
+    return found
