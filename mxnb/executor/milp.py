@@ -122,9 +122,9 @@ class Model:
                                        if e is not None and i != kept]  # fmt: skip
         self.consumers: dict[int, set[int]] = {s.index: set() for s in self.steps}
         for step in self.steps:
-            for e in step.in_data:
-                writer = entries[e].writer if e is not None else -1
-                if writer in self.copies and e in self.copies[writer]:
+            for read in step.in_data:
+                writer = entries[read].writer if read is not None else -1
+                if writer in self.copies and read in self.copies[writer]:
                     self.consumers[writer].add(step.index)
         self.first = {j: min((r for e in out for r in entries[e].readers if r >= nf), default=None)
                       for j, out in self.copies.items()}  # fmt: skip
@@ -197,8 +197,12 @@ class Model:
         copied = writer in self.copies and e in self.copies[writer]
         last = max(record.readers, default=writer)  # the plain plan frees it after this step
         x = {self.col(("x", j)): 1.0}
+        step = self.graph.steps[j]
+        # a recompute writing over this input (in-place) needs it only before its own step
+        over = any(src == e and self.graph.entries[dst].nbytes == record.nbytes
+                   for src, dst in step.inplace_options)  # fmt: skip
         for k in range(min(nf, last + 1), latest + 1):
-            pending = [(x, 1), (self.trigger(j, k - 1), -1)]  # j not run before k
+            pending = [(x, 1), (self.trigger(j, k if over else k - 1), -1)]  # j not run yet
             if copied and k >= max(nf, self.earliest.get(writer, nf)):
                 self._copy_alive(e, k, [(self.trigger(writer, k), 1), *pending], minus=1)
             if k > last:
@@ -311,11 +315,7 @@ def plan_milp(
         )
     except MemoryBudgetError as error:
         best, failure = None, error
-    model = Model(plain_graph)
-    reference = best[1] if best is not None else plain
-    modelled = model.peak_of(frozenset(reference.recomputed_nodes))
-    target = budget + (modelled - reference.internal_bytes)
-    found = _search(model, target, budget, deadline, lambda nodes: plan_best(
+    found = _search(Model(plain_graph), budget, deadline, lambda nodes: plan_best(
         sym, shapes, grad_req, type_dict, nodes=nodes))  # fmt: skip
     if found is not None and (best is None or found[1].recompute_flops < best[1].recompute_flops):
         graph, plan, solution = found
@@ -329,7 +329,7 @@ def plan_milp(
 
 
 def _search(
-    model: Model, target: float, budget: int, deadline: float, plan: Any
+    model: Model, budget: int, deadline: float, plan: Any
 ) -> tuple[ExecGraph, MemoryPlan, Solution] | None:
     """Solve, plan the answer for real, move the modelled budget (or cut the answer), repeat.
 
@@ -341,7 +341,8 @@ def _search(
     """
     found: tuple[ExecGraph, MemoryPlan, Solution] | None = None
     cuts: list[frozenset[str]] = []
-    undo: float | None = None
+    target: float = budget
+    undo: float | None = None  # the target before the last tightening
     for _ in range(_ROUNDS):
         left = deadline - time.perf_counter()
         solution = model.solve(target, left, cuts) if left > 0 else None

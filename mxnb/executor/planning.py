@@ -159,9 +159,8 @@ def _check_solver(solver: Any, budget: int | None, time_limit: Any) -> None:
         raise ParamError(
             "solver='milp' searches a byte budget; pass budget=<bytes> with it (got no budget)"
         )
-    if isinstance(time_limit, bool) or not isinstance(time_limit, numbers.Real) or not (
-        math.isfinite(time_limit) and time_limit > 0
-    ):
+    number = not isinstance(time_limit, bool) and isinstance(time_limit, numbers.Real)
+    if not (number and math.isfinite(float(time_limit)) and float(time_limit) > 0):
         raise ParamError(f"time_limit must be a positive number of seconds; got {time_limit!r}")
 
 
