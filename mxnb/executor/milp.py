@@ -75,6 +75,8 @@ __all__ = ["Model", "Solution", "plan_milp"]
 
 #: Calibration rounds: solve, plan for real, move the modelled budget by the miss.
 _ROUNDS = 8
+#: Stop once an optimal answer's real plan leaves less than this share of the budget unused.
+_ROOM = 0.01
 _GAP = 1e-6  # relative gap HiGHS must prove to stop early (0 would chase rounding)
 
 
@@ -357,9 +359,10 @@ def _search(
             cuts.append(solution.nodes)
             target, undo = target - miss, target
             continue
+        again = found is not None and found[2].nodes == solution.nodes
         if found is None or real.recompute_flops < found[1].recompute_flops:
             found = (graph, real, solution)
-        if solution.optimal and -miss < 0.002 * budget:
+        if again or (solution.optimal and -miss < _ROOM * budget):
             break
         target, undo = target - miss / 2, None
     return found
