@@ -30,15 +30,23 @@ steps ``< nf``; each recomputed copy is made just before the step that needs it)
 * minimise ``sum flops[j] x[j]`` (:mod:`.flops`).
 
 What is exact: the objective (each chosen step runs once, as the executor
-does) and the liveness of every value under the executor's schedule.  What is
-modelled: bytes are live bytes, not the pool's blocks — in-place sharing,
-co-share fragmentation and the arena are not in the program.  So the bytes
-are calibrated: ``budget'`` starts at the budget plus the model's excess over
-the real plan for the greedy plan, and moves by the real plan's miss each round;
-every answer is planned for real (:func:`.tournament.plan_best`) and only a
-plan whose real bytes fit is returned.  The greedy plan (:mod:`.tradeoff`) is
-the incumbent: ``scipy.optimize.milp`` takes no starting point, so a solved
-plan replaces it only when it needs fewer FLOPs.
+does) and the liveness of every value under the executor's schedule, with the
+plain graph's in-place pairs and a recompute writing over an input it alone
+still needs.  What is modelled: bytes are live bytes, not the pool's blocks
+(co-share fragmentation, the arena's offsets), and the values a recompute
+segment makes are all counted at the step that needs them, though the
+executor frees some within the segment (conservative).  So every answer is
+planned for real (:func:`.tournament.plan_best`) and only a plan whose real
+bytes fit is returned.  ``budget'`` starts at the budget; a plan over it
+tightens ``budget'`` by its miss and cuts its set off (some step it keeps must
+be recomputed: a heuristic cut, since real bytes need not fall as a set
+grows), a plan under it loosens ``budget'`` by half the room, until an optimal
+answer leaves under 1 % of the budget unused or the time limit.  The proven
+``mip_gap`` is the gap of the program that chose the plan (model and cuts
+included), not of the real planner.  The greedy plan (:mod:`.tradeoff`) is the
+incumbent: ``scipy.optimize.milp`` takes no starting point, so a solved plan
+replaces it only when it needs fewer FLOPs, and otherwise the greedy plan is
+returned with ``solver='greedy incumbent'``.
 
 State kept: none; :class:`Model` holds one program's arrays.
 
