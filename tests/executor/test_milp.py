@@ -6,6 +6,9 @@ plan checked; the small networks solve in about a second each.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -128,3 +131,20 @@ def test_gradients_identical_with_the_milp_plan():
 def test_bad_solver_arguments_name_the_fix(kwargs, match):
     with pytest.raises(ParamError, match=match):
         plan_memory(zoo.mlp(), {"data": (4, 784)}, **kwargs)
+
+
+def test_mxnet_export_of_resnet18_v1_fits_half_of_mxnet_within_a_third_of_a_forward():
+    """Held-out: Gluon's resnet18_v1 as MXNet 1.9.1 exported it (tests/executor/data/)."""
+    data = Path(__file__).parent / "data"
+    sym = mx.sym.load(str(data / "resnet18_v1_train-symbol.json"))
+    theirs = json.loads((data / "resnet18_v1_train-mxnet.json").read_text())
+    req = {arg: "write" for arg in sym.list_arguments()}
+    req["data"] = req["softmax_label"] = "null"
+    shapes = {"data": (32, 3, 224, 224)}
+    budget = theirs["mirror_0_mb"] * 2**20 // 2
+    greedy = plan_memory(sym, shapes, grad_req=req, budget=budget)
+    plan = plan_memory(sym, shapes, grad_req=req, budget=budget, solver="milp")
+    plan.check()
+    assert plan.internal_bytes <= budget
+    assert plan.recompute_flops <= greedy.recompute_flops
+    assert plan.solver == "milp" and plan.recompute_ratio <= 0.35 < greedy.recompute_ratio
