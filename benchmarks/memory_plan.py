@@ -35,7 +35,9 @@ run op by op through mx.nd under autograd, interleaved in the same run, best of
 then the exact planner (issue #35, ``solver='milp'``) against the greedy search
 on Gluon's ``resnet18_v1`` and ``vgg16`` as MXNet 1.9.1 exported them
 (tests/executor/data/), batch 32: each budget's plan, solve time and proven gap,
-and the best plan within 0.35 and 1.0 of an extra forward against MXNet's own plan;
+and the best plan within 0.35 and 1.0 of an extra forward against MXNet's own plan,
+then the exact curve of resnet18_v1 (budgets every 5 % of the plain plan, 30 s
+each): the widest step between neighbouring points and how many were proven optimal;
 
 Run: ``.venv/bin/python benchmarks/memory_plan.py`` (``--quick``: batch 32 only;
 ``--milp``: the exact planner's table only, a few minutes).
@@ -221,6 +223,38 @@ def exact_planner_table(time_limit: float = 120.0) -> None:
                   f"({greedy.recompute_ratio:.2f}), of the budgets tried {best.internal_bytes / MB:.1f}"
                   f" ({best.recompute_ratio:.2f}) = {best.internal_bytes / MB / theirs['mirror_0_mb']:.2f}"
                   f"x MXNet, {best.internal_bytes / plain.internal_bytes:.2f}x plain")  # fmt: skip
+
+
+def exact_curve(name: str = "resnet18_v1", step: float = 0.05, time_limit: float = 30.0) -> None:
+    """The exact planner's curve: budgets every ``step`` of the plain plan, from plain down."""
+    sym = mx.sym.load(str(EXPORTS / f"{name}_train-symbol.json"))
+    req = {arg: "write" for arg in sym.list_arguments()}
+    req["data"] = req["softmax_label"] = "null"
+    shapes = {"data": (32, 3, 224, 224)}
+    plain = mx.executor.plan_memory(sym, shapes, grad_req=req)
+    print(f"\nexact curve of {name}, batch 32: budgets every {step:.0%} of the plain plan "
+          f"({plain.internal_bytes / MB:.1f} MiB), time limit {time_limit:.0f} s each")  # fmt: skip
+    plans, share = [plain], 1.0 - step
+    while share > 0.3:
+        budget = int(plain.internal_bytes * share)
+        start = time.perf_counter()
+        try:
+            plan = mx.executor.plan_memory(sym, shapes, grad_req=req, budget=budget,
+                                           solver="milp", time_limit=time_limit)  # fmt: skip
+        except mx.executor.MemoryBudgetError:
+            print(f"  {share:.2f} x plain: no plan fits")
+            break
+        gap = "-" if plan.mip_gap is None else f"{plan.mip_gap:.2g}"
+        print(f"  {share:.2f} x plain: {plan.internal_bytes / MB:7.1f} MiB "
+              f"({plan.recompute_ratio:.3f}) {plan.solver}, gap {gap}, "
+              f"{time.perf_counter() - start:.0f} s")  # fmt: skip
+        plans.append(plan)
+        share -= step
+    sizes = sorted({p.internal_bytes for p in plans}, reverse=True)
+    widest = max((a - b for a, b in zip(sizes, sizes[1:])), default=0)
+    proven = sum(1 for p in plans[1:] if p.solver == "milp" and p.mip_gap == 0)
+    print(f"  widest step between neighbouring points: {widest / plain.internal_bytes:.1%} of plain "
+          f"(target <= 5%); optimality proven at {proven} of {len(plans) - 1} budgets")  # fmt: skip
 
 
 def recompute_overhead(repeats: int = 5) -> None:
@@ -410,11 +444,13 @@ def executor_speed(batch: int = 64, repeats: int = 20) -> None:
 def main() -> None:
     if "--milp" in sys.argv:
         exact_planner_table()
+        exact_curve()
         return
     batches = (32,) if "--quick" in sys.argv else (1, 32, 64)
     plan_table(batches)
     recompute_table()
     exact_planner_table()
+    exact_curve()
     recompute_overhead()
     planning_time()
     long_chains()
