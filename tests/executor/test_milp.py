@@ -148,3 +148,13 @@ def test_mxnet_export_of_resnet18_v1_fits_half_of_mxnet_within_a_third_of_a_forw
     assert plan.internal_bytes <= budget
     assert plan.recompute_flops <= greedy.recompute_flops
     assert plan.solver == "milp" and plan.recompute_ratio <= 0.35 < greedy.recompute_ratio
+
+
+def test_out_of_time_the_greedy_incumbent_is_returned_and_said_so():
+    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    budget = budgets(sym, shapes)[4]
+    greedy = plan_memory(sym, shapes, budget=budget)
+    plan = plan_memory(sym, shapes, recompute=budget, solver="milp", time_limit=1e-3)
+    assert (plan.solver, plan.mip_gap) == ("greedy incumbent", None)
+    assert plan.internal_bytes == greedy.internal_bytes <= budget
+    assert plan.recomputed_nodes == greedy.recomputed_nodes
