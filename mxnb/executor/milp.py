@@ -107,8 +107,7 @@ class Model:
         self.cols: dict[tuple, int] = {}
         self.rows: list[tuple[dict[int, float], float, float]] = []
         nf, S = graph.num_forward_steps, len(graph.steps)
-        self.steps = [s for s in candidates(graph)]
-        self.pos = {s.index: i for i, s in enumerate(self.steps)}
+        self.steps = list(candidates(graph))
         for step in self.steps:
             self.col(("x", step.index))
         self.peak = self.col(("peak",))
