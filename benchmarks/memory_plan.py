@@ -32,7 +32,15 @@ forward+backward time for the MLP and LeNet relative to the same network
 run op by op through mx.nd under autograd, interleaved in the same run, best of
 20 each (target: <= 1).
 
-Run: ``.venv/bin/python benchmarks/memory_plan.py`` (``--quick``: batch 32 only).
+then the exact planner (issue #35, ``solver='milp'``) against the greedy search
+on Gluon's ``resnet18_v1`` and ``vgg16`` as MXNet 1.9.1 exported them
+(tests/executor/data/), batch 32: each budget's plan, solve time and proven gap,
+and the best plan within 0.35 and 1.0 of an extra forward against MXNet's own plan,
+then the exact curve of resnet18_v1 (budgets every 5 % of the plain plan, 30 s
+each): the widest step between neighbouring points and how many were proven optimal;
+
+Run: ``.venv/bin/python benchmarks/memory_plan.py`` (``--quick``: batch 32 only;
+``--milp``: the exact planner's table only, a few minutes).
 """
 
 from __future__ import annotations
@@ -165,6 +173,88 @@ def recompute_table() -> None:
                 f"(peak live {best.plan.peak_bytes / MB:.1f} MiB) -> "
                 f"{'met' if best.internal_bytes <= 376 * MB else 'MISSED'}"
             )
+
+
+EXPORTS = HERE.parent / "tests" / "executor" / "data"  # Gluon's models, exported by MXNet 1.9.1
+#: exported network -> budgets tried by the exact planner (MiB; 'plain' x: a share of mxnb's plain)
+EXACT_BUDGETS = {
+    "resnet18_v1": (376.0, 340.0, 300.0),
+    "vgg16": ("plain 0.7", "plain 0.6", "plain 0.53", "plain 0.5"),
+}
+
+
+def exact_planner_table(time_limit: float = 120.0) -> None:
+    """Greedy vs exact (MILP) recomputation on graphs MXNet exported (issue #35), batch 32."""
+    print(f"\nexact planner (solver='milp', time limit {time_limit:.0f} s) vs greedy, MXNet's "
+          "exports of Gluon's models, training, batch 32 (MiB (recompute/forward))")  # fmt: skip
+    for name, budgets in EXACT_BUDGETS.items():
+        sym = mx.sym.load(str(EXPORTS / f"{name}_train-symbol.json"))
+        req = {arg: "write" for arg in sym.list_arguments()}
+        req["data"] = req["softmax_label"] = "null"
+        shapes = {"data": (32, 3, 224, 224)}
+        theirs = json.loads((EXPORTS / f"{name}_train-mxnet.json").read_text())
+        plain = mx.executor.plan_memory(sym, shapes, grad_req=req)
+        points = mx.executor.tradeoff_curve(sym, shapes, grad_req=req)
+        print(f"{name}: plain {plain.internal_bytes / MB:.1f}, MXNet {theirs['mirror_0_mb']} "
+              f"(its mirror {theirs['mirror_1_mb']})")  # fmt: skip
+        exact = []
+        for budget in budgets:
+            size = plain.internal_bytes * float(budget.split()[1]) if isinstance(budget, str) else (
+                budget * MB)  # fmt: skip
+            start = time.perf_counter()
+            try:
+                plan = mx.executor.plan_memory(sym, shapes, grad_req=req, budget=int(size),
+                                               solver="milp", time_limit=time_limit)  # fmt: skip
+            except mx.executor.MemoryBudgetError:
+                print(f"  budget {size / MB:7.1f}: no plan fits")
+                continue
+            seconds = time.perf_counter() - start
+            plan.check()
+            exact.append(plan)
+            gap = "-" if plan.mip_gap is None else f"{plan.mip_gap:.2g}"
+            print(f"  budget {size / MB:7.1f}: {plan.internal_bytes / MB:7.1f} "
+                  f"({plan.recompute_ratio:.3f}) {plan.solver}, gap {gap}, {seconds:.0f} s")  # fmt: skip
+        for limit in (0.35, 1.0):
+            greedy = min((p.plan for p in points if p.recompute_ratio <= limit),
+                         key=lambda p: p.internal_bytes)  # fmt: skip
+            fits = [p for p in [*exact, greedy] if p.recompute_ratio <= limit]
+            best = min(fits, key=lambda p: p.internal_bytes)
+            print(f"  best within {limit:.2f} forward: greedy {greedy.internal_bytes / MB:.1f} "
+                  f"({greedy.recompute_ratio:.2f}), of the budgets tried {best.internal_bytes / MB:.1f}"
+                  f" ({best.recompute_ratio:.2f}) = {best.internal_bytes / MB / theirs['mirror_0_mb']:.2f}"
+                  f"x MXNet, {best.internal_bytes / plain.internal_bytes:.2f}x plain")  # fmt: skip
+
+
+def exact_curve(name: str = "resnet18_v1", step: float = 0.05, time_limit: float = 30.0) -> None:
+    """The exact planner's curve: budgets every ``step`` of the plain plan, from plain down."""
+    sym = mx.sym.load(str(EXPORTS / f"{name}_train-symbol.json"))
+    req = {arg: "write" for arg in sym.list_arguments()}
+    req["data"] = req["softmax_label"] = "null"
+    shapes = {"data": (32, 3, 224, 224)}
+    plain = mx.executor.plan_memory(sym, shapes, grad_req=req)
+    print(f"\nexact curve of {name}, batch 32: budgets every {step:.0%} of the plain plan "
+          f"({plain.internal_bytes / MB:.1f} MiB), time limit {time_limit:.0f} s each")  # fmt: skip
+    plans, share = [plain], 1.0 - step
+    while share > 0.3:
+        budget = int(plain.internal_bytes * share)
+        start = time.perf_counter()
+        try:
+            plan = mx.executor.plan_memory(sym, shapes, grad_req=req, budget=budget,
+                                           solver="milp", time_limit=time_limit)  # fmt: skip
+        except mx.executor.MemoryBudgetError:
+            print(f"  {share:.2f} x plain: no plan fits")
+            break
+        gap = "-" if plan.mip_gap is None else f"{plan.mip_gap:.2g}"
+        print(f"  {share:.2f} x plain: {plan.internal_bytes / MB:7.1f} MiB "
+              f"({plan.recompute_ratio:.3f}) {plan.solver}, gap {gap}, "
+              f"{time.perf_counter() - start:.0f} s")  # fmt: skip
+        plans.append(plan)
+        share -= step
+    sizes = sorted({p.internal_bytes for p in plans}, reverse=True)
+    widest = max((a - b for a, b in zip(sizes, sizes[1:])), default=0)
+    proven = sum(1 for p in plans[1:] if p.solver == "milp" and p.mip_gap == 0)
+    print(f"  widest step between neighbouring points: {widest / plain.internal_bytes:.1%} of plain "
+          f"(target <= 5%); optimality proven at {proven} of {len(plans) - 1} budgets")  # fmt: skip
 
 
 def recompute_overhead(repeats: int = 5) -> None:
@@ -352,9 +442,15 @@ def executor_speed(batch: int = 64, repeats: int = 20) -> None:
 
 
 def main() -> None:
+    if "--milp" in sys.argv:
+        exact_planner_table()
+        exact_curve()
+        return
     batches = (32,) if "--quick" in sys.argv else (1, 32, 64)
     plan_table(batches)
     recompute_table()
+    exact_planner_table()
+    exact_curve()
     recompute_overhead()
     planning_time()
     long_chains()

@@ -138,6 +138,8 @@ class MemoryPlan:
     recompute_steps: tuple[str, ...] = ()  # the extra steps that recompute them
     forward_flops: int = 0  # FLOPs of the forward steps (mxnb.executor.flops)
     recompute_flops: int = 0  # FLOPs of the recompute steps
+    solver: str | None = None  # a budget solved exactly: 'milp' (mxnb.executor.milp), else None
+    mip_gap: float | None = None  # the exact planner's proven relative optimality gap
     _index: dict[str, PlanEntry] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

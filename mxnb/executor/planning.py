@@ -8,10 +8,12 @@ the work down:
 * no budget: :func:`.tournament.plan_best` (the walk of :mod:`.memory` and the
   placements of :mod:`.placement` compete; :mod:`.recompute` applies the rule);
 * a budget: :func:`.tradeoff.plan_within_budget`, the search over the family
-  of recomputation plans, which calls the tournament for each of them.
+  of recomputation plans, which calls the tournament for each of them;
+* a budget with ``solver='milp'``: :func:`.milp.plan_milp`, the exact planner
+  (a mixed-integer program, the greedy plan its incumbent).
 
-Rule: the layers only call down — budget search -> tournament -> walk — and
-never back up.  ``recompute`` names a rule (``None``, ``'mirror'``,
+Rule: the layers only call down — exact planner -> budget search ->
+tournament -> walk — and never back up.  ``recompute`` names a rule (``None``, ``'mirror'``,
 ``'sqrt'``); ``budget`` is a number of bytes.  For compatibility with earlier
 releases an integer ``recompute`` is read as ``budget``.
 
@@ -38,15 +40,18 @@ from typing import Any
 
 from ..base import ParamError
 from ..validate import check_number
+from .milp import plan_milp
 from .plan import MemoryPlan
 from .steps import ExecGraph
 from .tournament import plan_best
 from .tradeoff import plan_within_budget
 
-__all__ = ["RECOMPUTE_RULES", "check_budget", "plan_graph_and_memory", "plan_memory"]
+__all__ = ["RECOMPUTE_RULES", "SOLVERS", "check_budget", "plan_graph_and_memory", "plan_memory"]
 
 #: The recomputation rules :mod:`.recompute` knows (None: only what node attributes force).
 RECOMPUTE_RULES = (None, "mirror", "sqrt")
+#: How a byte budget is searched: the greedy family (:mod:`.tradeoff`) or exactly (:mod:`.milp`).
+SOLVERS = ("greedy", "milp")
 
 
 def plan_memory(
@@ -58,6 +63,8 @@ def plan_memory(
     type_dict: Mapping[str, Any] | None = None,
     recompute: str | int | None = None,
     budget: int | None = None,
+    solver: str = "greedy",
+    time_limit: float = 120.0,
 ) -> MemoryPlan:
     """Plan the memory of ``sym`` bound with ``shapes``; return the :class:`MemoryPlan`.
 
@@ -81,6 +88,13 @@ def plan_memory(
     budget : int, optional
         A byte budget: the plan with the least recomputation whose planned
         bytes fit (:mod:`.tradeoff`; ``MemoryBudgetError`` when none does).
+    solver : 'greedy' or 'milp'
+        How a budget is searched: the greedy family of plans (the default), or
+        the exact planner (:mod:`.milp`), whose plan carries ``solver`` and the
+        proven ``mip_gap``.
+    time_limit : float
+        Seconds the exact planner may take (default 120); past it, the best plan
+        found is returned with its gap.
 
     Example::
 
@@ -92,7 +106,7 @@ def plan_memory(
         True
     """
     return plan_graph_and_memory(
-        sym, shapes, grad_req, type_dict, inplace, coshare, recompute=recompute, budget=budget
+        sym, shapes, grad_req, type_dict, inplace, coshare, recompute, budget, solver, time_limit
     )[1]
 
 
@@ -105,9 +119,14 @@ def plan_graph_and_memory(
     coshare: bool = True,
     recompute: str | int | None = None,
     budget: int | None = None,
+    solver: str = "greedy",
+    time_limit: float = 120.0,
 ) -> tuple[ExecGraph, MemoryPlan]:
     """:func:`plan_memory`, returning the graph the executor runs beside its plan."""
     rule, budget = _read_recompute(recompute, budget)
+    _check_solver(solver, budget, time_limit)
+    if budget is not None and solver == "milp":
+        return plan_milp(sym, shapes, budget, grad_req, type_dict, time_limit)
     if budget is not None:
         return plan_within_budget(sym, shapes, budget, grad_req, type_dict)
     return plan_best(sym, shapes, grad_req, type_dict, inplace, coshare, recompute=rule)
@@ -133,6 +152,17 @@ def check_budget(value: Any, argument: str = "budget") -> int:
             f"plan_memory: {argument} must be a whole number of bytes, got {value!r}"
         )
     return int(number)
+
+
+def _check_solver(solver: Any, budget: int | None, time_limit: Any) -> None:
+    """A known solver, used with a budget, and a positive time limit."""
+    if solver not in SOLVERS:
+        raise ParamError(f"solver must be one of {', '.join(map(repr, SOLVERS))}; got {solver!r}")
+    if solver == "milp" and budget is None:
+        raise ParamError(
+            "solver='milp' searches a byte budget; pass budget=<bytes> with it (got no budget)"
+        )
+    check_number(time_limit, "time_limit (seconds)", "plan_memory", low=0, low_open=True)
 
 
 def _read_recompute(recompute: Any, budget: Any) -> tuple[str | None, int | None]:

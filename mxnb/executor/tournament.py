@@ -30,7 +30,7 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .graph import ORDERS, build_graph
@@ -64,16 +64,21 @@ def plan_best(
     coshare: bool = True,
     recompute: str | None = None,
     threshold: float | None = None,
+    nodes: Collection[str] | None = None,
 ) -> tuple[ExecGraph, MemoryPlan]:
     """Build the graph in each topological order of ``ORDERS``, plan each; keep the smallest.
 
     Returns the graph and its plan (the executor runs the steps in that order).
     MXNet's DFS order wins ties.  ``recompute`` is None, ``'mirror'`` or
     ``'sqrt'`` (:func:`.recompute.choose`); ``threshold`` sets the segment size
-    of ``'sqrt'`` (bytes).  A byte budget is :func:`.tradeoff.plan_within_budget`'s.
+    of ``'sqrt'`` (bytes).  ``nodes`` names the forward steps to recompute
+    outright (chosen by a search above, :mod:`.milp`), replacing the rule.
+    A byte budget is :func:`.tradeoff.plan_within_budget`'s.
     """
     with without_gc_pauses():
-        return _plan_best(sym, shapes, grad_req, type_dict, inplace, coshare, recompute, threshold)
+        return _plan_best(
+            sym, shapes, grad_req, type_dict, inplace, coshare, recompute, threshold, nodes
+        )
 
 
 def _plan_best(
@@ -85,6 +90,7 @@ def _plan_best(
     coshare: bool,
     recompute: str | None = None,
     threshold: float | None = None,
+    nodes: Collection[str] | None = None,
 ) -> tuple[ExecGraph, MemoryPlan]:
     best: tuple[ExecGraph, MemoryPlan] | None = None
     for order in ORDERS if coshare or inplace else ORDERS[:1]:
@@ -95,7 +101,7 @@ def _plan_best(
         if len(graph.steps) > MID_GRAPH_STEPS:
             break  # a larger graph is planned in MXNet's order only (see MID_GRAPH_STEPS)
     assert best is not None
-    chosen = choose(best[0], recompute, threshold)
+    chosen = choose(best[0], recompute, threshold) if nodes is None else frozenset(nodes)
     if chosen:
         # Recomputation keeps the plain plan's order: the same steps in the same order (plus
         # the recompute steps), so gradients are summed in the same order, bit for bit.
@@ -104,7 +110,7 @@ def _plan_best(
         graph = build_graph(
             sym, shapes, grad_req=grad_req, type_dict=type_dict, order=order, recompute=chosen
         )
-        graph.recompute = recompute or "attributes"
+        graph.recompute = recompute or ("attributes" if nodes is None else "chosen")
         best = (graph, plan_graph(graph, inplace=inplace, coshare=coshare))
     return best
 

@@ -5,7 +5,9 @@ Each point is a plan of the family :func:`mxnb.executor.tradeoff_curve`
 plans — no recomputation, MXNet's mirror rule, and the paper's segments of
 growing size — at (``recompute_flops / forward_flops``, planned bytes).  The
 points no other beats on both form the curve; MXNet's own figures (its plan
-and its ``MXNET_BACKWARD_DO_MIRROR`` plan) are drawn as marks to compare.  For
+and its ``MXNET_BACKWARD_DO_MIRROR`` plan) are drawn as marks to compare, and
+plans of the exact planner (``solver='milp'``, :mod:`mxnb.executor.milp`) as a
+second curve beside the greedy one.  For
 one chosen point a strip shows the forward steps in order, recomputed ones
 coloured by segment: the segments backward recomputes from their checkpoints.
 
@@ -17,6 +19,7 @@ State kept:
     front      the points on the curve (pareto)
     selected   the point explained in the strip and the text
     marks      label -> bytes drawn as reference lines (MXNet's figures)
+    exact      the exact planner's plans (MemoryPlan), by growing recompute ratio
 
 Example::
 
@@ -54,6 +57,9 @@ class TradeoffView(FigureView):
     select : str or int, optional
         The point to explain: its label, or its index in ``points``; default the
         curve's point with the fewest bytes among those with at most one extra forward.
+    exact : sequence of MemoryPlan, optional
+        Plans of ``plan_memory(..., budget=b, solver='milp')`` at several budgets:
+        the optimal curve, drawn beside the greedy one.
     """
 
     def __init__(
@@ -62,6 +68,7 @@ class TradeoffView(FigureView):
         shapes: Mapping[str, tuple] | None = None,
         marks: Mapping[str, float] | None = None,
         select: str | int | None = None,
+        exact: Sequence[Any] = (),
     ) -> None:
         from ..executor import pareto, tradeoff_curve
 
@@ -77,6 +84,7 @@ class TradeoffView(FigureView):
         self.front = pareto(self.points)
         self.marks = dict(marks or {})
         self.selected = self._pick(select)
+        self.exact = sorted(exact, key=lambda p: (p.recompute_ratio, p.internal_bytes))
 
     def _pick(self, select: str | int | None) -> Any:
         if isinstance(select, int):
@@ -136,6 +144,12 @@ class TradeoffView(FigureView):
                 xytext=(3, 3),
                 textcoords="offset points",
             )
+        if self.exact:
+            curve.plot(
+                [p.recompute_ratio for p in self.exact],
+                [p.internal_bytes / scale for p in self.exact],
+                "-s", color="#f28e2b", markersize=4, label="exact planner (MILP)",
+            )  # fmt: skip
         for index, (label, nbytes) in enumerate(self.marks.items()):
             curve.axhline(
                 nbytes / scale, color=("#e15759", "#f28e2b", "#59a14f")[index % 3], linestyle="--",
@@ -182,6 +196,12 @@ class TradeoffView(FigureView):
             lines.append(
                 f" {star}{pick} {point.label:<22} {format_bytes(point.internal_bytes):>11}  "
                 f"recompute/forward {point.recompute_ratio:5.2f}"
+            )
+        for plan in self.exact:
+            gap = "-" if plan.mip_gap is None else f"{plan.mip_gap:.2g}"
+            lines.append(
+                f"  = {plan.solver:<22} {format_bytes(plan.internal_bytes):>11}  "
+                f"recompute/forward {plan.recompute_ratio:5.2f}  gap {gap}"
             )
         for label, nbytes in self.marks.items():
             lines.append(f"    mark: {label} {format_bytes(nbytes)}")

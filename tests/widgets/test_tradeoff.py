@@ -48,3 +48,18 @@ def test_plan_view_marks_recomputed_entries():
     assert "relu1_output_recompute[" in text and "(recomputed)" in text
     assert "recomputed (mirror): 2 steps" in text
     assert "<svg" in view.to_svg()
+
+
+def test_exact_planner_curve_is_drawn_beside_the_greedy_one():
+    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    points = mx.executor.tradeoff_curve(sym, shapes)
+    low = min(p.internal_bytes for p in points)
+    exact = [
+        mx.executor.plan_memory(sym, shapes, budget=budget, solver="milp")
+        for budget in (low, points[0].internal_bytes)
+    ]
+    view = TradeoffView(points, exact=exact)
+    assert [p.recompute_ratio for p in view.exact] == sorted(p.recompute_ratio for p in exact)
+    text = view.to_text()
+    assert text.count("  = milp") == 2 and "gap 0" in text
+    assert "exact planner (MILP)" in view.to_svg()

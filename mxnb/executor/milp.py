@@ -1,0 +1,375 @@
+"""The exact recomputation planner: which forward values to keep, as a mixed-integer program.
+
+Idea (Jain et al., "Checkmate", MLSys 2020): choosing what to recompute is a
+0/1 program, and a MILP solver either proves a choice optimal or bounds how
+far from optimal it is.  Checkmate schedules every op in every stage; here the
+schedule is fixed by the executor (forward in the plain plan's order, backward
+in reverse, a recomputed segment run just before backward first needs it,
+:mod:`.recompute`), so the only decisions are Checkmate's ``R`` collapsed to
+one bit per forward step, and its ``S`` / free variables follow from them.
+Solved with HiGHS (``scipy.optimize.milp``), no licence needed.
+
+Rule — the program, over the plain plan's steps ``k = 0 .. S-1`` (forward
+steps ``< nf``; each recomputed copy is made just before the step that needs it):
+
+* ``x[j]`` binary, one per candidate step (:func:`.recompute.candidates`;
+  ``__force_mirroring__`` fixes it): 1 = its outputs are recomputed;
+* ``A[j, k]`` in [0, 1], nondecreasing in ``k``: j's recompute has run by step
+  ``k``.  ``A[j, k] >= x[j]`` from backward's first read of j's outputs,
+  ``A[j, k] >= A[c, k] + x[j] - 1`` for a consumer ``c`` of j (producers
+  first), ``A[j, k] <= x[j]`` and ``A[j, k] <= [k >= first read] + sum A[c, k]``
+  (never earlier than needed): with ``x`` binary, ``A`` is the executor's
+  trigger exactly;
+* ``L[e, k]`` (a recomputed copy alive) ``>= A[j, k]`` up to e's last
+  backward reader, and ``>= A[j, k] + x[c] - A[c, k-1] - 1`` (alive while a
+  recomputed consumer c has not run yet);
+* ``E[e, k]`` (a kept value held past its plain last reader)
+  ``>= x[c] - A[c, k-1] - x[j]``: kept for a recomputed consumer;
+* per step: ``plain_live[k] - sum b[e] x[j] [e's last forward read < k <= its
+  last read] + sum b[e] (L[e, k] + E[e, k]) <= peak <= budget'``;
+* minimise ``sum flops[j] x[j]`` (:mod:`.flops`).
+
+What is exact: the objective (each chosen step runs once, as the executor
+does) and the liveness of every value under the executor's schedule, with the
+plain graph's in-place pairs and a recompute writing over an input it alone
+still needs.  What is modelled: bytes are live bytes, not the pool's blocks
+(co-share fragmentation, the arena's offsets), and the values a recompute
+segment makes are all counted at the step that needs them, though the
+executor frees some within the segment (conservative).  So every answer is
+planned for real (:func:`.tournament.plan_best`) and only a plan whose real
+bytes fit is returned.  ``budget'`` starts at the budget; a plan over it
+tightens ``budget'`` by its miss and cuts its set off (some step it keeps must
+be recomputed: a heuristic cut, since real bytes need not fall as a set
+grows), a plan under it loosens ``budget'`` by half the room, until an optimal
+answer leaves under 1 % of the budget unused or the time limit.  The proven
+``mip_gap`` is the gap of the program that chose the plan (model and cuts
+included), not of the real planner.  The greedy plan (:mod:`.tradeoff`) is the
+incumbent: ``scipy.optimize.milp`` takes no starting point, so a solved plan
+replaces it only when it needs fewer FLOPs, and otherwise the greedy plan is
+returned with ``solver='greedy incumbent'``.
+
+State kept: none; :class:`Model` holds one program's arrays.
+
+Example::
+
+    >>> import mxnb as mx
+    >>> from mxnb.executor import zoo
+    >>> plain = mx.executor.plan_memory(zoo.mlp(), {'data': (32, 784)})
+    >>> plan = mx.executor.plan_memory(zoo.mlp(), {'data': (32, 784)},
+    ...                                budget=plain.internal_bytes - 1, solver='milp')
+    >>> plan.solver, plan.mip_gap, plan.internal_bytes < plain.internal_bytes
+    ('milp', 0.0, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from scipy.optimize import LinearConstraint, milp
+from scipy.sparse import coo_matrix
+
+from .flops import step_flops
+from .plan import MemoryPlan
+from .recompute import REPLAYED_OPS, _flag, candidates
+from .steps import ExecGraph
+from .tournament import plan_best
+from .tradeoff import MemoryBudgetError, plan_within_budget
+
+__all__ = ["Model", "Solution", "plan_milp"]
+
+#: Calibration rounds: solve, plan for real, move the modelled budget by the miss.
+_ROUNDS = 8
+#: Stop once an optimal answer's real plan leaves less than this share of the budget unused.
+_ROOM = 0.01
+_GAP = 1e-6  # relative gap HiGHS must prove to stop early (0 would chase rounding)
+
+
+@dataclasses.dataclass(frozen=True)
+class Solution:
+    """One solve: the chosen steps, their FLOPs, the proven gap and HiGHS' status."""
+
+    nodes: frozenset[str]
+    flops: int
+    mip_gap: float
+    optimal: bool
+    seconds: float
+
+
+class Model:
+    """The program of the module docstring for one plain (unrecomputed) graph."""
+
+    def __init__(self, graph: ExecGraph) -> None:
+        self.graph = graph
+        self.cols: dict[tuple, int] = {}
+        self.rows: list[tuple[dict[int, float], float, float]] = []
+        nf, S = graph.num_forward_steps, len(graph.steps)
+        self.steps = list(candidates(graph))
+        for step in self.steps:
+            self.col(("x", step.index))
+        self.peak = self.col(("peak",))
+        entries = graph.entries
+        live = np.zeros(S)
+        for e in entries:
+            if not e.external and e.writer >= 0:
+                last = S - 1 if e.is_output else max(e.readers, default=e.writer)
+                live[e.writer : last + 1] += e.nbytes
+        for step in graph.steps:  # an output written over an input read last here (in-place)
+            for source, target in step.inplace_options:
+                src, dst = entries[source], entries[target]
+                if not (src.external or dst.external or src.is_output) and (
+                    max(src.readers) == step.index
+                ):
+                    live[step.index] -= min(src.nbytes, dst.nbytes)
+        self.copies: dict[int, list[int]] = {}  # step -> the outputs recomputed as copies
+        for step in self.steps:
+            kept = REPLAYED_OPS.get(step.op_type)
+            self.copies[step.index] = [e for i, e in enumerate(step.out_data)
+                                       if e is not None and i != kept]  # fmt: skip
+        self.consumers: dict[int, set[int]] = {s.index: set() for s in self.steps}
+        for step in self.steps:
+            for read in step.in_data:
+                writer = entries[read].writer if read is not None else -1
+                if writer in self.copies and read in self.copies[writer]:
+                    self.consumers[writer].add(step.index)
+        self.first = {j: min((r for e in out for r in entries[e].readers if r >= nf), default=None)
+                      for j, out in self.copies.items()}  # fmt: skip
+        self.latest: dict[int, int | None] = {}  # the latest step j's recompute can run before
+        self.earliest: dict[int, int] = {}  # and the earliest
+        for step in reversed(self.steps):
+            later = [self.latest[c] for c in self.consumers[step.index]]
+            options = [k for k in later if k is not None]
+            first = self.first[step.index]
+            self.latest[step.index] = first if first is not None else max(options, default=None)
+            sooner = [self.earliest[c] for c in self.consumers[step.index] if c in self.earliest]
+            if self.latest[step.index] is not None:
+                self.earliest[step.index] = min([*sooner, *([first] if first is not None else [])])
+        self.memory: list[dict[int, float]] = [{} for _ in range(S)]
+        for step in self.steps:
+            self._add_step(step, live)
+        for k in range(S):
+            self.memory[k][self.peak] = -1.0
+            self.rows.append((self.memory[k], -np.inf, -live[k]))
+
+    def col(self, key: tuple) -> int:
+        """The column of variable ``key``, added on first use."""
+        if key not in self.cols:
+            self.cols[key] = len(self.cols)
+        return self.cols[key]
+
+    def trigger(self, j: int, k: int) -> dict[int, float]:
+        """``A[j, k]`` as coefficients: 0 in forward, ``x[j]`` once backward surely needed it."""
+        latest = self.latest[j]
+        if latest is None or k < max(self.graph.num_forward_steps, self.earliest[j]):
+            return {}
+        return {self.col(("x", j) if k >= latest else ("A", j, k)): 1.0}
+
+    def _row(self, terms: list[tuple[dict[int, float], float]], lo: float, hi: float) -> None:
+        row: dict[int, float] = {}
+        for coeffs, sign in terms:
+            for col, value in coeffs.items():
+                row[col] = row.get(col, 0.0) + sign * value
+        self.rows.append((row, lo, hi))
+
+    def _add_step(self, step: Any, live: np.ndarray) -> None:
+        entries, nf = self.graph.entries, self.graph.num_forward_steps
+        j, x = step.index, {self.col(("x", step.index)): 1.0}
+        latest = self.latest[j]
+        start = max(nf, self.earliest.get(j, nf))
+        for k in range(start, latest if latest is not None else start):
+            a = self.trigger(j, k)
+            self._row([(a, 1), (self.trigger(j, k - 1), -1)], 0, np.inf)  # nondecreasing
+            self._row([(a, 1), (x, -1)], -np.inf, 0)  # never without x
+            need = [(self.trigger(c, k), -1) for c in self.consumers[j]]
+            self._row([(a, 1), *need], -np.inf, 0)  # not before backward or a consumer needs it
+            for c in self.consumers[j]:
+                self._row([(a, 1), (self.trigger(c, k), -1), (x, -1)], -1, np.inf)
+        for e in self.copies[j]:
+            record = entries[e]
+            last_forward = max((r for r in record.readers if r < nf), default=record.writer)
+            last = max(record.readers, default=last_forward)
+            for k in range(last_forward + 1, last + 1):  # the original is freed early
+                self.memory[k][self.col(("x", j))] = -record.nbytes
+            for k in range(start, last + 1):
+                self._copy_alive(e, k, [(self.trigger(j, k), 1)])
+        for e in step.in_data:
+            if e is not None and not entries[e].external and latest is not None:
+                self._input_alive(j, e, latest)
+
+    def _input_alive(self, j: int, e: int, latest: int) -> None:
+        """Input ``e`` of step j must exist when j is recomputed: its copy, or the original held."""
+        record, nf = self.graph.entries[e], self.graph.num_forward_steps
+        writer = record.writer
+        copied = writer in self.copies and e in self.copies[writer]
+        last = max(record.readers, default=writer)  # the plain plan frees it after this step
+        x = {self.col(("x", j)): 1.0}
+        step = self.graph.steps[j]
+        # a recompute writing over this input (in-place) needs it only before its own step
+        over = any(src == e and self.graph.entries[dst].nbytes == record.nbytes
+                   for src, dst in step.inplace_options)  # fmt: skip
+        for k in range(min(nf, last + 1), latest + 1):
+            pending = [(x, 1), (self.trigger(j, k if over else k - 1), -1)]  # j not run yet
+            if copied and k >= max(nf, self.earliest.get(writer, nf)):
+                self._copy_alive(e, k, [(self.trigger(writer, k), 1), *pending], minus=1)
+            if k > last:
+                held = self.col(("E", e, k))
+                self.memory[k][held] = record.nbytes
+                own = [({self.col(("x", writer)): 1.0}, -1)] if copied else []
+                self._row([({held: 1.0}, 1), *[(t, -s) for t, s in pending + own]], 0, np.inf)
+
+    def _copy_alive(self, e: int, k: int, terms: list, minus: float = 0) -> None:
+        """``L[e, k] >= sum(terms) - minus``, and L counted in step k's memory."""
+        alive = self.col(("L", e, k))
+        self.memory[k][alive] = self.graph.entries[e].nbytes
+        self._row([({alive: 1.0}, 1), *[(t, -s) for t, s in terms]], -minus, np.inf)
+
+    def arrays(self) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray]:
+        """The costs, the sparse constraint matrix and its bounds."""
+        data, rows, cols = [], [], []
+        for r, (row, _, _) in enumerate(self.rows):
+            for c, value in row.items():
+                rows.append(r)
+                cols.append(c)
+                data.append(value)
+        matrix = coo_matrix((data, (rows, cols)), shape=(len(self.rows), len(self.cols)))
+        lower = np.array([lo for _, lo, _ in self.rows])
+        upper = np.array([hi for _, _, hi in self.rows])
+        costs = np.zeros(len(self.cols))
+        for step in self.steps:
+            costs[self.cols[("x", step.index)]] = step_flops(step, self.graph.entries)
+        return costs, matrix.tocsr(), lower, upper
+
+    def _bounds(self, fixed: frozenset[str] | None) -> tuple[np.ndarray, np.ndarray]:
+        n = len(self.cols)
+        lower, upper = np.zeros(n), np.ones(n)
+        upper[self.peak] = np.inf
+        for step in self.steps:
+            col = self.cols[("x", step.index)]
+            forced = _flag(step.node, "__force_mirroring__")
+            if fixed is not None:
+                lower[col] = upper[col] = float(step.name in fixed)
+            elif self.latest[step.index] is None or forced is False:
+                upper[col] = 0.0  # never needed again, or kept by its attribute
+            elif forced:
+                lower[col] = 1.0
+        return lower, upper
+
+    def peak_of(self, nodes: frozenset[str]) -> float:
+        """The modelled peak bytes when exactly ``nodes`` are recomputed."""
+        costs, matrix, lo, hi = self.arrays()
+        lower, upper = self._bounds(nodes)
+        objective = np.zeros(len(self.cols))
+        objective[self.peak] = 1.0
+        result = milp(
+            objective, bounds=(lower, upper), constraints=LinearConstraint(matrix, lo, hi)
+        )
+        return float(result.x[self.peak]) if result.x is not None else float("inf")
+
+    def solve(
+        self, budget: float, time_limit: float, cuts: Sequence[frozenset[str]] = ()
+    ) -> Solution | None:
+        """The fewest recompute FLOPs with a modelled peak of at most ``budget`` (None: none).
+
+        Each set in ``cuts`` is excluded with its subsets: some step outside it is recomputed.
+        """
+        costs, matrix, lo, hi = self.arrays()
+        constraints = [LinearConstraint(matrix, lo, hi)]
+        for cut in cuts:
+            row = np.zeros(len(self.cols))
+            for step in self.steps:
+                row[self.cols[("x", step.index)]] = float(step.name not in cut)
+            constraints.append(LinearConstraint(row, 1, np.inf))
+        lower, upper = self._bounds(None)
+        upper[self.peak] = max(budget, 0.0)
+        integrality = np.zeros(len(self.cols))
+        for step in self.steps:
+            integrality[self.cols[("x", step.index)]] = 1
+        start = time.perf_counter()
+        result = milp(costs, integrality=integrality, bounds=(lower, upper), constraints=constraints,
+                      options={"time_limit": max(time_limit, 1.0), "mip_rel_gap": _GAP})  # fmt: skip
+        if result.x is None:
+            return None
+        chosen = frozenset(s.name for s in self.steps if result.x[self.cols[("x", s.index)]] > 0.5)
+        gap = float(getattr(result, "mip_gap", 0.0) or 0.0)
+        return Solution(chosen, int(round(result.fun)), gap, result.status == 0,
+                        time.perf_counter() - start)  # fmt: skip
+
+
+def plan_milp(
+    sym: Any,
+    shapes: Mapping[str, tuple],
+    budget: int,
+    grad_req: str | Mapping[str, str] | Sequence[str] = "write",
+    type_dict: Mapping[str, Any] | None = None,
+    time_limit: float = 120.0,
+) -> tuple[ExecGraph, MemoryPlan]:
+    """The graph and plan with the fewest recompute FLOPs found within ``budget`` bytes.
+
+    Solves :class:`Model` under ``time_limit`` seconds (all rounds together);
+    the plan carries ``solver='milp'`` and the proven ``mip_gap`` of the solve
+    that chose it, or ``solver='greedy incumbent'`` when no solved plan beat
+    the greedy search's.  Raises :class:`.tradeoff.MemoryBudgetError` when
+    neither finds a plan whose real bytes fit.
+    """
+    deadline = time.perf_counter() + time_limit
+    plain_graph, plain = plan_best(sym, shapes, grad_req, type_dict)
+    if plain.internal_bytes <= budget:
+        return plain_graph, dataclasses.replace(plain, solver="milp", mip_gap=0.0)
+    try:
+        best: tuple[ExecGraph, MemoryPlan] | None = plan_within_budget(
+            sym, shapes, budget, grad_req, type_dict
+        )
+    except MemoryBudgetError as error:
+        best, failure = None, error
+    found = _search(Model(plain_graph), budget, deadline, lambda nodes: plan_best(
+        sym, shapes, grad_req, type_dict, nodes=nodes))  # fmt: skip
+    if found is not None and (best is None or found[1].recompute_flops < best[1].recompute_flops):
+        graph, plan, solution = found
+        label = f"budget {budget} B: milp ({len(solution.nodes)} recomputed)"
+        return graph, dataclasses.replace(plan, recompute=label, solver="milp",
+                                          mip_gap=solution.mip_gap)  # fmt: skip
+    if best is None:
+        raise failure
+    gap = found[2].mip_gap if found is not None else None
+    return best[0], dataclasses.replace(best[1], solver="greedy incumbent", mip_gap=gap)
+
+
+def _search(
+    model: Model, budget: int, deadline: float, plan: Any
+) -> tuple[ExecGraph, MemoryPlan, Solution] | None:
+    """Solve, plan the answer for real, move the modelled budget (or cut the answer), repeat.
+
+    A plan over the budget tightens ``target`` by its miss and cuts its set off
+    (a later answer must recompute some step it kept); when the tightened
+    program has no answer, the tightening is undone and the cut stays.  A plan
+    under the budget loosens ``target`` by half its room.  Returns the cheapest
+    plan that fit, with the solve that chose it.
+    """
+    found: tuple[ExecGraph, MemoryPlan, Solution] | None = None
+    cuts: list[frozenset[str]] = []
+    target: float = budget
+    undo: float | None = None  # the target before the last tightening
+    for _ in range(_ROUNDS):
+        left = deadline - time.perf_counter()
+        solution = model.solve(target, left, cuts) if left > 0 else None
+        if solution is None:
+            if undo is None or left <= 0:
+                break
+            target, undo = undo, None
+            continue
+        graph, real = plan(solution.nodes)
+        miss = real.internal_bytes - budget
+        if miss > 0:
+            cuts.append(solution.nodes)
+            target, undo = target - miss, target
+            continue
+        again = found is not None and found[2].nodes == solution.nodes
+        if found is None or real.recompute_flops < found[1].recompute_flops:
+            found = (graph, real, solution)
+        if again or (solution.optimal and -miss < _ROOM * budget):
+            break
+        target, undo = target - miss / 2, None
+    return found

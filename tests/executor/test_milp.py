@@ -1,0 +1,160 @@
+"""The exact recomputation planner: proven optimal, never worse than greedy, within budget.
+
+Each budget is solved for real (:func:`mxnb.executor.milp.plan_milp`) and its
+plan checked; the small networks solve in about a second each.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mxnb as mx
+from mxnb.base import ParamError
+from mxnb.executor import plan_memory, zoo
+from mxnb.executor.executor import Executor
+from mxnb.executor.sharing import bound_arrays
+from mxnb.executor.milp import Model
+from mxnb.executor.planning import plan_graph_and_memory
+from mxnb.executor.tournament import plan_best
+from mxnb.executor.tradeoff import MemoryBudgetError, tradeoff_curve
+
+from .test_recompute import train_step
+
+#: name -> (symbol factory, input shapes): small enough for a solve of about a second
+NETWORKS = {
+    "mlp": (lambda: zoo.mlp(), {"data": (64, 784)}),
+    "lenet": (lambda: zoo.lenet(), {"data": (4, 1, 28, 28)}),
+}
+
+
+def budgets(sym, shapes, count=8):
+    """``count`` budgets from the smallest plan the greedy family reaches to just under plain."""
+    points = tradeoff_curve(sym, shapes)
+    low = min(point.internal_bytes for point in points)
+    plain = points[0].internal_bytes
+    assert low < plain, "recomputation must leave room to trade"
+    return [low + (plain - 1 - low) * i // (count - 1) for i in range(count)]
+
+
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_milp_proves_optimality_within_budget_and_never_loses_to_greedy(name):
+    factory, shapes = NETWORKS[name]
+    sym = factory()
+    proven = 0
+    for budget in budgets(sym, shapes):
+        greedy = plan_memory(sym, shapes, budget=budget)
+        plan = plan_memory(sym, shapes, budget=budget, solver="milp", time_limit=60)
+        plan.check()
+        assert plan.internal_bytes <= budget
+        assert plan.recompute_flops <= greedy.recompute_flops, (budget, plan.solver)
+        assert plan.solver in ("milp", "greedy incumbent")
+        if plan.solver == "milp" and plan.mip_gap is not None and plan.mip_gap <= 1e-6:
+            proven += 1
+    assert proven >= 8
+
+
+def test_milp_finds_cheaper_plans_than_the_greedy_family():
+    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    budget = budgets(sym, shapes)[4]
+    greedy = plan_memory(sym, shapes, budget=budget)
+    plan = plan_memory(sym, shapes, budget=budget, solver="milp")
+    assert plan.solver == "milp"
+    assert plan.recompute_flops < greedy.recompute_flops
+    assert plan.recomputed_nodes and plan.recompute_steps
+
+
+def test_budget_below_every_plan_raises():
+    sym, shapes = zoo.mlp(), {"data": (64, 784)}
+    low = min(point.internal_bytes for point in tradeoff_curve(sym, shapes))
+    with pytest.raises(MemoryBudgetError, match="smallest reachable"):
+        plan_memory(sym, shapes, budget=low // 2, solver="milp")
+
+
+def test_a_budget_the_plain_plan_meets_recomputes_nothing():
+    sym, shapes = zoo.mlp(), {"data": (64, 784)}
+    plain = plan_memory(sym, shapes)
+    plan = plan_memory(sym, shapes, budget=plain.internal_bytes, solver="milp")
+    assert plan.internal_bytes == plain.internal_bytes
+    assert (plan.solver, plan.mip_gap, plan.recompute_flops) == ("milp", 0.0, 0)
+
+
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_model_never_promises_less_than_the_real_schedule_keeps_alive(name):
+    factory, shapes = NETWORKS[name]
+    sym = factory()
+    graph, plain = plan_best(sym, shapes)
+    model = Model(graph)
+    assert model.peak_of(frozenset()) == plain.peak_bytes
+    for rule in ("mirror", "sqrt"):
+        recomputed = plan_best(sym, shapes, recompute=rule)[1]
+        assert model.peak_of(frozenset(recomputed.recomputed_nodes)) >= recomputed.peak_bytes
+
+
+def test_gradients_identical_with_the_milp_plan():
+    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    budget = budgets(sym, shapes)[4]
+    graph, plan = plan_graph_and_memory(sym, shapes, budget=budget, solver="milp")
+    assert plan.solver == "milp" and plan.recompute_steps
+    _, reference = train_step(sym, shapes, None)
+    ctx = mx.cpu()
+    args, grads, aux = bound_arrays(graph, ctx, None, None, None)
+    exe = Executor(sym, ctx, graph, plan, args, grads, aux)
+    rng = np.random.default_rng(0)
+    for name, array in exe.arg_dict.items():  # filled as train_step fills them
+        if name == "softmax_label":
+            array[:] = rng.integers(0, 10, array.shape)
+        else:
+            array[:] = (rng.standard_normal(array.shape) * 0.1).astype("float32")
+    mx.random.seed(7)
+    exe.forward(is_train=True)
+    exe.backward()
+    mx.nd.waitall()
+    exe.memory_plan.check()
+    for name, value in reference["grad"].items():
+        np.testing.assert_array_equal(exe.grad_dict[name].asnumpy(), value, err_msg=name)
+    for ours, theirs in zip(exe.outputs, reference["out"]):
+        np.testing.assert_array_equal(ours.asnumpy(), theirs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"budget": 10**6, "solver": "exact"}, "solver must be one of 'greedy', 'milp'"),
+        ({"solver": "milp"}, "pass budget=<bytes>"),
+        ({"budget": 10**6, "solver": "milp", "time_limit": 0}, r"time_limit \(seconds\) must be in"),
+    ],
+)
+def test_bad_solver_arguments_name_the_fix(kwargs, match):
+    with pytest.raises(ParamError, match=match):
+        plan_memory(zoo.mlp(), {"data": (4, 784)}, **kwargs)
+
+
+def test_mxnet_export_of_resnet18_v1_fits_half_of_mxnet_within_a_third_of_a_forward():
+    """Held-out: Gluon's resnet18_v1 as MXNet 1.9.1 exported it (tests/executor/data/)."""
+    data = Path(__file__).parent / "data"
+    sym = mx.sym.load(str(data / "resnet18_v1_train-symbol.json"))
+    theirs = json.loads((data / "resnet18_v1_train-mxnet.json").read_text())
+    req = {arg: "write" for arg in sym.list_arguments()}
+    req["data"] = req["softmax_label"] = "null"
+    shapes = {"data": (32, 3, 224, 224)}
+    budget = theirs["mirror_0_mb"] * 2**20 // 2
+    greedy = plan_memory(sym, shapes, grad_req=req, budget=budget)
+    plan = plan_memory(sym, shapes, grad_req=req, budget=budget, solver="milp")
+    plan.check()
+    assert plan.internal_bytes <= budget
+    assert plan.recompute_flops <= greedy.recompute_flops
+    assert plan.solver == "milp" and plan.recompute_ratio <= 0.35 < greedy.recompute_ratio
+
+
+def test_out_of_time_the_greedy_incumbent_is_returned_and_said_so():
+    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    budget = budgets(sym, shapes)[4]
+    greedy = plan_memory(sym, shapes, budget=budget)
+    plan = plan_memory(sym, shapes, recompute=budget, solver="milp", time_limit=1e-3)
+    assert (plan.solver, plan.mip_gap) == ("greedy incumbent", None)
+    assert plan.internal_bytes == greedy.internal_bytes <= budget
+    assert plan.recomputed_nodes == greedy.recomputed_nodes
