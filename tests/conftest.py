@@ -115,3 +115,33 @@ def _run_node_tests(script: pathlib.Path, argument: pathlib.Path, timeout: float
 def node_tests_fixture():
     """``node_tests(script, argument, timeout)``: run a node:test file; all must pass."""
     return _run_node_tests
+
+
+def _execute_notebook(notebook: Any, folder: pathlib.Path) -> Any:
+    """Run ``notebook`` (an nbformat node) top to bottom in a fresh kernel, in ``folder``.
+
+    Pictures go through matplotlib's Agg backend; the environment is restored
+    after.  Returns the executed notebook; a failing cell raises.
+    """
+    from nbclient import NotebookClient
+
+    env_backup = dict(os.environ)
+    os.environ["MPLBACKEND"] = "Agg"
+    try:
+        client = NotebookClient(
+            notebook,
+            timeout=180,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(folder)}},
+        )
+        client.execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(env_backup)
+    return notebook
+
+
+@pytest.fixture
+def execute_notebook() -> Callable[[Any, pathlib.Path], Any]:
+    """``execute_notebook(notebook, folder)``: run a notebook as the notebook tests do."""
+    return _execute_notebook

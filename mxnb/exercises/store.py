@@ -186,12 +186,9 @@ class GradingEngine:
         **kw: Any,
     ) -> int:
         """Push ``fn(run_ctx)`` (as :meth:`Engine.push_sync`); return the op id."""
-        label = self._label(name, fn, const_vars, mutate_vars)
-        op_id = self._engine.push_sync(
-            self._wrap(fn, label), ctx, const_vars, mutate_vars, priority, label, **kw
+        return self._push(
+            self._engine.push_sync, fn, ctx, const_vars, mutate_vars, priority, name, kw
         )
-        self.label_of[op_id] = label
-        return op_id
 
     def push_async(
         self,
@@ -204,10 +201,23 @@ class GradingEngine:
         **kw: Any,
     ) -> int:
         """Push ``fn(run_ctx, on_complete)`` (as :meth:`Engine.push_async`); return the op id."""
+        push = self._engine.push_async
+        return self._push(push, fn, ctx, const_vars, mutate_vars, priority, name, kw)
+
+    def _push(
+        self,
+        push: Callable[..., int],
+        fn: Callable[..., Any],
+        ctx: Any,
+        const_vars: Sequence[Any],
+        mutate_vars: Sequence[Any],
+        priority: int,
+        name: str,
+        kw: dict[str, Any],
+    ) -> int:
+        """Push ``fn`` wrapped to record what it touches, labelled; remember the label."""
         label = self._label(name, fn, const_vars, mutate_vars)
-        op_id = self._engine.push_async(
-            self._wrap(fn, label), ctx, const_vars, mutate_vars, priority, label, **kw
-        )
+        op_id = push(self._wrap(fn, label), ctx, const_vars, mutate_vars, priority, label, **kw)
         self.label_of[op_id] = label
         return op_id
 

@@ -8,12 +8,10 @@ exercise passes.
 
 from __future__ import annotations
 
-import os
 import pathlib
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 import mxnb as mx
 
@@ -45,7 +43,9 @@ def test_the_learners_copy_holds_every_exercise_in_order_with_its_starting_code(
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
-def test_the_notebook_filled_in_with_the_references_passes_every_exercise(tmp_path):
+def test_the_notebook_filled_in_with_the_references_passes_every_exercise(
+    tmp_path, execute_notebook
+):
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     for name, cell in exercise_cells(notebook).items():
         cell.source = f"{MARK}{name}\n{mx.exercises.solution_source(name)}"
@@ -57,18 +57,6 @@ def test_the_notebook_filled_in_with_the_references_passes_every_exercise(tmp_pa
             "print('all', len(results), 'exercises pass')"
         )
     )
-    env_backup = dict(os.environ)
-    os.environ["MPLBACKEND"] = "Agg"
-    try:
-        client = NotebookClient(
-            notebook,
-            timeout=180,
-            kernel_name="python3",
-            resources={"metadata": {"path": str(tmp_path)}},
-        )
-        client.execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(env_backup)
+    execute_notebook(notebook, tmp_path)
     output = "".join(o.get("text", "") for o in notebook.cells[-1].outputs)
     assert f"all {len(mx.exercises.list())} exercises pass" in output

@@ -6,14 +6,12 @@ cleared (the suite executes them), which is checked here too.
 
 from __future__ import annotations
 
-import os
 import pathlib
 import subprocess
 import sys
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -48,18 +46,5 @@ def test_notebook_is_committed_without_outputs(path):
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
-def test_notebook_runs_top_to_bottom(path, tmp_path):
-    notebook = nbformat.read(path, as_version=4)
-    env_backup = dict(os.environ)
-    os.environ["MPLBACKEND"] = "Agg"
-    try:
-        client = NotebookClient(
-            notebook,
-            timeout=180,
-            kernel_name="python3",
-            resources={"metadata": {"path": str(tmp_path)}},
-        )
-        client.execute()
-    finally:
-        os.environ.clear()
-        os.environ.update(env_backup)
+def test_notebook_runs_top_to_bottom(path, tmp_path, execute_notebook):
+    execute_notebook(nbformat.read(path, as_version=4), tmp_path)
