@@ -27,7 +27,7 @@ os.environ.setdefault("MXNB_OP_THREADS", "1")
 from threadpoolctl import threadpool_limits
 
 import mxnb as mx
-from mxnb.engine.trace import OpPush
+from mxnb.engine.tracing import OpPush
 from mxnb.executor import zoo
 
 SHAPES = {"lenet5_digits": (1, 16, 16), "mlp": (784,), "lenet": (1, 28, 28)}

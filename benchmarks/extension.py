@@ -146,7 +146,7 @@ def latency(ops: int, repeat: int) -> list[list[str]]:
 
 
 def timeline_redraw(ops: int, repeat: int) -> list[list[str]]:
-    from mxnb.engine.trace import OpEnd, OpPush, OpReady, OpStart
+    from mxnb.engine.tracing import OpEnd, OpPush, OpReady, OpStart
     from mxnb.widgets import Timeline
     from mxnb.widgets.model import EngineModel
 
@@ -279,7 +279,7 @@ def _panel_view(stamps: _Stamps, incremental: bool):
 
 def _lag_once(make_view, incremental: bool, ops: int, seconds: float, settle: float):
     """One run under a fresh view: (ops, run s, worst s behind, s behind at idle, updates)."""
-    from mxnb.engine.trace import OpEnd, Trace
+    from mxnb.engine.tracing import OpEnd, Trace
 
     stamps = _Stamps()
     view = make_view(stamps, incremental)
@@ -349,7 +349,7 @@ def browser_drawing(ops: int, chunks: int = 20) -> list[list[str]]:
     import subprocess
     import tempfile
 
-    from mxnb.engine.trace import Trace
+    from mxnb.engine.tracing import Trace
     from mxnb.widgets import Timeline
     from mxnb.widgets.model import EngineModel
 

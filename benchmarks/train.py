@@ -56,7 +56,7 @@ from threadpoolctl import threadpool_limits
 
 import mxnb as mx
 from mxnb.engine.affinity import AFFINITY_ENV, virtual_gpu_cores
-from mxnb.engine.trace import OpPush
+from mxnb.engine.tracing import OpPush
 from mxnb.executor import zoo
 
 BATCH = 32

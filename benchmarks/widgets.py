@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _util import best_of, ratio, table
 
 import mxnb as mx
-from mxnb.engine.trace import (
+from mxnb.engine.tracing import (
     Dependency,
     DepKind,
     OpEnd,

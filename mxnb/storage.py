@@ -25,8 +25,8 @@ State kept (per manager):
     counters     bytes in use, peak, pooled bytes, frees, pool hits and misses,
                  updated under ``_lock`` (:meth:`~StorageManager.stats` snapshots them)
 
-Every allocation and free emits :class:`~mxnb.engine.trace.StorageAlloc` /
-:class:`~mxnb.engine.trace.StorageFree` when a trace is recording (one flag
+Every allocation and free emits :class:`~mxnb.engine.tracing.StorageAlloc` /
+:class:`~mxnb.engine.tracing.StorageFree` when a trace is recording (one flag
 check otherwise), so the memory view can draw bytes in use over time: coded
 records in the trace's log, like the engine's, built into events when the
 trace is read.
@@ -46,7 +46,6 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import os
 import threading
@@ -55,12 +54,15 @@ from typing import Any
 
 from .base import MXNBError, acquire_lock
 from .context import Context
-from .engine import trace as _trace_api  # noqa: F401 - loads the package
+from .engine import tracing
 
-# ``mxnb.engine.trace`` is also a function of the engine package; take the module itself.
-trace = importlib.import_module("mxnb.engine.trace")
 # Storage events are coded records in the trace's log, like the engine's (built lazily).
-RAW_ALLOC, RAW_FREE, _extend, _now = trace.RAW_ALLOC, trace.RAW_FREE, trace.extend_raw, trace.now
+RAW_ALLOC, RAW_FREE, _extend, _now = (
+    tracing.RAW_ALLOC,
+    tracing.RAW_FREE,
+    tracing.extend_raw,
+    tracing.now,
+)
 
 __all__ = [
     "Handle",
@@ -257,7 +259,7 @@ class StorageManager:
         if not hit:
             buffer = self._fresh_buffer(nbytes, capacity)  # outside the lock: it may be slow
         handle = _new_handle(self.ctx, nbytes, capacity, buffer, hit, self)
-        if trace.enabled:
+        if tracing.enabled:
             _extend((RAW_ALLOC, _now(), self._ctx_label, handle.handle_id, capacity, hit))
         return handle
 
@@ -285,7 +287,7 @@ class StorageManager:
         finally:
             lock.release()
         handle.buffer = None
-        if trace.enabled:
+        if tracing.enabled:
             _extend((RAW_FREE, _now(), self._ctx_label, handle.handle_id, capacity, pooled))
 
     def reissue(self, handle: Handle) -> Handle:
@@ -313,7 +315,7 @@ class StorageManager:
         buffer = handle.buffer
         handle.buffer = None
         new = _new_handle(self.ctx, handle.nbytes, capacity, buffer, True, self)
-        if trace.enabled:
+        if tracing.enabled:
             t = _now()
             _extend((RAW_FREE, t, self._ctx_label, handle.handle_id, capacity, True))
             _extend((RAW_ALLOC, t, self._ctx_label, new.handle_id, capacity, True))

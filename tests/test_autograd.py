@@ -21,7 +21,7 @@ import pytest
 import mxnb as mx
 from mxnb import autograd
 from mxnb.base import MXNBError, NotSupportedError
-from mxnb.engine.trace import OpPush
+from mxnb.engine.tracing import OpPush
 from mxnb.operator import registry
 from mxnb.testing import assert_almost_equal, numeric_grad
 

@@ -9,7 +9,7 @@ import pytest
 
 import mxnb as mx
 from mxnb import resource, storage
-from mxnb.engine.trace import OpPush, Trace
+from mxnb.engine.tracing import OpPush, Trace
 from mxnb.operator import ResourceRequest
 
 

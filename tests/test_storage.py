@@ -9,7 +9,7 @@ import pytest
 import mxnb as mx
 from mxnb import storage
 from mxnb.base import MXNBError, acquire_lock
-from mxnb.engine.trace import StorageAlloc, StorageFree, Trace
+from mxnb.engine.tracing import StorageAlloc, StorageFree, Trace
 
 
 @pytest.fixture

@@ -37,10 +37,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import sys
 import threading
 from collections.abc import Iterator
-from typing import Any
 
 from ..base import EngineError
 from . import interrupts
@@ -58,7 +56,7 @@ from .base import (
 )
 from .lint import Finding, lint
 from .naive import NaiveEngine
-from .trace import Trace
+from .tracing import Trace
 
 __all__ = [
     "DONE",
@@ -181,27 +179,9 @@ def engine_type() -> str:
     return get().kind
 
 
-class _TraceEntry:
-    """``mx.engine.trace()``: a new recorder; ``with mx.engine.trace() as tr:`` records the block.
-
-    The name also stands for the :mod:`mxnb.engine.trace` module (the function
-    shadows the submodule as a package attribute), so ``from mxnb.engine
-    import trace; trace.enabled`` and ``trace.OpPush`` keep working.
-    """
-
-    __slots__ = ()
-
-    def __call__(self) -> Trace:
-        return Trace()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(sys.modules[f"{__name__}.trace"], name)
-
-    def __repr__(self) -> str:
-        return "<function mxnb.engine.trace() -> Trace; module attributes via mxnb.engine.trace>"
-
-
-trace = _TraceEntry()
+def trace() -> Trace:
+    """A new recorder: ``with mx.engine.trace() as tr:`` records the block (:mod:`.tracing`)."""
+    return Trace()
 
 
 def set_debug(flag: bool, slow_wait: float | None = None) -> None:

@@ -50,7 +50,7 @@ from typing import Any
 
 from ..base import EngineError, acquire_lock
 from ..context import Context, RunContext
-from . import trace
+from . import tracing
 from .checks import (
     SEQUENCES,
     OperatorHandle,
@@ -136,7 +136,7 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
     def new_var(self, name: str = "") -> Var:
         """Return a new var (MXNet: ``NewVariable``); ``name`` shows in traces and errors."""
         var = Var(name)
-        if trace.enabled:
+        if tracing.enabled:
             record_var_new(var)
         return var
 
@@ -326,7 +326,7 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
         recording (a trace shows every delete as an op) or the engine shows
         every delete (:attr:`idle_delete`).
         """
-        if not self.idle_delete or trace.enabled or var.pending_write is not None:
+        if not self.idle_delete or tracing.enabled or var.pending_write is not None:
             return False  # the unlocked read only ever picks the slower push_delete
         if not self._lock.acquire(False):
             return False
@@ -393,7 +393,7 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
                 self._live[opr.id] = opr
             if ready:
                 opr.state = READY
-            if trace.enabled:  # the trace hook
+            if tracing.enabled:  # the trace hook
                 record_push(opr, None if self._failures else self.starts_at_push)
         finally:
             lock.release()
@@ -442,7 +442,7 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
                 self._wake_waiters(opr)
             if opr.push_time:
                 self._note_done(opr)
-            if trace.enabled:  # the trace hook
+            if tracing.enabled:  # the trace hook
                 record_end(opr, exc, inherited, ready, chain)
         finally:
             lock.release()

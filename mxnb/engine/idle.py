@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..context import Context, RunContext
-from . import trace
+from . import tracing
 from .base import Engine, _next_op_id
 from .records import record_done, record_push, record_start
 from .running import RunContextCache
@@ -166,7 +166,7 @@ class IdleFastPath(Engine):
                 var.writes_pushed += 1
                 var.pending_write = opr
             self._num_pending += 1
-            if trace.enabled:
+            if tracing.enabled:
                 record_push(opr, self._run_contexts.worker)  # push and start, one record
             return opr
         finally:
@@ -180,7 +180,7 @@ class IdleFastPath(Engine):
         rctx = self._run_contexts.by_id.get(id(ctx))  # RunContextCache.get without the call
         if rctx is None or rctx.ctx is not ctx:
             rctx = self._run_contexts.get(ctx)
-        if trace.enabled and opr.state is READY:  # recording began since the push
+        if tracing.enabled and opr.state is READY:  # recording began since the push
             record_start(opr, rctx.worker, None)
         opr.state = RUNNING
         try:  # running._running_stack() written out: the call measured +0.05x of the reference
@@ -228,7 +228,7 @@ class IdleFastPath(Engine):
                 self._num_pending -= 1
                 if self._num_waiters:
                     self._wake_waiters(opr)
-                if trace.enabled:
+                if tracing.enabled:
                     record_done(opr)
         finally:
             lock.release()

@@ -58,7 +58,7 @@ _CRITICAL_FILES = frozenset(
         ("engine", "naive.py"),
         ("engine", "threaded.py"),
         ("engine", "stepper.py"),
-        ("engine", "trace.py"),
+        ("engine", "tracing.py"),
         ("engine", "var.py"),
         ("engine", "failures.py"),
         ("engine", "debugging.py"),

@@ -11,7 +11,7 @@ what these functions write).  Under its lock
 *coded record*: a small int code, then that code's fields, all numbers,
 strings and long-lived objects (never the engine's ops or vars: nothing in
 the log is left for the garbage collector to walk).  A
-:class:`~mxnb.engine.trace.Trace` later turns records into events
+:class:`~mxnb.engine.tracing.Trace` later turns records into events
 (:class:`RecordReader`), off the hot path.  Dependency edges are not written:
 the reader derives them with the engine's own code, running shadow
 :class:`~mxnb.engine.var.Var` / :class:`~mxnb.engine.var.Opr` objects through
@@ -122,7 +122,7 @@ seen_vars: set[int] = set()  # var ids named in the log since the first recorder
 _var_id = attrgetter("id")  # a Var's id (an Opr's too)
 
 
-# -- writing (the engine, under its lock, only while trace.enabled) -------------------------
+# -- writing (the engine, under its lock, only while tracing.enabled) -------------------------
 
 
 def record_var_new(var: Var) -> None:

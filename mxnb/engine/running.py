@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..base import EngineError
 from ..context import Context, RunContext
-from . import trace  # type: ignore[no-redef]  # the module; mx.engine.trace() the function shares its name
+from . import tracing
 from .records import record_start
 from .var import RUNNING, Opr
 from .waiting import _local
@@ -163,7 +163,7 @@ class Running:
             inherited = self._failed_input(opr)
             if inherited is not None:
                 return self._complete(opr, None, inherited)
-        if trace.enabled and opr.state is not RUNNING:  # RUNNING: its predecessor's end said so
+        if tracing.enabled and opr.state is not RUNNING:  # RUNNING: its predecessor's end said so
             record_start(opr, rctx.worker, rctx.thread)
         opr.state = RUNNING
         try:

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..base import EngineError
-from . import trace
+from . import tracing
 
 if TYPE_CHECKING:
     from .var import Var
@@ -98,15 +98,15 @@ class Waiting:
         slices, so Ctrl-C in the waiting thread interrupts it and leaves the
         engine consistent (nothing is booked while waiting).
         """
-        deadline = None if timeout is None else trace.now() + timeout
+        deadline = None if timeout is None else tracing.now() + timeout
         if getattr(_local, "engine", None) is self:
             wake = "any"  # a worker waiting inside an op also looks for ops to help with
-        tracing = trace.enabled
+        recording = tracing.enabled
         wait_id = next(_wait_ids)
-        if tracing:
-            trace.emit(
-                trace.WaitBegin(
-                    trace.now(),
+        if recording:
+            tracing.emit(
+                tracing.WaitBegin(
+                    tracing.now(),
                     wait_id,
                     None if var is None else var.id,
                     threading.current_thread().name,
@@ -122,7 +122,7 @@ class Waiting:
                 with self._cond:
                     if satisfied():
                         return True
-                    if deadline is not None and trace.now() >= deadline:
+                    if deadline is not None and tracing.now() >= deadline:
                         return False
                     self._add_waiter(wake, var, target, 1)
                     try:
@@ -131,8 +131,8 @@ class Waiting:
                         self._add_waiter(wake, var, target, -1)
                 self._stuck_check()
         finally:
-            if tracing:
-                trace.emit(trace.WaitEnd(trace.now(), wait_id))
+            if recording:
+                tracing.emit(tracing.WaitEnd(tracing.now(), wait_id))
 
     def _add_waiter(self, wake: str, var: Var | None, target: int, step: int) -> None:
         """Count a thread in (``step`` 1) or out of (-1) the waiters (call under the lock)."""

@@ -41,7 +41,7 @@ _STEPS = 20
 # -- 6. NDArray: a loop without a wait inside ------------------------------------------------
 def _grade_loop(loop: Any) -> Result:
     import mxnb as mx
-    from mxnb.engine.trace import WaitBegin
+    from mxnb.engine.tracing import WaitBegin
 
     start = np.linspace(-1.0, 1.0, 64, dtype=np.float32)
     x = mx.nd.array(start)

@@ -1,7 +1,7 @@
 """One timeline for a cluster: every worker's and server's engine trace, merged.
 
 Idea: each participant (worker or server process) exports its engine trace
-as Chrome trace JSON (:meth:`~mxnb.engine.trace.Trace.to_chrome_trace`, the
+as Chrome trace JSON (:meth:`~mxnb.engine.tracing.Trace.to_chrome_trace`, the
 public format) plus a small log of its pushes, pulls and updates, and its
 clock offset (wall clock minus ``perf_counter``).  Merging puts each
 participant in a process of its own, shifts its times onto one wall clock,
@@ -12,7 +12,7 @@ Rules:
       (``Trace.from_chrome_trace``), never on a Trace's private fields;
     * a push ``(rank, key, part, seq)`` links to the update that consumed it;
       an update of version ``v`` links to every pull that returned version ``v``;
-    * :meth:`ClusterTrace.trace` gives a plain :class:`~mxnb.engine.trace.Trace`
+    * :meth:`ClusterTrace.trace` gives a plain :class:`~mxnb.engine.tracing.Trace`
       whose lanes are named ``worker0 cpu(0)/1`` ... so ``Timeline`` draws it.
 
 State kept:
@@ -35,7 +35,7 @@ from typing import Any
 
 from ..atomic_file import write_text_atomically
 from ..base import FormatError
-from ..engine.trace import Event, OpEnd, OpPush, OpStart, Trace, VarName, VarNew, WaitBegin, WaitEnd
+from ..engine.tracing import Event, OpEnd, OpPush, OpStart, Trace, VarName, VarNew, WaitBegin, WaitEnd
 
 __all__ = ["ClusterTrace"]
 

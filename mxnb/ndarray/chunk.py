@@ -47,14 +47,13 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import importlib
 from typing import Any
 
 from .. import engine as _engine_mod
 from .. import storage
 from ..context import Context
 
-_trace = importlib.import_module("mxnb.engine.trace")  # the module: ``enabled`` is read live
+from ..engine import tracing as _trace  # noqa: E402 -- the module: ``enabled`` is read live
 
 __all__ = ["flush_delete_batches"]
 

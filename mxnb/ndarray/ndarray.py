@@ -40,7 +40,6 @@ Example::
 
 from __future__ import annotations
 
-import importlib
 import math
 import numbers
 from collections.abc import Sequence
@@ -54,7 +53,6 @@ from ..base import ContextError, DTypeError, MXNBError, ShapeError, as_shape, np
 from ..context import Context, current_context
 from .chunk import _Chunk, _deferred_deletes, _flush_deferred_deletes
 
-_trace = importlib.import_module("mxnb.engine.trace")  # the module: ``enabled`` is read live
 
 __all__ = ["NDArray", "py_slice"]
 

@@ -1,6 +1,6 @@
 """Notebook views of the engine, the memory planner and symbols.
 
-Idea: every view reads trace events (``mxnb.engine.trace``) or plan objects
+Idea: every view reads trace events (``mxnb.engine.tracing``) or plan objects
 (``mxnb.executor.plan``) — never engine internals — so a view costs the engine
 nothing unless a recorder is attached, and the same view draws a live run, a
 finished trace or one loaded from a chrome-trace file.  Each view renders
@@ -24,7 +24,7 @@ Example::
 
     >>> import mxnb as mx
     >>> from mxnb import widgets
-    >>> from mxnb.engine.trace import Trace
+    >>> from mxnb.engine.tracing import Trace
     >>> widgets.DependencyGraph(Trace()).to_text()
     'DependencyGraph: 0 of 0 ops'
 """

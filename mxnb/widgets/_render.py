@@ -12,7 +12,7 @@ state, no GUI backend), so views draw in any thread.
 Example::
 
     >>> from mxnb.widgets import DependencyGraph
-    >>> from mxnb.engine.trace import Trace
+    >>> from mxnb.engine.tracing import Trace
     >>> svg = DependencyGraph(Trace()).to_svg()
     >>> svg.lstrip().startswith('<?xml') or svg.lstrip().startswith('<svg')
     True

@@ -25,7 +25,7 @@ State kept:
 
 Example::
 
-    >>> from mxnb.engine.trace import OpPush, Dependency, DepKind
+    >>> from mxnb.engine.tracing import OpPush, Dependency, DepKind
     >>> g = DependencyGraph([OpPush(0, 1, 'w', 'cpu(0)', (), (5,), 0, ()),
     ...                      OpPush(0, 2, 'r', 'cpu(0)', (5,), (), 0,
     ...                             (Dependency(1, 5, DepKind.RAW),))])
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engine.trace import DepKind
+from ..engine.tracing import DepKind
 from ._render import GraphvizView, state_colours
 from .model import KIND_SHORT, Edge, EngineModel, OpRecord
 
@@ -73,7 +73,7 @@ def is_delete(op: OpRecord) -> bool:
 def lineage_links(model: EngineModel) -> dict[str, list[str]]:
     """Element id -> the element ids of the ops it depends on directly (``'op7': ['op3']``).
 
-    The graph :meth:`~mxnb.engine.trace.Trace.lineage` walks, in the ids the
+    The graph :meth:`~mxnb.engine.tracing.Trace.lineage` walks, in the ids the
     views give ops; an :class:`~mxnb.widgets.SvgCanvas` with these ``links``
     marks the ancestors and descendants of a clicked op.
     """

@@ -8,7 +8,7 @@ talk to the kernel over a Jupyter comm to the target :data:`TARGET`, which
 
 Rule: nobody pays while no panel is open.  Registering the target costs one
 dictionary entry; a :class:`EngineChannel` is made when a panel opens a comm,
-and its :class:`~mxnb.engine.trace.Trace` is attached only while the front end
+and its :class:`~mxnb.engine.tracing.Trace` is attached only while the front end
 reports at least one open view (``{"views": [...]}``).  Redraws are paced as
 the :class:`~mxnb.widgets.EngineMonitor` paces them: a background thread wakes
 at most every ``interval`` (0.2 s), builds the trace's records in bounded
@@ -95,7 +95,7 @@ class EngineChannel:
     def __init__(
         self, comm: Any, data: dict, background: bool = True, interval: float = 0.2
     ) -> None:
-        from ..engine.trace import Trace
+        from ..engine.tracing import Trace
         from .model import EngineModel
         from .timeline_feed import TimelineFeed
 

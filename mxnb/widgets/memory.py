@@ -14,7 +14,7 @@ State kept:
 
 Example::
 
-    >>> from mxnb.engine.trace import StorageAlloc, StorageFree
+    >>> from mxnb.engine.tracing import StorageAlloc, StorageFree
     >>> chart = MemoryChart([StorageAlloc(0, 'cpu(0)', 1, 4096, False),
     ...                      StorageFree(1, 'cpu(0)', 1, 4096, True)])
     >>> chart.model.memory['cpu(0)'].in_use

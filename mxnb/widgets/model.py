@@ -15,7 +15,7 @@ State kept: none here (see :class:`~mxnb.engine.trace_model.TraceModel`).
 
 Example::
 
-    >>> from mxnb.engine.trace import OpPush, OpStart, OpEnd
+    >>> from mxnb.engine.tracing import OpPush, OpStart, OpEnd
     >>> m = EngineModel([OpPush(0.0, 1, 'add', 'cpu(0)', (), (7,), 0, ()),
     ...                  OpStart(0.1, 1, 'cpu(0)/0', 't'), OpEnd(0.3, 1)])
     >>> m.ops[1].state.name, round(m.ops[1].duration, 3)

@@ -26,7 +26,7 @@ redraw costs what changed, not the length of the run.  Detached, it costs the
 engine nothing.
 
 State kept:
-    trace       the :class:`~mxnb.engine.trace.Trace` recorder it reads
+    trace       the :class:`~mxnb.engine.tracing.Trace` recorder it reads
     model       the :class:`EngineModel` folded from it
     paused      True: events are still recorded but nothing is redrawn
     redraws     how many redraws happened (tests and the benchmark read it)
@@ -53,7 +53,7 @@ from typing import Any
 
 import ipywidgets
 
-from ..engine.trace import OpEnd, OpPush, Trace, VarName, VarNew
+from ..engine.tracing import OpEnd, OpPush, Trace, VarName, VarNew
 from .canvas import SvgCanvas, lineage_of, selected_op_id
 from .dag import DependencyGraph
 from .memory import MemoryChart

@@ -19,7 +19,7 @@ State kept:
 
 Example::
 
-    >>> from mxnb.engine.trace import OpPush, OpStart, OpEnd
+    >>> from mxnb.engine.tracing import OpPush, OpStart, OpEnd
     >>> table = StatsTable([OpPush(0, 1, 'add', 'cpu(0)', (), (3,), 0, ()),
     ...                     OpStart(0, 1, 'cpu(0)/0', 't'), OpEnd(0.002, 1)])
     >>> [(row.name, row.count) for row in table.rows()]

@@ -6,7 +6,7 @@ a bar from ``OpStart`` to ``OpEnd`` coloured by op name, each thread blocked in
 ``wait_for_var`` / ``wait_for_all`` a hatched bar on a lane of its own, and
 the critical path — the chain of dependencies that decided when the last op
 finished — is outlined in red.  Under each worker lane a thin strip shows why
-it sat idle (:meth:`~mxnb.engine.trace.Trace.idle`): grey nothing pushed,
+it sat idle (:meth:`~mxnb.engine.tracing.Trace.idle`): grey nothing pushed,
 red waiting on a var (the hover names the var and the op holding it), yellow
 ready but not started.  Clicking an op in :meth:`Timeline.canvas` marks its
 ancestors and descendants on every lane.
@@ -28,7 +28,7 @@ State kept:
 
 Example::
 
-    >>> from mxnb.engine.trace import OpPush, OpStart, OpEnd
+    >>> from mxnb.engine.tracing import OpPush, OpStart, OpEnd
     >>> tl = Timeline([OpPush(0, 1, 'add', 'cpu(0)', (), (3,), 0, ()),
     ...                OpStart(0.001, 1, 'cpu(0)/0', 't'), OpEnd(0.002, 1)])
     >>> [lane.worker for lane in tl.lanes()]

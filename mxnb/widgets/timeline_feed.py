@@ -32,7 +32,7 @@ State kept:
 
 Example::
 
-    >>> from mxnb.engine.trace import OpPush, OpStart, OpEnd
+    >>> from mxnb.engine.tracing import OpPush, OpStart, OpEnd
     >>> from mxnb.widgets.model import EngineModel
     >>> model = EngineModel([OpPush(0, 1, 'add', 'cpu(0)', (), (3,), 0, ()),
     ...                      OpStart(0.001, 1, 'cpu(0)/0', 't')])

@@ -1,6 +1,6 @@
 """Two runs side by side: their timelines aligned, what changed marked.
 
-Idea: :meth:`~mxnb.engine.trace.Trace.diff` says in rows which ops got
+Idea: :meth:`~mxnb.engine.tracing.Trace.diff` says in rows which ops got
 slower or faster and which ran in one run only; this view shows where on the
 two timelines that happened.  Run A on top, run B below, both on one time
 axis (milliseconds since each run's first push), so the same op sits at the

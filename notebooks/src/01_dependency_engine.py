@@ -28,7 +28,7 @@ from IPython.display import display
 
 import mxnb as mx
 from mxnb import widgets
-from mxnb.engine.trace import OpEnd, OpPush, OpStart
+from mxnb.engine.tracing import OpEnd, OpPush, OpStart
 
 engine = mx.engine.set_engine("threaded_per_device")
 print(engine, "with CPU workers", engine.workers())

@@ -25,7 +25,7 @@ from IPython.display import display
 
 import mxnb as mx
 from mxnb import widgets
-from mxnb.engine.trace import OpEnd, OpPush, OpStart, StorageAlloc, WaitBegin, WaitEnd
+from mxnb.engine.tracing import OpEnd, OpPush, OpStart, StorageAlloc, WaitBegin, WaitEnd
 
 mx.engine.set_engine("threaded_per_device")  # the default engine, stated for the reader
 mx.random.seed(0)

@@ -23,7 +23,7 @@ import numpy as np
 import mxnb as mx
 from mxnb import operator as op
 from mxnb import widgets
-from mxnb.engine.trace import OpPush
+from mxnb.engine.tracing import OpPush
 from mxnb.testing import assert_almost_equal, check_numeric_gradient
 
 rng = np.random.default_rng(0)

@@ -24,7 +24,7 @@ import numpy as np
 import mxnb as mx
 from mxnb import operator as op
 from mxnb import widgets
-from mxnb.engine.trace import OpEnd, OpPush, OpStart
+from mxnb.engine.tracing import OpEnd, OpPush, OpStart
 from mxnb.testing import assert_almost_equal, check_numeric_gradient
 
 A, S = 1.7159, 2.0 / 3.0

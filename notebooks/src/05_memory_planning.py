@@ -29,7 +29,7 @@ from IPython.display import Image, display
 
 import mxnb as mx
 from mxnb import widgets
-from mxnb.engine.trace import OpPush
+from mxnb.engine.tracing import OpPush
 from mxnb.executor import zoo
 
 

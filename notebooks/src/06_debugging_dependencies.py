@@ -24,7 +24,7 @@ import numpy as np
 import mxnb as mx
 from mxnb import operator as op
 from mxnb import widgets
-from mxnb.engine.trace import OpEnd, OpPush, OpStart
+from mxnb.engine.tracing import OpEnd, OpPush, OpStart
 
 engine = mx.engine.set_engine("threaded_per_device")
 mx.random.seed(0)

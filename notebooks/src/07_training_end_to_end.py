@@ -29,7 +29,7 @@ from sklearn.model_selection import train_test_split
 
 import mxnb as mx
 from mxnb import widgets
-from mxnb.engine.trace import OpEnd, OpPush, OpStart
+from mxnb.engine.tracing import OpEnd, OpPush, OpStart
 from mxnb.executor import zoo
 from mxnb.executor.bulk import step_names
 

@@ -22,14 +22,14 @@ from mxnb import engine
 traces: list[mx.engine.Trace] = []
 
 
-def _recording_trace(self: object) -> mx.engine.Trace:
+def _recording_trace() -> mx.engine.Trace:
     trace = mx.engine.Trace()
     traces.append(trace)
     return trace
 
 
 def main(source: str) -> None:
-    type(engine.trace).__call__ = _recording_trace  # every `mx.engine.trace()` the notebook makes
+    engine.trace = _recording_trace  # every `mx.engine.trace()` the notebook makes
     path = pathlib.Path(source).resolve()
     with tempfile.TemporaryDirectory(prefix="mxnb-lint-") as folder:
         os.chdir(folder)

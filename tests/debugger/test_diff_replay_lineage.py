@@ -10,7 +10,7 @@ import mxnb as mx
 from mxnb.base import ParamError
 from mxnb.engine.events import OpEnd, OpPush, OpReady, OpStart, VarNew
 from mxnb.engine.replay import makespan
-from mxnb.engine.trace import Trace
+from mxnb.engine.tracing import Trace
 from mxnb.engine.trace_model import TraceModel
 
 CPU = mx.cpu()

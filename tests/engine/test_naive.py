@@ -153,7 +153,7 @@ def test_keyboard_interrupt_in_an_op_is_booked_then_raised(naive):
 
 
 def test_an_op_ready_at_push_is_traced_like_one_a_completion_released(naive):
-    from mxnb.engine.trace import OpEnd, OpPush, OpReady, OpStart
+    from mxnb.engine.tracing import OpEnd, OpPush, OpReady, OpStart
 
     var = naive.new_var(name="v")
     with mx.engine.trace() as tr:

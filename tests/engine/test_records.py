@@ -18,7 +18,7 @@ import pytest
 
 import mxnb as mx
 from mxnb.engine import records
-from mxnb.engine.trace import OpPush, OpStart
+from mxnb.engine.tracing import OpPush, OpStart
 
 CPU = mx.cpu()
 

@@ -9,8 +9,8 @@ import pytest
 
 import mxnb as mx
 from mxnb.base import OpError
-from mxnb.engine import trace as trace_module
-from mxnb.engine.trace import (
+from mxnb.engine import tracing as trace_module
+from mxnb.engine.tracing import (
     DepKind,
     OpEnd,
     OpPush,

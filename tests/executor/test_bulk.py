@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mxnb as mx
-from mxnb.engine.trace import OpPush
+from mxnb.engine.tracing import OpPush
 from mxnb.executor import zoo
 from mxnb.executor.bulk import cut, max_nodes, step_names
 

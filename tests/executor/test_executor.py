@@ -10,7 +10,7 @@ import pytest
 
 import mxnb as mx
 from mxnb.base import OpError, ParamError, ShapeError
-from mxnb.engine.trace import DepKind, OpPush
+from mxnb.engine.tracing import DepKind, OpPush
 from mxnb.executor import EntryKind
 from mxnb.executor.bulk import step_names
 from mxnb.operator.base import Operator, OperatorProperty

@@ -13,7 +13,7 @@ import pytest
 
 import mxnb as mx
 from mxnb.base import ParamError
-from mxnb.engine.trace import OpPush
+from mxnb.engine.tracing import OpPush
 from mxnb.executor import EntryKind, plan_memory, zoo
 from mxnb.executor.bulk import step_names
 from mxnb.executor.graph import build_graph

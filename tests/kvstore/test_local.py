@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import mxnb as mx
-from mxnb.engine.trace import OpPush
+from mxnb.engine.tracing import OpPush
 from mxnb.kvstore import KVStoreError
 
 pytestmark = pytest.mark.timeout(120)

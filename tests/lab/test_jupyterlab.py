@@ -118,7 +118,7 @@ MONITOR_CELLS = [
 def write_trace(path: pathlib.Path) -> None:
     """A chrome trace of a small diamond program, as ``mx.engine.trace`` writes it."""
     import mxnb as mx
-    from mxnb.engine.trace import Trace
+    from mxnb.engine.tracing import Trace
 
     engine = mx.engine.get()
     with Trace() as trace:
@@ -134,7 +134,7 @@ def write_trace(path: pathlib.Path) -> None:
 def write_diff(path: pathlib.Path) -> None:
     """Two runs of a small program, the second with ``slow`` 30 ms slower, as TraceDiffView saves them."""
     import mxnb as mx
-    from mxnb.engine.trace import Trace
+    from mxnb.engine.tracing import Trace
     from mxnb.widgets import TraceDiffView
 
     engine = mx.engine.get()

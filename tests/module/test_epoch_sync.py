@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mxnb as mx
-from mxnb.engine.trace import OpPush
+from mxnb.engine.tracing import OpPush
 from mxnb.module.base_module import BaseModule
 
 pytestmark = pytest.mark.timeout(300)

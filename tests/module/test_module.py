@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mxnb as mx
-from mxnb.engine.trace import OpPush, WaitBegin
+from mxnb.engine.tracing import OpPush, WaitBegin
 from mxnb.executor.bulk import step_names
 
 pytestmark = pytest.mark.timeout(300)

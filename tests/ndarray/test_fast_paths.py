@@ -22,7 +22,7 @@ import pytest
 import mxnb as mx
 from mxnb import storage
 from mxnb.base import VarDeletedError
-from mxnb.engine.trace import OpPush, Trace
+from mxnb.engine.tracing import OpPush, Trace
 from mxnb.operator import registry
 from mxnb.operator.base import OpReqType
 from mxnb.operator.ops import binary, elemwise, scalar

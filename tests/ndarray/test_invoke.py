@@ -12,7 +12,7 @@ import pytest
 
 import mxnb as mx
 from mxnb.base import MXNBError, OpError, ShapeError
-from mxnb.engine.trace import OpPush, Trace
+from mxnb.engine.tracing import OpPush, Trace
 from mxnb.operator import (
     Operator,
     OperatorProperty,

@@ -11,7 +11,7 @@ import pytest
 import mxnb as mx
 from mxnb import storage
 from mxnb.base import ContextError, DTypeError, MXNBError, OpError, ShapeError
-from mxnb.engine.trace import OpPush, Trace
+from mxnb.engine.tracing import OpPush, Trace
 
 DTYPES = ["float32", "float64", "float16", "int32", "int64", "uint8"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mxnb.engine.trace import (
+from mxnb.engine.tracing import (
     Dependency,
     DepKind,
     OpEnd,

@@ -22,7 +22,7 @@ import re
 
 import pytest
 
-from mxnb.engine.trace import OpEnd, OpReady, OpStart, VarNew
+from mxnb.engine.tracing import OpEnd, OpReady, OpStart, VarNew
 from mxnb.widgets import DependencyGraph, Timeline
 from mxnb.widgets.dag import lineage_links
 from mxnb.widgets.model import EngineModel

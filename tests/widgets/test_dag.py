@@ -122,7 +122,7 @@ def test_step_engine_program_records_all_edges():
 
 
 def test_empty_trace_draws(push):
-    from mxnb.engine.trace import Trace
+    from mxnb.engine.tracing import Trace
 
     assert "no ops traced yet" in DependencyGraph(Trace()).to_dot().source
     assert DependencyGraph([push(0, 1, "x")]).to_text().startswith("DependencyGraph: 1 of 1")
@@ -135,7 +135,7 @@ def loop_with_deletes(push):
     #1 ones -> nd1;  #2 mul reads nd1 -> nd2;  #3 delete:nd1 (WAR on #2)
     #4 mul reads nd2 -> nd3;  #5 delete:nd2 (WAR on #4)
     """
-    from mxnb.engine.trace import VarNew
+    from mxnb.engine.tracing import VarNew
 
     return [
         VarNew(0.0, 1, "nd1"),

@@ -8,7 +8,7 @@ import pathlib
 import pytest
 
 from mxnb.engine.events import OpEnd, OpPush, OpReady, OpStart, VarNew
-from mxnb.engine.trace import Dependency, DepKind, Trace
+from mxnb.engine.tracing import Dependency, DepKind, Trace
 from mxnb.widgets import DependencyGraph, StatsTable, Timeline, TraceDiffView
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mxnb.engine.trace import DepKind, OpEnd, OpStart
+from mxnb.engine.tracing import DepKind, OpEnd, OpStart
 from mxnb.widgets.model import EngineModel, OpState
 
 
@@ -23,7 +23,7 @@ def test_states_follow_events(diamond):
 def test_state_sequence_waiting_ready_running_done(push):
     model = EngineModel([push(0.0, 1, "op", writes=[1])])
     assert model.ops[1].state is OpState.WAITING
-    from mxnb.engine.trace import OpReady
+    from mxnb.engine.tracing import OpReady
 
     model.update([OpReady(0.1, 1)])
     assert model.ops[1].state is OpState.READY
@@ -92,7 +92,7 @@ def test_blockers_say_who_holds_which_var(diamond):
 
 
 def test_incremental_update_matches_one_shot(diamond):
-    from mxnb.engine.trace import Trace
+    from mxnb.engine.tracing import Trace
 
     trace = Trace()
     model = EngineModel()

@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 import mxnb as mx
-from mxnb.engine.trace import OpEnd, OpStart, Trace
+from mxnb.engine.tracing import OpEnd, OpStart, Trace
 from mxnb.widgets import MemoryChart, StatsTable, Timeline
 
 

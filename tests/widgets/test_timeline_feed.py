@@ -7,7 +7,7 @@ import json
 import pytest
 
 import mxnb as mx
-from mxnb.engine.trace import Trace
+from mxnb.engine.tracing import Trace
 from mxnb.widgets import Timeline
 from mxnb.widgets.model import EngineModel
 from mxnb.widgets.timeline_feed import TimelineFeed, apply_delta, bar_key

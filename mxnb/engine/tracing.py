@@ -5,7 +5,8 @@ do as small immutable events (:mod:`mxnb.engine.events`) appended to the
 attached recorders.  Views (``mxnb.widgets``), the chrome-trace export
 (:mod:`.chrome`) and the stats table (:mod:`.analysis`) read these events
 only, never engine internals.  With no recorder attached the cost to the
-engine is one flag check: ``if trace.enabled: ...``.
+engine is one flag check: ``if tracing.enabled: ...``.  (The module is
+``tracing``; ``mx.engine.trace()`` is only the function that makes a recorder.)
 
 Rule: recording must stay cheaper than the ops it records.  The engine
 extends one shared log with coded records (:mod:`.records`); a
