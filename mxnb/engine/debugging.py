@@ -8,14 +8,11 @@ warning), with that chain: "op 'update' waited 2.1 s on 'read' via var 'w'
 push, so they are kept only in debug mode; the dependency rule (:mod:`.var`)
 never reads them.
 
-Rule: an op waits on the newest incomplete write of each var it uses
-(read-after-write, write-after-write) and, when it writes, on the reads pushed
-since that write that are not done (write-after-read).  :func:`note_push`
-states it once; the trace derives its dependency edges from it too.
+Rule: the chain is made of the edges of :mod:`.edges` (read-after-write,
+write-after-write, write-after-read), the rule the trace's dependency edges
+come from too.
 
-State kept (per var and op, in debug mode only):
-    Var.last_write   newest incomplete write
-    Var.readers      reads pushed since ``last_write`` (finished ones dropped now and then)
+State kept (per op, in debug mode only):
     Opr.push_time    when it was pushed
     Opr.waited_on    its chain, as text, nearest first
 
@@ -36,16 +33,13 @@ import logging
 from dataclasses import dataclass
 from time import perf_counter as _now
 
+from .edges import note_done, note_push
 from .events import DepKind
-from .var import DONE, Opr, Var
+from .var import Opr, Var
 
-__all__ = ["Debugging", "SlowWait", "note_done", "note_push"]
+__all__ = ["Debugging", "SlowWait"]
 
 logger = logging.getLogger("mxnb.engine")
-
-_READERS_PRUNE = (
-    32  # drop finished readers from Var.readers when the list reaches a power of two past this
-)
 
 
 @dataclass(frozen=True)
@@ -90,48 +84,6 @@ class Debugging:
                 waited,
                 "; ".join(opr.waited_on) or "(no recorded dependency: workers were busy)",
             )
-
-
-def _note_reader(var: Var, opr: Opr) -> None:
-    """Add ``opr`` to ``var``'s readers, dropping finished ones as the list doubles."""
-    readers = var.readers
-    if not readers:
-        var.readers = [opr]
-        return
-    readers.append(opr)  # type: ignore[union-attr]
-    count = len(readers)
-    if count >= _READERS_PRUNE and count & (count - 1) == 0:  # amortised O(1)
-        var.readers = [reader for reader in readers if reader.state != DONE]
-
-
-def note_push(opr: Opr) -> list[tuple[Opr, Var, DepKind]]:
-    """Return the incomplete ops ``opr`` waits on, then note it among its vars' readers / writers.
-
-    Each link is (earlier op, var, why).  The trace derives its dependency
-    edges from this same function, run over the events it records.
-    """
-    links = []
-    for var in opr.const_vars:
-        if var.last_write is not None:
-            links.append((var.last_write, var, DepKind.RAW))
-    for var in opr.mutate_vars:
-        if var.last_write is not None:
-            links.append((var.last_write, var, DepKind.WAW))
-        links.extend((reader, var, DepKind.WAR) for reader in var.readers if reader.state != DONE)
-    for var in opr.const_vars:
-        _note_reader(var, opr)
-    for var in opr.mutate_vars:
-        var.last_write = opr
-        var.readers = ()
-    return links
-
-
-def note_done(opr: Opr) -> None:
-    """``opr`` completed: it is no longer the newest incomplete write of its vars."""
-    opr.state = DONE
-    for var in opr.mutate_vars:
-        if var.last_write is opr:
-            var.last_write = None
 
 
 def _chain(links: list[tuple[Opr, Var, DepKind]]) -> tuple[str, ...]:

@@ -62,6 +62,7 @@ _CRITICAL_FILES = frozenset(
         ("engine", "var.py"),
         ("engine", "failures.py"),
         ("engine", "debugging.py"),
+        ("engine", "edges.py"),
         ("engine", "records.py"),
         ("engine", "running.py"),
         ("engine", "lifetime.py"),

@@ -11,7 +11,7 @@ The same graph is what a what-if replay (:mod:`.replay`) must respect.
 Rule: op ``b`` depends directly on an earlier op ``a`` when ``a`` is the
 newest earlier write of a var ``b`` reads or writes (read-after-write,
 write-after-write), or ``b`` writes a var ``a`` read since that var's newest
-earlier write (write-after-read) — :func:`~mxnb.engine.debugging.note_push`'s
+earlier write (write-after-read) — :func:`~mxnb.engine.edges.note_push`'s
 rule without the finished ops dropped.  Ancestors are the ops reachable
 backwards along these edges, descendants those reachable forwards.
 

@@ -15,7 +15,7 @@ the log is left for the garbage collector to walk).  A
 (:class:`RecordReader`), off the hot path.  Dependency edges are not written:
 the reader derives them with the engine's own code, running shadow
 :class:`~mxnb.engine.var.Var` / :class:`~mxnb.engine.var.Opr` objects through
-:func:`~mxnb.engine.debugging.note_push` (debug mode's chains use the same).
+:func:`~mxnb.engine.edges.note_push` (debug mode's chains use the same).
 
 Records (``extend_raw((code, field, ...))``; list.extend of a tuple does not
 release the GIL, so records of different threads never interleave):
@@ -67,7 +67,7 @@ from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
-from .debugging import note_done, note_push
+from .edges import note_done, note_push
 from .events import (
     Dependency,
     OpEnd,
