@@ -74,7 +74,7 @@ from scipy.sparse import coo_matrix
 
 from .flops import step_flops
 from .plan import MemoryPlan
-from .recompute import REPLAYED_OPS, _flag, candidates
+from .recompute import REPLAYED_OPS, node_flag, candidates
 from .steps import ExecGraph
 from .tournament import plan_best
 from .tradeoff import MemoryBudgetError, plan_within_budget
@@ -248,7 +248,7 @@ class Model:
         upper[self.peak] = np.inf
         for step in self.steps:
             col = self.cols[("x", step.index)]
-            forced = _flag(step.node, "__force_mirroring__")
+            forced = node_flag(step.node, "__force_mirroring__")
             if fixed is not None:
                 lower[col] = upper[col] = float(step.name in fixed)
             elif self.latest[step.index] is None or forced is False:

@@ -59,7 +59,7 @@ from .gradient import GradientPass
 from .plan import EntryKind
 from .steps import ExecGraph, Step, StepKind
 
-__all__ = ["EXPENSIVE_OPS", "REPLAYED_OPS", "RecomputePass", "candidates", "choose"]
+__all__ = ["EXPENSIVE_OPS", "REPLAYED_OPS", "RecomputePass", "candidates", "choose", "node_flag"]
 
 #: Ops 'mirror' keeps: recomputing them costs about as much as the layer itself.
 EXPENSIVE_OPS = frozenset(
@@ -179,7 +179,8 @@ class RecomputePass(GradientPass):
 # -- choosing what to recompute ------------------------------------------------------------
 
 
-def _flag(node: Any, key: str) -> bool | None:
+def node_flag(node: Any, key: str) -> bool | None:
+    """A node's ``True`` / ``False`` attribute ``key`` (``__force_mirroring__``), or None when unset."""
     value = node.attrs.get(key) if node is not None else None
     if value is None:
         return None
@@ -238,12 +239,12 @@ def choose(graph: ExecGraph, recompute: Any, threshold: float | None = None) -> 
     if len(graph.steps) == graph.num_forward_steps:
         return frozenset()
     allowed = candidates(graph)
-    forced = {s.name: _flag(s.node, "__force_mirroring__") for s in allowed}
+    forced = {s.name: node_flag(s.node, "__force_mirroring__") for s in allowed}
     chosen = {name for name, value in forced.items() if value}
     if recompute is None:
         return frozenset(chosen)
     free = [s for s in allowed if forced[s.name] is None]
-    staged = [s for s in free if _flag(s.node, "__mirror_stage__") is not None]
+    staged = [s for s in free if node_flag(s.node, "__mirror_stage__") is not None]
     if staged and recompute == "sqrt":
         chain = staged  # memonger: only stage nodes may be checkpoints
         chosen.update(s.name for s in free if s not in staged)

@@ -239,14 +239,16 @@ def invoke(
     return _invoke_prop(prop, prop_key, inputs, out, aux, ctx, name)[1]
 
 
-def _signature(head: tuple, op: str, inputs: Sequence[NDArray], ctx: Any) -> tuple[Any, Context]:
+def _signature(
+    name: Any, params: Any, op: str, inputs: Sequence[NDArray], ctx: Any
+) -> tuple[Any, Context]:
     """The plan cache's key and the op's context.
 
-    The key is ``head`` (what names the op and its parameters), each input's
-    shape and dtype, and the context, by identity (contexts are interned by
-    the NDArray layer).  The context is the inputs' (checked to agree), or
-    ``ctx`` for an op without inputs.  One and two inputs are spelled out:
-    this is the per-op overhead of every small op.
+    The key is ``(name, params, ...)`` — what names the op and its parameters —
+    then each input's shape and dtype, and the context, by identity (contexts
+    are interned by the NDArray layer).  The context is the inputs' (checked
+    to agree), or ``ctx`` for an op without inputs.  One and two inputs are
+    spelled out: this is the per-op overhead of every small op.
     """
     count = len(inputs)
     if count == 2:
@@ -254,18 +256,18 @@ def _signature(head: tuple, op: str, inputs: Sequence[NDArray], ctx: Any) -> tup
         ctx = first.context
         if second.context is not ctx and second.context != ctx:
             _check_contexts(op, inputs, ctx)
-        return (*head, first.shape, first.dtype, second.shape, second.dtype, id(ctx)), ctx
+        return (name, params, first.shape, first.dtype, second.shape, second.dtype, id(ctx)), ctx
     if count == 1:
         first = inputs[0]
         ctx = first.context
-        return (*head, first.shape, first.dtype, id(ctx)), ctx
+        return (name, params, first.shape, first.dtype, id(ctx)), ctx
     if count:
         ctx = inputs[0].context
         _check_contexts(op, inputs, ctx)
         shapes = tuple(item.shape for item in inputs)
-        return (*head, shapes, tuple(item.dtype for item in inputs), id(ctx)), ctx
+        return (name, params, shapes, tuple(item.dtype for item in inputs), id(ctx)), ctx
     ctx = _ctx_of(ctx)
-    return (*head, id(ctx)), ctx
+    return (name, params, id(ctx)), ctx
 
 
 def _invoke_prop(
@@ -283,7 +285,7 @@ def _invoke_prop(
     dict access keyed by (params, shapes, dtypes, context); contexts are
     interned by the NDArray layer, so the context is keyed by identity.
     """
-    key, ctx = _signature((prop_key,), prop.op_name, inputs, ctx)
+    key, ctx = _signature(prop_key, None, prop.op_name, inputs, ctx)
     if aux:
         key = (key, tuple(item.shape for item in aux))
     plan = _plans.get(key) if prop_key is not None else None
@@ -553,7 +555,7 @@ def invoke_visible(op: str, inputs: list[NDArray], params: dict[str, Any], out: 
     is current while no operator was registered since it was checked
     (``registry.generation``).
     """
-    key, ctx = _signature((op, tuple(params.items()) if params else ()), op, inputs, None)
+    key, ctx = _signature(op, tuple(params.items()) if params else (), op, inputs, None)
     try:
         plan = _visible_plans.get(key)
     except TypeError:  # an unhashable parameter value: take the general path
