@@ -27,6 +27,7 @@ import concurrent.futures
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -61,8 +62,18 @@ def run_case(name: str) -> Result:
     """Run case ``name`` in a child process and judge it."""
     spec = _cases.CASES[name]
     # the mxnb under test: PYTHONPATH when given (another checkout), else this repository's
-    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH") or REPO}
-    workdir = tempfile.mkdtemp(prefix="mxnb-hostile-cwd-")  # no `mxnb` in the cwd shadows it
+    # the child's cwd (no `mxnb` there shadows the one under test) and its TMPDIR, so that
+    # every scratch file a case makes goes where it is removed afterwards
+    workdir = tempfile.mkdtemp(prefix="mxnb-hostile-")
+    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH") or REPO, "TMPDIR": workdir}
+    try:
+        return _judge(name, spec, env, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _judge(name: str, spec: _cases.Case, env: dict[str, str], workdir: str) -> Result:
+    """Run case ``name``'s child in ``workdir`` and read its verdict."""
     start = time.monotonic()
     try:
         child = subprocess.run(
