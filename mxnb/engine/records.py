@@ -1,49 +1,40 @@
 """The trace log: coded records the engine writes, and the events a Trace builds from them.
 
 Idea: recording must stay cheaper than the ops it records (tracing's target is
-0.6 us per op), so the engine does not build event objects.  The engine's
-hooks call the functions below; only the naive engine's named fast path
-(``IdleFastPath.push_sync_one_var``) writes its two records in place, as it
-writes out everything else (a Python call is about a tenth of what tracing
-adds per op; ``tests/engine/test_records.py`` checks that what it writes is
-what these functions write).  Under its lock
-(the log is then in the engine's own order) it extends one shared log with a
-*coded record*: a small int code, then that code's fields, all numbers,
-strings and long-lived objects (never the engine's ops or vars: nothing in
-the log is left for the garbage collector to walk).  A
-:class:`~mxnb.engine.tracing.Trace` later turns records into events
-(:class:`RecordReader`), off the hot path.  Dependency edges are not written:
-the reader derives them with the engine's own code, running shadow
-:class:`~mxnb.engine.var.Var` / :class:`~mxnb.engine.var.Opr` objects through
+0.6 us per op), so the engine does not build event objects.  Its hooks call
+the functions below, under its lock (the log is then in the engine's own
+order), and each extends one shared log with a *coded record*: a small int
+code, then that kind's fields, all numbers, strings, tuples of ids and
+long-lived objects (never the engine's ops or vars: nothing in the log is left
+for the garbage collector to walk).  A :class:`~mxnb.engine.tracing.Trace`
+later turns records into events (:class:`RecordReader`, one method per kind),
+off the hot path.  Dependency edges are not written: the reader derives them
+with the engine's own code, running shadow :class:`~mxnb.engine.var.Var` /
+:class:`~mxnb.engine.var.Opr` objects through
 :func:`~mxnb.engine.edges.note_push` (debug mode's chains use the same).
 
-Records (``extend_raw((code, field, ...))``; list.extend of a tuple does not
-release the GIL, so records of different threads never interleave):
-    RAW_VAR_NEW, t, var_id, name
-    RAW_VAR_NAME, t, var_id, name      a var first pushed on since attach
-    RAW_PUSH, t, op_id, name, ctx, n_const, var_ids, priority, ident, waits
-        var_ids: the const var ids, then the mutate var ids (one var: its id alone);
-        waits: 0 when the op is ready at push
-    RAW_PUSH_START, (as RAW_PUSH), worker
-        an op ready at push that the pushing thread starts at once (the naive
-        engine): one record and one clock read for push, ready and start
-        (one var, already named: written by ``push_sync_one_var`` itself)
-    RAW_START, t, op_id, worker, ident
-    RAW_END, t, op_id, error, skipped, deleted var ids or None, ops made ready
-        ops made ready: () or one op id or a tuple of them
-    RAW_DONE, t, op_id, ops made ready       an end that succeeded and deleted nothing
-        (``push_sync_one_var``'s op that made none ready: written there)
-    RAW_DONE_START, t, op_id, successor_id, run_ctx
-        RAW_DONE of an op that made one op ready, which the same worker thread
-        starts at once (a link of a chain): one record and one clock read for two
-    RAW_ALLOC / RAW_FREE, t, ctx_label, handle_id, nbytes, pool_hit / to_pool
-        (written by the storage managers, mxnb/storage.py)
+Records: ``extend_raw((code, field, ...))`` (list.extend of a tuple does not
+release the GIL, so records of different threads never interleave).  Each
+kind has one layout, :data:`LAYOUTS`, whose fields always have the same
+types (a tuple is a tuple even when it holds one id or none):
 
-Every short record stands for general ones, and builds the same events:
-RAW_DONE is a RAW_END with no error and nothing deleted, the ``_START``
-forms are their record followed by a RAW_START at the same time
-(``tests/engine/test_records.py`` rewrites recorded logs into general records
-only and compares the events, on every engine).
+    RAW_VAR_NEW   t, var_id, name
+    RAW_VAR_NAME  t, var_id, name          a var first pushed on since attach
+    RAW_PUSH      t, op_id, name, ctx, n_const, var_ids, priority, ident, waits, starter
+                  var_ids: the const var ids, then the mutate var ids;
+                  starter: the worker that the pushing thread starts it as at once
+                  (the naive engine's 'main'), else None: then the push is also
+                  its start, with one clock read for push, ready and start
+    RAW_START     t, op_id, worker, ident
+    RAW_END       t, op_id, error, skipped, deleted var ids, ready op ids, chain
+                  chain: the RunContext of the worker that starts ready[0] at once
+                  (a link of a chain), else None: then the end is also that start
+    RAW_ALLOC     t, ctx_label, handle_id, nbytes, pool_hit   (written by mxnb/storage.py)
+    RAW_FREE      t, ctx_label, handle_id, nbytes, to_pool
+
+A ``starter`` or ``chain`` stands for a RAW_START at the same time
+(``tests/engine/test_records.py`` splits them out and compares the events,
+on every engine).
 
 State kept: the shared log (``_raw``) while any recorder is attached, and
 ``seen_vars``, the var ids named in it since the first recorder attached.
@@ -97,20 +88,19 @@ __all__ = [
 now = time.perf_counter
 _now = now
 
-(
-    RAW_VAR_NEW,
-    RAW_PUSH,
-    RAW_START,
-    RAW_END,
-    RAW_VAR_NAME,
-    RAW_DONE,
-    RAW_DONE_START,
-    RAW_ALLOC,
-    RAW_FREE,
-    RAW_PUSH_START,
-) = range(10)
+#: The fields of each kind of record, after its code (the code is the index).
+LAYOUTS: tuple[tuple[str, ...], ...] = (
+    ("t", "var_id", "name"),
+    ("t", "var_id", "name"),
+    ("t", "op_id", "name", "ctx", "n_const", "var_ids", "priority", "ident", "waits", "starter"),
+    ("t", "op_id", "worker", "ident"),
+    ("t", "op_id", "error", "skipped", "deleted", "ready", "chain"),
+    ("t", "ctx", "handle_id", "nbytes", "pool_hit"),
+    ("t", "ctx", "handle_id", "nbytes", "to_pool"),
+)
+RAW_VAR_NEW, RAW_VAR_NAME, RAW_PUSH, RAW_START, RAW_END, RAW_ALLOC, RAW_FREE = range(len(LAYOUTS))
 #: Items per record, code included, by code.
-RECORD_SIZE = (4, 10, 5, 7, 4, 4, 5, 6, 6, 10)
+RECORD_SIZE = tuple(1 + len(fields) for fields in LAYOUTS)
 LONGEST_RECORD = max(RECORD_SIZE)
 
 # One shared log while any recorder is attached: events and raw records, in order.
@@ -146,27 +136,38 @@ def record_push(opr: Opr, starts_as: str | None = None) -> None:
     else:  # writes only (the commonest push)
         touched = opr.mutate_vars
         n_const = 0
-    if len(touched) == 1:  # one var: its id stands alone (the commonest case)
-        ids: Any = touched[0].id
-        if ids not in seen_vars:
+    if len(touched) == 1:  # one var (the commonest case): no map, no set
+        ids: tuple[int, ...] = (touched[0].id,)
+        if ids[0] not in seen_vars:
             _name_vars(touched)
     else:
         ids = tuple(map(_var_id, touched))
         if not seen_vars.issuperset(ids):
             _name_vars(touched)
-    last: Any  # the worker that starts it at once, or the ops it waits on
-    if starts_as is not None and opr.wait_count == 0:
-        code, last = RAW_PUSH_START, starts_as
+    waits = opr.wait_count
+    if starts_as is not None and waits == 0:
         opr.state = RUNNING
     else:
-        code, last = RAW_PUSH, opr.wait_count
+        starts_as = None
     _extend(
-        (code, _now(), opr.id, opr.name, opr.ctx, n_const, ids, opr.priority, get_ident(), last)
+        (
+            RAW_PUSH,
+            _now(),
+            opr.id,
+            opr.name,
+            opr.ctx,
+            n_const,
+            ids,
+            opr.priority,
+            get_ident(),
+            waits,
+            starts_as,
+        )
     )
 
 
 def record_start(opr: Opr, worker: str, thread: int | None) -> None:
-    """Log that ``worker`` starts ``opr`` (unless its predecessor's end already did)."""
+    """Log that ``worker`` starts ``opr`` (unless its push or its predecessor's end already did)."""
     if opr.state is not RUNNING:
         _extend((RAW_START, _now(), opr.id, worker, thread or get_ident()))
 
@@ -184,38 +185,39 @@ def record_end(
     :func:`record_start` does not record it again.  The ops in ``ready`` have
     just been made READY by the engine's ``_complete``, the one caller.
     """
-    if chain is not None and len(ready) == 1 and opr.deletes is None:  # a link of a chain
-        successor = ready[0]
-        if successor.ctx is opr.ctx and successor.copy is opr.copy:
-            successor.state = RUNNING
-            _extend((RAW_DONE_START, _now(), opr.id, successor.id, chain))
-            return
-    if exc is not None or inherited is not None or opr.deletes is not None:
-        if exc is not None:
-            error: str | None = repr(exc)
-        elif inherited is not None:
-            error = f"skipped: input failed in op '{inherited.op_name}'"
-        else:
-            error = None
-        skipped = exc is None and inherited is not None
-        deleted = None if opr.deletes is None else tuple(map(_var_id, opr.deletes))
-        _extend((RAW_END, _now(), opr.id, error, skipped, deleted, _ids(ready)))
-    elif not ready:  # the commonest other ends: nothing, or one op, made ready
-        _extend((RAW_DONE, _now(), opr.id, ()))
-    else:
-        _extend((RAW_DONE, _now(), opr.id, ready[0].id if len(ready) == 1 else _ids(ready)))
+    if chain is not None and not _starts_at_end(opr, ready):
+        chain = None
+    error: str | None = None
+    if exc is not None:
+        error = repr(exc)
+    elif inherited is not None:
+        error = f"skipped: input failed in op '{inherited.op_name}'"
+    skipped = exc is None and inherited is not None
+    deleted = () if opr.deletes is None else tuple(map(_var_id, opr.deletes))
+    _extend((RAW_END, _now(), opr.id, error, skipped, deleted, _ids(ready), chain))
+
+
+def _starts_at_end(opr: Opr, ready: list[Opr]) -> bool:
+    """Whether the worker that ran ``opr`` starts its lone successor at once (marking it RUNNING)."""
+    if len(ready) != 1 or opr.deletes is not None:
+        return False
+    successor = ready[0]
+    if successor.ctx is not opr.ctx or successor.copy is not opr.copy:
+        return False
+    successor.state = RUNNING
+    return True
 
 
 def record_done(opr: Opr) -> None:
     """Log that ``opr`` succeeded and made no op ready: :func:`record_end`'s commonest end."""
-    _extend((RAW_DONE, _now(), opr.id, ()))
+    _extend((RAW_END, _now(), opr.id, None, False, (), (), None))
 
 
-def _ids(ready: list[Opr]) -> Any:
-    """The log's form of a list of ops: () or one id or a tuple of ids."""
+def _ids(ready: list[Opr]) -> tuple[int, ...]:
+    """The ids of ``ready``, without ``map`` for the common none or one."""
     if not ready:
         return ()
-    return ready[0].id if len(ready) == 1 else tuple(map(_var_id, ready))
+    return (ready[0].id,) if len(ready) == 1 else tuple(map(_var_id, ready))
 
 
 def _name_vars(touched: tuple[Var, ...]) -> None:
@@ -244,62 +246,53 @@ class RecordReader:
         self._ops: dict[int, Opr] = {}  # op id -> shadow op, until its end
         self._threads: dict[int, str] = {}  # thread ident -> name, for one read
         self._devices: dict[int, str] = {}  # id(Context) -> its repr, for one read
+        # one reader per kind of record, indexed by its code (the order of LAYOUTS)
+        self._readers = (
+            self._var_new,
+            self._var_name,
+            self._push,
+            self._start,
+            self._end,
+            self._alloc,
+            self._free,
+        )
 
     def read(self, items: list[Any], limit: int, add: Callable[[Any], None]) -> int:
         """Build at most ``limit`` records of ``items`` into events passed to ``add``; return the items used."""
         self._threads.clear()  # idents are reused by new threads
         self._devices.clear()  # virtual GPUs may have been switched since the last read
+        readers = self._readers
         i = 0
         size = len(items)
         while i < size and limit:
             limit -= 1
             code = items[i]
-            if type(code) is not int:  # an event, or a (builder, *args) record
+            if type(code) is int:
+                end = i + RECORD_SIZE[code]
+                readers[code](add, *items[i + 1 : end])
+                i = end
+            else:  # an event, or a (builder, *args) record
                 i += 1
-                built = code[0](*code[1:]) if type(code) is tuple else code
-                for event in built if type(built) is tuple else (built,):
-                    if type(event) is VarNew:
-                        self.named.add(event.var_id)
-                    add(event)
-                continue
-            end = i + RECORD_SIZE[code]
-            fields = items[i + 1 : end]
-            i = end
-            if code == RAW_PUSH:
-                self._push(add, *fields)
-            elif code == RAW_PUSH_START:
-                *push, worker = fields
-                self._push(add, *push, 0)  # type: ignore[call-arg]  # push: the nine push fields
-                add(OpStart(push[0], push[1], worker, self._thread(push[7])))
-            elif code == RAW_DONE:
-                t, op_id, ready = fields
-                self._end(add, t, op_id, None, False, None, ready)
-            elif code == RAW_DONE_START:
-                t, op_id, successor, rctx = fields
-                self._end(add, t, op_id, None, False, None, successor)
-                add(OpStart(t, successor, rctx.worker, self._thread(rctx.thread)))
-            elif code == RAW_END:
-                self._end(add, *fields)
-            elif code == RAW_START:
-                t, op_id, worker, ident = fields
-                add(OpStart(t, op_id, worker, self._thread(ident)))
-            elif code == RAW_ALLOC:
-                add(StorageAlloc(*fields))
-            elif code == RAW_FREE:
-                add(StorageFree(*fields))
-            else:  # RAW_VAR_NEW or RAW_VAR_NAME
-                t, var_id, name = fields
-                if code == RAW_VAR_NEW:
-                    self.named.add(var_id)
-                    add(VarNew(t, var_id, name))
-                elif var_id not in self.named:
-                    self.named.add(var_id)
-                    add(VarName(t, var_id, name))
+                self._built(add, code)
         return i
 
-    def _push(self, add, t, op_id, name, ctx, n_const, ids, priority, ident, waits) -> None:
-        if type(ids) is int:
-            ids = (ids,)
+    def _built(self, add: Callable[[Any], None], item: Any) -> None:
+        built = item[0](*item[1:]) if type(item) is tuple else item
+        for event in built if type(built) is tuple else (built,):
+            if type(event) is VarNew:
+                self.named.add(event.var_id)
+            add(event)
+
+    def _var_new(self, add, t, var_id, name) -> None:
+        self.named.add(var_id)
+        add(VarNew(t, var_id, name))
+
+    def _var_name(self, add, t, var_id, name) -> None:
+        if var_id not in self.named:
+            self.named.add(var_id)
+            add(VarName(t, var_id, name))
+
+    def _push(self, add, t, op_id, name, ctx, n_const, ids, priority, ident, waits, starter):
         const, mutate = ids[:n_const], ids[n_const:]
         opr = Opr(op_id, name, tuple(map(self._var, const)), tuple(map(self._var, mutate)))
         self._ops[op_id] = opr
@@ -307,21 +300,34 @@ class RecordReader:
         device = self._devices.get(id(ctx))
         if device is None:
             device = self._devices[id(ctx)] = repr(ctx)
-        add(OpPush(t, op_id, name, device, const, mutate, priority, deps, self._thread(ident)))
+        thread = self._thread(ident)
+        add(OpPush(t, op_id, name, device, const, mutate, priority, deps, thread))
         if waits == 0:
             add(OpReady(t, op_id))
+        if starter is not None:
+            add(OpStart(t, op_id, starter, thread))
 
-    def _end(self, add, t, op_id, error, skipped, deleted, ready) -> None:
+    def _start(self, add, t, op_id, worker, ident) -> None:
+        add(OpStart(t, op_id, worker, self._thread(ident)))
+
+    def _end(self, add, t, op_id, error, skipped, deleted, ready, chain) -> None:
         opr = self._ops.pop(op_id, None)
         if opr is not None:
             note_done(opr)
         add(OpEnd(t, op_id, error, skipped))
-        if deleted is not None:
-            for var_id in deleted:
-                self._vars.pop(var_id, None)
-                add(VarDelete(t, var_id))
-        for successor in (ready,) if type(ready) is int else ready:
+        for var_id in deleted:
+            self._vars.pop(var_id, None)
+            add(VarDelete(t, var_id))
+        for successor in ready:
             add(OpReady(t, successor))
+        if chain is not None:
+            add(OpStart(t, ready[0], chain.worker, self._thread(chain.thread)))
+
+    def _alloc(self, add, *fields) -> None:
+        add(StorageAlloc(*fields))
+
+    def _free(self, add, *fields) -> None:
+        add(StorageFree(*fields))
 
     def _var(self, var_id: int) -> Var:
         var = self._vars.get(var_id)

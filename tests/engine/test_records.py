@@ -1,12 +1,10 @@
-"""The trace log's dedicated records build exactly the events of the general ones.
+"""The trace log: one layout per kind of record, and starts folded into pushes and ends.
 
-The engine writes short records for its commonest cases (``RAW_PUSH_START``:
-a push the pushing thread starts at once; ``RAW_DONE`` / ``RAW_DONE_START``:
-an end that succeeded, deleted nothing, and may start its successor on the
-same worker; the naive engine's one-var fast path writes its ``RAW_PUSH_START``
-and ``RAW_DONE`` in place).  Each short one stands for general records
-(``RAW_PUSH``, ``RAW_END``, ``RAW_START``).  Here a recorded log is
-rewritten into general records only — the plain reference — and both logs
+Every record of a kind has the fields :data:`records.LAYOUTS` names, with the
+same types each time.  A push the pushing thread starts at once (``starter``)
+and an end whose worker starts its lone successor (``chain``) each stand for
+a RAW_START at the same time: here a recorded log is rewritten with those
+starts split out as RAW_START records (the plain reference), and both logs
 are read by fresh readers: the events must be equal, field for field.
 """
 
@@ -23,8 +21,23 @@ from mxnb.engine.tracing import OpPush, OpStart
 CPU = mx.cpu()
 
 
-def as_general_records(items: list) -> list:
-    """``items`` with every dedicated record replaced by the general record(s) it stands for."""
+def records_of(items: list) -> list[tuple]:
+    """The coded records of ``items`` as (code, *fields) tuples; events and builder records left out."""
+    out = []
+    i = 0
+    while i < len(items):
+        code = items[i]
+        if type(code) is not int:
+            i += 1
+            continue
+        end = i + records.RECORD_SIZE[code]
+        out.append(tuple(items[i:end]))
+        i = end
+    return out
+
+
+def with_starts_split_out(items: list) -> list:
+    """``items`` with each push's ``starter`` and each end's ``chain`` written as a RAW_START."""
     out: list = []
     i = 0
     while i < len(items):
@@ -34,35 +47,24 @@ def as_general_records(items: list) -> list:
             i += 1
             continue
         end = i + records.RECORD_SIZE[code]
-        fields = items[i + 1 : end]
+        fields = dict(zip(records.LAYOUTS[code], items[i + 1 : end]))
         i = end
-        if code == records.RAW_PUSH_START:
-            *push, worker = fields
-            out += (records.RAW_PUSH, *push, 0)
-            out += (records.RAW_START, push[0], push[1], worker, push[7])
-        elif code == records.RAW_DONE:
-            t, op_id, ready = fields
-            out += (records.RAW_END, t, op_id, None, False, None, ready)
-        elif code == records.RAW_DONE_START:
-            t, op_id, successor, rctx = fields
-            out += (records.RAW_END, t, op_id, None, False, None, (successor,))
-            out += (records.RAW_START, t, successor, rctx.worker, rctx.thread)
+        if code == records.RAW_PUSH and fields["starter"] is not None:
+            out += (code, *fields.values())[:-1] + (None,)
+            out += (
+                records.RAW_START,
+                fields["t"],
+                fields["op_id"],
+                fields["starter"],
+                fields["ident"],
+            )
+        elif code == records.RAW_END and fields["chain"] is not None:
+            chain = fields["chain"]
+            out += (code, *fields.values())[:-1] + (None,)
+            out += (records.RAW_START, fields["t"], fields["ready"][0], chain.worker, chain.thread)
         else:
-            out += (code, *fields)
+            out += (code, *fields.values())
     return out
-
-
-def record_codes(items: list) -> list:
-    """The code of each record in ``items``, in order."""
-    codes = []
-    i = 0
-    while i < len(items):
-        if type(items[i]) is not int:
-            i += 1
-            continue
-        codes.append(items[i])
-        i += records.RECORD_SIZE[items[i]]
-    return codes
 
 
 def read(items: list) -> list:
@@ -97,7 +99,7 @@ def run_workload(engine, kind: str, n: int = 60) -> None:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("kind", ["chain", "fan", "independent"])
-def test_dedicated_records_build_the_events_of_the_general_ones(engine, kind):
+def test_starts_folded_into_pushes_and_ends_build_the_events_of_start_records(engine, kind):
     before = engine.new_var(name="made before recording")  # named by its first push
     recorder = mx.engine.trace().attach()
     try:
@@ -106,46 +108,72 @@ def test_dedicated_records_build_the_events_of_the_general_ones(engine, kind):
         logged = list(records._raw)
     finally:
         recorder.detach()
-    general = as_general_records(logged)
-    short = {records.RAW_PUSH_START, records.RAW_DONE, records.RAW_DONE_START}
-    assert short & set(record_codes(logged))  # the workload wrote short records
-    assert not short & set(record_codes(general))
+    plain = with_starts_split_out(logged)
+    folded = [r for r in records_of(logged) if r[-1] is not None and r[0] in FOLDING]
+    if engine.kind == "naive":
+        assert folded  # its pushes start at once
+    assert not [r for r in records_of(plain) if r[-1] is not None and r[0] in FOLDING]
     events = read(logged)
-    assert events == read(general)
+    assert events == read(plain)
     assert events == recorder.events  # what the Trace built while attached
     pushes = [e for e in events if type(e) is OpPush]
     assert all(e.thread == "MainThread" and e.ctx == "cpu(0)" for e in pushes)
     assert len([e for e in events if type(e) is OpStart]) == len(pushes)
 
 
-@pytest.mark.parametrize("write", [True, False])
-def test_a_naive_push_written_in_place_is_the_record_record_push_writes(write):
-    """The naive engine's one-var push writes its RAW_PUSH_START itself (then RAW_DONE); field
-    for field, the time aside, they are what :func:`records.record_push` and
-    :func:`records.record_done` write for the same op."""
-    from mxnb.engine.waiting import _local
+FOLDING = (records.RAW_PUSH, records.RAW_END)
 
-    engine = mx.engine.create("naive")
-    var = engine.new_var(name="v")
-    ran = []
+#: The type of each field of each kind (a field's type never depends on the case).
+FIELD_TYPES = {
+    "t": float,
+    "var_id": int,
+    "op_id": int,
+    "name": str,
+    "n_const": int,
+    "var_ids": tuple,
+    "priority": int,
+    "ident": int,
+    "waits": int,
+    "worker": str,
+    "skipped": bool,
+    "deleted": tuple,
+    "ready": tuple,
+    "handle_id": int,
+    "nbytes": int,
+    "pool_hit": bool,
+    "to_pool": bool,
+}
+
+
+@pytest.mark.timeout(60)
+def test_every_record_of_a_kind_has_its_one_layout(engine):
+    import mxnb.ndarray as nd
+
     recorder = mx.engine.trace().attach()
     try:
-        engine.push_sync(lambda rctx: None, CPU, mutate_vars=[var], name="names v")
-        given = {"mutate_vars": [var]} if write else {"const_vars": (var,)}
-        engine.push_sync(lambda rctx: ran.append(_local.stack[-1]), CPU, name="op", **given)
-        size = records.RECORD_SIZE[records.RAW_PUSH_START]
-        done = records.RECORD_SIZE[records.RAW_DONE]
-        in_place = list(records._raw[-size - done :])
-        records.record_push(ran[0], "main")
-        records.record_done(ran[0])
-        by_function = list(records._raw[-size - done :])
-        del records._raw[-size - done :]  # one op, its two records
+        for kind in ("chain", "fan", "independent"):
+            run_workload(engine, kind, n=12)
+        doomed = engine.new_var(name="doomed")
+        engine.push_delete(doomed, CPU)
+        engine.push_sync(lambda rctx: 1 / 0, CPU, mutate_vars=[engine.new_var()], name="fails")
+        (nd.ones((4, 4)) + 1).wait_to_read()  # storage records too
+        with pytest.raises(mx.base.OpError, match="fails"):
+            if engine.kind == "step":
+                engine.run()
+            engine.wait_for_all()
+        logged = list(records._raw)
     finally:
         recorder.detach()
-        engine.shutdown()
-    assert in_place[0] == records.RAW_PUSH_START and in_place[size] == records.RAW_DONE
-    times = (1, size + 1)
-    assert [x for i, x in enumerate(in_place) if i not in times] == [
-        x for i, x in enumerate(by_function) if i not in times
-    ]
-    assert [e.name for e in recorder.events if type(e) is OpPush] == ["names v", "op"]
+    seen = set()
+    for code, *values in records_of(logged):
+        seen.add(code)
+        for field, value in zip(records.LAYOUTS[code], values, strict=True):
+            if field in FIELD_TYPES:
+                assert type(value) is FIELD_TYPES[field], (code, field, value)
+            if field in ("var_ids", "ready", "deleted"):
+                assert all(type(x) is int for x in value), (code, field, value)
+    assert {records.RAW_VAR_NEW, records.RAW_PUSH, records.RAW_END, records.RAW_ALLOC} <= seen
+    ends = [dict(zip(records.LAYOUTS[r[0]], r[1:])) for r in records_of(logged)]
+    ends = [f for f, r in zip(ends, records_of(logged)) if r[0] == records.RAW_END]
+    assert {type(f["error"]) for f in ends} == {str, type(None)}
+    assert any(f["deleted"] for f in ends)
