@@ -38,6 +38,7 @@ from .events import (
     Event,
     OpEnd,
     OpPush,
+    OpReady,
     OpStart,
     StorageAlloc,
     StorageFree,
@@ -53,12 +54,12 @@ __all__ = ["chrome_document", "events_from_document"]
 def encode(event: Event) -> list[Any]:
     """An event as a JSON list: its kind's name, then its fields."""
     values: list[Any] = [type(event).__name__]
-    for name, value in zip(event._fields, event):  # type: ignore[attr-defined, call-overload]
+    fields: tuple[Any, ...] = tuple(event)
+    for name, value in zip(event._fields, fields):
         if name == "waits_on":
-            value = [[d.op_id, d.var_id, d.kind.name] for d in value]
-        elif isinstance(value, tuple):
-            value = list(value)
-        values.append(value)
+            values.append([[d.op_id, d.var_id, d.kind.name] for d in value])
+        else:
+            values.append(list(value) if isinstance(value, tuple) else value)
     return values
 
 
@@ -147,7 +148,7 @@ def _check_consistent(events: list[Event]) -> None:
             waits.add(event.wait_id)
         elif isinstance(event, WaitEnd) and event.wait_id not in waits:
             raise FormatError(f"event {position} ends wait {event.wait_id}, which never began")
-        elif hasattr(event, "op_id") and event.op_id not in pushed:
+        elif isinstance(event, (OpReady, OpStart, OpEnd)) and event.op_id not in pushed:
             raise FormatError(
                 f"event {position} ({type(event).__name__}) is about op {event.op_id}, "
                 "which was never pushed"

@@ -2,9 +2,10 @@
 
 Idea: every view and profiler reads these and nothing else (DESIGN: "the
 widgets never call into the engine's internals").  Each event is a
-``NamedTuple`` (immutable, cheap to build, fields by name) that also derives
-from :class:`Event`, so ``isinstance(e, Event)`` holds; two events are equal
-only when they are of the same kind with the same fields.
+``NamedTuple`` (immutable, cheap to build, fields by name), one class per
+kind; :data:`Event` is their union, so ``isinstance(e, Event)`` holds.  Two
+events are equal only when they are of the same kind with the same fields
+(a plain NamedTuple would let ``OpReady(t, 1) == WaitEnd(t, 1)``).
 
 Rule: ``time`` is ``time.perf_counter()`` seconds; ids are the engine's (op
 ids, var ids) or the storage manager's (handle ids).
@@ -30,7 +31,7 @@ Example::
 from __future__ import annotations
 
 import enum
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, Union
 
 __all__ = [
     "EVENT_CLASSES",
@@ -67,58 +68,59 @@ class Dependency(NamedTuple):
     kind: DepKind
 
 
-class Event:
-    """Base of all trace events (a mixin: each event is also a NamedTuple with a ``time``)."""
-
-    __slots__ = ()
-    time: float
-
-    def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and tuple.__eq__(self, other)  # type: ignore[arg-type, operator]
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, tuple.__hash__(self)))  # type: ignore[arg-type]
+_E = TypeVar("_E", bound=type)
 
 
-class _VarNew(NamedTuple):
-    time: float
-    var_id: int
-    name: str
+def _event(cls: _E) -> _E:
+    """Make ``cls`` (a NamedTuple) an event: equal only to events of its own kind."""
+    cls.__eq__ = _same_event  # type: ignore[method-assign, assignment]
+    cls.__ne__ = _other_event  # type: ignore[method-assign, assignment]
+    cls.__hash__ = _event_hash  # type: ignore[method-assign, assignment]
+    return cls
 
 
-class VarNew(Event, _VarNew):
+def _same_event(self: tuple, other: object) -> bool:
+    return type(self) is type(other) and tuple.__eq__(self, other)  # type: ignore[arg-type]
+
+
+def _other_event(self: tuple, other: object) -> bool:
+    return not _same_event(self, other)
+
+
+def _event_hash(self: tuple) -> int:
+    return hash((type(self).__name__, tuple.__hash__(self)))
+
+
+@_event
+class VarNew(NamedTuple):
     """A var is created."""
 
-    __slots__ = ()
-
-
-class _VarName(NamedTuple):
     time: float
     var_id: int
     name: str
 
 
-class VarName(Event, _VarName):
+@_event
+class VarName(NamedTuple):
     """A var the trace first meets in a push, made before recording began: its name."""
 
-    __slots__ = ()
+    time: float
+    var_id: int
+    name: str
 
 
-class _VarDelete(NamedTuple):
+@_event
+class VarDelete(NamedTuple):
+    """A var's delete op ran."""
+
     time: float
     var_id: int
 
 
-class VarDelete(Event, _VarDelete):
-    """A var's delete op ran."""
+@_event
+class OpPush(NamedTuple):
+    """An op is pushed, with the earlier ops it must wait for and why."""
 
-    __slots__ = ()
-
-
-class _OpPush(NamedTuple):
     time: float
     op_id: int
     name: str
@@ -130,74 +132,56 @@ class _OpPush(NamedTuple):
     thread: str = ""  # name of the pushing thread
 
 
-class OpPush(Event, _OpPush):
-    """An op is pushed, with the earlier ops it must wait for and why."""
+@_event
+class OpReady(NamedTuple):
+    """An op's wait count reached zero: it goes to a worker pool (or a step)."""
 
-    __slots__ = ()
-
-
-class _OpReady(NamedTuple):
     time: float
     op_id: int
 
 
-class OpReady(Event, _OpReady):
-    """An op's wait count reached zero: it goes to a worker pool (or a step)."""
+@_event
+class OpStart(NamedTuple):
+    """A worker starts an op."""
 
-    __slots__ = ()
-
-
-class _OpStart(NamedTuple):
     time: float
     op_id: int
     worker: str  # e.g. 'cpu(0)/0', 'gpu(1)/2', 'copy/0', 'main' (naive engine)
     thread: str
 
 
-class OpStart(Event, _OpStart):
-    """A worker starts an op."""
+@_event
+class OpEnd(NamedTuple):
+    """An op completed (succeeded, failed or was skipped)."""
 
-    __slots__ = ()
-
-
-class _OpEnd(NamedTuple):
     time: float
     op_id: int
     error: str | None = None  # repr of the exception, None on success
     skipped: bool = False  # True: not run because an input var had failed
 
 
-class OpEnd(Event, _OpEnd):
-    """An op completed (succeeded, failed or was skipped)."""
+@_event
+class WaitBegin(NamedTuple):
+    """A thread blocks in ``wait_for_var`` (``var_id``) or ``wait_for_all`` (None)."""
 
-    __slots__ = ()
-
-
-class _WaitBegin(NamedTuple):
     time: float
     wait_id: int
     var_id: int | None  # None: wait_for_all
     thread: str
 
 
-class WaitBegin(Event, _WaitBegin):
-    """A thread blocks in ``wait_for_var`` (``var_id``) or ``wait_for_all`` (None)."""
+@_event
+class WaitEnd(NamedTuple):
+    """The wait ``wait_id`` returned (or raised)."""
 
-    __slots__ = ()
-
-
-class _WaitEnd(NamedTuple):
     time: float
     wait_id: int
 
 
-class WaitEnd(Event, _WaitEnd):
-    """The wait ``wait_id`` returned (or raised)."""
+@_event
+class StorageAlloc(NamedTuple):
+    """Memory handed out by a storage manager."""
 
-    __slots__ = ()
-
-
-class _StorageAlloc(NamedTuple):
     time: float
     ctx: str
     handle_id: int
@@ -205,13 +189,10 @@ class _StorageAlloc(NamedTuple):
     pool_hit: bool  # True: reused a pooled block; False: fresh allocation
 
 
-class StorageAlloc(Event, _StorageAlloc):
-    """Memory handed out by a storage manager."""
+@_event
+class StorageFree(NamedTuple):
+    """Memory given back to a storage manager."""
 
-    __slots__ = ()
-
-
-class _StorageFree(NamedTuple):
     time: float
     ctx: str
     handle_id: int
@@ -219,10 +200,20 @@ class _StorageFree(NamedTuple):
     to_pool: bool  # True: kept in the pool for reuse; False: returned to the system
 
 
-class StorageFree(Event, _StorageFree):
-    """Memory given back to a storage manager."""
-
-    __slots__ = ()
+#: Any trace event (for annotations and ``isinstance``).
+Event = Union[
+    VarNew,
+    VarName,
+    VarDelete,
+    OpPush,
+    OpReady,
+    OpStart,
+    OpEnd,
+    WaitBegin,
+    WaitEnd,
+    StorageAlloc,
+    StorageFree,
+]
 
 
 #: Event class by name (the chrome-trace file names each event's kind).
