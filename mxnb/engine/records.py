@@ -185,8 +185,25 @@ def record_end(
     :func:`record_start` does not record it again.  The ops in ``ready`` have
     just been made READY by the engine's ``_complete``, the one caller.
     """
-    if chain is not None and not _starts_at_end(opr, ready):
-        chain = None
+    if exc is not None or inherited is not None or opr.deletes is not None:
+        _record_unusual_end(opr, exc, inherited, ready)
+    elif not ready:  # the commonest end
+        _extend((RAW_END, _now(), opr.id, None, False, (), (), None))
+    elif len(ready) == 1:  # a link of a chain, maybe started by the same worker at once
+        successor = ready[0]
+        if chain is not None and successor.ctx is opr.ctx and successor.copy is opr.copy:
+            successor.state = RUNNING
+        else:
+            chain = None
+        _extend((RAW_END, _now(), opr.id, None, False, (), (successor.id,), chain))
+    else:
+        _extend((RAW_END, _now(), opr.id, None, False, (), tuple(map(_var_id, ready)), None))
+
+
+def _record_unusual_end(
+    opr: Opr, exc: BaseException | None, inherited: Any, ready: list[Opr]
+) -> None:
+    """:func:`record_end` of an op that failed, was skipped, or deleted vars (never a chain link)."""
     error: str | None = None
     if exc is not None:
         error = repr(exc)
@@ -194,30 +211,13 @@ def record_end(
         error = f"skipped: input failed in op '{inherited.op_name}'"
     skipped = exc is None and inherited is not None
     deleted = () if opr.deletes is None else tuple(map(_var_id, opr.deletes))
-    _extend((RAW_END, _now(), opr.id, error, skipped, deleted, _ids(ready), chain))
-
-
-def _starts_at_end(opr: Opr, ready: list[Opr]) -> bool:
-    """Whether the worker that ran ``opr`` starts its lone successor at once (marking it RUNNING)."""
-    if len(ready) != 1 or opr.deletes is not None:
-        return False
-    successor = ready[0]
-    if successor.ctx is not opr.ctx or successor.copy is not opr.copy:
-        return False
-    successor.state = RUNNING
-    return True
+    ready_ids = tuple(map(_var_id, ready))
+    _extend((RAW_END, _now(), opr.id, error, skipped, deleted, ready_ids, None))
 
 
 def record_done(opr: Opr) -> None:
     """Log that ``opr`` succeeded and made no op ready: :func:`record_end`'s commonest end."""
     _extend((RAW_END, _now(), opr.id, None, False, (), (), None))
-
-
-def _ids(ready: list[Opr]) -> tuple[int, ...]:
-    """The ids of ``ready``, without ``map`` for the common none or one."""
-    if not ready:
-        return ()
-    return (ready[0].id,) if len(ready) == 1 else tuple(map(_var_id, ready))
 
 
 def _name_vars(touched: tuple[Var, ...]) -> None:

@@ -137,9 +137,16 @@ def explain(ops: dict[int, OpRecord], names: dict[int, str], op: int | str) -> s
     reader asks: when it was pushed, what it waited for, how it ran.
     """
     target, note = _find_op(ops, op)
+    return "\n".join(account(ops, target, lambda v: names.get(v, f"var#{v}"), note))
+
+
+def account(
+    ops: dict[int, OpRecord], target: OpRecord, var_name: Callable[[int], str], note: str = ""
+) -> list[str]:
+    """The lines of :func:`explain` for ``target`` (the live views add what holds it now)."""
 
     def var(var_id: int) -> str:
-        return repr(names.get(var_id, f"var#{var_id}"))
+        return repr(var_name(var_id))
 
     t0 = target.t0
     lines = [f"op {target.name!r} (id {target.op_id}){note} on {target.ctx or '?'}:"]
@@ -155,7 +162,7 @@ def explain(ops: dict[int, OpRecord], names: dict[int, str], op: int | str) -> s
     elif target.push is not None:
         lines.append("  nothing earlier held its vars: it was ready at push.")
     lines += _how_it_ran(target)
-    return "\n".join(lines)
+    return lines
 
 
 def _find_op(ops: dict[int, OpRecord], op: int | str) -> tuple[OpRecord, str]:

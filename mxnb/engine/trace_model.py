@@ -35,7 +35,6 @@ from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from .analysis import (
-    KIND_SHORT,
     Blocker,
     Edge,
     Interval,
@@ -60,7 +59,7 @@ from .events import (
     WaitBegin,
     WaitEnd,
 )
-from .stats import StatsRow, TraceStats, explain
+from .stats import StatsRow, TraceStats, account, explain
 
 __all__ = ["TraceModel"]
 
@@ -324,41 +323,19 @@ class TraceModel:
         return result
 
     def explain(self, op_id: int) -> str:
-        """A plain-language account of an op: its vars, what it waited on, its timing and error."""
+        """A plain-language account of an op: the trace's (:func:`.stats.account`), then what holds it now."""
         op = self.ops.get(op_id)
         if op is None:
             return f"no op with id {op_id} in this trace"
-        lines = [f"{op.label} on {op.ctx}: {op.state.value}"]
-        reads = ", ".join(self.var_name(v) for v in op.const_vars) or "-"
-        writes = ", ".join(self.var_name(v) for v in op.mutate_vars) or "-"
-        lines.append(f"  reads: {reads}   writes: {writes}   priority: {op.priority}")
+        lines = account(self.ops, op, self.var_name)
+        now = [f"  now: {op.state.value}"]
         blockers = self.blockers(op_id)
         if blockers:
-            lines.append("  right now it " + blockers[0].describe(op))
-            lines.extend("  and " + b.describe(op) for b in blockers[1:])
+            now.append("  right now it " + blockers[0].describe(op))
+            now.extend("  and " + b.describe(op) for b in blockers[1:])
         elif op.state is OpState.READY:
-            lines.append("  all its dependencies are done; it waits for a free worker (or a step)")
-        if op.waits_on:
-            lines.append("  at push it had to wait for:")
-            for dep in op.waits_on:
-                holder = self.ops.get(dep.op_id)
-                holder_label = holder.label if holder else f"#{dep.op_id}"
-                lines.append(
-                    f"    {holder_label} via {self.var_name(dep.var_id)!r} ({KIND_SHORT[dep.kind]})"
-                )
-        else:
-            lines.append("  at push nothing it touches was busy, so it was ready at once")
-        if op.ready_time is not None:
-            lines.append(f"  ready {1e3 * (op.ready_time - op.push_time):.3f} ms after push")
-        if op.start_time is not None:
-            queued = 1e3 * (op.start_time - (op.ready_time or op.start_time))
-            lines.append(f"  started on {op.worker} after {queued:.3f} ms in the ready queue")
-        if op.duration is not None:
-            lines.append(f"  ran for {1e3 * op.duration:.3f} ms")
-        if op.skipped:
-            lines.append(f"  skipped: an input carried an earlier failure ({op.error})")
-        elif op.error is not None:
-            lines.append(f"  failed: {op.error}")
+            now.append("  all its dependencies are done; it waits for a free worker (or a step)")
+        lines[1:1] = now
         return "\n".join(lines)
 
     def lanes(self) -> list[Lane]:
