@@ -12,11 +12,13 @@ its auxiliary states (BatchNorm's moving mean / var) and the vars of the
 resources it asked for (random generator, temp space): so everything that
 shares an array or a resource is ordered in push order.
 
-State kept (keys from :func:`_signature`; plans from :mod:`.invoke_plan`):
-    _plans    (parsed property's key, input shapes, dtypes, context) -> plan
-    _props    (op, params) -> the parsed OperatorProperty
-    _visible_plans  (op name, params, shapes, dtypes, context) -> plan, for the
-              NDArray methods' single-lookup fast path
+State kept:
+    _plans    one plan cache, keyed by :func:`_signature`: (op name, params,
+              input shapes and dtypes, context); the NDArray methods find
+              their plan with that one lookup, the op functions after parsing
+    _props    (op name, params) -> the parsed OperatorProperty, so that an op
+              function parses its parameters once (plans come from
+              :mod:`.invoke_plan`)
     A plan whose op was registered again is rebuilt (``registry.generation``).
 
 The named fast path, :func:`_push_direct`: when an op's forward is exactly one
@@ -69,7 +71,6 @@ def clear_cache() -> None:
     """Forget cached properties and plans (re-registered ops are also detected by themselves)."""
     _plans.clear()
     _props.clear()
-    _visible_plans.clear()
 
 
 def _freeze(value: Any) -> Any:
@@ -107,7 +108,7 @@ _cache_generation = -1  # registry.generation when the caches above were last cu
 
 
 def _get_prop(op_name: str, params: dict[str, Any]) -> tuple[OperatorProperty, Any]:
-    """The parsed property of ``op_name`` with ``params``, and its cache key.
+    """The parsed property of ``op_name`` with ``params``, and its key ``(op_name, params key)``.
 
     Registering any op (again) bumps ``registry.generation``; the cached
     properties and plans are then dropped (a custom op type registered again
@@ -118,15 +119,11 @@ def _get_prop(op_name: str, params: dict[str, Any]) -> tuple[OperatorProperty, A
     if _cache_generation != registry.generation:
         clear_cache()
         _cache_generation = registry.generation
-    if params:
-        try:
-            key: Any = (op_name, tuple(params.items()))
-            prop = _props.get(key)
-        except TypeError:  # an unhashable value (a list): normalise it
-            key = (op_name, _params_key(params))
-            prop = _props.get(key)
-    else:
-        key = op_name
+    try:
+        key: Any = (op_name, tuple(params.items()) if params else ())
+        prop = _props.get(key)
+    except TypeError:  # an unhashable value (a list): normalise it
+        key = (op_name, _params_key(params))
         prop = _props.get(key)
     if prop is None or type(prop) is not _registered_class(op_name):
         prop = registry.get(op_name).create_property(**params)
@@ -281,11 +278,12 @@ def _invoke_prop(
 ) -> tuple[_Plan, list[NDArray]]:
     """Invoke a parsed property; ``prop_key`` (None: do not cache) keys the plan cache.
 
-    This is the hot path of every small imperative op: the plan lookup is one
-    dict access keyed by (params, shapes, dtypes, context); contexts are
-    interned by the NDArray layer, so the context is keyed by identity.
+    ``prop_key`` is :func:`_get_prop`'s ``(op name, params key)``: with the
+    inputs it makes :func:`_signature`'s key, the one the NDArray methods
+    look up in :func:`invoke_visible`.
     """
-    key, ctx = _signature(prop_key, None, prop.op_name, inputs, ctx)
+    op_name, params_key = prop_key if prop_key is not None else (prop.op_name, None)
+    key, ctx = _signature(op_name, params_key, prop.op_name, inputs, ctx)
     if aux:
         key = (key, tuple(item.shape for item in aux))
     plan = _plans.get(key) if prop_key is not None else None
@@ -301,6 +299,7 @@ def _invoke_prop(
             [item.dtype for item in inputs],
             len(aux) if aux else 0,
         )
+        plan.generation = registry.generation
         if prop_key is not None:
             if len(_plans) > _MAX_CACHE:
                 _plans.clear()
@@ -543,9 +542,6 @@ def _debug_runner(
     return run
 
 
-_visible_plans: dict[Any, _Plan] = {}
-
-
 def invoke_visible(op: str, inputs: list[NDArray], params: dict[str, Any], out: Any = None) -> Any:
     """Invoke and return what a user sees: ``out`` if given, else one NDArray or a list.
 
@@ -557,18 +553,12 @@ def invoke_visible(op: str, inputs: list[NDArray], params: dict[str, Any], out: 
     """
     key, ctx = _signature(op, tuple(params.items()) if params else (), op, inputs, None)
     try:
-        plan = _visible_plans.get(key)
-    except TypeError:  # an unhashable parameter value: take the general path
-        key = plan = None
+        plan = _plans.get(key)
+    except TypeError:  # an unhashable parameter value: the general path normalises it
+        plan = None
     if plan is None or plan.generation != registry.generation:
-        generation = registry.generation
-        prop, prop_key = _get_prop(op, params)
+        prop, prop_key = _get_prop(op, params)  # parses, and caches the plan under ``key``
         plan, outputs = _invoke_prop(prop, prop_key, inputs, out, None, None, None)
-        plan.generation = generation
-        if key is not None:
-            if len(_visible_plans) > _MAX_CACHE:
-                _visible_plans.clear()
-            _visible_plans[key] = plan
     else:
         direct = plan.direct
         if direct is not None and not _is_debug():  # the hot path, written out
