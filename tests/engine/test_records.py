@@ -3,8 +3,9 @@
 Every record of a kind has the fields :data:`records.LAYOUTS` names, with the
 same types each time.  A push the pushing thread starts at once (``starter``)
 and an end whose worker starts its lone successor (``chain``) each stand for
-a RAW_START at the same time: here a recorded log is rewritten with those
-starts split out as RAW_START records (the plain reference), and both logs
+a RAW_START at the same time, and the one short form, RAW_DONE, for a plain
+RAW_END: here a recorded log is rewritten with those starts split out as
+RAW_START records and each RAW_DONE as its RAW_END (the plain reference), and both logs
 are read by fresh readers: the events must be equal, field for field.
 """
 
@@ -37,7 +38,8 @@ def records_of(items: list) -> list[tuple]:
 
 
 def with_starts_split_out(items: list) -> list:
-    """``items`` with each push's ``starter`` and each end's ``chain`` written as a RAW_START."""
+    """``items`` with each push's ``starter`` and each end's ``chain`` written as a RAW_START,
+    and each RAW_DONE as the RAW_END it stands for."""
     out: list = []
     i = 0
     while i < len(items):
@@ -58,6 +60,8 @@ def with_starts_split_out(items: list) -> list:
                 fields["starter"],
                 fields["ident"],
             )
+        elif code == records.RAW_DONE:
+            out += (records.RAW_END, fields["t"], fields["op_id"], None, False, (), (), None)
         elif code == records.RAW_END and fields["chain"] is not None:
             chain = fields["chain"]
             out += (code, *fields.values())[:-1] + (None,)
@@ -113,6 +117,8 @@ def test_starts_folded_into_pushes_and_ends_build_the_events_of_start_records(en
     if engine.kind == "naive":
         assert folded  # its pushes start at once
     assert not [r for r in records_of(plain) if r[-1] is not None and r[0] in FOLDING]
+    assert records.RAW_DONE in {r[0] for r in records_of(logged)}
+    assert records.RAW_DONE not in {r[0] for r in records_of(plain)}
     events = read(logged)
     assert events == read(plain)
     assert events == recorder.events  # what the Trace built while attached
