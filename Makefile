@@ -15,7 +15,7 @@ EXT_SOURCES := $(EXT)/package.json $(EXT)/tsconfig.json $(wildcard $(EXT)/src/*.
 	mxnb/widgets/static/canvas.js mxnb/widgets/static/canvas.css
 LABEXT_LINK := $(VENV)/share/jupyter/labextensions/mxnb
 
-.PHONY: lab test test-fast bench setup test-setup dot node chromium labextension clean
+.PHONY: lab test test-gpu test-fast bench setup test-setup dot node chromium labextension clean
 
 setup: $(STAMP) dot
 
@@ -98,6 +98,14 @@ test: test-setup
 # Everything but the tests marked slow, for a quick loop while editing.
 test-fast: test-setup
 	$(PY) -m pytest -q -m "not slow" tests
+
+# The GPU tests on a real GPU (tests/gpu, marked `gpu`), with a Python that has cupy: GPU
+# machines here install nothing, so this uses their python3 and this checkout. Without a
+# GPU every test is skipped and says why; `make test` runs the same tests on strict virtual
+# GPUs (numpy through cupy's names and signatures, mxnb/testing/cupy_strict.py).
+GPU_PY ?= python3
+test-gpu:
+	PYTHONPATH=$(CURDIR) $(GPU_PY) -m pytest -q -m gpu -p no:cacheprovider tests/gpu
 
 # mxnet_reference.py is not here: it runs under real MXNet, by hand (see its docstring).
 BENCHMARKS := engine ndarray operators memory_plan widgets extension io train bulk bucketing dist_kvstore exercises debugger

@@ -194,6 +194,18 @@ def reduce_to(xp: Any, value: Any, shape: Sequence[int]) -> Any:
     return value.reshape(shape)
 
 
+def strided_view(xp: Any, array: Any, shape: Sequence[int], strides: Sequence[int]) -> Any:
+    """A strided view of ``array`` (im2col's windows), read-only where numpy can mark it so.
+
+    cupy's ``as_strided`` takes no ``writeable`` keyword, so the flag is set
+    afterwards, on a numpy view only.
+    """
+    view = xp.lib.stride_tricks.as_strided(array, shape=tuple(shape), strides=tuple(strides))
+    if isinstance(view, np.ndarray):
+        view.flags.writeable = False
+    return view
+
+
 def normalize_axis(axis: int, ndim: int, op: str = "", what: str = "axis") -> int:
     """Return ``axis`` as a non-negative index, or raise a ParamError naming the op."""
     from ...base import ParamError

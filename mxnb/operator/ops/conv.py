@@ -43,7 +43,7 @@ from ..param import Param, Shape
 from ..partial import is_known, merge, partial_shape
 from ..registry import register
 from . import _common
-from ._common import KernelProp, fmt, parallel_chunks, write
+from ._common import KernelProp, fmt, parallel_chunks, strided_view, write
 
 __all__ = ["ConvolutionProp", "copy_batched", "fold", "unfold"]
 
@@ -138,14 +138,14 @@ def unfold(xp: Any, cols: Any, x: Any, kernel, stride, dilate, pad) -> Any:
         (s - d * (k - 1) - 1) // st + 1
         for s, d, k, st in zip(padded.shape[1:-1], dilate, kernel, stride)
     )
-    view = xp.lib.stride_tricks.as_strided(
+    view = strided_view(
+        xp,
         padded,
-        shape=(padded.shape[0],) + tuple(kernel) + out_spatial + (padded.shape[-1],),
-        strides=(strides[0],)
+        (padded.shape[0],) + tuple(kernel) + out_spatial + (padded.shape[-1],),
+        (strides[0],)
         + tuple(strides[1 + i] * dilate[i] for i in range(nd))
         + tuple(strides[1 + i] * stride[i] for i in range(nd))
         + (strides[-1],),
-        writeable=False,
     )
     copy_batched(xp, cols.reshape(view.shape), view)
     return cols

@@ -37,7 +37,7 @@ from typing import Any
 from ..base import ResourceRequest
 from ..param import Param, Shape
 from ..registry import register
-from ._common import fmt, write
+from ._common import fmt, strided_view, write
 from .conv import _ConvBase, _fill, _offsets, _scratch, copy_batched
 
 __all__ = ["DeconvolutionProp", "channel_last_padded", "col2im", "im2col"]
@@ -95,9 +95,7 @@ def im2col(
         + tuple(strides[1 + i] * dilate[i] for i in range(nd))
         + (strides[-1],)
     )
-    view = xp.lib.stride_tricks.as_strided(
-        padded, shape=shape, strides=view_strides, writeable=False
-    )
+    view = strided_view(xp, padded, shape, view_strides)
     columns = math.prod(kernel) * padded.shape[-1]
     if out is None:
         return xp.ascontiguousarray(view).reshape(-1, columns)
