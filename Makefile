@@ -105,7 +105,7 @@ test-fast: test-setup
 # GPUs (numpy through cupy's names and signatures, mxnb/testing/cupy_strict.py).
 GPU_PY ?= python3
 test-gpu:
-	PYTHONPATH=$(CURDIR) $(GPU_PY) -m pytest -q -m gpu -p no:cacheprovider tests/gpu
+	PYTHONPATH=$(CURDIR) $(GPU_PY) -m pytest -q -m gpu -p no:cacheprovider -W ignore::pytest.PytestConfigWarning tests/gpu
 
 # mxnet_reference.py is not here: it runs under real MXNet, by hand (see its docstring).
 BENCHMARKS := engine ndarray operators memory_plan widgets extension io train bulk bucketing dist_kvstore exercises debugger

@@ -69,15 +69,30 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from scipy.optimize import LinearConstraint, milp
-from scipy.sparse import coo_matrix
 
+from ..base import MXNBError
 from .flops import step_flops
 from .plan import MemoryPlan
 from .recompute import REPLAYED_OPS, node_flag, candidates
 from .steps import ExecGraph
 from .tournament import plan_best
 from .tradeoff import MemoryBudgetError, plan_within_budget
+
+
+def _scipy() -> tuple[Any, Any]:
+    """scipy's ``optimize`` and ``sparse``, imported when the exact planner runs.
+
+    ``import mxnb`` needs no scipy (a GPU machine may have none); the exact
+    planner does, for HiGHS.
+    """
+    try:
+        from scipy import optimize, sparse
+    except ImportError as exc:
+        raise MXNBError(
+            "plan_memory(solver='milp') needs scipy (its HiGHS solver): pip install scipy, "
+            "or use the greedy planner (solver='greedy')"
+        ) from exc
+    return optimize, sparse
 
 __all__ = ["Model", "Solution", "plan_milp"]
 
@@ -234,7 +249,7 @@ class Model:
                 rows.append(r)
                 cols.append(c)
                 data.append(value)
-        matrix = coo_matrix((data, (rows, cols)), shape=(len(self.rows), len(self.cols)))
+        matrix = _scipy()[1].coo_matrix((data, (rows, cols)), shape=(len(self.rows), len(self.cols)))
         lower = np.array([lo for _, lo, _ in self.rows])
         upper = np.array([hi for _, _, hi in self.rows])
         costs = np.zeros(len(self.cols))
@@ -259,12 +274,13 @@ class Model:
 
     def peak_of(self, nodes: frozenset[str]) -> float:
         """The modelled peak bytes when exactly ``nodes`` are recomputed."""
+        optimize, _ = _scipy()
         costs, matrix, lo, hi = self.arrays()
         lower, upper = self._bounds(nodes)
         objective = np.zeros(len(self.cols))
         objective[self.peak] = 1.0
-        result = milp(
-            objective, bounds=(lower, upper), constraints=LinearConstraint(matrix, lo, hi)
+        result = optimize.milp(
+            objective, bounds=(lower, upper), constraints=optimize.LinearConstraint(matrix, lo, hi)
         )
         return float(result.x[self.peak]) if result.x is not None else float("inf")
 
@@ -275,20 +291,21 @@ class Model:
 
         Each set in ``cuts`` is excluded with its subsets: some step outside it is recomputed.
         """
+        optimize, _ = _scipy()
         costs, matrix, lo, hi = self.arrays()
-        constraints = [LinearConstraint(matrix, lo, hi)]
+        constraints = [optimize.LinearConstraint(matrix, lo, hi)]
         for cut in cuts:
             row = np.zeros(len(self.cols))
             for step in self.steps:
                 row[self.cols[("x", step.index)]] = float(step.name not in cut)
-            constraints.append(LinearConstraint(row, 1, np.inf))
+            constraints.append(optimize.LinearConstraint(row, 1, np.inf))
         lower, upper = self._bounds(None)
         upper[self.peak] = max(budget, 0.0)
         integrality = np.zeros(len(self.cols))
         for step in self.steps:
             integrality[self.cols[("x", step.index)]] = 1
         start = time.perf_counter()
-        result = milp(costs, integrality=integrality, bounds=(lower, upper), constraints=constraints,
+        result = optimize.milp(costs, integrality=integrality, bounds=(lower, upper), constraints=constraints,
                       options={"time_limit": max(time_limit, 1.0), "mip_rel_gap": _GAP})  # fmt: skip
         if result.x is None:
             return None
