@@ -32,6 +32,7 @@ State kept (all frozen):
     MemoryPlan.blocks       one StorageBlock per planned storage id
     MemoryPlan.inplace_pairs   (source entry, entry that reused its storage)
     MemoryPlan.internal_bytes / naive_internal_bytes / peak_bytes   the figures
+    MemoryPlan.workspace_bytes   the steps' largest temp-space request (not in a block)
 
 Example::
 
@@ -138,6 +139,7 @@ class MemoryPlan:
     recompute_steps: tuple[str, ...] = ()  # the extra steps that recompute them
     forward_flops: int = 0  # FLOPs of the forward steps (mxnb.executor.flops)
     recompute_flops: int = 0  # FLOPs of the recompute steps
+    workspace_bytes: int = 0  # the largest TEMP_SPACE request of a step (the context's scratch)
     solver: str | None = None  # a budget solved exactly: 'milp' (mxnb.executor.milp), else None
     mip_gap: float | None = None  # the exact planner's proven relative optimality gap
     _index: dict[str, PlanEntry] = field(default_factory=dict, compare=False, repr=False)
@@ -193,6 +195,18 @@ class MemoryPlan:
         return tuple(tuple(run) for run in runs)
 
     @property
+    def total_bytes(self) -> int:
+        """``internal_bytes + workspace_bytes``: what a bound executor holds beyond its bound arrays.
+
+        The storage pool's high-water mark over a forward and backward pass,
+        less the arguments, gradients, aux states and head gradients, is this
+        figure (``tests/executor/test_honest_peak.py``).  Budgets and MXNet's
+        "Total N MB allocated" count ``internal_bytes`` alone: the scratch is
+        the context's, the same for every recomputation plan.
+        """
+        return self.internal_bytes + self.workspace_bytes
+
+    @property
     def ratio(self) -> float:
         """``naive_internal_bytes / internal_bytes`` (how much planning saved)."""
         return self.naive_internal_bytes / self.internal_bytes if self.internal_bytes else 1.0
@@ -246,6 +260,7 @@ class MemoryPlan:
             "internal_bytes": self.internal_bytes,
             "naive_internal_bytes": self.naive_internal_bytes,
             "peak_bytes": self.peak_bytes,
+            "workspace_bytes": self.workspace_bytes,
             "inplace": self.inplace,
             "coshare": self.coshare,
             "grad_req": dict(self.grad_req),
@@ -393,6 +408,8 @@ class MemoryPlan:
         lines.append(f"naive internal: {_mb(self.naive_internal_bytes)}")
         lines.append(f"planned:        {_mb(self.internal_bytes)}  ({self.ratio:.2f}x less)")
         lines.append(f"peak live:      {_mb(self.peak_bytes)}")
+        if self.workspace_bytes:
+            lines.append(f"workspace:      {_mb(self.workspace_bytes)}")
         if self.recompute_steps:
             lines.append(
                 f"recompute ({self.recompute}): {len(self.recomputed_nodes)} nodes in "
