@@ -125,7 +125,10 @@ def test_gradients_identical_with_the_milp_plan():
     [
         ({"budget": 10**6, "solver": "exact"}, "solver must be one of 'greedy', 'milp'"),
         ({"solver": "milp"}, "pass budget=<bytes>"),
-        ({"budget": 10**6, "solver": "milp", "time_limit": 0}, r"time_limit \(seconds\) must be in"),
+        (
+            {"budget": 10**6, "solver": "milp", "time_limit": 0},
+            r"time_limit \(seconds\) must be in",
+        ),
     ],
 )
 def test_bad_solver_arguments_name_the_fix(kwargs, match):
@@ -158,3 +161,22 @@ def test_out_of_time_the_greedy_incumbent_is_returned_and_said_so():
     assert (plan.solver, plan.mip_gap) == ("greedy incumbent", None)
     assert plan.internal_bytes == greedy.internal_bytes <= budget
     assert plan.recomputed_nodes == greedy.recomputed_nodes
+
+
+def test_bind_and_simple_bind_take_a_budget_and_a_solver():
+    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    budget = budgets(sym, shapes)[4]
+    wanted = plan_memory(sym, shapes, budget=budget, solver="milp", time_limit=30)
+    exe = sym.simple_bind(mx.cpu(), budget=budget, solver="milp", time_limit=30, **shapes)
+    assert exe.memory_plan.solver == "milp"
+    assert exe.memory_plan.internal_bytes == wanted.internal_bytes <= budget
+    assert exe.memory_plan.recompute_flops == wanted.recompute_flops
+    args = {name: mx.nd.zeros(array.shape) for name, array in exe.arg_dict.items()}
+    grads = {name: mx.nd.zeros(array.shape) for name, array in exe.arg_dict.items()}
+    greedy = sym.bind(mx.cpu(), args, args_grad=grads, budget=budget)
+    assert greedy.memory_plan.solver is None
+    assert (
+        greedy.memory_plan.internal_bytes == plan_memory(sym, shapes, budget=budget).internal_bytes
+    )
+    with pytest.raises(ParamError, match="pass budget=<bytes>"):
+        sym.simple_bind(mx.cpu(), solver="milp", **shapes)
