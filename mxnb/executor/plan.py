@@ -49,7 +49,7 @@ Example::
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -142,6 +142,9 @@ class MemoryPlan:
     workspace_bytes: int = 0  # the largest TEMP_SPACE request of a step (the context's scratch)
     solver: str | None = None  # a budget solved exactly: 'milp' (mxnb.executor.milp), else None
     mip_gap: float | None = None  # the exact planner's proven relative optimality gap
+    recompute_seconds: float | None = (
+        None  # predicted from measured op times, when planned with them
+    )
     _index: dict[str, PlanEntry] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -176,6 +179,18 @@ class MemoryPlan:
     def recompute_ratio(self) -> float:
         """``recompute_flops / forward_flops``: the extra compute, in forward passes."""
         return self.recompute_flops / self.forward_flops if self.forward_flops else 0.0
+
+    def recompute_cost(self, op_times: Mapping[str, float] | None = None) -> float:
+        """What the recompute steps cost: their FLOPs, or their nodes' seconds in ``op_times``.
+
+        ``op_times`` is a per-op timing table (node name -> seconds, as
+        :func:`mxnb.executor.measure.op_times` measures one); a node missing
+        from it costs nothing.
+        """
+        if op_times is None:
+            return float(self.recompute_flops)
+        suffix = len("_recompute")
+        return sum(float(op_times.get(step[:-suffix], 0.0)) for step in self.recompute_steps)
 
     def recomputed_entries(self) -> tuple[str, ...]:
         """Names of the forward entries that backward reads as recomputed copies."""

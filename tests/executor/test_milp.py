@@ -180,3 +180,35 @@ def test_bind_and_simple_bind_take_a_budget_and_a_solver():
     )
     with pytest.raises(ParamError, match="pass budget=<bytes>"):
         sym.simple_bind(mx.cpu(), solver="milp", **shapes)
+
+
+@pytest.mark.parametrize("solver", ["greedy", "milp"])
+def test_a_measured_op_time_table_replaces_flops_as_the_cost(solver):
+    """With every op timed alike, the plan recomputes the fewest steps; its predicted seconds are kept."""
+    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    budget = budgets(sym, shapes)[4]
+    graph, plain = plan_best(sym, shapes)
+    table = {step.name: 1e-3 for step in graph.steps}
+    by_flops = plan_memory(sym, shapes, budget=budget, solver=solver, time_limit=30)
+    by_time = plan_memory(sym, shapes, budget=budget, solver=solver, time_limit=30, op_times=table)
+    by_time.check()
+    assert by_time.internal_bytes <= budget
+    assert by_time.recompute_seconds == pytest.approx(1e-3 * len(by_time.recompute_steps))
+    assert by_time.recompute_seconds == by_time.recompute_cost(table)
+    assert len(by_time.recompute_steps) <= len(by_flops.recompute_steps)
+    assert by_flops.recompute_seconds is None
+    assert by_flops.recompute_cost() == by_flops.recompute_flops
+
+
+def test_op_times_measures_every_step_of_a_training_step():
+    from mxnb.executor.measure import op_times, predicted_overhead
+
+    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    exe = sym.simple_bind(mx.cpu(), **shapes)
+    table = op_times(exe, repeats=1)
+    steps = exe.memory_plan.steps
+    assert set(steps) <= set(table) and all(table[name] > 0 for name in steps)
+    mirror = plan_memory(sym, shapes, recompute="mirror")
+    share = predicted_overhead(mirror, table)
+    assert 0 < share < 1
+    assert share == pytest.approx(mirror.recompute_cost(table) / sum(table.values()))
