@@ -38,6 +38,10 @@ and the best plan within 0.35 and 1.0 of an extra forward against MXNet's own pl
 then the exact curve of resnet18_v1 (budgets every 5 % of the plain plan, 30 s
 each): the widest step between neighbouring points and how many were proven optimal;
 
+then the honest peak (issue #35): on MXNet's resnet18_v1 at batch 32, the pool's measured
+high-water mark over a forward + backward against the plan's total bytes, plain, 'mirror'
+and exact plans;
+
 then held-out graphs (issue #35), never tuned on: MXNet's ``mx.rnn`` LSTM language model
 (``lstm_lm``, batch 32 x 35) and a ``symbols/resnet.py``-style ResNet-50 MXNet exported
 (tests/executor/data/export_symbols_resnet.py, batch 32): the plain plan, the greedy
@@ -52,7 +56,7 @@ table at the widest gaps), the training step's overhead predicted from FLOPs
 wall and CPU time (best of interleaved steps);
 
 Run: ``.venv/bin/python benchmarks/memory_plan.py`` (``--quick``: batch 32 only;
-``--milp``: the exact planner's table only, a few minutes; ``--time``: the time table only; ``--held-out``: the held-out curves only).
+``--milp``: the exact planner's table only, a few minutes; ``--time``: the time table only; ``--held-out``: the held-out curves only; ``--peak``: the measured peak only).
 """
 
 from __future__ import annotations
@@ -269,6 +273,31 @@ def exact_curve(name: str = "resnet18_v1", step: float = 0.05, time_limit: float
     proven = sum(1 for p in plans[1:] if p.solver == "milp" and p.mip_gap == 0)
     print(f"  widest step between neighbouring points: {widest / plain.internal_bytes:.1%} of plain "
           f"(target <= 5%); optimality proven at {proven} of {len(plans) - 1} budgets")  # fmt: skip
+
+
+def honest_peak(budgets_mb: tuple = (376.0, 340.0)) -> None:
+    """The pool's measured high-water mark against the plan, on MXNet's resnet18_v1, batch 32.
+
+    Each plan bound on a fresh context (the default pooled manager) and run
+    forward + backward (:func:`measure.measure_peak`): the plain plan, 'mirror'
+    and exact plans at ``budgets_mb``; measured minus planned should be zero.
+    """
+    sym = mx.sym.load(str(EXPORTS / "resnet18_v1_train-symbol.json"))
+    req = {arg: "write" for arg in sym.list_arguments()}
+    req["data"] = req["softmax_label"] = "null"
+    shapes = {"data": (32, 3, 224, 224)}
+    print("\nhonest peak: resnet18_v1 (MXNet export), batch 32, pooled manager: measured pool "
+          "high-water mark - bound arrays vs plan total (internal + workspace), MiB")  # fmt: skip
+    plans = [("plain", *plan_graph_and_memory(sym, shapes, grad_req=req)),
+             ("mirror", *plan_graph_and_memory(sym, shapes, grad_req=req, recompute="mirror"))]
+    for budget in budgets_mb:
+        plans.append((f"exact {budget:.0f} MiB", *plan_graph_and_memory(
+            sym, shapes, grad_req=req, budget=int(budget * MB), solver="milp", time_limit=60)))
+    for index, (label, graph, plan) in enumerate(plans):
+        peak = measure.measure_peak(sym, graph, plan, mx.cpu(300 + index))
+        print(f"  {label:<16} planned {plan.internal_bytes / MB:7.1f} + workspace "
+              f"{plan.workspace_bytes / MB:5.1f} = {plan.total_bytes / MB:7.1f}; measured "
+              f"{peak / MB:7.1f} ({peak / plan.total_bytes - 1:+.2%})")  # fmt: skip
 
 
 def _held_out() -> dict:
@@ -564,6 +593,9 @@ def main() -> None:
     if "--held-out" in sys.argv:
         held_out_curves()
         return
+    if "--peak" in sys.argv:
+        honest_peak()
+        return
     if "--milp" in sys.argv:
         exact_planner_table()
         exact_curve()
@@ -573,6 +605,7 @@ def main() -> None:
     recompute_table()
     exact_planner_table()
     exact_curve()
+    honest_peak()
     held_out_curves()
     recompute_time()
     planning_time()
