@@ -22,8 +22,7 @@ and the LSTM at batch 32, training: the plain plan, MXNet's plain and mirror pla
 (benchmarks/mxnet_mirror_reference.json), mxnb's 'mirror' and 'sqrt' plans and
 the best points of the trade-off family, each as MiB and
 recompute_flops / forward_flops (targets for ResNet-18: <= 376 MiB with a
-ratio <= 0.35), and the wall-clock overhead of a training step with
-recomputation on LeNet and ResNet-18 at a small batch (same step without, interleaved);
+ratio <= 0.35);
 
 then the time to plan ResNet-50 (target under 1 s), planning and binding
 chains of 1,000, 2,000, 4,000 and 20,000 small ops (O(n log n): 20k within 10x of 2k,
@@ -39,8 +38,25 @@ and the best plan within 0.35 and 1.0 of an extra forward against MXNet's own pl
 then the exact curve of resnet18_v1 (budgets every 5 % of the plain plan, 30 s
 each): the widest step between neighbouring points and how many were proven optimal;
 
+then the honest peak (issue #35): on MXNet's resnet18_v1 at batch 32, the pool's measured
+high-water mark over a forward + backward against the plan's total bytes, plain, 'mirror'
+and exact plans;
+
+then held-out graphs (issue #35), never tuned on: MXNet's ``mx.rnn`` LSTM language model
+(``lstm_lm``, batch 32 x 35) and a ``symbols/resnet.py``-style ResNet-50 MXNet exported
+(tests/executor/data/export_symbols_resnet.py, batch 32): the plain plan, the greedy
+curve, the exact plans at budgets every 5 % of plain (30 s each), the widest step and
+the best plan within 0.35 and 1 forward against MXNet's own plan;
+
+then time, not only FLOPs (issue #35): for every point of the curve of LeNet, the zoo's
+ResNet-18 at 32 px and MXNet's export of ``resnet18_v1`` (greedy points, the plain plan
+again as the noise floor, and exact plans by FLOPs and by a measured per-op timing
+table at the widest gaps), the training step's overhead predicted from FLOPs
+(``recompute_flops`` over three forwards) and from the op-time table, and measured in
+wall and CPU time (best of interleaved steps);
+
 Run: ``.venv/bin/python benchmarks/memory_plan.py`` (``--quick``: batch 32 only;
-``--milp``: the exact planner's table only, a few minutes).
+``--milp``: the exact planner's table only, a few minutes; ``--time``: the time table only; ``--held-out``: the held-out curves only; ``--peak``: the measured peak only).
 """
 
 from __future__ import annotations
@@ -55,7 +71,9 @@ from pathlib import Path
 import numpy as np
 
 import mxnb as mx
-from mxnb.executor import zoo
+from mxnb.executor import measure, sharing, zoo
+from mxnb.executor.executor import Executor
+from mxnb.executor.planning import plan_graph_and_memory
 from mxnb.ndarray.invoke import invoke
 from mxnb.symbol.graph import NodeEntry, topo_sort
 
@@ -257,44 +275,171 @@ def exact_curve(name: str = "resnet18_v1", step: float = 0.05, time_limit: float
           f"(target <= 5%); optimality proven at {proven} of {len(plans) - 1} budgets")  # fmt: skip
 
 
-def recompute_overhead(repeats: int = 5) -> None:
-    """Wall-clock of a training step with recomputation against the same step without."""
-    print("\ntraining step with recomputation / without (best of interleaved runs)")
-    for name, batch in (("lenet", 64), ("resnet18", 2)):
-        sym = zoo.build(name)
-        shapes = zoo.input_shapes(name, batch)
-        executors = {}
-        for mode in (None, "mirror", "sqrt"):
-            exe = sym.simple_bind(mx.cpu(), grad_req="write", recompute=mode, **shapes)
-            rng = np.random.default_rng(0)  # the same values in every executor
-            for key, array in exe.arg_dict.items():
-                if key == "softmax_label":
-                    array[:] = rng.integers(0, 10, array.shape)
-                else:
-                    array[:] = rng.standard_normal(array.shape).astype("float32") * 0.1
-            executors[mode] = exe
+def honest_peak(budgets_mb: tuple = (376.0, 340.0)) -> None:
+    """The pool's measured high-water mark against the plan, on MXNet's resnet18_v1, batch 32.
 
-        def step(exe) -> None:
-            exe.forward(is_train=True)
-            exe.backward()
-            mx.nd.waitall()
+    Each plan bound on a fresh context (the default pooled manager) and run
+    forward + backward (:func:`measure.measure_peak`): the plain plan, 'mirror'
+    and exact plans at ``budgets_mb``; measured minus planned should be zero.
+    """
+    sym = mx.sym.load(str(EXPORTS / "resnet18_v1_train-symbol.json"))
+    req = {arg: "write" for arg in sym.list_arguments()}
+    req["data"] = req["softmax_label"] = "null"
+    shapes = {"data": (32, 3, 224, 224)}
+    print("\nhonest peak: resnet18_v1 (MXNet export), batch 32, pooled manager: measured pool "
+          "high-water mark - bound arrays vs plan total (internal + workspace), MiB")  # fmt: skip
+    plans = [("plain", *plan_graph_and_memory(sym, shapes, grad_req=req)),
+             ("mirror", *plan_graph_and_memory(sym, shapes, grad_req=req, recompute="mirror"))]
+    for budget in budgets_mb:
+        plans.append((f"exact {budget:.0f} MiB", *plan_graph_and_memory(
+            sym, shapes, grad_req=req, budget=int(budget * MB), solver="milp", time_limit=60)))
+    for index, (label, graph, plan) in enumerate(plans):
+        peak = measure.measure_peak(sym, graph, plan, mx.cpu(300 + index))
+        print(f"  {label:<16} planned {plan.internal_bytes / MB:7.1f} + workspace "
+              f"{plan.workspace_bytes / MB:5.1f} = {plan.total_bytes / MB:7.1f}; measured "
+              f"{peak / MB:7.1f} ({peak / plan.total_bytes - 1:+.2%})")  # fmt: skip
 
-        for exe in executors.values():
-            step(exe)  # warm up
-        timings: dict = {mode: [] for mode in executors}
+
+def _held_out() -> dict:
+    """label -> (symbol, shapes, grad_req, MXNet's plan in MiB): graphs the planners were never tuned on."""
+    lm = mx.sym.load(str(LSTM_LM))
+    lm_mxnet = reference()[("lstm_lm", 32, "training")]["mb"]
+    resnet = mx.sym.load(str(EXPORTS / "resnet50_v2_train-symbol.json"))
+    req = {arg: "write" for arg in resnet.list_arguments()}
+    req["data"] = req["softmax_label"] = "null"
+    theirs = json.loads((EXPORTS / "resnet50_v2_train-mxnet.json").read_text())
+    return {
+        "lstm_lm (mx.rnn export), batch 32 x 35": (
+            lm, {"data": (32, 35), "softmax_label": (32, 35)}, "write", lm_mxnet),
+        "resnet50 v2 (symbols/resnet.py style, MXNet export), batch 32": (
+            resnet, {"data": (32, 3, 224, 224)}, req, theirs["mirror_0_mb"]),
+    }  # fmt: skip
+
+
+def held_out_curves(step: float = 0.05, time_limit: float = 30.0) -> None:
+    """Plain, greedy and exact curves on held-out graphs: widest gap, best within 0.35 / 1 forward."""
+    for label, (sym, shapes, req, theirs) in _held_out().items():
+        plain = mx.executor.plan_memory(sym, shapes, grad_req=req)
+        greedy = [p.plan for p in mx.executor.pareto(mx.executor.tradeoff_curve(sym, shapes, grad_req=req))]
+        print(f"\nheld out: {label}: plain {plain.internal_bytes / MB:.1f} MiB, MXNet {theirs} MiB")
+        print("  greedy curve, MiB (recompute/forward): " + ", ".join(
+            f"{p.internal_bytes / MB:.1f} ({p.recompute_ratio:.2f})" for p in greedy))  # fmt: skip
+        exact, proven, share = [], 0, 1.0 - step
+        while share > 0.2:
+            budget = int(plain.internal_bytes * share)
+            start = time.perf_counter()
+            try:
+                plan = mx.executor.plan_memory(sym, shapes, grad_req=req, budget=budget,
+                                               solver="milp", time_limit=time_limit)  # fmt: skip
+            except mx.executor.MemoryBudgetError:
+                print(f"  exact {share:.2f} x plain: no plan fits")
+                break
+            proven += plan.solver == "milp" and plan.mip_gap == 0
+            gap = "-" if plan.mip_gap is None else f"{plan.mip_gap:.2g}"
+            print(f"  exact {share:.2f} x plain: {plan.internal_bytes / MB:7.1f} MiB "
+                  f"({plan.recompute_ratio:.3f}) {plan.solver}, gap {gap}, "
+                  f"{time.perf_counter() - start:.0f} s")  # fmt: skip
+            exact.append(plan)
+            share -= step
+        for name, plans in (("greedy", greedy), ("greedy + exact", [*greedy, *exact])):
+            sizes = sorted({p.internal_bytes for p in plans}, reverse=True)
+            widest = max((a - b for a, b in zip(sizes, sizes[1:])), default=0)
+            print(f"  {name}: widest step {widest / plain.internal_bytes:.1%} of plain, smallest "
+                  f"{sizes[-1] / MB:.1f} MiB")  # fmt: skip
+        print(f"  exact: optimality proven at {proven} of {len(exact)} budgets")
+        for limit in (0.35, 1.0):
+            best = min((p for p in [*greedy, *exact] if p.recompute_ratio <= limit),
+                       key=lambda p: p.internal_bytes)  # fmt: skip
+            print(f"  best within {limit:.2f} forward: {best.internal_bytes / MB:.1f} MiB "
+                  f"({best.recompute_ratio:.2f}) = {best.internal_bytes / plain.internal_bytes:.2f}x "
+                  f"plain, {best.internal_bytes / MB / theirs:.2f}x MXNet ({best.solver or 'greedy'})")  # fmt: skip
+
+
+#: networks whose trade-off curve is timed: label -> (symbol, shapes, arguments without a gradient)
+def _timed_networks() -> dict:
+    v1 = mx.sym.load(str(EXPORTS / "resnet18_v1_train-symbol.json"))
+    return {
+        "lenet b64": (zoo.build("lenet"), zoo.input_shapes("lenet", 64), ()),
+        "resnet18 32px b16": (zoo.resnet(18, num_classes=10), {"data": (16, 3, 32, 32)}, ()),
+        "resnet18_v1 (MXNet export) b4": (v1, {"data": (4, 3, 224, 224)}, ("data", "softmax_label")),
+    }
+
+
+def _timed_executor(sym, graph, plan):
+    args, grads, aux = sharing.bound_arrays(graph, mx.cpu(), None, None, None)
+    exe = Executor(sym, mx.cpu(), graph, plan, args, grads, aux)
+    rng = np.random.default_rng(0)  # the same values in every executor
+    for key, array in exe.arg_dict.items():
+        if key == "softmax_label":
+            array[:] = rng.integers(0, 10, array.shape)
+        else:
+            array[:] = rng.standard_normal(array.shape).astype("float32") * 0.1
+    for key, array in exe.aux_dict.items():
+        array[:] = 1.0 if key.endswith("var") else 0.0
+    return exe
+
+
+def _curve_plans(sym, shapes, req, table: dict, time_limit: float, exact: int = 3) -> list:
+    """The greedy curve's points, the plain plan again (the noise floor), and at the ``exact``
+    widest gaps between neighbouring points the exact plan by FLOPs and by measured op times."""
+    points = mx.executor.pareto(mx.executor.tradeoff_curve(sym, shapes, grad_req=req))
+    plans = [("greedy " + p.label, p.graph, p.plan) for p in points]
+    plans.insert(1, ("plain again (noise floor)", points[0].graph, points[0].plan))
+    pairs = sorted(zip(points, points[1:]), key=lambda pair: pair[1].internal_bytes - pair[0].internal_bytes)
+    for high, low in pairs[:exact]:
+        budget = (high.internal_bytes + low.internal_bytes) // 2
+        for label, times in (("FLOPs", None), ("op times", table)):
+            graph, plan = plan_graph_and_memory(sym, shapes, grad_req=req, budget=budget,
+                                                solver="milp", time_limit=time_limit,
+                                                op_times=times)  # fmt: skip
+            plans.append((f"exact by {label} {budget / MB:.1f} MiB", graph, plan))
+    return plans[:2] + sorted(plans[2:], key=lambda item: -item[2].internal_bytes)
+
+
+def recompute_time(repeats: int = 7, time_limit: float = 20.0) -> None:
+    """Each curve point's training-step overhead, predicted (FLOPs; measured op times) and measured.
+
+    Wall and process CPU time of one forward + backward, best of ``repeats``
+    interleaved runs of every point, against the plain plan in the same rounds;
+    the op-time table is measured once, on the plain plan (:func:`measure.op_times`).
+    """
+    print("\ntraining-step overhead of each curve point (greedy and exact), predicted and "
+          f"measured, best of {repeats} interleaved steps (share of the plain step)")  # fmt: skip
+    errors: dict = {"FLOPs": [], "op times": []}
+    for label, (sym, shapes, frozen) in _timed_networks().items():
+        req = {arg: "null" if arg in frozen else "write" for arg in sym.list_arguments()}
+        graph, plain = plan_graph_and_memory(sym, shapes, grad_req=req)
+        table = measure.op_times(_timed_executor(sym, graph, plain))
+        plans = _curve_plans(sym, shapes, req, table, time_limit)
+        executors = [_timed_executor(sym, graph, plan) for _, graph, plan in plans]
+        wall: list = [[] for _ in executors]
+        cpu: list = [[] for _ in executors]
+        for exe in executors:
+            measure.training_step(exe)  # warm up
         for _ in range(repeats):
-            for mode, exe in executors.items():
-                start = time.perf_counter()
-                step(exe)
-                timings[mode].append(time.perf_counter() - start)
-        plain = min(timings[None])
-        for mode in ("mirror", "sqrt"):
-            plan = executors[mode].memory_plan
-            print(
-                f"  {name:<9} batch {batch:>3} {mode:<7} {min(timings[mode]) / plain:5.2f}x time "
-                f"({plain * 1e3:.1f} ms plain), FLOPs ratio {plan.recompute_ratio:.2f}, "
-                f"{len(plan.recompute_steps)} extra steps"
-            )
+            for index, exe in enumerate(executors):
+                gc.collect()
+                start, start_cpu = time.perf_counter(), time.process_time()
+                measure.training_step(exe)
+                wall[index].append(time.perf_counter() - start)
+                cpu[index].append(time.process_time() - start_cpu)
+        plain_wall, plain_cpu = min(wall[0]), min(cpu[0])
+        print(f"{label}: plain step {plain_wall * 1e3:.0f} ms wall, {plain_cpu * 1e3:.0f} ms CPU "
+              f"(op-time table: {sum(table.values()) * 1e3:.0f} ms)")  # fmt: skip
+        print(f"  {'point':<32} {'MiB':>8} {'FLOPs':>6}  predicted: {'FLOPs':>6} {'op times':>8}"
+              f"   measured: {'wall':>6} {'CPU':>6}")  # fmt: skip
+        for (name, _, plan), walls, cpus in zip(plans, wall, cpu):
+            by_flops, by_times = measure.flops_overhead(plan), measure.predicted_overhead(plan, table)
+            measured = min(walls) / plain_wall - 1
+            print(f"  {name:<32} {plan.internal_bytes / MB:8.2f} {plan.recompute_ratio:6.3f}  "
+                  f"{'':>11}{by_flops:6.3f} {by_times:8.3f} {'':>12}{measured:6.3f} "
+                  f"{min(cpus) / plain_cpu - 1:6.3f}")  # fmt: skip
+            if plan.recompute_steps:
+                errors["FLOPs"].append(abs(by_flops - measured))
+                errors["op times"].append(abs(by_times - measured))
+    for name, values in errors.items():
+        print(f"  prediction by {name}: mean |predicted - measured wall| = "
+              f"{statistics.mean(values):.3f} of a plain step, worst {max(values):.3f}")  # fmt: skip
 
 
 def planning_time() -> None:
@@ -442,6 +587,15 @@ def executor_speed(batch: int = 64, repeats: int = 20) -> None:
 
 
 def main() -> None:
+    if "--time" in sys.argv:
+        recompute_time()
+        return
+    if "--held-out" in sys.argv:
+        held_out_curves()
+        return
+    if "--peak" in sys.argv:
+        honest_peak()
+        return
     if "--milp" in sys.argv:
         exact_planner_table()
         exact_curve()
@@ -451,7 +605,9 @@ def main() -> None:
     recompute_table()
     exact_planner_table()
     exact_curve()
-    recompute_overhead()
+    honest_peak()
+    held_out_curves()
+    recompute_time()
     planning_time()
     long_chains()
     executor_speed()

@@ -138,7 +138,7 @@ class TempSpaceResource(Resource):
         if self.handle is None or self.handle.capacity < nbytes:
             if self.handle is not None:
                 storage.free(self.handle)
-            self.handle = storage.alloc(nbytes, self.ctx)
+            self.handle = storage.alloc_exact(nbytes, self.ctx)  # lives as long as the context
         return self.handle.buffer[:nbytes].view(dtype).reshape(shape)
 
     def release(self) -> None:

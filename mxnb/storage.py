@@ -11,7 +11,10 @@ Rule: sizes are rounded up to a *size class* (the next power of two, at
 least 64 bytes, and multiples of 16 MiB above 16 MiB); a freed block goes to
 the free list of its class; an allocation first takes a block from its class
 (a pool *hit*), else asks the array module for a fresh buffer (a *miss*).
-``release_all()`` returns the pooled blocks to the system.  A block is freed
+``release_all()`` returns the pooled blocks to the system.  A block that
+lives as long as its owner (an executor's planned storage, the temp space)
+is taken with ``alloc_exact``: exactly the bytes asked, no size class, so
+the bytes a pool holds are the bytes a plan promised.  A block is freed
 through the engine (``push_delete(var, ctx, fn=free)`` in
 :mod:`mxnb.ndarray`), so ops still reading or writing it finish first.
 
@@ -22,8 +25,9 @@ has not run on real hardware).
 State kept (per manager):
     ctx          the context the memory belongs to
     free_lists   size class -> list of pooled buffers (empty for the naive manager)
-    counters     bytes in use, peak, pooled bytes, frees, pool hits and misses,
-                 updated under ``_lock`` (:meth:`~StorageManager.stats` snapshots them)
+    counters     bytes in use, peak (the high-water mark; ``reset_peak`` starts a
+                 new one), pooled bytes, frees, pool hits and misses, updated
+                 under ``_lock`` (:meth:`~StorageManager.stats` snapshots them)
 
 Every allocation and free emits :class:`~mxnb.engine.tracing.StorageAlloc` /
 :class:`~mxnb.engine.tracing.StorageFree` when a trace is recording (one flag
@@ -72,6 +76,7 @@ __all__ = [
     "StorageOutOfMemoryError",
     "StorageStats",
     "alloc",
+    "alloc_exact",
     "free",
     "get_manager",
     "release_all",
@@ -263,6 +268,36 @@ class StorageManager:
             _extend((RAW_ALLOC, _now(), self._ctx_label, handle.handle_id, capacity, hit))
         return handle
 
+    def alloc_exact(self, nbytes: int) -> Handle:
+        """Return a :class:`Handle` of exactly ``nbytes`` bytes: no size class.
+
+        For blocks that live as long as their owner (an executor's planned
+        storage, the temp-space resource): rounding them up to a size class
+        would hold up to twice the bytes planned, and nothing short-lived
+        would reuse the slack.  Freed, such a block is pooled under its own
+        size, where a later request of exactly that size (the same plan
+        bound again) finds it.
+        """
+        if nbytes < 0:
+            raise MXNBError(f"storage.alloc_exact: nbytes must be >= 0, got {nbytes}")
+        with self._lock:
+            blocks = self.free_lists.get(nbytes)
+            buffer = blocks.pop() if blocks else None
+            if buffer is not None:
+                self._hits += 1
+                self._pooled -= nbytes
+            else:
+                self._misses += 1
+            self._in_use += nbytes
+            self._peak = max(self._peak, self._in_use)
+        hit = buffer is not None
+        if not hit:
+            buffer = self._fresh_buffer(nbytes, nbytes)
+        handle = _new_handle(self.ctx, nbytes, nbytes, buffer, hit, self)
+        if tracing.enabled:
+            _extend((RAW_ALLOC, _now(), self._ctx_label, handle.handle_id, nbytes, hit))
+        return handle
+
     def free(self, handle: Handle) -> None:
         """Return ``handle``'s block; using its buffer afterwards is a bug."""
         if handle.freed:
@@ -452,6 +487,11 @@ def get_manager(ctx: Context | None = None) -> StorageManager:
 def alloc(nbytes: int, ctx: Context | None = None) -> Handle:
     """Return a :class:`Handle` of at least ``nbytes`` bytes on ``ctx``."""
     return get_manager(ctx).alloc(nbytes)
+
+
+def alloc_exact(nbytes: int, ctx: Context | None = None) -> Handle:
+    """Return a :class:`Handle` of exactly ``nbytes`` bytes on ``ctx`` (see ``StorageManager.alloc_exact``)."""
+    return get_manager(ctx).alloc_exact(nbytes)
 
 
 def free(handle: Handle) -> None:

@@ -54,11 +54,15 @@ def simple_bind(
     shared_arg_names: Sequence[str] | None = None,
     shared_exec: Executor | None = None,
     shared_buffer: dict[str, NDArray] | None = None,
+    budget: int | None = None,
+    solver: str = "greedy",
+    time_limit: float = 120.0,
     **shapes: Any,
 ) -> Executor:
     """Infer shapes from ``shapes``, allocate every array (zeros) and plan memory.
 
-    ``recompute`` (None, 'mirror', 'sqrt' or a byte budget) is passed to the
+    ``recompute`` (None, 'mirror', 'sqrt' or a byte budget), ``budget``,
+    ``solver`` ('greedy' or 'milp') and ``time_limit`` are passed to the
     planner (:func:`mxnb.executor.plan_memory`).  ``shared_exec``,
     ``shared_arg_names`` and ``shared_buffer`` share parameters, input buffers
     and the memory pool with another executor, as :mod:`.sharing` describes.
@@ -72,8 +76,12 @@ def simple_bind(
         (1280, ['data', 'fc_bias', 'fc_weight'])
     """
     ctx = _context(ctx)
+    # MXNet reads only the tuple-valued keywords as shapes and ignores the others
+    shapes = {name: shape for name, shape in shapes.items() if isinstance(shape, (tuple, list))}
     with without_gc_pauses():  # a long graph's objects would make every collection slower
-        graph, plan = plan_for_bind(sym, shapes, grad_req, type_dict, recompute)
+        graph, plan = plan_for_bind(
+            sym, shapes, grad_req, type_dict, recompute, budget, solver, time_limit
+        )
 
         args, grads, aux = bound_arrays(graph, ctx, shared_exec, shared_arg_names, shared_buffer)
         return Executor(sym, ctx, graph, plan, args, grads, aux, shared_exec=shared_exec)
@@ -116,11 +124,15 @@ def bind(
     grad_req: str | Mapping[str, str] | Sequence[str] = "write",
     aux_states: Any = None,
     recompute: str | int | None = None,
+    budget: int | None = None,
+    solver: str = "greedy",
+    time_limit: float = 120.0,
 ) -> Executor:
     """Bind the given arrays (lists in argument order, or dicts by name) and plan memory.
 
     With ``args_grad=None`` no gradient is computed; arguments missing from a
-    ``args_grad`` dict get ``grad_req='null'``.  ``recompute`` as in :func:`simple_bind`.
+    ``args_grad`` dict get ``grad_req='null'``.  ``recompute``, ``budget``,
+    ``solver`` and ``time_limit`` as in :func:`simple_bind`.
     """
     ctx = _context(ctx)
     arg_names = sym.list_arguments()
@@ -143,6 +155,6 @@ def bind(
     shapes.update({name: tuple(array.shape) for name, array in aux_map.items()})
     types = {name: array.dtype for name, array in arg_map.items()}
     with without_gc_pauses():  # (see simple_bind)
-        graph, plan = plan_for_bind(sym, shapes, req, types, recompute)
+        graph, plan = plan_for_bind(sym, shapes, req, types, recompute, budget, solver, time_limit)
         grads = {name: grad_map[name] for name in graph.grad_entries}
         return Executor(sym, ctx, graph, plan, arg_map, grads, aux_map)

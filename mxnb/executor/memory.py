@@ -52,7 +52,14 @@ from .flops import step_flops
 from .plan import EXTERNAL_STORAGE_ID, MemoryPlan, PlanEntry, StorageBlock
 from .steps import DataEntry, ExecGraph, StepKind
 
-__all__ = ["DEFAULT_MATCH_RANGE", "Placement", "Planner", "lifetime_end", "make_plan"]
+__all__ = [
+    "DEFAULT_MATCH_RANGE",
+    "Placement",
+    "Planner",
+    "lifetime_end",
+    "make_plan",
+    "workspace_bytes",
+]
 
 #: MXNet's default ``NNVM_EXEC_MATCH_RANGE``.
 DEFAULT_MATCH_RANGE = 16
@@ -222,10 +229,28 @@ def make_plan(graph: ExecGraph, placement: Placement, inplace: bool, coshare: bo
         recompute_flops=sum(
             step_flops(s, entries) for s in graph.steps if s.kind is StepKind.RECOMPUTE
         ),
+        workspace_bytes=workspace_bytes(graph),
     )
     live = plan.live_bytes()
     object.__setattr__(plan, "peak_bytes", max(live) if live else 0)
     return plan
+
+
+def workspace_bytes(graph: ExecGraph) -> int:
+    """The largest TEMP_SPACE request of the graph's ops (``temp_space_bytes``), in bytes.
+
+    The context's temp space grows to it; an op's backward and recompute
+    ask for what its forward asks (the im2col columns), so the forward steps say it all.
+    """
+    entries = graph.entries
+    most = 0
+    for step in graph.steps[: graph.num_forward_steps]:
+        if step.prop is None:
+            continue
+        inputs = [entries[e] for e in step.in_data if e is not None]
+        asked = step.prop.temp_space_bytes([e.shape for e in inputs], [e.dtype for e in inputs])
+        most = max(most, asked)
+    return most
 
 
 def _plan_entries(

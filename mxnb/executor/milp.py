@@ -27,7 +27,8 @@ steps ``< nf``; each recomputed copy is made just before the step that needs it)
   ``>= x[c] - A[c, k-1] - x[j]``: kept for a recomputed consumer;
 * per step: ``plain_live[k] - sum b[e] x[j] [e's last forward read < k <= its
   last read] + sum b[e] (L[e, k] + E[e, k]) <= peak <= budget'``;
-* minimise ``sum flops[j] x[j]`` (:mod:`.flops`).
+* minimise ``sum flops[j] x[j]`` (:mod:`.flops`), or ``sum seconds[j] x[j]`` with a
+  measured per-op timing table (``op_times``).
 
 What is exact: the objective (each chosen step runs once, as the executor
 does) and the liveness of every value under the executor's schedule, with the
@@ -108,7 +109,7 @@ class Solution:
     """One solve: the chosen steps, their FLOPs, the proven gap and HiGHS' status."""
 
     nodes: frozenset[str]
-    flops: int
+    cost: float  # recompute FLOPs, or microseconds of measured op times
     mip_gap: float
     optimal: bool
     seconds: float
@@ -117,8 +118,9 @@ class Solution:
 class Model:
     """The program of the module docstring for one plain (unrecomputed) graph."""
 
-    def __init__(self, graph: ExecGraph) -> None:
+    def __init__(self, graph: ExecGraph, op_times: Mapping[str, float] | None = None) -> None:
         self.graph = graph
+        self.op_times = op_times  # a measured per-op timing table replaces FLOPs as the cost
         self.cols: dict[tuple, int] = {}
         self.rows: list[tuple[dict[int, float], float, float]] = []
         nf, S = graph.num_forward_steps, len(graph.steps)
@@ -254,7 +256,11 @@ class Model:
         upper = np.array([hi for _, _, hi in self.rows])
         costs = np.zeros(len(self.cols))
         for step in self.steps:
-            costs[self.cols[("x", step.index)]] = step_flops(step, self.graph.entries)
+            costs[self.cols[("x", step.index)]] = (
+                step_flops(step, self.graph.entries)
+                if self.op_times is None
+                else self.op_times.get(step.name, 0.0) * 1e6  # microseconds: HiGHS' tolerances
+            )
         return costs, matrix.tocsr(), lower, upper
 
     def _bounds(self, fixed: frozenset[str] | None) -> tuple[np.ndarray, np.ndarray]:
@@ -311,7 +317,7 @@ class Model:
             return None
         chosen = frozenset(s.name for s in self.steps if result.x[self.cols[("x", s.index)]] > 0.5)
         gap = float(getattr(result, "mip_gap", 0.0) or 0.0)
-        return Solution(chosen, int(round(result.fun)), gap, result.status == 0,
+        return Solution(chosen, float(result.fun), gap, result.status == 0,
                         time.perf_counter() - start)  # fmt: skip
 
 
@@ -322,8 +328,12 @@ def plan_milp(
     grad_req: str | Mapping[str, str] | Sequence[str] = "write",
     type_dict: Mapping[str, Any] | None = None,
     time_limit: float = 120.0,
+    op_times: Mapping[str, float] | None = None,
 ) -> tuple[ExecGraph, MemoryPlan]:
     """The graph and plan with the fewest recompute FLOPs found within ``budget`` bytes.
+
+    With ``op_times`` (a measured per-op timing table, node -> seconds) the
+    objective is the recompute steps' measured seconds instead.
 
     Solves :class:`Model` under ``time_limit`` seconds (all rounds together);
     the plan carries ``solver='milp'`` and the proven ``mip_gap`` of the solve
@@ -337,13 +347,15 @@ def plan_milp(
         return plain_graph, dataclasses.replace(plain, solver="milp", mip_gap=0.0)
     try:
         best: tuple[ExecGraph, MemoryPlan] | None = plan_within_budget(
-            sym, shapes, budget, grad_req, type_dict
+            sym, shapes, budget, grad_req, type_dict, op_times
         )
     except MemoryBudgetError as error:
         best, failure = None, error
-    found = _search(Model(plain_graph), budget, deadline, lambda nodes: plan_best(
+    found = _search(Model(plain_graph, op_times), budget, deadline, lambda nodes: plan_best(
         sym, shapes, grad_req, type_dict, nodes=nodes))  # fmt: skip
-    if found is not None and (best is None or found[1].recompute_flops < best[1].recompute_flops):
+    if found is not None and (
+        best is None or found[1].recompute_cost(op_times) < best[1].recompute_cost(op_times)
+    ):
         graph, plan, solution = found
         label = f"budget {budget} B: milp ({len(solution.nodes)} recomputed)"
         return graph, dataclasses.replace(plan, recompute=label, solver="milp",
@@ -384,7 +396,9 @@ def _search(
             target, undo = target - miss, target
             continue
         again = found is not None and found[2].nodes == solution.nodes
-        if found is None or real.recompute_flops < found[1].recompute_flops:
+        if found is None or real.recompute_cost(model.op_times) < found[1].recompute_cost(
+            model.op_times
+        ):
             found = (graph, real, solution)
         if again or (solution.optimal and -miss < _ROOM * budget):
             break

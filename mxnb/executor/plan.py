@@ -32,6 +32,7 @@ State kept (all frozen):
     MemoryPlan.blocks       one StorageBlock per planned storage id
     MemoryPlan.inplace_pairs   (source entry, entry that reused its storage)
     MemoryPlan.internal_bytes / naive_internal_bytes / peak_bytes   the figures
+    MemoryPlan.workspace_bytes   the steps' largest temp-space request (not in a block)
 
 Example::
 
@@ -48,7 +49,7 @@ Example::
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -138,8 +139,12 @@ class MemoryPlan:
     recompute_steps: tuple[str, ...] = ()  # the extra steps that recompute them
     forward_flops: int = 0  # FLOPs of the forward steps (mxnb.executor.flops)
     recompute_flops: int = 0  # FLOPs of the recompute steps
+    workspace_bytes: int = 0  # the largest TEMP_SPACE request of a step (the context's scratch)
     solver: str | None = None  # a budget solved exactly: 'milp' (mxnb.executor.milp), else None
     mip_gap: float | None = None  # the exact planner's proven relative optimality gap
+    recompute_seconds: float | None = (
+        None  # predicted from measured op times, when planned with them
+    )
     _index: dict[str, PlanEntry] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -175,6 +180,18 @@ class MemoryPlan:
         """``recompute_flops / forward_flops``: the extra compute, in forward passes."""
         return self.recompute_flops / self.forward_flops if self.forward_flops else 0.0
 
+    def recompute_cost(self, op_times: Mapping[str, float] | None = None) -> float:
+        """What the recompute steps cost: their FLOPs, or their nodes' seconds in ``op_times``.
+
+        ``op_times`` is a per-op timing table (node name -> seconds, as
+        :func:`mxnb.executor.measure.op_times` measures one); a node missing
+        from it costs nothing.
+        """
+        if op_times is None:
+            return float(self.recompute_flops)
+        suffix = len("_recompute")
+        return sum(float(op_times.get(step[:-suffix], 0.0)) for step in self.recompute_steps)
+
     def recomputed_entries(self) -> tuple[str, ...]:
         """Names of the forward entries that backward reads as recomputed copies."""
         return tuple(e.recompute_of for e in self.entries if e.recompute_of is not None)
@@ -191,6 +208,18 @@ class MemoryPlan:
                 runs[-1].append(step)
             previous = step in chosen
         return tuple(tuple(run) for run in runs)
+
+    @property
+    def total_bytes(self) -> int:
+        """``internal_bytes + workspace_bytes``: what a bound executor holds beyond its bound arrays.
+
+        The storage pool's high-water mark over a forward and backward pass,
+        less the arguments, gradients, aux states and head gradients, is this
+        figure (``tests/executor/test_honest_peak.py``).  Budgets and MXNet's
+        "Total N MB allocated" count ``internal_bytes`` alone: the scratch is
+        the context's, the same for every recomputation plan.
+        """
+        return self.internal_bytes + self.workspace_bytes
 
     @property
     def ratio(self) -> float:
@@ -246,6 +275,7 @@ class MemoryPlan:
             "internal_bytes": self.internal_bytes,
             "naive_internal_bytes": self.naive_internal_bytes,
             "peak_bytes": self.peak_bytes,
+            "workspace_bytes": self.workspace_bytes,
             "inplace": self.inplace,
             "coshare": self.coshare,
             "grad_req": dict(self.grad_req),
@@ -393,6 +423,8 @@ class MemoryPlan:
         lines.append(f"naive internal: {_mb(self.naive_internal_bytes)}")
         lines.append(f"planned:        {_mb(self.internal_bytes)}  ({self.ratio:.2f}x less)")
         lines.append(f"peak live:      {_mb(self.peak_bytes)}")
+        if self.workspace_bytes:
+            lines.append(f"workspace:      {_mb(self.workspace_bytes)}")
         if self.recompute_steps:
             lines.append(
                 f"recompute ({self.recompute}): {len(self.recomputed_nodes)} nodes in "

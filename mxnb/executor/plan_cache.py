@@ -124,12 +124,22 @@ def plan_for_bind(
     grad_req: Any,
     type_dict: Mapping[str, Any] | None,
     recompute: Any,
+    budget: int | None = None,
+    solver: str = "greedy",
+    time_limit: float = 120.0,
 ) -> tuple[Any, Any]:
     """:func:`~.planning.plan_graph_and_memory` for a bind, through the cache."""
     return cached_plan(
         sym,
-        (shapes, grad_req, type_dict, recompute),
+        (shapes, grad_req, type_dict, recompute, budget, solver, time_limit),
         lambda: plan_graph_and_memory(
-            sym, shapes, grad_req=grad_req, type_dict=type_dict, recompute=recompute
+            sym,
+            shapes,
+            grad_req=grad_req,
+            type_dict=type_dict,
+            recompute=recompute,
+            budget=budget,
+            solver=solver,
+            time_limit=time_limit,
         ),
     )

@@ -34,6 +34,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -65,6 +66,7 @@ def plan_memory(
     budget: int | None = None,
     solver: str = "greedy",
     time_limit: float = 120.0,
+    op_times: Mapping[str, float] | None = None,
 ) -> MemoryPlan:
     """Plan the memory of ``sym`` bound with ``shapes``; return the :class:`MemoryPlan`.
 
@@ -95,6 +97,11 @@ def plan_memory(
     time_limit : float
         Seconds the exact planner may take (default 120); past it, the best plan
         found is returned with its gap.
+    op_times : mapping, optional
+        A measured per-op timing table (node name -> seconds, measured once:
+        :func:`mxnb.executor.measure.op_times`).  A budget is then searched for
+        the least recompute *time* instead of FLOPs, and the plan carries
+        ``recompute_seconds``, its predicted extra time.
 
     Example::
 
@@ -106,7 +113,17 @@ def plan_memory(
         True
     """
     return plan_graph_and_memory(
-        sym, shapes, grad_req, type_dict, inplace, coshare, recompute, budget, solver, time_limit
+        sym,
+        shapes,
+        grad_req,
+        type_dict,
+        inplace,
+        coshare,
+        recompute,
+        budget,
+        solver,
+        time_limit,
+        op_times,
     )[1]
 
 
@@ -121,15 +138,20 @@ def plan_graph_and_memory(
     budget: int | None = None,
     solver: str = "greedy",
     time_limit: float = 120.0,
+    op_times: Mapping[str, float] | None = None,
 ) -> tuple[ExecGraph, MemoryPlan]:
     """:func:`plan_memory`, returning the graph the executor runs beside its plan."""
     rule, budget = _read_recompute(recompute, budget)
     _check_solver(solver, budget, time_limit)
     if budget is not None and solver == "milp":
-        return plan_milp(sym, shapes, budget, grad_req, type_dict, time_limit)
-    if budget is not None:
-        return plan_within_budget(sym, shapes, budget, grad_req, type_dict)
-    return plan_best(sym, shapes, grad_req, type_dict, inplace, coshare, recompute=rule)
+        graph, plan = plan_milp(sym, shapes, budget, grad_req, type_dict, time_limit, op_times)
+    elif budget is not None:
+        graph, plan = plan_within_budget(sym, shapes, budget, grad_req, type_dict, op_times)
+    else:
+        graph, plan = plan_best(sym, shapes, grad_req, type_dict, inplace, coshare, recompute=rule)
+    if op_times is not None:
+        plan = dataclasses.replace(plan, recompute_seconds=plan.recompute_cost(op_times))
+    return graph, plan
 
 
 def check_budget(value: Any, argument: str = "budget") -> int:
@@ -148,9 +170,7 @@ def check_budget(value: Any, argument: str = "budget") -> int:
     number = check_number(value, argument, "plan_memory", low=0, low_open=True)
     assert number is not None  # (not optional)
     if number != int(number):
-        raise ParamError(
-            f"plan_memory: {argument} must be a whole number of bytes, got {value!r}"
-        )
+        raise ParamError(f"plan_memory: {argument} must be a whole number of bytes, got {value!r}")
     return int(number)
 
 

@@ -139,7 +139,7 @@ def bound_arrays(
 
 
 def _new_block(nbytes: int, ctx: Any, label: str) -> NDArray:
-    handle = _storage.alloc(max(nbytes, 1), ctx)
+    handle = _storage.alloc_exact(max(nbytes, 1), ctx)  # planned bytes, no size class
     var = _engine_mod.get().new_var(label)
     raw = handle.buffer[:nbytes]
     return NDArray._make(_Chunk(handle, var, ctx), var, raw, 0, (nbytes,), raw.dtype, ctx)

@@ -123,10 +123,13 @@ def plan_within_budget(
     budget: int,
     grad_req: str | Mapping[str, str] | Sequence[str] = "write",
     type_dict: Mapping[str, Any] | None = None,
+    op_times: Mapping[str, float] | None = None,
 ) -> tuple[ExecGraph, MemoryPlan]:
     """The graph and plan with the least recomputation whose planned bytes are at most ``budget``.
 
-    Raises :class:`MemoryBudgetError` when no plan of the family fits.
+    Least in FLOPs, or in seconds of ``op_times`` (a measured per-op timing
+    table, :meth:`.plan.MemoryPlan.recompute_cost`) when given.  Raises
+    :class:`MemoryBudgetError` when no plan of the family fits.
     """
     if budget <= 0:
         raise ParamError(f"recompute budget must be a positive number of bytes; got {budget}")
@@ -141,6 +144,6 @@ def plan_within_budget(
             f"recompute/forward FLOPs {smallest.recompute_ratio:.2f}); raise the budget to at "
             f"least that, or use a smaller batch"
         )
-    best = min(fitting, key=lambda p: (p.plan.recompute_flops, p.internal_bytes))
+    best = min(fitting, key=lambda p: (p.plan.recompute_cost(op_times), p.internal_bytes))
     plan = dataclasses.replace(best.plan, recompute=f"budget {budget} B: {best.label}")
     return best.graph, plan

@@ -328,6 +328,15 @@ class OperatorProperty:
         """Resources backward needs (default none)."""
         return []
 
+    def temp_space_bytes(self, in_shape: Sequence[tuple], in_type: Sequence[Any]) -> int:
+        """Bytes the op's TEMP_SPACE requests take at most, in any pass (default 0).
+
+        The memory plan counts them (``MemoryPlan.workspace_bytes``), so the
+        bytes a bound executor holds are known before it runs; an op that
+        requests TEMP_SPACE says here how much it will ask for.
+        """
+        return 0
+
     # -- the computation -----------------------------------------------------------
     def create_operator(self, ctx: Any) -> Operator:
         """Return the :class:`Operator` that computes this op on ``ctx``."""

@@ -503,16 +503,14 @@ class Symbol:
     ) -> Any:
         """Infer shapes from ``kwargs``, allocate arrays and return an Executor (``mx.executor``).
 
-        ``recompute`` (None, 'mirror', 'sqrt' or a byte budget) trades memory for
-        compute, as ``mx.executor.plan_memory`` describes.  ``shared_exec``,
+        ``recompute`` (None, 'mirror', 'sqrt' or a byte budget), or ``budget=<bytes>`` with
+        ``solver`` ('greedy' / 'milp') and ``time_limit``, trades memory for compute, as
+        ``mx.executor.plan_memory`` describes.  ``shared_exec``,
         ``shared_arg_names`` and ``shared_buffer`` share parameters, input buffers
         and the memory pool with another executor (``mxnb.executor.sharing``).
         """
         _reject_unsupported("simple_bind", stype_dict=stype_dict, group2ctx=group2ctx)
         from .. import executor
-
-        # MXNet reads only the tuple-valued keywords as shapes and ignores the others
-        kwargs = {name: shape for name, shape in kwargs.items() if isinstance(shape, (tuple, list))}
 
         return executor.simple_bind(
             self,
@@ -536,15 +534,17 @@ class Symbol:
         group2ctx: dict[str, Any] | None = None,
         shared_exec: Any = None,
         recompute: str | int | None = None,
+        **planner: Any,
     ) -> Any:
         """Bind given argument arrays (list or dict) and return an Executor (``mx.executor``).
 
-        ``recompute`` as in :meth:`simple_bind`.
+        ``recompute`` and the ``planner`` options (``budget``, ``solver``, ``time_limit``) as
+        in :meth:`simple_bind`.
         """
         _reject_unsupported("bind", group2ctx=group2ctx, shared_exec=shared_exec)
         from .. import executor
 
-        return executor.bind(self, ctx, args, args_grad, grad_req, aux_states, recompute=recompute)
+        return executor.bind(self, ctx, args, args_grad, grad_req, aux_states, recompute, **planner)
 
     #: MXNet 1.9's internal names of bind / simple_bind (its tests and Gluon call them).
     _bind = bind

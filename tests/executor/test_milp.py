@@ -125,7 +125,10 @@ def test_gradients_identical_with_the_milp_plan():
     [
         ({"budget": 10**6, "solver": "exact"}, "solver must be one of 'greedy', 'milp'"),
         ({"solver": "milp"}, "pass budget=<bytes>"),
-        ({"budget": 10**6, "solver": "milp", "time_limit": 0}, r"time_limit \(seconds\) must be in"),
+        (
+            {"budget": 10**6, "solver": "milp", "time_limit": 0},
+            r"time_limit \(seconds\) must be in",
+        ),
     ],
 )
 def test_bad_solver_arguments_name_the_fix(kwargs, match):
@@ -158,3 +161,54 @@ def test_out_of_time_the_greedy_incumbent_is_returned_and_said_so():
     assert (plan.solver, plan.mip_gap) == ("greedy incumbent", None)
     assert plan.internal_bytes == greedy.internal_bytes <= budget
     assert plan.recomputed_nodes == greedy.recomputed_nodes
+
+
+def test_bind_and_simple_bind_take_a_budget_and_a_solver():
+    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    budget = budgets(sym, shapes)[4]
+    wanted = plan_memory(sym, shapes, budget=budget, solver="milp", time_limit=30)
+    exe = sym.simple_bind(mx.cpu(), budget=budget, solver="milp", time_limit=30, **shapes)
+    assert exe.memory_plan.solver == "milp"
+    assert exe.memory_plan.internal_bytes == wanted.internal_bytes <= budget
+    assert exe.memory_plan.recompute_flops == wanted.recompute_flops
+    args = {name: mx.nd.zeros(array.shape) for name, array in exe.arg_dict.items()}
+    grads = {name: mx.nd.zeros(array.shape) for name, array in exe.arg_dict.items()}
+    greedy = sym.bind(mx.cpu(), args, args_grad=grads, budget=budget)
+    assert greedy.memory_plan.solver is None
+    assert (
+        greedy.memory_plan.internal_bytes == plan_memory(sym, shapes, budget=budget).internal_bytes
+    )
+    with pytest.raises(ParamError, match="pass budget=<bytes>"):
+        sym.simple_bind(mx.cpu(), solver="milp", **shapes)
+
+
+@pytest.mark.parametrize("solver", ["greedy", "milp"])
+def test_a_measured_op_time_table_replaces_flops_as_the_cost(solver):
+    """With every op timed alike, the plan recomputes the fewest steps; its predicted seconds are kept."""
+    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    budget = budgets(sym, shapes)[4]
+    graph, plain = plan_best(sym, shapes)
+    table = {step.name: 1e-3 for step in graph.steps}
+    by_flops = plan_memory(sym, shapes, budget=budget, solver=solver, time_limit=30)
+    by_time = plan_memory(sym, shapes, budget=budget, solver=solver, time_limit=30, op_times=table)
+    by_time.check()
+    assert by_time.internal_bytes <= budget
+    assert by_time.recompute_seconds == pytest.approx(1e-3 * len(by_time.recompute_steps))
+    assert by_time.recompute_seconds == by_time.recompute_cost(table)
+    assert len(by_time.recompute_steps) <= len(by_flops.recompute_steps)
+    assert by_flops.recompute_seconds is None
+    assert by_flops.recompute_cost() == by_flops.recompute_flops
+
+
+def test_op_times_measures_every_step_of_a_training_step():
+    from mxnb.executor.measure import op_times, predicted_overhead
+
+    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    exe = sym.simple_bind(mx.cpu(), **shapes)
+    table = op_times(exe, repeats=1)
+    steps = exe.memory_plan.steps
+    assert set(steps) <= set(table) and all(table[name] > 0 for name in steps)
+    mirror = plan_memory(sym, shapes, recompute="mirror")
+    share = predicted_overhead(mirror, table)
+    assert 0 < share < 1
+    assert share == pytest.approx(mirror.recompute_cost(table) / sum(table.values()))

@@ -37,6 +37,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ...base import NotSupportedError
 from ..base import OpReqType, ResourceRequest
 from ..param import Param, Shape
@@ -325,6 +327,15 @@ class ConvolutionProp(_ConvBase):
     def backward_resource(self, in_shape):
         """TEMP_SPACE holds the im2col columns."""
         return [ResourceRequest.TEMP_SPACE]
+
+    def temp_space_bytes(self, in_shape, in_type):
+        """The ``(C*K, P*N)`` columns (:meth:`_columns`), forward, backward and recompute alike."""
+        inferred = self.infer_shape([tuple(s) for s in in_shape])
+        if inferred is None:
+            return 0
+        out = inferred[1][0]
+        rows = in_shape[0][1] * math.prod(self.kernel)
+        return rows * math.prod(out[2:]) * out[0] * np.dtype(in_type[0]).itemsize
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """Columns ``(C*K, P*N)`` (:func:`unfold`), ONE GEMM per group with the weight ``(F, C*K)``.

@@ -34,6 +34,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..base import ResourceRequest
 from ..param import Param, Shape
 from ..registry import register
@@ -192,6 +194,13 @@ class DeconvolutionProp(_ConvBase):
     def backward_resource(self, in_shape):
         """TEMP_SPACE holds the columns."""
         return [ResourceRequest.TEMP_SPACE]
+
+    def temp_space_bytes(self, in_shape, in_type):
+        """The ``(N*I, K*F/g)`` channel-last columns, forward and backward alike."""
+        data = tuple(in_shape[0])
+        rows = data[0] * math.prod(data[2:])
+        columns = math.prod(self.kernel) * (self.num_filter // self.num_group)
+        return rows * columns * np.dtype(in_type[0]).itemsize
 
     def _weight_matrix(self, xp: Any, weight: Any) -> Any:
         """``(C/g, F/g, *K)`` -> ``(C/g, K*F/g)`` matching channel-last columns."""

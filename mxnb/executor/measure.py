@@ -1,0 +1,120 @@
+"""Measuring a plan: the bytes the storage pool really held, and the time its steps took.
+
+Idea: a memory plan is a promise — "a forward and backward pass of this
+graph holds ``internal_bytes`` of intermediates and ``workspace_bytes`` of
+scratch" — and a promise is only worth what a measurement confirms.
+PyTorch's ``activation_memory_budget`` shows why (pytorch/pytorch#197838): it
+counts saved activations, while recomputed tensors stay alive across a
+block, so its real peak is not even monotone in the budget.  Here the
+executor allocates one block per planned storage id at bind, exactly the
+planned size (:func:`mxnb.storage.alloc_exact`), and the context's temp
+space grows to the largest request an op states (``temp_space_bytes``), so
+the pool's high-water mark over bind, forward and backward, less the bound
+arrays, is the plan's :attr:`~.plan.MemoryPlan.total_bytes`.
+
+Rule: :func:`measure_peak` binds the plan on a context of its own (nothing
+else allocates there), runs one training step and reads
+:meth:`mxnb.storage.StorageManager.stats`; the arguments, their gradients,
+the aux states and the head gradients are bound arrays, not planned, and
+are left out.  What the pool never lends — numpy temporaries inside a
+kernel — is not measured here (nor by MXNet's own figure).
+
+Time is measured, not only counted: :func:`op_times` times every step of a
+training step once (a per-op timing table), and :func:`predicted_overhead`
+states a plan's extra time as the table's seconds of its recompute steps,
+beside :func:`flops_overhead`, the FLOPs prediction.  Handed to the planner
+(``plan_memory(..., op_times=table)``), the table replaces FLOPs as the cost
+a budget search minimises.
+
+State kept: none.
+
+Example::
+
+    >>> import mxnb as mx
+    >>> from mxnb.executor import zoo
+    >>> from mxnb.executor.planning import plan_graph_and_memory
+    >>> graph, plan = plan_graph_and_memory(zoo.lenet(), {'data': (2, 1, 28, 28)})
+    >>> measure_peak(zoo.lenet(), graph, plan, mx.cpu(96)) == plan.total_bytes
+    True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import engine as _engine
+from .. import storage
+from ..context import Context
+from ..ndarray import creation as _nd
+from .executor import Executor
+from .plan import MemoryPlan
+from .sharing import bound_arrays
+from .steps import ExecGraph
+
+
+__all__ = ["flops_overhead", "measure_peak", "op_times", "predicted_overhead", "training_step"]
+
+#: A training step's FLOPs in forward passes: backward computes two products per forward one
+#: (the data's gradient and the weights'), the rule of thumb the FLOPs prediction uses.
+STEP_IN_FORWARDS = 3.0
+
+
+def measure_peak(sym: Any, graph: ExecGraph, plan: MemoryPlan, ctx: Context) -> int:
+    """Bytes the storage pool of ``ctx`` held beyond the bound arrays over bind + one training step.
+
+    ``ctx`` should be a context nothing else allocates on meanwhile (a
+    ``mx.cpu(n)`` of its own): every allocation on it is counted.
+    """
+    args, grads, aux = bound_arrays(graph, ctx, None, None, None)
+    _nd.waitall()
+    manager = storage.get_manager(ctx)
+    before = manager.stats().bytes_in_use
+    manager.reset_peak()
+    exe = Executor(sym, ctx, graph, plan, args, grads, aux)
+    heads = sum(_capacity(array) for array in exe._head_grads.values())
+    exe.forward(is_train=True)
+    exe.backward()
+    _nd.waitall()
+    return manager.stats().peak_bytes - before - heads
+
+
+def _capacity(array: Any) -> int:
+    """Bytes the pool lent for ``array`` (its block's capacity)."""
+    handle = array.handle
+    return 0 if handle is None else int(handle.capacity)
+
+
+def training_step(exe: Executor) -> None:
+    """One forward (training) and backward pass of ``exe``, waited for."""
+    exe.forward(is_train=True)
+    exe.backward()
+    _nd.waitall()
+
+
+def op_times(exe: Executor, repeats: int = 3) -> dict[str, float]:
+    """A per-op timing table: step name -> its fastest run (seconds) over ``repeats`` steps.
+
+    Measured once, on the plain plan: each step pushed as an engine op of
+    its own (no bulking) under a trace, after one step to warm up.
+    """
+    with _engine.bulk(1):
+        training_step(exe)
+        with _engine.trace() as recorded:
+            for _ in range(repeats):
+                training_step(exe)
+    return {row.name: row.min for row in recorded.stats().rows}
+
+
+def predicted_overhead(plan: MemoryPlan, times: dict[str, float]) -> float:
+    """The extra time of ``plan``'s recompute steps, as a share of a plain training step.
+
+    Each recompute step costs what its node's forward step took in ``times``
+    (:func:`op_times` of the plain plan); the plain step is the sum of the table.
+    """
+    plain = sum(times.values())
+    return plan.recompute_cost(times) / plain if plain else 0.0
+
+
+def flops_overhead(plan: MemoryPlan) -> float:
+    """The FLOPs prediction of the same share: recompute FLOPs over a step's (3 forwards)."""
+    return plan.recompute_ratio / STEP_IN_FORWARDS

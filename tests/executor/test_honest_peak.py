@@ -1,0 +1,132 @@
+"""An honest peak: what the storage pool holds in a real training step is what the plan says.
+
+For every point of the trade-off curve, greedy and exact, the plan is bound
+on a context of its own and run forward and backward on the CPU; the pool's
+high-water mark (less the bound arrays) must equal the plan's total bytes
+within 1 %, and it must never rise as the budget falls (the bug PyTorch's
+``activation_memory_budget`` has, pytorch/pytorch#197838).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+import mxnb as mx
+from mxnb import storage
+from mxnb.executor import zoo
+from mxnb.executor.measure import measure_peak
+from mxnb.executor.planning import plan_graph_and_memory
+from mxnb.executor.tradeoff import pareto, tradeoff_curve
+
+
+def small_resnet(blocks: int = 3, channels: int = 8):
+    """A stem and ``blocks`` residual units (conv-BN-relu twice, identity shortcut), then a classifier."""
+    sym = mx.sym
+    net = sym.Convolution(sym.Variable("data"), num_filter=channels, kernel=(3, 3), pad=(1, 1),
+                          name="stem")  # fmt: skip
+    for i in range(blocks):
+        body = net
+        for j in range(2):
+            body = sym.BatchNorm(body, name=f"u{i}_bn{j}")
+            body = sym.Activation(body, act_type="relu", name=f"u{i}_relu{j}")
+            body = sym.Convolution(body, num_filter=channels, kernel=(3, 3), pad=(1, 1),
+                                   name=f"u{i}_conv{j}")  # fmt: skip
+        net = body + net
+    net = sym.Pooling(net, global_pool=True, kernel=(1, 1), pool_type="avg", name="pool")
+    net = sym.FullyConnected(sym.Flatten(net), num_hidden=10, name="fc")
+    return sym.SoftmaxOutput(net, name="softmax")
+
+
+#: name -> (symbol factory, input shapes)
+NETWORKS = {
+    "mlp": (lambda: zoo.mlp(), {"data": (64, 784)}),
+    "lenet": (lambda: zoo.lenet(), {"data": (4, 1, 28, 28)}),
+    "resnet": (small_resnet, {"data": (4, 3, 16, 16)}),
+}
+#: a context id per measurement, so nothing else allocates where a peak is read
+_CONTEXT_IDS = itertools.count(200)
+
+
+def fresh_context(kind: str) -> mx.Context:
+    ctx = mx.cpu(next(_CONTEXT_IDS))
+    storage.set_manager_type(kind, ctx)
+    return ctx
+
+
+def curve_budgets(sym, shapes, extra: int = 2) -> list[int]:
+    """Every point of the greedy curve, and ``extra`` budgets between each neighbouring pair."""
+    sizes = sorted({point.internal_bytes for point in pareto(tradeoff_curve(sym, shapes))})
+    budgets = set(sizes)
+    for low, high in zip(sizes, sizes[1:]):
+        budgets.update(low + (high - low) * k // (extra + 1) for k in range(1, extra + 1))
+    return sorted(budgets, reverse=True)
+
+
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_measured_peak_is_the_planned_bytes_and_falls_with_the_budget(name):
+    factory, shapes = NETWORKS[name]
+    sym = factory()
+    budgets = curve_budgets(sym, shapes)
+    assert len(budgets) >= 3
+    for solver in ("greedy", "milp"):
+        measured = []
+        for budget in budgets:
+            graph, plan = plan_graph_and_memory(
+                sym, shapes, budget=budget, solver=solver, time_limit=20
+            )
+            peak = measure_peak(sym, graph, plan, fresh_context("naive"))
+            assert abs(peak - plan.total_bytes) <= 0.01 * plan.total_bytes, (
+                f"{name} {solver} budget {budget}: pool held {peak} B, plan says "
+                f"{plan.total_bytes} B ({plan.internal_bytes} planned + "
+                f"{plan.workspace_bytes} workspace)"
+            )
+            assert plan.internal_bytes <= budget
+            measured.append(peak)
+        assert measured == sorted(measured, reverse=True), (
+            f"{name} {solver}: measured peaks {measured} rise as the budget falls {budgets}"
+        )
+        assert measured[-1] < measured[0], f"{name} {solver}: recomputation saved nothing"
+
+
+def test_the_pooled_manager_holds_no_more_than_planned():
+    """Planned blocks and the temp space take exact sizes: no size class rounds them up."""
+    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    for recompute in (None, "mirror"):
+        graph, plan = plan_graph_and_memory(sym, shapes, recompute=recompute)
+        assert plan.workspace_bytes > 0  # the convolutions' im2col columns
+        assert measure_peak(sym, graph, plan, fresh_context("pooled")) == plan.total_bytes
+
+
+def test_workspace_is_the_largest_column_block():
+    """LeNet's second convolution: 20 channels x 5x5 kernel rows, 8x8 positions x batch 4 columns."""
+    plan = mx.executor.plan_memory(zoo.lenet(), {"data": (4, 1, 28, 28)})
+    assert plan.workspace_bytes == 20 * 25 * (8 * 8 * 4) * 4
+    assert plan.total_bytes == plan.internal_bytes + plan.workspace_bytes
+    assert mx.executor.plan_memory(zoo.mlp(), {"data": (4, 784)}).workspace_bytes == 0
+
+
+def test_alloc_exact_takes_no_size_class_and_is_found_again():
+    ctx = fresh_context("pooled")
+    handle = storage.alloc_exact(1000, ctx)
+    assert handle.capacity == 1000 and storage.stats(ctx).peak_bytes == 1000
+    storage.free(handle)
+    again = storage.alloc_exact(1000, ctx)
+    assert again.pool_hit and storage.stats(ctx).pooled_bytes == 0
+    storage.free(again)
+
+
+@pytest.mark.parametrize("layer", ["deconvolution", "bilinear"])
+def test_workspace_of_the_other_column_ops_is_what_they_ask_for(layer):
+    data = mx.sym.Variable("data")
+    if layer == "deconvolution":
+        net = mx.sym.Deconvolution(data, num_filter=6, kernel=(3, 3), stride=(2, 2), name="up")
+    else:
+        weight = mx.sym.Variable("up_weight")
+        net = mx.sym.UpSampling(data, weight, scale=2, sample_type="bilinear", num_filter=4,
+                                name="up")  # fmt: skip
+    net = mx.sym.MakeLoss(mx.sym.sum(net), name="loss")
+    graph, plan = plan_graph_and_memory(net, {"data": (2, 4, 5, 5)})
+    assert plan.workspace_bytes > 0
+    assert measure_peak(net, graph, plan, fresh_context("naive")) == plan.total_bytes
