@@ -84,6 +84,23 @@ NETWORKS = (
 LSTM_LM = HERE.parent / "tests" / "rnn" / "data" / "lstm_lm-symbol.json"  # MXNet's export
 
 
+def _exact_point(sym, shapes, req, plain, share: float, time_limit: float, prefix: str):
+    """The exact planner at ``share`` of the plain plan, printed as one line (None: no plan fits)."""
+    budget = int(plain.internal_bytes * share)
+    start = time.perf_counter()
+    try:
+        plan = mx.executor.plan_memory(sym, shapes, grad_req=req, budget=budget,
+                                       solver="milp", time_limit=time_limit)  # fmt: skip
+    except mx.executor.MemoryBudgetError:
+        print(f"  {prefix}{share:.2f} x plain: no plan fits")
+        return None
+    gap = "-" if plan.mip_gap is None else f"{plan.mip_gap:.2g}"
+    print(f"  {prefix}{share:.2f} x plain: {plan.internal_bytes / MB:7.1f} MiB "
+          f"({plan.recompute_ratio:.3f}) {plan.solver}, gap {gap}, "
+          f"{time.perf_counter() - start:.0f} s")  # fmt: skip
+    return plan
+
+
 def network(name: str, batch: int) -> tuple:
     """The symbol and input shapes of a network of the table."""
     if name == "lstm_lm":
@@ -254,18 +271,9 @@ def exact_curve(name: str = "resnet18_v1", step: float = 0.05, time_limit: float
           f"({plain.internal_bytes / MB:.1f} MiB), time limit {time_limit:.0f} s each")  # fmt: skip
     plans, share = [plain], 1.0 - step
     while share > 0.3:
-        budget = int(plain.internal_bytes * share)
-        start = time.perf_counter()
-        try:
-            plan = mx.executor.plan_memory(sym, shapes, grad_req=req, budget=budget,
-                                           solver="milp", time_limit=time_limit)  # fmt: skip
-        except mx.executor.MemoryBudgetError:
-            print(f"  {share:.2f} x plain: no plan fits")
+        plan = _exact_point(sym, shapes, req, plain, share, time_limit, "")
+        if plan is None:
             break
-        gap = "-" if plan.mip_gap is None else f"{plan.mip_gap:.2g}"
-        print(f"  {share:.2f} x plain: {plan.internal_bytes / MB:7.1f} MiB "
-              f"({plan.recompute_ratio:.3f}) {plan.solver}, gap {gap}, "
-              f"{time.perf_counter() - start:.0f} s")  # fmt: skip
         plans.append(plan)
         share -= step
     sizes = sorted({p.internal_bytes for p in plans}, reverse=True)
@@ -288,11 +296,19 @@ def honest_peak(budgets_mb: tuple = (376.0, 340.0)) -> None:
     shapes = {"data": (32, 3, 224, 224)}
     print("\nhonest peak: resnet18_v1 (MXNet export), batch 32, pooled manager: measured pool "
           "high-water mark - bound arrays vs plan total (internal + workspace), MiB")  # fmt: skip
-    plans = [("plain", *plan_graph_and_memory(sym, shapes, grad_req=req)),
-             ("mirror", *plan_graph_and_memory(sym, shapes, grad_req=req, recompute="mirror"))]
+    plans = [
+        ("plain", *plan_graph_and_memory(sym, shapes, grad_req=req)),
+        ("mirror", *plan_graph_and_memory(sym, shapes, grad_req=req, recompute="mirror")),
+    ]
     for budget in budgets_mb:
-        plans.append((f"exact {budget:.0f} MiB", *plan_graph_and_memory(
-            sym, shapes, grad_req=req, budget=int(budget * MB), solver="milp", time_limit=60)))
+        plans.append(
+            (
+                f"exact {budget:.0f} MiB",
+                *plan_graph_and_memory(
+                    sym, shapes, grad_req=req, budget=int(budget * MB), solver="milp", time_limit=60
+                ),
+            )
+        )
     for index, (label, graph, plan) in enumerate(plans):
         peak = measure.measure_peak(sym, graph, plan, mx.cpu(300 + index))
         print(f"  {label:<16} planned {plan.internal_bytes / MB:7.1f} + workspace "
@@ -320,25 +336,19 @@ def held_out_curves(step: float = 0.05, time_limit: float = 30.0) -> None:
     """Plain, greedy and exact curves on held-out graphs: widest gap, best within 0.35 / 1 forward."""
     for label, (sym, shapes, req, theirs) in _held_out().items():
         plain = mx.executor.plan_memory(sym, shapes, grad_req=req)
-        greedy = [p.plan for p in mx.executor.pareto(mx.executor.tradeoff_curve(sym, shapes, grad_req=req))]
+        greedy = [
+            p.plan
+            for p in mx.executor.pareto(mx.executor.tradeoff_curve(sym, shapes, grad_req=req))
+        ]
         print(f"\nheld out: {label}: plain {plain.internal_bytes / MB:.1f} MiB, MXNet {theirs} MiB")
         print("  greedy curve, MiB (recompute/forward): " + ", ".join(
             f"{p.internal_bytes / MB:.1f} ({p.recompute_ratio:.2f})" for p in greedy))  # fmt: skip
         exact, proven, share = [], 0, 1.0 - step
         while share > 0.2:
-            budget = int(plain.internal_bytes * share)
-            start = time.perf_counter()
-            try:
-                plan = mx.executor.plan_memory(sym, shapes, grad_req=req, budget=budget,
-                                               solver="milp", time_limit=time_limit)  # fmt: skip
-            except mx.executor.MemoryBudgetError:
-                print(f"  exact {share:.2f} x plain: no plan fits")
+            plan = _exact_point(sym, shapes, req, plain, share, time_limit, "exact ")
+            if plan is None:
                 break
             proven += plan.solver == "milp" and plan.mip_gap == 0
-            gap = "-" if plan.mip_gap is None else f"{plan.mip_gap:.2g}"
-            print(f"  exact {share:.2f} x plain: {plan.internal_bytes / MB:7.1f} MiB "
-                  f"({plan.recompute_ratio:.3f}) {plan.solver}, gap {gap}, "
-                  f"{time.perf_counter() - start:.0f} s")  # fmt: skip
             exact.append(plan)
             share -= step
         for name, plans in (("greedy", greedy), ("greedy + exact", [*greedy, *exact])):
@@ -361,7 +371,11 @@ def _timed_networks() -> dict:
     return {
         "lenet b64": (zoo.build("lenet"), zoo.input_shapes("lenet", 64), ()),
         "resnet18 32px b16": (zoo.resnet(18, num_classes=10), {"data": (16, 3, 32, 32)}, ()),
-        "resnet18_v1 (MXNet export) b4": (v1, {"data": (4, 3, 224, 224)}, ("data", "softmax_label")),
+        "resnet18_v1 (MXNet export) b4": (
+            v1,
+            {"data": (4, 3, 224, 224)},
+            ("data", "softmax_label"),
+        ),
     }
 
 
@@ -385,7 +399,9 @@ def _curve_plans(sym, shapes, req, table: dict, time_limit: float, exact: int = 
     points = mx.executor.pareto(mx.executor.tradeoff_curve(sym, shapes, grad_req=req))
     plans = [("greedy " + p.label, p.graph, p.plan) for p in points]
     plans.insert(1, ("plain again (noise floor)", points[0].graph, points[0].plan))
-    pairs = sorted(zip(points, points[1:]), key=lambda pair: pair[1].internal_bytes - pair[0].internal_bytes)
+    pairs = sorted(
+        zip(points, points[1:]), key=lambda pair: pair[1].internal_bytes - pair[0].internal_bytes
+    )
     for high, low in pairs[:exact]:
         budget = (high.internal_bytes + low.internal_bytes) // 2
         for label, times in (("FLOPs", None), ("op times", table)):
@@ -429,7 +445,10 @@ def recompute_time(repeats: int = 7, time_limit: float = 20.0) -> None:
         print(f"  {'point':<32} {'MiB':>8} {'FLOPs':>6}  predicted: {'FLOPs':>6} {'op times':>8}"
               f"   measured: {'wall':>6} {'CPU':>6}")  # fmt: skip
         for (name, _, plan), walls, cpus in zip(plans, wall, cpu):
-            by_flops, by_times = measure.flops_overhead(plan), measure.predicted_overhead(plan, table)
+            by_flops, by_times = (
+                measure.flops_overhead(plan),
+                measure.predicted_overhead(plan, table),
+            )
             measured = min(walls) / plain_wall - 1
             print(f"  {name:<32} {plan.internal_bytes / MB:8.2f} {plan.recompute_ratio:6.3f}  "
                   f"{'':>11}{by_flops:6.3f} {by_times:8.3f} {'':>12}{measured:6.3f} "

@@ -31,7 +31,7 @@ Example::
 from __future__ import annotations
 
 import enum
-from typing import Any, NamedTuple, TypeVar, Union
+from typing import Any, NamedTuple, TypeVar, Union, get_args
 
 __all__ = [
     "EVENT_CLASSES",
@@ -217,19 +217,4 @@ Event = Union[
 
 
 #: Event class by name (the chrome-trace file names each event's kind).
-EVENT_CLASSES: dict[str, Any] = {
-    cls.__name__: cls
-    for cls in (
-        VarNew,
-        VarName,
-        VarDelete,
-        OpPush,
-        OpReady,
-        OpStart,
-        OpEnd,
-        WaitBegin,
-        WaitEnd,
-        StorageAlloc,
-        StorageFree,
-    )
-}
+EVENT_CLASSES: dict[str, Any] = {cls.__name__: cls for cls in get_args(Event)}

@@ -28,16 +28,7 @@ import test_conformance as conformance  # noqa: E402 -- the vectors' loader and 
 def _run_case(case: dict, ctx: mx.Context) -> list[str]:
     """Run one MXNet 1.9.1 case through ``mx.nd`` + autograd on ``ctx``; the mismatches."""
     arrays = conformance._load(case)
-    inputs, aux = conformance._split_inputs(case, arrays)
-    specs = [spec for spec in case["inputs"] if not spec["is_aux"]]
-    nd_inputs = [mx.nd.array(x, ctx=ctx) for x in inputs]
-    nd_aux = [mx.nd.array(a, ctx=ctx) for a in aux]
-    for spec, array in zip(specs, nd_inputs):
-        if spec["requires_grad"]:
-            array.attach_grad()
-    with mx.autograd.record(train_mode=case["train_mode"]):
-        result = getattr(mx.nd, case["op"])(*nd_inputs, *nd_aux, **case["kwargs"])
-    outputs = list(result) if isinstance(result, (list, tuple)) else [result]
+    outputs, specs, nd_inputs, _ = conformance.run_through_nd(case, arrays, ctx)
     got = {f"output_{s['index']}": outputs[s["index"]] for s in case["outputs"]}
     if case["gradients"]:
         heads = [mx.nd.array(arrays[f"head_grad_{i}"], ctx=ctx) for i in range(len(outputs))]

@@ -95,6 +95,27 @@ def test_case_through_eager(case):
             _close(grad, arrays[f"grad_{name}"], f"{case['name']} grad {name}", atol)
 
 
+def run_through_nd(case: dict, arrays: dict, ctx) -> tuple[list, list, list, list]:
+    """Forward ``case`` as MXNet ran it, on ``ctx``: ``mx.nd.<op>`` under ``autograd.record``.
+
+    Returns the outputs, the argument specs, the argument NDArrays (gradients
+    attached as the case asks) and the aux NDArrays.
+    """
+    import mxnb as mx
+
+    inputs, aux = _split_inputs(case, arrays)
+    specs = [spec for spec in case["inputs"] if not spec["is_aux"]]
+    nd_inputs = [mx.nd.array(x, ctx=ctx) for x in inputs]
+    nd_aux = [mx.nd.array(a, ctx=ctx) for a in aux]
+    for spec, array in zip(specs, nd_inputs):
+        if spec["requires_grad"]:
+            array.attach_grad()
+    with mx.autograd.record(train_mode=case["train_mode"]):
+        result = getattr(mx.nd, case["op"])(*nd_inputs, *nd_aux, **case["kwargs"])
+    outputs = list(result) if isinstance(result, (list, tuple)) else [result]
+    return outputs, specs, nd_inputs, nd_aux
+
+
 @pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
 def test_case_through_nd_and_autograd(case):
     """The same case as MXNet ran it: ``mx.nd.<op>`` under ``autograd.record``, then ``autograd.backward``.
@@ -106,16 +127,7 @@ def test_case_through_nd_and_autograd(case):
     import mxnb as mx
 
     arrays = _load(case)
-    inputs, aux = _split_inputs(case, arrays)
-    specs = [spec for spec in case["inputs"] if not spec["is_aux"]]
-    nd_inputs = [mx.nd.array(x) for x in inputs]
-    nd_aux = [mx.nd.array(a) for a in aux]
-    for spec, array in zip(specs, nd_inputs):
-        if spec["requires_grad"]:
-            array.attach_grad()
-    with mx.autograd.record(train_mode=case["train_mode"]):
-        result = getattr(mx.nd, case["op"])(*nd_inputs, *nd_aux, **case["kwargs"])
-    outputs = list(result) if isinstance(result, (list, tuple)) else [result]
+    outputs, specs, nd_inputs, nd_aux = run_through_nd(case, arrays, mx.cpu())
     for spec in case["outputs"]:
         i = spec["index"]
         _close(outputs[i].asnumpy(), arrays[f"output_{i}"], f"{case['name']} nd output {i}")
