@@ -48,9 +48,11 @@ Example::
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+
+from .plan_entries import EXTERNAL_STORAGE_ID, EntryKind, PlanEntry, StorageBlock
+from .plan_rules import check_plan
 
 __all__ = [
     "EXTERNAL_STORAGE_ID",
@@ -59,60 +61,6 @@ __all__ = [
     "PlanEntry",
     "StorageBlock",
 ]
-
-#: Storage id of entries the planner does not place (MXNet: ``kExternalStorageID``):
-#: arguments, argument gradients, aux states and head gradients.
-EXTERNAL_STORAGE_ID = -1
-
-
-class EntryKind(enum.Enum):
-    """What a data entry of the forward+backward graph is."""
-
-    ARGUMENT = "argument"  # a bound input (data, weight, label); external
-    AUX = "aux"  # an auxiliary state (BatchNorm moving stats); external
-    FORWARD = "forward"  # an output of a forward node; planned
-    BACKWARD = "backward"  # a gradient of an internal entry (or a partial sum); planned
-    ARG_GRAD = "arg_grad"  # the gradient written into an argument's grad array; external
-    HEAD_GRAD = "head_grad"  # the gradient handed in for a graph output; external
-    RECOMPUTED = "recomputed"  # a forward value computed again for backward; planned
-
-
-@dataclass(frozen=True)
-class PlanEntry:
-    """One data entry: a node output, its size and where and when it lives."""
-
-    name: str  # unique readable name: 'fc1_output', 'fc1_backward_data', 'fc1_weight_grad'
-    node: str  # name of the node that writes it (the argument's name for an argument)
-    op: str  # op type of that node; 'null' for arguments and aux states
-    output_index: int  # which output of the node
-    kind: EntryKind
-    shape: tuple[int, ...]
-    dtype: str
-    nbytes: int
-    storage_id: int  # index into MemoryPlan.blocks, or EXTERNAL_STORAGE_ID
-    inplace_source: str | None  # entry whose storage this one took in place
-    first_step: int  # (first) step that writes it; -1 for entries bound before the run
-    last_step: int  # last step that reads it; == first_step when never read
-    offset: int = 0  # bytes into its block (non-zero only in an arena: several entries at once)
-    recompute_of: str | None = None  # RECOMPUTED entries: the forward entry computed again
-
-    @property
-    def external(self) -> bool:
-        """True when the planner does not place this entry (bound arrays)."""
-        return self.storage_id == EXTERNAL_STORAGE_ID
-
-    def alive_at(self, step: int) -> bool:
-        """True when the entry holds a value needed at ``step``."""
-        return self.first_step <= step <= self.last_step
-
-
-@dataclass(frozen=True)
-class StorageBlock:
-    """One planned allocation; the entries listed live in it one after another."""
-
-    id: int
-    nbytes: int  # the largest entry it holds
-    entries: tuple[str, ...]  # entry names, in step order
 
 
 @dataclass(frozen=True, repr=False)
@@ -288,111 +236,8 @@ class MemoryPlan:
 
     # -- invariants ------------------------------------------------------------------
     def check(self) -> None:
-        """Raise AssertionError when the plan breaks a rule of memory planning.
-
-        * no two entries alive at the same time share a block (an in-place pair
-          may meet at exactly one step: the source's last read is the step that
-          writes the reuser);
-        * in-place only between entries of equal size, written by the step that
-          last reads the source, in the same block;
-        * every block is large enough for its entries and lists exactly them;
-        * ``internal_bytes == sum(block sizes) <= naive_internal_bytes``,
-          ``peak_bytes <= naive_internal_bytes``.
-        """
-        self._check_entries()
-        pairs = self._check_inplace_pairs()
-        self._check_blocks(pairs)
-        self._check_recomputed()
-
-    def _check_entries(self) -> None:
-        """Lifetimes within the steps; external entries unplaced, internal ones in a block."""
-        last = len(self.steps) - 1
-        for entry in self.entries:
-            assert -1 <= entry.first_step <= entry.last_step <= last, (
-                f"{entry.name}: bad lifetime [{entry.first_step}, {entry.last_step}]"
-            )
-            if entry.external:
-                assert entry.inplace_source is None, f"{entry.name}: external entry taken in place"
-            else:
-                assert entry.kind in (
-                    EntryKind.FORWARD,
-                    EntryKind.BACKWARD,
-                    EntryKind.RECOMPUTED,
-                ), f"{entry.name}: a {entry.kind.value} entry must be external"
-                assert 0 <= entry.storage_id < len(self.blocks), (
-                    f"{entry.name}: storage id {entry.storage_id} out of range"
-                )
-
-    def _check_inplace_pairs(self) -> set[tuple[str, str]]:
-        """Each in-place pair: recorded on both sides, one block, one size, meeting at one step."""
-        pairs = set(self.inplace_pairs)
-        for source_name, target_name in self.inplace_pairs:
-            source = self.entry(source_name)
-            target = self.entry(target_name)
-            assert target.inplace_source == source_name, (
-                f"{target_name}: in-place pair not recorded"
-            )
-            assert source.storage_id == target.storage_id != EXTERNAL_STORAGE_ID, (
-                f"in-place pair {source_name} -> {target_name} in different blocks"
-            )
-            assert source.nbytes == target.nbytes, (
-                f"in-place pair {source_name} -> {target_name}: sizes {source.nbytes} "
-                f"!= {target.nbytes}"
-            )
-            assert source.last_step == target.first_step, (
-                f"in-place pair {source_name} -> {target_name}: source still read at step "
-                f"{source.last_step} after the reuser is written at step {target.first_step}"
-            )
-        for entry in self.entries:
-            if entry.inplace_source is not None:
-                assert (entry.inplace_source, entry.name) in pairs, (
-                    f"{entry.name}: in-place source not listed in inplace_pairs"
-                )
-        return pairs
-
-    def _check_blocks(self, pairs: set[tuple[str, str]]) -> None:
-        """Blocks numbered in order, listing exactly their entries, large enough, never shared live."""
-        by_block: dict[int, set[str]] = {}
-        for entry in self.internal_entries():
-            by_block.setdefault(entry.storage_id, set()).add(entry.name)
-        total = 0
-        for position, block in enumerate(self.blocks):
-            assert block.id == position, f"block {block.id} at position {position}"
-            members = [self.entry(name) for name in block.entries]
-            assert {m.name for m in members} == by_block.get(block.id, set()), (
-                f"block {block.id}: entry list does not match the entries' storage ids"
-            )
-            assert members, f"block {block.id} is empty"
-            for member in members:
-                assert member.offset + member.nbytes <= block.nbytes, (
-                    f"{member.name} ({member.nbytes} B at offset {member.offset}) does not fit "
-                    f"block {block.id} ({block.nbytes} B)"
-                )
-            if any(member.offset for member in members):
-                _assert_disjoint_in_arena(members, pairs)
-            else:
-                _assert_disjoint(members, pairs)
-            total += block.nbytes
-        assert total == self.internal_bytes, f"internal_bytes {self.internal_bytes} != {total}"
-        naive = sum(entry.nbytes for entry in self.internal_entries())
-        assert naive == self.naive_internal_bytes, (
-            f"naive_internal_bytes {self.naive_internal_bytes} != {naive}"
-        )
-        assert self.internal_bytes <= self.naive_internal_bytes, "plan exceeds the naive total"
-        assert self.peak_bytes <= self.naive_internal_bytes, "peak exceeds the naive total"
-
-    def _check_recomputed(self) -> None:
-        """A recomputed entry is marked, as large as its original, and made after it."""
-        for entry in self.entries:
-            if entry.recompute_of is not None:
-                original = self.entry(entry.recompute_of)
-                assert entry.kind is EntryKind.RECOMPUTED, f"{entry.name}: recomputed, not marked"
-                assert (original.shape, original.nbytes) == (entry.shape, entry.nbytes), (
-                    f"{entry.name}: recomputed copy differs in shape from {original.name}"
-                )
-                assert original.first_step < entry.first_step, (
-                    f"{entry.name}: recomputed before {original.name} was first computed"
-                )
+        """Raise AssertionError when the plan breaks a rule of memory planning (:mod:`.plan_rules`)."""
+        check_plan(self)
 
     # -- text -------------------------------------------------------------------------
     def summary(self) -> str:
@@ -442,66 +287,6 @@ class MemoryPlan:
             f"{len(self.blocks)} blocks, {self.internal_bytes:,} B planned of "
             f"{self.naive_internal_bytes:,} B naive, {len(self.inplace_pairs)} in-place>"
         )
-
-
-def _assert_disjoint(members: list[PlanEntry], pairs: set[tuple[str, str]]) -> None:
-    """Entries of one block, taken in order of writing, never overlap.
-
-    Each must be written after every earlier one's last read, except that it
-    may be written at the very step the latest one is last read when it takes
-    that one's storage in place.  (Linear in the block's entries: only the two
-    latest-ending earlier entries can matter.)
-    """
-    ordered = sorted(members, key=lambda entry: (entry.first_step, entry.last_step))
-    latest: PlanEntry | None = None  # the earlier entry alive the longest
-    runner_up = -2  # the last step of the earlier entry alive the second longest
-    for entry in ordered:
-        if latest is not None and entry.first_step <= latest.last_step:
-            handed_over = (
-                entry.first_step == latest.last_step
-                and (latest.name, entry.name) in pairs
-                and runner_up < entry.first_step
-            )
-            if not handed_over:
-                raise AssertionError(
-                    f"{latest.name} (alive {latest.first_step}..{latest.last_step}) and "
-                    f"{entry.name} (alive {entry.first_step}..{entry.last_step}) share storage "
-                    f"block {entry.storage_id} while both are alive"
-                )
-        if latest is None or entry.last_step >= latest.last_step:
-            runner_up = latest.last_step if latest is not None else runner_up
-            latest = entry
-        else:
-            runner_up = max(runner_up, entry.last_step)
-
-
-def _assert_disjoint_in_arena(members: list[PlanEntry], pairs: set[tuple[str, str]]) -> None:
-    """Entries of an arena block alive at the same step occupy disjoint byte ranges.
-
-    An in-place pair shares its range at exactly the step that hands it over.
-    """
-    active: list[PlanEntry] = []
-    for entry in sorted(members, key=lambda e: (e.first_step, e.last_step)):
-        active = [other for other in active if other.last_step >= entry.first_step]
-        for other in active:
-            apart = (
-                other.offset + other.nbytes <= entry.offset
-                or entry.offset + entry.nbytes <= other.offset
-            )
-            handed_over = (
-                (other.name, entry.name) in pairs
-                and other.last_step == entry.first_step
-                and other.offset == entry.offset
-            )
-            if not apart and not handed_over:
-                raise AssertionError(
-                    f"{other.name} (alive {other.first_step}..{other.last_step}, bytes "
-                    f"{other.offset}..{other.offset + other.nbytes}) and {entry.name} (alive "
-                    f"{entry.first_step}..{entry.last_step}, bytes {entry.offset}.."
-                    f"{entry.offset + entry.nbytes}) share storage block {entry.storage_id} "
-                    f"while both are alive"
-                )
-        active.append(entry)
 
 
 def _mb(nbytes: int) -> str:
