@@ -92,8 +92,6 @@ MIN_BLOCK = 64
 LINEAR_CUTOFF = 1 << 24
 
 _handle_ids = itertools.count(1)
-
-
 _MAX_BLOCK_BYTES = 2**63 - 1  # numpy's largest buffer (its sizes are int64)
 
 
@@ -227,19 +225,19 @@ class StorageManager:
         return nbytes
 
     # -- public ------------------------------------------------------------------
-    def alloc(self, nbytes: int) -> Handle:
-        """Return a :class:`Handle` of at least ``nbytes`` bytes."""
-        capacity = self._capacities.get(nbytes)
-        if capacity is None:
+    def alloc(self, nbytes: int, exact: bool = False) -> Handle:
+        """Return a :class:`Handle` of at least ``nbytes`` bytes (``exact``: see :meth:`alloc_exact`)."""
+        capacity = nbytes if exact else self._capacities.get(nbytes)
+        if capacity is None or exact:
             if nbytes < 0:
                 raise MXNBError(f"storage.alloc: nbytes must be >= 0, got {nbytes}")
-            capacity = self._capacity(nbytes)
+            capacity = nbytes if exact else self._capacity(nbytes)
             if capacity > _MAX_BLOCK_BYTES:  # numpy cannot even describe it: refuse before counting
                 raise StorageOutOfMemoryError(
                     f"{self.ctx!r}: cannot allocate {nbytes} bytes, more than any buffer can "
                     f"hold ({_MAX_BLOCK_BYTES}); check the shape that asked for it"
                 )
-            if len(self._capacities) < 4096:
+            if len(self._capacities) < 4096 and not exact:
                 self._capacities[nbytes] = capacity
         # The pushing thread allocates and the workers free: no convoy (see acquire_lock).
         lock = self._lock
@@ -278,25 +276,7 @@ class StorageManager:
         size, where a later request of exactly that size (the same plan
         bound again) finds it.
         """
-        if nbytes < 0:
-            raise MXNBError(f"storage.alloc_exact: nbytes must be >= 0, got {nbytes}")
-        with self._lock:
-            blocks = self.free_lists.get(nbytes)
-            buffer = blocks.pop() if blocks else None
-            if buffer is not None:
-                self._hits += 1
-                self._pooled -= nbytes
-            else:
-                self._misses += 1
-            self._in_use += nbytes
-            self._peak = max(self._peak, self._in_use)
-        hit = buffer is not None
-        if not hit:
-            buffer = self._fresh_buffer(nbytes, nbytes)
-        handle = _new_handle(self.ctx, nbytes, nbytes, buffer, hit, self)
-        if tracing.enabled:
-            _extend((RAW_ALLOC, _now(), self._ctx_label, handle.handle_id, nbytes, hit))
-        return handle
+        return self.alloc(nbytes, exact=True)
 
     def free(self, handle: Handle) -> None:
         """Return ``handle``'s block; using its buffer afterwards is a bug."""
@@ -484,14 +464,14 @@ def get_manager(ctx: Context | None = None) -> StorageManager:
     return manager
 
 
-def alloc(nbytes: int, ctx: Context | None = None) -> Handle:
-    """Return a :class:`Handle` of at least ``nbytes`` bytes on ``ctx``."""
-    return get_manager(ctx).alloc(nbytes)
+def alloc(nbytes: int, ctx: Context | None = None, exact: bool = False) -> Handle:
+    """Return a :class:`Handle` of at least (``exact``: exactly) ``nbytes`` bytes on ``ctx``."""
+    return get_manager(ctx).alloc(nbytes, exact)
 
 
 def alloc_exact(nbytes: int, ctx: Context | None = None) -> Handle:
-    """Return a :class:`Handle` of exactly ``nbytes`` bytes on ``ctx`` (see ``StorageManager.alloc_exact``)."""
-    return get_manager(ctx).alloc_exact(nbytes)
+    """Return a :class:`Handle` of exactly ``nbytes`` bytes on ``ctx`` (no size class)."""
+    return get_manager(ctx).alloc(nbytes, exact=True)
 
 
 def free(handle: Handle) -> None:
