@@ -18,8 +18,9 @@ Pools:
                           (``MXNB_GPU_WORKER_NTHREADS``, default 2; virtual GPUs get
                           their own pool too, its workers on a core of their own when
                           there are cores enough, see :mod:`.affinity`; a real GPU
-                          worker owns a cupy stream and synchronises it after each op
-                          — written for cupy, not run on these machines); ``copy/i``
+                          worker launches on its own cupy stream and records an event,
+                          :mod:`.device_events` — written for cupy, not yet run on a
+                          GPU); ``copy/i``
                           for ops pushed with ``copy=True``
                           (``MXNB_COPY_WORKER_NTHREADS``, default 1)
 
@@ -72,11 +73,13 @@ import os
 import queue
 import threading
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ..context import Context
 from .affinity import pin_current_thread, virtual_gpu_cores
 from .base import Engine, Opr, RunContextCache, Var
+from .device_events import DeviceEvents
 from .idle import IdleFastPath
 from .waiting import _local
 
@@ -182,6 +185,8 @@ class ThreadedEngine(IdleFastPath):
         self._pools_lock = threading.Lock()
         self._pools: dict[str, _WorkerPool] = {}
         self._nthreads = nthreads or default_cpu_workers()
+        self._device_events = DeviceEvents()  # GPU workers' completions (.device_events)
+        self._streams: list[Any] = []  # every GPU worker's stream
         self._make_pools()
         self._run_contexts = RunContextCache(None, f"{self._helped.label}/push")  # the pusher's
 
@@ -237,9 +242,13 @@ class ThreadedEngine(IdleFastPath):
                 last_ctx = opr.ctx
                 rctx = contexts.get(last_ctx)
             try:
+                stream = contexts.stream
+                if stream is not None and opr.fn is not None and not opr.is_async:
+                    # a GPU worker: launch on its stream and record an event (.device_events)
+                    opr.fn = partial(self._device_events.run, opr, opr.fn, stream)
                 ready = self._run(opr, rctx, rctx)  # type: ignore[arg-type]
-                if contexts.stream is not None:
-                    contexts.stream.synchronize()  # real GPU: the op's kernels are done
+                if stream is not None and opr.is_async:
+                    stream.synchronize()  # an async op completes itself: its kernels must be done
             except BaseException:
                 logger.exception("op '%s' raised through the worker", opr.name)
                 ready = None
@@ -316,12 +325,28 @@ class ThreadedEnginePerDevice(ThreadedEngine):
     """A CPU pool, a pool per GPU context and copy workers (MXNet: ``ThreadedEnginePerDevice``)."""
 
     kind = "threaded_per_device"
+    #: Makes the streams of a *virtual* GPU's workers, ``(device_id, count) -> streams``
+    #: (None: none, the host runs its kernels); tests give stand-in streams to check the
+    #: device-event protocol.  A real GPU's workers always get cupy streams.
+    virtual_streams: Callable[[int, int], list[Any]] | None = None
 
     def _make_pools(self) -> None:
         """Start the CPU pool; the copy pool and GPU pools start when first used."""
         self._copy: _WorkerPool | None = None
         self._gpus: dict[int, _WorkerPool] = {}
         self._cpu = self._helped = self._make_pool("cpu(0)", self._nthreads)
+
+    def wait_for_var(self, var: Var, timeout: float | None = None) -> None:
+        """:meth:`Engine.wait_for_var`, then, on a GPU, the var's last write on the device."""
+        super().wait_for_var(var, timeout)
+        if self._streams:
+            self._device_events.host_wait(var)
+
+    def wait_for_all(self, timeout: float | None = None) -> None:
+        """:meth:`Engine.wait_for_all`, then, on a GPU, everything launched on its streams."""
+        super().wait_for_all(timeout)
+        if self._streams:
+            self._device_events.host_wait_all(self._streams)
 
     def _pool_for(self, opr: Opr) -> _WorkerPool:
         if opr.copy:
@@ -346,18 +371,25 @@ class ThreadedEnginePerDevice(ThreadedEngine):
                 streams = cores = None
                 if ctx.is_virtual:
                     cores = virtual_gpu_cores(ctx.device_id)
+                    if self.virtual_streams is not None:
+                        streams = self.virtual_streams(ctx.device_id, nthreads)
                 else:
                     streams = _cupy_streams(ctx.device_id, nthreads)
+                self._streams.extend(streams or ())
                 pool = self._make_pool(str(ctx), nthreads, streams, cores)
                 self._gpus[ctx.device_id] = pool
             return pool
 
 
 def _cupy_streams(device_id: int, count: int) -> list[Any] | None:
-    """One non-blocking cupy stream per worker of a real GPU (None without cupy)."""
+    """One cupy stream per worker of a real GPU (None without cupy).
+
+    Blocking streams: an op a host thread runs on the legacy default stream is
+    ordered against them by the device (see :mod:`.device_events`).
+    """
     try:
         import cupy  # type: ignore[import-not-found]
     except ImportError:
         return None
     with cupy.cuda.Device(device_id):
-        return [cupy.cuda.Stream(non_blocking=True) for _ in range(count)]
+        return [cupy.cuda.Stream(non_blocking=False) for _ in range(count)]
