@@ -30,7 +30,7 @@ MODULE_LINES = 600
 #: Modules over the limit when the gate came in, with their size then: they may shrink, never
 #: grow, and leave this list once under the limit.
 LARGE_MODULES = {
-    "ndarray/ndarray.py": 1013,
+    "ndarray/ndarray.py": 946,
     "symbol/symbol.py": 687,
 }
 #: Functions allowed over ruff's complexity limit (each says why on its def line).

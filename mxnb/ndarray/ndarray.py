@@ -52,6 +52,7 @@ from .. import storage
 from ..base import ContextError, DTypeError, MXNBError, ShapeError, as_shape, np_dtype
 from ..context import Context, current_context
 from .chunk import _Chunk, _deferred_deletes, _flush_deferred_deletes
+from .reshaping import reshape_target
 
 
 __all__ = ["NDArray", "py_slice"]
@@ -443,22 +444,7 @@ class NDArray:
 
         While autograd records, the ``Reshape`` op is used so the gradient flows.
         """
-        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-            shape = tuple(shape[0])
-        if "shape" in kwargs:
-            shape = tuple(kwargs.pop("shape"))
-        reverse = bool(kwargs.pop("reverse", False))
-        if kwargs:
-            raise MXNBError(f"reshape: unknown keyword arguments {sorted(kwargs)}")
-        bad = [
-            dim for dim in shape if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool)
-        ]
-        if bad:
-            raise ShapeError(
-                f"reshape: shape {shape!r} holds {bad[0]!r}, which is not an int; pass ints "
-                f"(0 keeps a dimension, -1 infers one)"
-            )
-        target = _resolve_reshape(self.shape, tuple(int(dim) for dim in shape), reverse)
+        target = reshape_target(self.shape, shape, kwargs)
         if _recording():
             return _invoke("Reshape", [self], {"shape": target})
         raw = self._array
@@ -837,57 +823,6 @@ def _unpickle(values: np.ndarray, device_type: str, device_id: int) -> NDArray:
     from .creation import array
 
     return array(values, ctx=Context(device_type, device_id), dtype=values.dtype)
-
-
-class _ReshapeErrors:
-    """What :func:`~mxnb.operator.ops.views.infer_reshape` needs of an op: its errors."""
-
-    @staticmethod
-    def shape_error(message: str) -> ShapeError:
-        return ShapeError(f"reshape: {message}")
-
-
-def _resolve_reshape(old: tuple, new: tuple, reverse: bool = False) -> tuple:
-    """MXNet's reshape codes: ``0`` copies the input dimension, ``-1`` infers one.
-
-    ``-2`` / ``-3`` / ``-4`` (copy the rest, merge two, split one) are the
-    Reshape op's own rule (:func:`~mxnb.operator.ops.views.infer_reshape`).
-    """
-    if any(dim < -1 for dim in new):
-        from ..operator.ops.views import infer_reshape
-
-        return tuple(infer_reshape(_ReshapeErrors, old, new, reverse))
-    if reverse:
-        return tuple(reversed(_resolve_reshape(tuple(reversed(old)), tuple(reversed(new)))))
-    result: list[int] = []
-    infer = -1
-    for index, dim in enumerate(new):
-        if dim == 0:
-            if index >= len(old):
-                raise ShapeError(
-                    f"reshape: 0 at position {index} but the input {old} has {len(old)} dimensions"
-                )
-            result.append(old[index])
-        elif dim == -1:
-            if infer >= 0:
-                raise ShapeError(f"reshape: at most one -1 in {new}")
-            infer = index
-            result.append(1)
-        elif dim < 0:
-            raise ShapeError(f"reshape: code {dim} in {new} is not supported; use 0, -1 or sizes")
-        else:
-            result.append(dim)
-    total = int(np.prod(old, dtype=np.int64))
-    known = int(np.prod(result, dtype=np.int64))
-    if infer >= 0:
-        if known == 0 or total % known:
-            raise ShapeError(f"reshape: cannot reshape {old} ({total} elements) into {new}")
-        result[infer] = total // known
-    elif known != total:
-        raise ShapeError(
-            f"reshape: cannot reshape {old} ({total} elements) into {tuple(result)} ({known} elements)"
-        )
-    return tuple(result)
 
 
 def _reduce_params(
