@@ -155,139 +155,130 @@ def _check_consistent(events: list[Event]) -> None:
             )
 
 
-def chrome_document(events: list[Event]) -> dict[str, Any]:  # noqa: C901 -- one branch per record kind of the Chrome trace format, each a few lines
+def chrome_document(events: list[Event]) -> dict[str, Any]:
     """The Chrome / Perfetto trace-event document of ``events`` (see the module notes)."""
-    events = list(events)
-    t0 = min((e.time for e in events), default=0.0)
-
-    def us(t: float) -> float:
-        return round((t - t0) * 1e6, 3)
-
-    ops = summarise(events)
-    lanes: dict[str, int] = {}
-
-    def lane(name: str) -> int:
-        if name not in lanes:
-            lanes[name] = len(lanes) + 1
-        return lanes[name]
-
-    names = {e.var_id: e.name for e in events if isinstance(e, (VarNew, VarName))}
-    out: list[dict[str, Any]] = []
-    for op in ops.values():
-        if op.start is None:
-            continue
-        end = op.end if op.end is not None else op.start
-        out.append(
-            {
-                "name": op.name,
-                "cat": "op",
-                "ph": "X",
-                "ts": us(op.start),
-                "dur": max(round((end - op.start) * 1e6, 3), 0.001),
-                "pid": 1,
-                "tid": lane(op.worker or "?"),
-                "args": {
-                    "op_id": op.op_id,
-                    "ctx": op.ctx,
-                    "reads": [names.get(v, f"var#{v}") for v in op.const_vars],
-                    "writes": [names.get(v, f"var#{v}") for v in op.mutate_vars],
-                    "priority": op.priority,
-                    "queued_us": None if op.push is None else round((op.start - op.push) * 1e6, 3),
-                    "error": op.error,
-                },
-            }
-        )
-    flow_id = 0
-    for op in ops.values():
-        if op.start is None:
-            continue
-        for dep in op.waits_on:
-            source = ops.get(dep.op_id)
-            if source is None or source.start is None or source.end is None:
-                continue
-            flow_id += 1
-            label = f"{dep.kind.name} {names.get(dep.var_id, f'var#{dep.var_id}')}"
-            out.append(
-                {
-                    "name": label,
-                    "cat": "dependency",
-                    "ph": "s",
-                    "id": flow_id,
-                    "ts": us(max(source.start, source.end - 1e-9)),
-                    "pid": 1,
-                    "tid": lane(source.worker or "?"),
-                }
-            )
-            out.append(
-                {
-                    "name": label,
-                    "cat": "dependency",
-                    "ph": "f",
-                    "bp": "e",
-                    "id": flow_id,
-                    "ts": us(op.start),
-                    "pid": 1,
-                    "tid": lane(op.worker or "?"),
-                }
-            )
-    begins: dict[int, WaitBegin] = {}
-    for event in events:
-        if isinstance(event, WaitBegin):
-            begins[event.wait_id] = event
-        elif isinstance(event, WaitEnd) and event.wait_id in begins:
-            begin = begins.pop(event.wait_id)
-            what = (
-                "wait_for_all"
-                if begin.var_id is None
-                else f"wait_for_var({names.get(begin.var_id, f'var#{begin.var_id}')})"
-            )
-            out.append(
-                {
-                    "name": what,
-                    "cat": "wait",
-                    "ph": "X",
-                    "ts": us(begin.time),
-                    "dur": max(round((event.time - begin.time) * 1e6, 3), 0.001),
-                    "pid": 1,
-                    "tid": lane(f"wait: {begin.thread}"),
-                }
-            )
-    in_use: dict[str, int] = {}
-    for event in events:
-        if isinstance(event, (StorageAlloc, StorageFree)):
-            delta = event.nbytes if isinstance(event, StorageAlloc) else -event.nbytes
-            in_use[event.ctx] = in_use.get(event.ctx, 0) + delta
-            out.append(
-                {
-                    "name": f"memory {event.ctx}",
-                    "cat": "storage",
-                    "ph": "C",
-                    "ts": us(event.time),
-                    "pid": 1,
-                    "args": {"bytes": in_use[event.ctx]},
-                }
-            )
-    meta: list[dict[str, Any]] = [
-        {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "mxnb engine"}}
-    ]
-    for name, tid in lanes.items():
-        meta.append(
-            {"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}}
-        )
-        meta.append(
-            {
-                "name": "thread_sort_index",
-                "ph": "M",
-                "pid": 1,
-                "tid": tid,
-                "args": {"sort_index": tid},
-            }
-        )
+    document = _Document(list(events))
+    out = document.op_slices() + document.dependency_flows()
+    out += document.wait_slices() + document.memory_counters()
     return {
-        "traceEvents": meta + out,
+        "traceEvents": document.metadata() + out,
         "displayTimeUnit": "ms",
-        "mxnb": {"version": 1, "t0": t0, "events": [encode(e) for e in events]},
+        "mxnb": {"version": 1, "t0": document.t0, "events": [encode(e) for e in document.events]},
     }
+
+
+class _Document:
+    """One trace's Chrome records, kind by kind: lanes are numbered as they are first used."""
+
+    def __init__(self, events: list[Event]) -> None:
+        self.events = events
+        self.t0 = min((e.time for e in events), default=0.0)
+        self.ops = summarise(events)
+        self.lanes: dict[str, int] = {}
+        self.names = {e.var_id: e.name for e in events if isinstance(e, (VarNew, VarName))}
+
+    def us(self, t: float) -> float:
+        return round((t - self.t0) * 1e6, 3)
+
+    def lane(self, name: str) -> int:
+        if name not in self.lanes:
+            self.lanes[name] = len(self.lanes) + 1
+        return self.lanes[name]
+
+    def var(self, var_id: int) -> str:
+        return self.names.get(var_id, f"var#{var_id}")
+
+    def op_slices(self) -> list[dict[str, Any]]:
+        """One complete ('X') slice per op that started, on its worker's lane."""
+        out = []
+        for op in self.ops.values():
+            if op.start is None:
+                continue
+            end = op.end if op.end is not None else op.start
+            queued = None if op.push is None else round((op.start - op.push) * 1e6, 3)
+            args = {
+                "op_id": op.op_id,
+                "ctx": op.ctx,
+                "reads": [self.var(v) for v in op.const_vars],
+                "writes": [self.var(v) for v in op.mutate_vars],
+                "priority": op.priority,
+                "queued_us": queued,
+                "error": op.error,
+            }
+            out.append(
+                {"name": op.name, "cat": "op", "ph": "X", "ts": self.us(op.start),
+                 "dur": max(round((end - op.start) * 1e6, 3), 0.001), "pid": 1,
+                 "tid": self.lane(op.worker or "?"), "args": args}
+            )  # fmt: skip
+        return out
+
+    def dependency_flows(self) -> list[dict[str, Any]]:
+        """A flow arrow ('s' at the holder's end, 'f' at the waiter's start) per dependency."""
+        out: list[dict[str, Any]] = []
+        for op in self.ops.values():
+            if op.start is None:
+                continue
+            for dep in op.waits_on:
+                source = self.ops.get(dep.op_id)
+                if source is None or source.start is None or source.end is None:
+                    continue
+                flow = {"name": f"{dep.kind.name} {self.var(dep.var_id)}", "cat": "dependency",
+                        "id": len(out) // 2 + 1, "pid": 1}  # fmt: skip
+                out.append({**flow, "ph": "s", "ts": self.us(max(source.start, source.end - 1e-9)),
+                            "tid": self.lane(source.worker or "?")})  # fmt: skip
+                out.append({**flow, "ph": "f", "bp": "e", "ts": self.us(op.start),
+                            "tid": self.lane(op.worker or "?")})  # fmt: skip
+        return out
+
+    def wait_slices(self) -> list[dict[str, Any]]:
+        """A slice per wait, on a lane of the waiting thread."""
+        out = []
+        begins: dict[int, WaitBegin] = {}
+        for event in self.events:
+            if isinstance(event, WaitBegin):
+                begins[event.wait_id] = event
+            elif isinstance(event, WaitEnd) and event.wait_id in begins:
+                begin = begins.pop(event.wait_id)
+                what = (
+                    "wait_for_all"
+                    if begin.var_id is None
+                    else f"wait_for_var({self.var(begin.var_id)})"
+                )
+                out.append(
+                    {"name": what, "cat": "wait", "ph": "X", "ts": self.us(begin.time),
+                     "dur": max(round((event.time - begin.time) * 1e6, 3), 0.001), "pid": 1,
+                     "tid": self.lane(f"wait: {begin.thread}")}
+                )  # fmt: skip
+        return out
+
+    def memory_counters(self) -> list[dict[str, Any]]:
+        """A counter ('C') of the bytes in use per context, at every allocation and free."""
+        out = []
+        in_use: dict[str, int] = {}
+        for event in self.events:
+            if isinstance(event, (StorageAlloc, StorageFree)):
+                delta = event.nbytes if isinstance(event, StorageAlloc) else -event.nbytes
+                in_use[event.ctx] = in_use.get(event.ctx, 0) + delta
+                out.append(
+                    {"name": f"memory {event.ctx}", "cat": "storage", "ph": "C",
+                     "ts": self.us(event.time), "pid": 1, "args": {"bytes": in_use[event.ctx]}}
+                )  # fmt: skip
+        return out
+
+    def metadata(self) -> list[dict[str, Any]]:
+        """The process's name, and each lane's name and order."""
+        meta: list[dict[str, Any]] = [
+            {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "mxnb engine"}}
+        ]
+        for name, tid in self.lanes.items():
+            meta.append(
+                {"name": "thread_name", "ph": "M", "pid": 1, "tid": tid, "args": {"name": name}}
+            )
+            meta.append(
+                {"name": "thread_sort_index", "ph": "M", "pid": 1, "tid": tid,
+                 "args": {"sort_index": tid}}
+            )  # fmt: skip
+        return meta
 
 
 def events_from_document(document: Any, source: str = "the trace document") -> list[Event]:
