@@ -24,7 +24,7 @@ import io
 import os
 from typing import Any
 
-__all__ = ["FigureView", "GraphvizView", "View", "name_colour", "state_colours"]
+__all__ = ["FigureImage", "FigureView", "GraphvizView", "View", "name_colour", "state_colours"]
 
 # fill colours of op states, shared by the DAG, the timeline and the extension's CSS
 state_colours = {
@@ -177,3 +177,30 @@ class FigureView(View):
             "image/png": base64.b64encode(buffer.getvalue()).decode("ascii"),
             "text/plain": self.to_text(),
         }
+
+
+class FigureImage(FigureView):
+    """A matplotlib ``Figure`` already drawn, shown as a PNG: ``display(FigureImage(figure))``.
+
+    A bare ``Figure`` displays as ``<Figure size ...>`` text unless pyplot's inline backend
+    happens to be active in that kernel; this view needs no pyplot state.
+
+    >>> from matplotlib.figure import Figure
+    >>> image = FigureImage(Figure(figsize=(4, 2)))
+    >>> sorted(image._repr_mimebundle_())
+    ['image/png', 'text/plain']
+    >>> image.to_text()
+    'figure 4.0 x 2.0 in'
+    """
+
+    def __init__(self, figure: Any) -> None:
+        self._figure = figure
+
+    def figure(self) -> Any:
+        """The figure given (drawn once, shown as often as asked)."""
+        return self._figure
+
+    def to_text(self) -> str:
+        """``'figure W x H in'``: the figure's size."""
+        width, height = self._figure.get_size_inches()
+        return f"figure {width:.1f} x {height:.1f} in"
