@@ -42,13 +42,15 @@ function clickableTarget(node, root) {
 // grid depends only on the scale, so an incrementally updated drawing is the drawing of the
 // same data from scratch; only a new lane or a new cell size (the range doubled) redraws
 // everything.  The critical path is a thin red line over its blocks (never an outline that
-// turns dense bars solid red); dependency flow arrows are drawn only while no bar is
-// pooled and few enough bars are.
+// turns dense bars solid red); a flow arrow joins the blocks of its two ops (one arrow per
+// pair of blocks), and none is drawn once there would be more than MAX_FLOWS of them.  Lanes
+// that carry a `group` (a trace of several processes) are drawn under their group's band,
+// headed by its name.
 
 const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
   "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#8c564b"];
 const MIN_BAR = 3; // px: a cell of the level-of-detail grid is at least this wide
-const MAX_FLOWS = 300; // arrows drawn only when at most this many bars are
+const MAX_FLOWS = 150; // more arrows than this are a tangle: none is drawn
 const LANE = 22; // px per lane
 const LABEL_W = 130; // px for lane names
 const TOP = 24; // px above the first lane
@@ -163,7 +165,8 @@ export class TimelineDrawing {
     this.criticalSet = new Set(this.critical);
     this.opCell = new Map(); // op id -> [lane, cell key]
     this.tips = {};
-    const height = TOP + LANE * this.lanes.length + 40;
+    const bottom = this.layoutRows();
+    const height = bottom + 40;
     this.height = height;
     this.svg.replaceChildren();
     for (const [name, value] of Object.entries({ width: this.width, height, viewBox: `0 0 ${this.width} ${height}` })) {
@@ -175,8 +178,9 @@ export class TimelineDrawing {
     this.titleText = element("text", { x: 4, y: 14, "font-size": 11, fill: "#222" }, this.svg);
     this.axis = element("g", { class: "mxnb-axis" }, this.svg);
     const lanesGroup = element("g", { class: "mxnb-lanes" }, this.svg);
+    this.drawGroups(lanesGroup);
     this.lanes.forEach((lane, row) => {
-      const y = TOP + row * LANE;
+      const y = lane.y;
       element("text", { x: LABEL_W - 6, y: y + 14, "text-anchor": "end", "font-size": 10, fill: "#333" }, lanesGroup).textContent = lane.name;
       if (row && lane.device !== this.lanes[row - 1].device) {
         element("line", { x1: 0, x2: this.width, y1: y - 1, y2: y - 1, stroke: "#bbb", "stroke-width": 0.8 }, lanesGroup);
@@ -185,8 +189,7 @@ export class TimelineDrawing {
     this.plot = element("g", { class: "mxnb-plot" }, lanesGroup);
     this.drawIdle();
     this.labels = element("g", { class: "mxnb-labels", "pointer-events": "none" }, lanesGroup);
-    this.lanes.forEach((lane, row) => {
-      lane.y = TOP + row * LANE;
+    this.lanes.forEach((lane) => {
       lane.g = element("g", {}, this.plot);
       lane.cells = new Map();
       lane.placed = new Map();
@@ -197,6 +200,38 @@ export class TimelineDrawing {
     this.drawMarks();
     this.drawFlows(lanesGroup);
     this.drawFrame();
+  }
+
+  /** Each lane's y, a header row before each group's first lane; returns the y below the last. */
+  layoutRows() {
+    let y = TOP;
+    let group;
+    this.groups = [];
+    for (const lane of this.lanes) {
+      if (lane.group !== undefined && lane.group !== group) {
+        group = lane.group;
+        this.groups.push({ name: group, y, lanes: 0 });
+        y += LANE;
+      }
+      if (lane.group !== undefined) this.groups[this.groups.length - 1].lanes += 1;
+      lane.y = y;
+      y += LANE;
+    }
+    this.bottom = y;
+    return y;
+  }
+
+  /** A band per group of lanes (a process of a job's trace): its name over its lanes. */
+  drawGroups(parent) {
+    this.groups.forEach((group, index) => {
+      const g = element("g", { class: "mxnb-process" }, parent);
+      g.dataset.process = group.name;
+      element("rect", {
+        x: 0, y: group.y, width: this.width, height: LANE * (group.lanes + 1),
+        fill: index % 2 ? "#ffffff" : "#f3f6fa", stroke: "#c8d0da", "stroke-width": 0.8,
+      }, g);
+      element("text", { x: 6, y: group.y + 15, "font-size": 11, "font-weight": "bold", fill: "#1f3b5a" }, g).textContent = group.name;
+    });
   }
 
   /** Marks [op_id, colour, label] (a trace diff's largest changes): an outline round the op's block. */
@@ -225,14 +260,14 @@ export class TimelineDrawing {
 
   /** Idle spans [lane, start_ms, end_ms, reason, text]: a strip under the lane's bars, by reason. */
   drawIdle() {
-    const rows = new Map(this.lanes.map((lane, row) => [lane.name, row]));
+    const rows = new Map(this.lanes.map((lane) => [lane.name, lane.y]));
     const g = element("g", { class: "mxnb-idle" }, this.plot);
     this.plot.insertBefore(g, this.plot.firstChild); // under the bars
     (this.idle || []).forEach(([name, start, end, reason, text], index) => {
-      const row = rows.get(name);
-      if (row === undefined) return;
+      const y = rows.get(name);
+      if (y === undefined) return;
       const rect = element("rect", {
-        class: `mxnb-idle-span mxnb-idle-${reason}`, x: start, y: TOP + row * LANE + LANE - 6,
+        class: `mxnb-idle-span mxnb-idle-${reason}`, x: start, y: y + LANE - 6,
         width: Math.max(end - start, 0), height: 4, fill: IDLE_COLOURS[reason] || "#ccc",
         "fill-opacity": 0.8,
       }, g);
@@ -257,7 +292,7 @@ export class TimelineDrawing {
   }
 
   newLane(meta, bars) {
-    const lane = { name: meta.name, kind: meta.kind, device: meta.device, bars: new Map() };
+    const lane = { name: meta.name, kind: meta.kind, device: meta.device, group: meta.group, bars: new Map() };
     for (const bar of bars) lane.bars.set(barKey(bar), bar);
     return lane;
   }
@@ -348,7 +383,7 @@ export class TimelineDrawing {
       }
     }
     this.labels.innerHTML = out.join("");
-    const axisY = TOP + LANE * this.lanes.length + 4;
+    const axisY = this.bottom + 4;
     const span = Math.max(t1 - t0, 1e-9);
     const step = niceStep(span, Math.floor(plotW / 90));
     const ticks = [`<line x1="${LABEL_W}" x2="${LABEL_W + plotW}" y1="${axisY}" y2="${axisY}" stroke="#888"/>`];
@@ -365,28 +400,29 @@ export class TimelineDrawing {
     this.svg.setAttribute("data-last-op", last);
   }
 
-  /** The dependency arrows (a trace file's viewer sends them), while every bar is drawn alone. */
+  /** The flow arrows (a trace file's viewer sends them): one per pair of blocks, none past MAX_FLOWS. */
   drawFlows(parent) {
-    let blocks = 0;
-    for (const lane of this.lanes) {
-      for (const drawn of lane.els.values()) {
-        if (!drawn.single) return;
-        blocks += 1;
-      }
-    }
-    if (!this.flows.length || blocks > MAX_FLOWS) return;
+    if (!this.flows.length) return;
     const { t0, px } = this.scale();
     const x = (t) => LABEL_W + (t - t0) * px;
-    const out = [];
+    const legs = new Map(); // "from block>to block" -> [[lane, block], [lane, block], labels]
     for (const [from, to, label] of this.flows) {
       const a = this.opCell.get(from);
       const b = this.opCell.get(to);
       if (!a || !b) continue;
       const ea = a[0].els.get(a[1]);
       const eb = b[0].els.get(b[1]);
-      const ax = x(ea.end), ay = a[0].y + LANE / 2, bx = x(eb.start), by = b[0].y + LANE / 2;
+      if (ea === eb) continue; // both ops in one pooled block
+      const key = `${ea.id}>${eb.id}`;
+      if (legs.has(key)) legs.get(key)[2].add(label);
+      else legs.set(key, [[a[0], ea], [b[0], eb], new Set([label])]);
+    }
+    if (legs.size > MAX_FLOWS) return;
+    const out = [];
+    for (const [[la, ea], [lb, eb], labels] of legs.values()) {
+      const ax = x(ea.end), ay = la.y + LANE / 2, bx = x(eb.start), by = lb.y + LANE / 2;
       const mid = (ax + bx) / 2;
-      out.push(`<path class="mxnb-flow" d="M${ax.toFixed(1)},${ay} C${mid.toFixed(1)},${ay} ${mid.toFixed(1)},${by} ${bx.toFixed(1)},${by}" fill="none" stroke="#555" stroke-width="0.8" marker-end="url(#mxnb-arrow)"><title>${escapeXml(label)}</title></path>`);
+      out.push(`<path class="mxnb-flow" d="M${ax.toFixed(1)},${ay} C${mid.toFixed(1)},${ay} ${mid.toFixed(1)},${by} ${bx.toFixed(1)},${by}" fill="none" stroke="#555" stroke-width="0.8" marker-end="url(#mxnb-arrow)"><title>${escapeXml([...labels].join(", "))}</title></path>`);
     }
     element("g", { class: "mxnb-flows" }, parent).innerHTML = out.join("");
   }
