@@ -101,9 +101,16 @@ test.describe("file viewers (no kernel)", () => {
     const nodes = viewer.locator(".mxnb-canvas svg g.node");
     await nodes.first().waitFor();
     await expect(nodes).toHaveCount(config.symbol_nodes);
-    // hover an op node: its attributes show
+    // hover an op node: its attributes show, in the tooltip canvas.css styles (a fresh page,
+    // no cell widget loaded the stylesheet: the extension's bundle must carry it)
     await viewer.locator(".mxnb-canvas svg g.node", { hasText: "Convolution" }).first().hover();
-    expect(await viewer.locator(".mxnb-tooltip").textContent()).toMatch(/\(Convolution\)\nkernel = \(5, 5\)/);
+    const tooltip = viewer.locator(".mxnb-tooltip");
+    expect(await tooltip.textContent()).toMatch(/\(Convolution\)\nkernel = \(5, 5\)/);
+    const style = await tooltip.evaluate((el) => {
+      const css = getComputedStyle(el);
+      return { position: css.position, background: css.backgroundColor, border: css.borderTopColor };
+    });
+    expect(style, "the tooltip has canvas.css's style").toEqual({ position: "absolute", background: "rgb(255, 251, 230)", border: "rgb(201, 180, 88)" });
     await shot(page, "viewer-symbol");
   });
 
@@ -118,6 +125,58 @@ test.describe("file viewers (no kernel)", () => {
     const edgeLabels = await viewer.locator(".mxnb-canvas svg g.edge text").allTextContents();
     expect(edgeLabels, "the shape labels the data's edge").toContain(config.own_symbol_shape);
     await shot(page, "viewer-own-symbol");
+  });
+
+  test("the 969-node LSTM symbol opens within 5 s, grouped, and the page stays responsive", async ({ page }) => {
+    const started = Date.now();
+    await page.locator(".jp-DirListing-item", { hasText: config.lstm }).dblclick();
+    const viewer = page.locator(".jp-MainAreaWidget:not(.lm-mod-hidden) .mxnb-panel[data-drawn]");
+    await viewer.locator(".mxnb-canvas svg g.node").first().waitFor({ timeout: 5_000 });
+    const seconds = (Date.now() - started) / 1000;
+    expect(seconds, "opened within 5 s").toBeLessThan(5);
+    await expect(viewer).toHaveAttribute("data-nodes", String(config.lstm_nodes));
+    const drawn = Number(await viewer.getAttribute("data-drawn"));
+    expect(drawn, "few enough boxes to lay out").toBeLessThanOrEqual(400);
+    await expect(viewer.locator(".mxnb-canvas svg g.node")).toHaveCount(drawn);
+    await expect(viewer.locator("input.mxnb-group-prefix")).toBeChecked();
+    await expect(viewer.locator("input.mxnb-group-prefix"), "ungrouping 969 nodes is not offered").toBeDisabled();
+    await expect(viewer.locator(".mxnb-panel-status")).toContainText("ops grouped by name prefix");
+    // a group's box says what it holds
+    await viewer.locator(".mxnb-canvas svg g.node", { hasText: "lstm_l0_t3_*" }).first().hover();
+    expect(await viewer.locator(".mxnb-tooltip").textContent()).toMatch(/^lstm_l0_t3_\* : \d+ ops/);
+    // responsive: over one second, no timer fires more than 250 ms late
+    const worst = await page.evaluate(() => new Promise((resolve) => {
+      let last = performance.now();
+      let worst = 0;
+      const tick = setInterval(() => {
+        const now = performance.now();
+        worst = Math.max(worst, now - last - 50);
+        last = now;
+      }, 50);
+      setTimeout(() => { clearInterval(tick); resolve(worst); }, 1000);
+    }));
+    expect(worst, "the main thread is free").toBeLessThan(250);
+    await shot(page, "viewer-lstm");
+  });
+
+  test("a job's 3-process trace opens as 3 process bands with its kvstore events and arrows", async ({ page }) => {
+    await page.locator(".jp-DirListing-item", { hasText: config.job }).dblclick();
+    const viewer = page.locator(".jp-MainAreaWidget:not(.lm-mod-hidden) .mxnb-panel", { has: page.locator("svg.mxnb-timeline") });
+    await viewer.locator("svg.mxnb-timeline rect.mxnb-bar").first().waitFor({ timeout: 60_000 });
+    const bands = viewer.locator("svg.mxnb-timeline g.mxnb-process");
+    await expect(bands).toHaveCount(3);
+    expect(await bands.evaluateAll((gs) => gs.map((g) => g.dataset.process))).toEqual(config.job_processes);
+    // every process has its own kvstore lane: the lane names repeat per process, never merged
+    const lanes = await viewer.locator("svg.mxnb-timeline g.mxnb-lanes > text").allTextContents();
+    expect(lanes.filter((name) => name === "kvstore")).toHaveLength(3);
+    await expect(viewer.locator(".mxnb-panel-status")).toContainText(`${config.job_kvstore} kvstore events`);
+    const svg = viewer.locator("svg.mxnb-timeline");
+    expect(Number(await svg.getAttribute("data-ops")), "every engine op and kvstore slice is a bar").toBe(config.job_ops + config.job_kvstore);
+    const arrows = await viewer.locator("svg.mxnb-timeline path.mxnb-flow title").allTextContents();
+    expect(arrows.some((t) => t.includes("push -> update")), "push -> update arrows").toBe(true);
+    expect(arrows.some((t) => t.includes("update -> pull")), "update -> pull arrows").toBe(true);
+    expect(arrows.length, "arrows drawn").toBeGreaterThanOrEqual(config.job_kv_flows / 2);
+    await shot(page, "viewer-job-trace");
   });
 
   test("a .trace.json opens as the engine timeline with dependency arrows", async ({ page }) => {
@@ -397,6 +456,9 @@ test.describe("notebooks run in JupyterLab and every widget draws", () => {
           tracebacks: texts.filter((t) => /Traceback \(most recent call last\)|Error: .*\n.*File "/.test(t)).map((t) => t.slice(0, 400)),
           canvases: canvases.length,
           emptyCanvases: canvases.filter((c) => !c.querySelector(drawn)).length,
+          // a matplotlib Figure that reached the page as text instead of a picture
+          figureTexts: texts.filter((t) => /<Figure size \d+x\d+ with \d+ Axes>/.test(t)).map((t) => t.slice(0, 200)),
+          images: [...node.querySelectorAll(".jp-OutputArea-output img")].filter((img) => img.complete && img.naturalWidth > 0).length,
         };
       }, DRAWN);
       await shot(page, `notebook-${notebook.replace(/\.ipynb$/, "")}`);
@@ -405,6 +467,8 @@ test.describe("notebooks run in JupyterLab and every widget draws", () => {
       expect(report.widgetErrors, "no 'Error displaying widget'").toBe(0);
       expect(report.tracebacks, "no traceback").toEqual([]);
       expect(report.emptyCanvases, `every visible canvas drew an SVG with nodes (${report.canvases} canvases)`).toBe(0);
+      expect(report.figureTexts, "every figure is shown as an image, none as '<Figure size ...>' text").toEqual([]);
+      expect(report.images, "the notebook's pictures are drawn images").toBeGreaterThanOrEqual(config.images[notebook] || 0);
       await closeNotebook(page);
     });
   }
