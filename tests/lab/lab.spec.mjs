@@ -272,13 +272,89 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
     await openFile(page, config.other);
     await kernelIdle(page);
     await runCell(page, 0); // import mxnb; the panels connect to this kernel once it is idle again
-    await expect(dag.locator(".mxnb-panel-status")).toHaveText(/^0 ops pushed/);
+    await expect(dag.locator(".mxnb-panel-status"), "the panel names the notebook it follows").toHaveText(/^other\.ipynb — 0 ops pushed/);
     await expect(dagText(/write5/)).toHaveCount(0);
     await runCell(page, 1);
     await expect(dagText(/other2/)).not.toHaveCount(0);
     await expect(dagText(/write5/)).toHaveCount(0);
     await expect(dag.locator("svg g.node", { hasText: "other" })).toHaveCount(3);
   });
+
+  await test.step("back to the first notebook: the panels show its ops again, and say so", async () => {
+    await page.evaluate((p) => {
+      const notebook = [...window.jupyterapp.shell.widgets("main")].find((w) => w.context && w.context.path === p);
+      window.jupyterapp.shell.activateById(notebook.id);
+    }, config.panels);
+    await expect(dag.locator(".mxnb-panel-status")).toHaveText(new RegExp(`^${config.panels.replace(".", "\\.")} — \\d+ ops pushed`));
+    await expect(dagText(/write5/)).not.toHaveCount(0);
+    await expect(dagText(/other2/)).toHaveCount(0);
+  });
+
+  await test.step("Timeline: Clear empties it, Fit fits the axis to the ops, 'since last cell' shows one cell", async () => {
+    const ops = () => timeline.locator("svg.mxnb-timeline").getAttribute("data-ops").then(Number);
+    await page.evaluate(() => window.jupyterapp.shell.activateById("mxnb-engine-panel-timeline")); // behind Stats
+    await timeline.locator("button.mxnb-clear").click();
+    await expect(timeline.locator("svg.mxnb-timeline")).toHaveAttribute("data-ops", "0");
+    await expect(dag.locator(".mxnb-panel-status")).toHaveText(/— 0 ops pushed/);
+    await page.waitForTimeout(1500); // a pause before the cell: not on the axis
+    await activateNotebook(page);
+    await runCell(page, 1);
+    await expect.poll(ops, { timeout: 30_000 }).toBeGreaterThan(12);
+    await expect(dag.locator(".mxnb-panel-status")).toHaveText(/ 0 pending\s*$/);
+    const once = await ops();
+    const svg = timeline.locator("svg.mxnb-timeline");
+    const [t0, t1] = (await svg.getAttribute("data-span")).split(" ").map(Number);
+    expect(t1 - t0, "the axis spans this cell's ops: not the earlier runs, not the pause").toBeLessThan(1500);
+    // Fit: after a wheel zoom, the whole axis again
+    const full = await svg.getAttribute("viewBox");
+    await svg.hover();
+    await page.mouse.wheel(0, -400);
+    await expect(svg).not.toHaveAttribute("viewBox", full);
+    await timeline.locator("button.mxnb-fit").click();
+    await expect(svg).toHaveAttribute("viewBox", full);
+    await timeline.screenshot({ path: path.join(config.artifacts, "panel-timeline-fit.png") });
+    await activateNotebook(page);
+    await runCell(page, 1);
+    await expect.poll(ops, { timeout: 30_000, message: "without 'since last cell' the runs add up" }).toBeGreaterThan(once);
+    await timeline.locator("input.mxnb-since-cell").check();
+    const runs = [];
+    for (let i = 0; i < 2; i += 1) {
+      await activateNotebook(page);
+      await runCell(page, 1);
+      await expect(dag.locator(".mxnb-panel-status")).toHaveText(/ 0 pending\s*$/);
+      // the cell's clear reached the panel, then its ops did: more than the 12 pushes, fewer than two runs
+      await expect.poll(async () => { const n = await ops(); return n > 12 && n < 1.5 * once; }, { timeout: 30_000 }).toBe(true);
+      runs.push(await ops());
+    }
+    expect(runs[0], "each cell run alone").toBe(runs[1]);
+    expect(runs[0]).toBeGreaterThan(12);
+  });
+});
+
+test("the command palette lists the panels, and a reload brings the docked ones back", async ({ page }) => {
+  await extensionLoaded(page);
+  await page.evaluate(() => window.jupyterapp.commands.execute("apputils:activate-command-palette"));
+  await page.locator(".lm-CommandPalette-input").fill("mxnb");
+  const items = page.locator(".lm-CommandPalette-item");
+  await expect(items.filter({ hasText: "mxnb: DAG panel" })).toHaveCount(1);
+  const labels = await items.allTextContents();
+  for (const title of ["DAG", "Timeline", "Memory", "Stats", "Inspect"]) {
+    expect(labels.some((t) => t.includes(`mxnb: ${title} panel`)), `${title} in the palette: ${labels.join(" | ")}`).toBe(true);
+  }
+  await shot(page, "palette");
+  await items.filter({ hasText: "mxnb: Timeline panel" }).click();
+  await page.locator(".mxnb-panel[data-view='timeline']").waitFor();
+  await page.evaluate(() => window.jupyterapp.commands.execute("mxnb:open-panel", { view: "stats" }));
+  await page.locator(".mxnb-panel[data-view='stats']").waitFor();
+  await page.waitForTimeout(1000); // the layout is saved after a change, debounced
+  // a plain browser reload (Galata's page.reload waits for its own helpers, not this page's)
+  await page.evaluate(() => window.location.reload());
+  await page.waitForFunction(() => window.jupyterapp && window.jupyterapp.shell.currentWidget !== undefined, null, { timeout: 60_000 });
+  await extensionLoaded(page);
+  for (const view of ["timeline", "stats"]) {
+    await page.locator(`.mxnb-panel[data-view='${view}']`).waitFor({ state: "attached", timeout: 60_000 });
+  }
+  await shot(page, "restored");
 });
 
 test("the Timeline panel and tab draw every op of a few thousand streamed ones", async ({ page }) => {

@@ -12,7 +12,11 @@ JSON and a trace written by ``mx.engine.trace``.  ``lab/lab.spec.mjs`` (Galata,
                  shown as "<Figure size ...>" text, notebook 10's pictures are images
     panels       the sidebar opens DAG and Timeline; a cell pushes ops; nodes and
                  bars appear; a click on a node shows it in Inspect; Memory and Stats
-                 draw; another notebook made active switches the panels to its kernel;
+                 draw; another notebook made active switches the panels to its kernel
+                 (the status names it) and back (its ops shown again); the Timeline's
+                 Clear empties it, Fit starts the axis at the first op, "since last
+                 cell" shows one cell's ops; the palette lists the panels and a reload
+                 brings docked ones back;
                  in Notebook 7 the DAG panel (right side) draws a cell's ops too
     monitor      an EngineMonitor in a cell: a click on a DAG node, before any
                  other tab was opened, shows the op in its Inspect tab
@@ -289,8 +293,9 @@ def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_pa
     assert run.returncode == 0, output
     stats = json.loads(results.read_text())["stats"]
     assert (stats["unexpected"], stats["flaky"], stats["skipped"]) == (0, 0, 0), output
-    # 6 viewers, the panels, Notebook 7, the monitor, the streamed timeline, one per notebook
+    # 6 viewers, the panels, the palette, Notebook 7, the monitor, the streamed timeline, one
+    # per notebook
     if grep:
         assert stats["expected"] > 0, output
     else:
-        assert stats["expected"] == len(notebooks) + 10, output
+        assert stats["expected"] == len(notebooks) + 11, output

@@ -97,6 +97,7 @@ export class TimelineDrawing {
     this.seq = data.seq;
     this.title = data.title || "engine timeline";
     this.span = data.span || [0, 1];
+    this.from = undefined; // fit(): where the axis starts, kept by the deltas
     this.flows = data.flows || [];
     this.lanes = (data.lanes || []).map((lane) => this.newLane(lane, lane.bars));
     this.critical = (data.critical || []).slice();
@@ -111,7 +112,7 @@ export class TimelineDrawing {
     this.seq = delta.seq;
     if (this.idle && this.idle.length) this.setIdle([]); // a quiet run's idle spans: stale now
     this.title = delta.title;
-    this.span = delta.span;
+    this.span = this.from === undefined ? delta.span : [Math.max(this.from, delta.span[0]), delta.span[1]];
     let full = false;
     if (delta.lanes) {
       const old = new Map(this.lanes.map((lane) => [lane.name, lane]));
@@ -200,6 +201,22 @@ export class TimelineDrawing {
     this.drawMarks();
     this.drawFlows(lanesGroup);
     this.drawFrame();
+  }
+
+  /** Fit the time axis to the bars (not to when the recording began); later deltas keep its start. */
+  fit() {
+    let first = Infinity;
+    let last = -Infinity;
+    for (const lane of this.lanes) {
+      for (const bar of lane.bars.values()) {
+        first = Math.min(first, bar[1]);
+        last = Math.max(last, bar[2]);
+      }
+    }
+    if (!isFinite(first)) return;
+    this.from = first;
+    this.span = [first, Math.max(last, first + 1e-3)];
+    this.redraw();
   }
 
   /** Each lane's y, a header row before each group's first lane; returns the y below the last. */
@@ -397,6 +414,7 @@ export class TimelineDrawing {
     this.titleText.innerHTML = `${escapeXml(this.title)}${red}`;
     const { ops, last } = this.counts();
     this.svg.setAttribute("data-ops", ops);
+    this.svg.setAttribute("data-span", `${t0} ${t1}`);
     this.svg.setAttribute("data-last-op", last);
   }
 
@@ -525,6 +543,13 @@ function render({ model, el }) {
   // A live timeline's delta (mxnb/widgets/timeline_feed.py): applied where it follows the
   // drawing, else (this view missed one) the kernel is asked for everything again.
   function onCustom(message) {
+    if (message && message.timeline_fit) { // the panel's Fit: the axis from the first bar to the last
+      if (drawing) {
+        drawing.fit();
+        adopt(false);
+      }
+      return;
+    }
     const idle = message && message.timeline_idle;
     if (idle) {
       if (drawing && drawing.seq === idle.seq) drawing.setIdle(idle.spans);
