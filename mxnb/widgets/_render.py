@@ -53,15 +53,22 @@ _PALETTE = (
 
 
 def name_colour(name: str) -> str:
-    """A stable colour for an op name (the same name gets the same colour in every view)."""
+    """The colour of an op name's family (``'delete:nd9'`` -> ``'delete'``), the same in every
+    view: a hash into the palette, computed the same way by canvas.js ``opColour`` for the
+    browser views (the Timeline panel, the trace viewer).
+
+    >>> name_colour('delete:nd9') == name_colour('delete:nd10')
+    True
+    """
     value = 0
-    for char in name:
+    for char in name.split(":", 1)[0]:
         value = (value * 131 + ord(char)) % 1_000_003
     return _PALETTE[value % len(_PALETTE)]
 
 
 class NameColours:
-    """Distinct colours for the op names of one view, in order of first appearance."""
+    """The colours (:func:`name_colour`) of one view's op names; ``assigned`` keeps them in
+    order of first appearance, for the view's legend."""
 
     def __init__(self) -> None:
         self.assigned: dict[str, str] = {}
@@ -69,9 +76,7 @@ class NameColours:
     def __call__(self, name: str) -> str:
         colour = self.assigned.get(name)
         if colour is None:
-            index = len(self.assigned)
-            colour = _PALETTE[index] if index < len(_PALETTE) else name_colour(name)
-            self.assigned[name] = colour
+            colour = self.assigned[name] = name_colour(name)
         return colour
 
 

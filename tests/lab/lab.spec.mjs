@@ -185,6 +185,13 @@ test.describe("file viewers (no kernel)", () => {
     await viewer.locator("svg.mxnb-timeline rect.mxnb-bar").first().waitFor({ timeout: 60_000 });
     await expect(viewer.locator("svg.mxnb-timeline rect.mxnb-bar[id^='op']"), "a bar per op of the diamond").toHaveCount(4);
     expect(await viewer.locator("svg.mxnb-timeline path.mxnb-flow").count(), "RAW, WAR arrows drawn").toBeGreaterThanOrEqual(3);
+    // a legend names every op drawn, in the colour of its bars
+    const legend = await viewer.locator("svg.mxnb-timeline g.mxnb-legend text").allTextContents();
+    expect(legend.sort()).toEqual(["read1", "read2", "write", "write2"]);
+    const swatch = await viewer.locator("svg.mxnb-timeline g.mxnb-legend rect").first().getAttribute("fill");
+    const first = (await viewer.locator("svg.mxnb-timeline g.mxnb-legend text").first().textContent());
+    const tips = await viewer.locator("svg.mxnb-timeline rect.mxnb-bar[id^='op']").evaluateAll((rects) => rects.map((r) => r.getAttribute("fill")));
+    expect(tips, `a bar has the legend's colour of ${first}`).toContain(swatch);
     await shot(page, "viewer-trace");
   });
 
@@ -218,6 +225,9 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
     await dag.waitFor();
     await timeline.waitFor();
     await expect(dag.locator(".mxnb-panel-status")).toContainText("ops pushed");
+    // while panels are open the engine records: the panels say the timings are perturbed
+    await expect(dag.locator(".mxnb-recording")).toBeVisible();
+    await expect(timeline.locator(".mxnb-recording")).toHaveText("● recording: timings perturbed");
     // back to the notebook and push ops: the panels show them with no widget in any cell
     await activateNotebook(page);
     await runCell(page, 1);
@@ -272,7 +282,7 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
     await openFile(page, config.other);
     await kernelIdle(page);
     await runCell(page, 0); // import mxnb; the panels connect to this kernel once it is idle again
-    await expect(dag.locator(".mxnb-panel-status"), "the panel names the notebook it follows").toHaveText(/^other\.ipynb — 0 ops pushed/);
+    await expect(dag.locator(".mxnb-status-text"), "the panel names the notebook it follows").toHaveText(/^other\.ipynb — 0 ops pushed/);
     await expect(dagText(/write5/)).toHaveCount(0);
     await runCell(page, 1);
     await expect(dagText(/other2/)).not.toHaveCount(0);
@@ -285,7 +295,7 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
       const notebook = [...window.jupyterapp.shell.widgets("main")].find((w) => w.context && w.context.path === p);
       window.jupyterapp.shell.activateById(notebook.id);
     }, config.panels);
-    await expect(dag.locator(".mxnb-panel-status")).toHaveText(new RegExp(`^${config.panels.replace(".", "\\.")} — \\d+ ops pushed`));
+    await expect(dag.locator(".mxnb-status-text")).toHaveText(new RegExp(`^${config.panels.replace(".", "\\.")} — \\d+ ops pushed`));
     await expect(dagText(/write5/)).not.toHaveCount(0);
     await expect(dagText(/other2/)).toHaveCount(0);
   });

@@ -86,3 +86,28 @@ def test_chrome_trace_round_trip_draws_the_same(tmp_path):
     assert [op.name for op in again.model.ops.values()] == ["write_a", "read_a"]
     assert [lane.worker for lane in again.lanes()] == [lane.worker for lane in original.lanes()]
     assert "<svg" in again.to_svg()
+
+
+def test_every_view_colours_an_op_family_alike_python_and_browser():
+    """One palette function: canvas.js opColour (the Timeline panel, the trace viewer) gives
+    each name the colour name_colour gives it in the Python views (Timeline, Stats, diff)."""
+    import json
+    import pathlib
+    import subprocess
+
+    from mxnb.widgets._render import NameColours, name_colour
+
+    names = ["write", "read", "delete:nd3", "delete:nd97", "_plus_scalar", "kvstore.push:w", "ü"]
+    canvas = pathlib.Path(mx.__file__).parent / "widgets" / "static" / "canvas.js"
+    script = (
+        f"const {{ opColour }} = await import({json.dumps(canvas.as_uri())});\n"
+        f"console.log(JSON.stringify({json.dumps(names)}.map(opColour)));"
+    )
+    run = subprocess.run(
+        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == [name_colour(n) for n in names]
+    assert name_colour("delete:nd3") == name_colour("delete:nd97")  # one family, one colour
+    colours = NameColours()
+    assert [colours(n) for n in reversed(names)][::-1] == [name_colour(n) for n in names]

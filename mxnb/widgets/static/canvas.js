@@ -49,6 +49,21 @@ function clickableTarget(node, root) {
 
 const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
   "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#8c564b"];
+
+/** An op name's family: `delete:nd93` -> `delete` (Python: mxnb.engine.analysis.name_group). */
+export function nameGroup(name) {
+  const text = String(name);
+  return text.includes(":") ? text.split(":")[0] : text;
+}
+
+/** The colour of an op name's family, the same in every view: a hash into PALETTE, the
+ * function mxnb/widgets/_render.py name_colour computes for the Python views. */
+export function opColour(name) {
+  let value = 0;
+  for (const char of nameGroup(name)) value = (value * 131 + char.codePointAt(0)) % 1_000_003;
+  return PALETTE[value % PALETTE.length];
+}
+
 const MIN_BAR = 3; // px: a cell of the level-of-detail grid is at least this wide
 const MAX_FLOWS = 150; // more arrows than this are a tangle: none is drawn
 const LANE = 22; // px per lane
@@ -167,7 +182,7 @@ export class TimelineDrawing {
     this.opCell = new Map(); // op id -> [lane, cell key]
     this.tips = {};
     const bottom = this.layoutRows();
-    const height = bottom + 40;
+    const height = bottom + 58; // the axis, its title and the legend
     this.height = height;
     this.svg.replaceChildren();
     for (const [name, value] of Object.entries({ width: this.width, height, viewBox: `0 0 ${this.width} ${height}` })) {
@@ -177,6 +192,8 @@ export class TimelineDrawing {
     defs.innerHTML = DEFS;
     this.hatch = defs.querySelector("pattern");
     this.titleText = element("text", { x: 4, y: 14, "font-size": 11, fill: "#222" }, this.svg);
+    this.families = new Set(); // op families drawn, in order of first appearance (the legend)
+    this.legend = element("g", { class: "mxnb-legend" }, this.svg);
     this.axis = element("g", { class: "mxnb-axis" }, this.svg);
     const lanesGroup = element("g", { class: "mxnb-lanes" }, this.svg);
     this.drawGroups(lanesGroup);
@@ -335,11 +352,10 @@ export class TimelineDrawing {
     return cellKey;
   }
 
+  /** A bar's colour (opColour); the families seen feed the legend. */
   colour(name) {
-    const group = name.includes(":") ? name.split(":")[0] : name;
-    if (!this.colours) this.colours = new Map();
-    if (!this.colours.has(group)) this.colours.set(group, PALETTE[this.colours.size % PALETTE.length]);
-    return this.colours.get(group);
+    this.families.add(nameGroup(name));
+    return opColour(name);
   }
 
   /** (Re)draw one cell of a lane: one bar, or one dense block of its short bars. */
@@ -410,12 +426,26 @@ export class TimelineDrawing {
     }
     ticks.push(`<text x="${LABEL_W + plotW / 2}" y="${axisY + 30}" text-anchor="middle" font-size="10" fill="#333">time since first event (ms)</text>`);
     this.axis.innerHTML = ticks.join("");
+    this.drawLegend(axisY + 44);
     const red = this.criticalSet.size ? ' — <tspan fill="#d62728">red line: critical path</tspan>' : "";
     this.titleText.innerHTML = `${escapeXml(this.title)}${red}`;
     const { ops, last } = this.counts();
     this.svg.setAttribute("data-ops", ops);
     this.svg.setAttribute("data-span", `${t0} ${t1}`);
     this.svg.setAttribute("data-last-op", last);
+  }
+
+  /** A swatch and the name of each op family drawn (the first 14), in a row at `y`. */
+  drawLegend(y) {
+    const out = [];
+    let x = LABEL_W;
+    for (const family of [...this.families].slice(0, 14)) {
+      const w = 18 + 6 * family.length;
+      if (x + w > this.width) break;
+      out.push(`<rect x="${x}" y="${y - 9}" width="10" height="10" fill="${opColour(family)}" stroke="#333" stroke-width="0.3"/><text x="${x + 13}" y="${y}" font-size="9.5" fill="#333">${escapeXml(family)}</text>`);
+      x += w + 8;
+    }
+    this.legend.innerHTML = out.join("");
   }
 
   /** The flow arrows (a trace file's viewer sends them): one per pair of blocks, none past MAX_FLOWS. */
