@@ -36,19 +36,21 @@ state_colours = {
     "skipped": "#f3c6f0",
 }
 
+# op colours; none is an idle reason's (IDLE_COLOURS) nor the failure / critical red; canvas.js
+# PALETTE is the same list
 _PALETTE = (
     "#4e79a7",
     "#f28e2b",
     "#59a14f",
-    "#e15759",
     "#76b7b2",
-    "#edc948",
     "#b07aa1",
     "#ff9da7",
     "#9c755f",
-    "#bab0ac",
     "#1f77b4",
     "#8c564b",
+    "#17becf",
+    "#bcbd22",
+    "#aec7e8",
 )
 
 
@@ -155,6 +157,14 @@ class GraphvizView(View):
         return os.fspath(path)
 
 
+SHOWN_WIDTH_PX = 940  # a JupyterLab notebook's output column, about (953 px in the issue)
+
+
+def png_width(data: bytes) -> int:
+    """The width in pixels of PNG ``data`` (its IHDR chunk)."""
+    return int.from_bytes(data[16:20], "big")
+
+
 class FigureView(View):
     """A view drawn by matplotlib: subclasses implement ``figure()``."""
 
@@ -173,13 +183,29 @@ class FigureView(View):
         self.figure().savefig(path, format="png", dpi=dpi, bbox_inches="tight")
         return os.fspath(path)
 
+    def to_notebook_png(self) -> bytes:
+        """The PNG a notebook shows: at most :data:`SHOWN_WIDTH_PX` wide at 100 dpi.
+
+        A notebook scales a wider picture down to its column, and its 7-point labels with it
+        (to 5 px); so a figure that comes out wider is narrowed (its axes, not its text) and
+        drawn again.
+        """
+        figure = self.figure()
+        for _ in range(6):  # the tight box's labels do not shrink: a few steps
+            buffer = io.BytesIO()
+            figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+            pixels = png_width(buffer.getvalue())
+            if pixels <= SHOWN_WIDTH_PX:
+                break
+            width, height = figure.get_size_inches()
+            figure.set_size_inches(width - 1.2 * (pixels - SHOWN_WIDTH_PX) / 100 - 0.05, height)
+        return buffer.getvalue()
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        buffer = io.BytesIO()
-        self.figure().savefig(buffer, format="png", dpi=100, bbox_inches="tight")
         import base64
 
         return {
-            "image/png": base64.b64encode(buffer.getvalue()).decode("ascii"),
+            "image/png": base64.b64encode(self.to_notebook_png()).decode("ascii"),
             "text/plain": self.to_text(),
         }
 

@@ -111,3 +111,27 @@ def test_every_view_colours_an_op_family_alike_python_and_browser():
     assert name_colour("delete:nd3") == name_colour("delete:nd97")  # one family, one colour
     colours = NameColours()
     assert [colours(n) for n in reversed(names)][::-1] == [name_colour(n) for n in names]
+
+
+def test_a_notebook_shows_the_timeline_png_at_the_width_it_was_drawn():
+    """Issue 39 (12): PNGs 1,340-1,540 px wide were shown at 953 px, their labels at 5 px.
+    The notebook's PNG is narrowed to the output column, its text kept at its size."""
+    import base64
+
+    from mxnb.widgets._render import SHOWN_WIDTH_PX, png_width
+
+    eng = mx.engine.get()
+    with Trace() as trace:
+        var = eng.new_var(name="v")
+        for i in range(14):  # a legend of 14 op names, beside the axes
+            eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[var], name=f"a_long_op_name_{i}")
+        eng.wait_for_all()
+    view = Timeline(trace, width=14)
+    wide = view.figure()
+    import io
+
+    buffer = io.BytesIO()
+    wide.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    assert png_width(buffer.getvalue()) > SHOWN_WIDTH_PX  # as drawn: wider than the column
+    shown = base64.b64decode(view._repr_mimebundle_()["image/png"])
+    assert SHOWN_WIDTH_PX - 60 <= png_width(shown) <= SHOWN_WIDTH_PX

@@ -47,8 +47,9 @@ function clickableTarget(node, root) {
 // that carry a `group` (a trace of several processes) are drawn under their group's band,
 // headed by its name.
 
-const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
-  "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#8c564b"];
+// op colours (mxnb/widgets/_render.py _PALETTE): none is an idle reason's nor the failure red
+const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#76b7b2", "#b07aa1", "#ff9da7", "#9c755f",
+  "#1f77b4", "#8c564b", "#17becf", "#bcbd22", "#aec7e8"];
 
 /** An op name's family: `delete:nd93` -> `delete` (Python: mxnb.engine.analysis.name_group). */
 export function nameGroup(name) {
