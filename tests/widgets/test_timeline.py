@@ -135,3 +135,28 @@ def test_a_notebook_shows_the_timeline_png_at_the_width_it_was_drawn():
     assert png_width(buffer.getvalue()) > SHOWN_WIDTH_PX  # as drawn: wider than the column
     shown = base64.b64decode(view._repr_mimebundle_()["image/png"])
     assert SHOWN_WIDTH_PX - 60 <= png_width(shown) <= SHOWN_WIDTH_PX
+
+
+def test_memory_in_use_never_exceeds_held_when_the_recording_starts_mid_run():
+    """Issue 39 (16): arrays made and pooled before the panel opened made 'in use' run above
+    'held (incl. pool)' and off the top of the axis."""
+    import gc
+
+    from mxnb.engine.tracing import StorageAlloc, StorageFree
+
+    before = [mx.nd.ones((128, 128)) for _ in range(4)]
+    mx.nd.waitall()
+    with Trace() as trace:
+        del before[:2]  # freed while recording: allocated before it
+        gc.collect()
+        mx.nd.waitall()
+        after = [mx.nd.ones((128, 128)) * 2 for _ in range(4)]  # pool hits among them
+        mx.nd.waitall()
+    kinds = {type(e) for e in trace.events}
+    assert {StorageAlloc, StorageFree} <= kinds
+    chart = MemoryChart(trace)
+    for series in chart.model.memory.values():
+        assert all(0 <= use <= held for use, held in zip(series.in_use, series.held))
+        axes = chart.figure().axes[0]
+        assert axes.get_ylim()[1] >= series.peak  # the line stays inside the axis
+    del after
