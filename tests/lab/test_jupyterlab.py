@@ -268,6 +268,7 @@ def test_extension_panels_viewers_and_notebooks_in_jupyterlab(jupyterlab, tmp_pa
         "lstm_nodes": len(json.loads(LSTM.read_text())["nodes"]),
         **job_counts(root / JOB_TRACE),
         "images": IMAGES,
+        "kernelspec": nbformat.read(ROOT / "notebooks" / notebooks[0], as_version=4).metadata.kernelspec,
         "diff": "runs.diff.json",
         "artifacts": str(ARTIFACTS),
     }
