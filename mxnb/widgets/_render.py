@@ -36,8 +36,8 @@ state_colours = {
     "skipped": "#f3c6f0",
 }
 
-# op colours; none is an idle reason's (IDLE_COLOURS) nor the failure / critical red; canvas.js
-# PALETTE is the same list
+# op colours, 20 so that few names of one view share one; none is an idle reason's
+# (IDLE_COLOURS) nor the failure / critical red; canvas.js PALETTE is the same list
 _PALETTE = (
     "#4e79a7",
     "#f28e2b",
@@ -51,6 +51,14 @@ _PALETTE = (
     "#17becf",
     "#bcbd22",
     "#aec7e8",
+    "#ffbb78",
+    "#98df8a",
+    "#c5b0d5",
+    "#c49c94",
+    "#9edae5",
+    "#dbdb8d",
+    "#6b6ecf",
+    "#8ca252",
 )
 
 

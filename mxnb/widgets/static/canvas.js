@@ -49,7 +49,8 @@ function clickableTarget(node, root) {
 
 // op colours (mxnb/widgets/_render.py _PALETTE): none is an idle reason's nor the failure red
 const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#76b7b2", "#b07aa1", "#ff9da7", "#9c755f",
-  "#1f77b4", "#8c564b", "#17becf", "#bcbd22", "#aec7e8"];
+  "#1f77b4", "#8c564b", "#17becf", "#bcbd22", "#aec7e8", "#ffbb78", "#98df8a",
+  "#c5b0d5", "#c49c94", "#9edae5", "#dbdb8d", "#6b6ecf", "#8ca252"];
 
 /** An op name's family: `delete:nd93` -> `delete` (Python: mxnb.engine.analysis.name_group). */
 export function nameGroup(name) {
