@@ -160,3 +160,22 @@ def test_memory_in_use_never_exceeds_held_when_the_recording_starts_mid_run():
         axes = chart.figure().axes[0]
         assert axes.get_ylim()[1] >= series.peak  # the line stays inside the axis
     del after
+
+
+def test_canvas_js_exports_render_only_by_default():
+    """Issue 39 (17): anywidget logged a deprecation warning for every canvas, since canvas.js
+    also exported ``render`` by name; the default export is what anywidget and the lab use."""
+    import json
+    import pathlib
+    import subprocess
+
+    canvas = pathlib.Path(mx.__file__).parent / "widgets" / "static" / "canvas.js"
+    script = (
+        f"const m = await import({json.dumps(canvas.as_uri())});\n"
+        "console.log(JSON.stringify([Object.keys(m).includes('render'), typeof m.default.render]));"
+    )
+    run = subprocess.run(
+        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == [False, "function"]

@@ -775,5 +775,5 @@ function render({ model, el }) {
   };
 }
 
+// render only through the default export: anywidget warns about a named `render` export
 export default { render };
-export { render };
