@@ -54,11 +54,16 @@ export class SymbolViewer extends JsonViewer {
   private controls = document.createElement("div");
   private params = checkbox("mxnb-show-params", "parameters");
   private group = checkbox("mxnb-group-prefix", "group by name prefix");
+  private search = document.createElement("input");
 
   constructor(context: DocumentRegistry.Context) {
     super(context);
     this.controls.className = "mxnb-panel-controls";
-    this.controls.append(this.params.label, this.group.label);
+    this.search.type = "search";
+    this.search.className = "mxnb-search";
+    this.search.placeholder = "find a node by name";
+    this.search.addEventListener("input", () => this.find());
+    this.controls.append(this.search, this.params.label, this.group.label);
     this.status.after(this.controls);
     for (const box of [this.params.input, this.group.input]) {
       box.addEventListener("change", () => {
@@ -66,6 +71,19 @@ export class SymbolViewer extends JsonViewer {
         void this.draw(this.symbol);
       });
     }
+  }
+
+  /** Mark the nodes whose text holds the search box's words; scroll to the first. */
+  find(): void {
+    const query = this.search.value.trim().toLowerCase();
+    let first: Element | null = null;
+    for (const node of this.node.querySelectorAll(".mxnb-canvas svg g.node")) {
+      const hit = query !== "" && (node.textContent || "").toLowerCase().includes(query);
+      node.classList.toggle("mxnb-found", hit);
+      if (hit && !first) first = node;
+    }
+    this.node.dataset.found = String(this.node.querySelectorAll("g.node.mxnb-found").length);
+    first?.scrollIntoView({ block: "center", inline: "center" });
   }
 
   protected async draw(symbol: Json): Promise<void> {
@@ -89,6 +107,11 @@ export class SymbolViewer extends JsonViewer {
     this.model.set("svg", svg);
     this.node.dataset.nodes = String(count);
     this.node.dataset.drawn = String(drawn);
+    // the inputs first: the graph runs bottom (data) to top (output), so show its bottom
+    requestAnimationFrame(() => {
+      for (const el of [this.node, this.node.querySelector(".mxnb-canvas")]) if (el) el.scrollTop = el.scrollHeight;
+      this.find();
+    });
     const shown = drawn === count ? `${count} nodes` : `${count} nodes, ${drawn} boxes drawn`;
     const hidden = [detail.params ? "" : "parameters hidden", detail.group ? "ops grouped by name prefix" : ""]
       .filter(Boolean)

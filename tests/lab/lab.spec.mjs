@@ -141,6 +141,16 @@ test.describe("file viewers (no kernel)", () => {
     await expect(viewer.locator("input.mxnb-group-prefix")).toBeChecked();
     await expect(viewer.locator("input.mxnb-group-prefix"), "ungrouping 969 nodes is not offered").toBeDisabled();
     await expect(viewer.locator(".mxnb-panel-status")).toContainText("ops grouped by name prefix");
+    // the inputs first: the data node is on screen without scrolling
+    const data = viewer.locator(".mxnb-canvas svg g.node").filter({ has: page.locator("text", { hasText: /^data$/ }) });
+    await expect(data).toHaveCount(1);
+    await expect(data).toBeInViewport();
+    // the search box marks the nodes named so and brings the first into view
+    await viewer.locator("input.mxnb-search").fill("lstm_l1_t20_");
+    await expect(viewer).toHaveAttribute("data-found", "1");
+    await expect(viewer.locator(".mxnb-canvas svg g.node.mxnb-found")).toBeInViewport();
+    await shot(page, "viewer-lstm-search");
+    await viewer.locator("input.mxnb-search").fill("");
     // a group's box says what it holds
     await viewer.locator(".mxnb-canvas svg g.node", { hasText: "lstm_l0_t3_*" }).first().hover();
     expect(await viewer.locator(".mxnb-tooltip").textContent()).toMatch(/^lstm_l0_t3_\* : \d+ ops/);

@@ -63,7 +63,7 @@ LSTM = ROOT / "tests" / "rnn" / "data" / "lstm_lm-symbol.json"  # notebook 11's 
 JOB = HERE / "data" / "dist_sync-cluster.json"  # notebook 10's job, traced (data/make_job.py)
 JOB_TRACE = "job.trace.json"
 # the least images each notebook shows (its matplotlib pictures)
-IMAGES = {"10_distributed_kvstore.ipynb": 3}
+IMAGES = {"10_distributed_kvstore.ipynb": 3, "11_partial_shapes_and_rnn.ipynb": 1}
 OWN_SYMBOL = "mlp-symbol.json"  # written by mxnb, with the data's shape
 
 PANEL_CELLS = [
