@@ -63,13 +63,33 @@ export class SymbolViewer extends JsonViewer {
     this.search.className = "mxnb-search";
     this.search.placeholder = "find a node by name";
     this.search.addEventListener("input", () => this.find());
-    this.controls.append(this.search, this.params.label, this.group.label);
+    const fit = document.createElement("button");
+    fit.textContent = "Fit";
+    fit.className = "mxnb-fit";
+    fit.title = "the whole graph in the window (again: its natural size)";
+    fit.addEventListener("click", () => this.fitWindow());
+    this.controls.append(this.search, fit, this.params.label, this.group.label);
     this.status.after(this.controls);
     for (const box of [this.params.input, this.group.input]) {
       box.addEventListener("change", () => {
         this.detail = { params: this.params.input.checked, group: this.group.input.checked };
         void this.draw(this.symbol);
       });
+    }
+  }
+
+  /** The whole drawing in the viewer's window, or (when it is so already) its natural size. */
+  fitWindow(): void {
+    const svg = this.node.querySelector<SVGSVGElement>(".mxnb-canvas svg");
+    if (!svg) return;
+    const fitted = this.node.classList.toggle("mxnb-fitted");
+    if (fitted) {
+      const room = this.node.clientHeight - this.controls.offsetHeight - this.status.offsetHeight - 24;
+      svg.dataset.width = svg.style.width; // as the canvas sized it
+      svg.dataset.minWidth = svg.style.minWidth;
+      Object.assign(svg.style, { height: `${Math.max(room, 100)}px`, width: "auto", minWidth: "0" });
+    } else {
+      Object.assign(svg.style, { height: "auto", width: svg.dataset.width || "", minWidth: svg.dataset.minWidth || "" });
     }
   }
 
@@ -105,6 +125,7 @@ export class SymbolViewer extends JsonViewer {
     const ms = performance.now() - started;
     this.model.set("tooltips", tooltips);
     this.model.set("svg", svg);
+    this.node.classList.remove("mxnb-fitted"); // a new drawing, at its natural size
     this.node.dataset.nodes = String(count);
     this.node.dataset.drawn = String(drawn);
     // the inputs first: the graph runs bottom (data) to top (output), so show its bottom

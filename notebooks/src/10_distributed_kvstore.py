@@ -86,6 +86,7 @@ _ = script.write_text(WORKER)
 # %%
 command = [sys.executable, "-m", "mxnb.launch", "-n", "2", "-s", "1", "--timeout", "60"]
 command += [sys.executable, str(script), str(workdir)]
+print("starting a private Ray instance, 1 server and 2 workers (about half a minute)...", flush=True)
 result = subprocess.run(command, capture_output=True, text=True, timeout=240, check=False)
 print(result.stdout.strip())
 assert result.returncode == 0, result.stderr[-2000:]

@@ -151,6 +151,13 @@ test.describe("file viewers (no kernel)", () => {
     await expect(viewer.locator(".mxnb-canvas svg g.node.mxnb-found")).toBeInViewport();
     await shot(page, "viewer-lstm-search");
     await viewer.locator("input.mxnb-search").fill("");
+    // Fit: the whole drawing inside the viewer's window
+    await viewer.locator("button.mxnb-fit").click();
+    const [drawing, window_] = [await viewer.locator(".mxnb-canvas svg").boundingBox(), await viewer.boundingBox()];
+    expect(drawing.height, "the drawing fits the window's height").toBeLessThanOrEqual(window_.height);
+    expect(drawing.width).toBeLessThanOrEqual(window_.width);
+    await shot(page, "viewer-lstm-fit");
+    await viewer.locator("button.mxnb-fit").click(); // back to its natural size
     // a group's box says what it holds
     await viewer.locator(".mxnb-canvas svg g.node", { hasText: "lstm_l0_t3_*" }).first().hover();
     expect(await viewer.locator(".mxnb-tooltip").textContent()).toMatch(/^lstm_l0_t3_\* : \d+ ops/);
