@@ -175,12 +175,20 @@ class FitView:
     bar is a text line (``text``) and the figure is kept in ``figure``.
     """
 
-    def __init__(self, num_epoch: int, progress: bool, live_plot: bool, notebook: bool) -> None:
+    def __init__(
+        self,
+        num_epoch: int,
+        progress: bool,
+        live_plot: bool,
+        notebook: bool,
+        batches: int | None = None,
+    ) -> None:
         self.num_epoch = num_epoch
         self.progress = progress
         self.live_plot = live_plot
         self.notebook = notebook
-        self.batches_per_epoch: int | None = None
+        # known before the first epoch when the iterator says how many examples it holds
+        self.batches_per_epoch: int | None = batches
         self.records: list[dict] = []
         self.text = ""
         self.figure: Any = None
@@ -206,6 +214,8 @@ class FitView:
         if not self.progress:
             return
         done = param.nbatch + 1
+        if self.batches_per_epoch is not None and done > self.batches_per_epoch:
+            self.batches_per_epoch = done  # a longer epoch (roll_over): the count follows it
         total = f"/{self.batches_per_epoch}" if self.batches_per_epoch else ""
         self.text = f"epoch {param.epoch + 1}/{self.num_epoch} batch {done}{total}"
         if self.bar is not None:
@@ -227,11 +237,12 @@ class FitView:
 
     def draw(self) -> Any:
         """Draw train / validation metrics against epochs; return the figure."""
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
 
-        if self.figure is None:
-            self.figure, self.axes = plt.subplots(figsize=(5, 3))
-            plt.close(self.figure)  # shown through the Output widget, not by pyplot
+        if self.figure is None:  # no pyplot: shown through the Output widget as a PNG
+            self.figure = Figure(figsize=(6.4, 3))
+            self.axes = self.figure.add_subplot(1, 1, 1)
         axes = self.axes
         axes.clear()
         epochs = [record["epoch"] for record in self.records]
@@ -243,20 +254,37 @@ class FitView:
             for name, values in series.items():
                 axes.plot(epochs[: len(values)], values, marker="o", label=f"{phase} {name}")
         axes.set_xlabel("epoch")
-        axes.legend(loc="best")
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole epochs only
+        axes.set_ylabel("metric")
+        axes.grid(color="#eeeeee")
+        axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8, frameon=False)
+        self.figure.tight_layout()
         if self.output is not None:
             from IPython.display import display
 
+            from .widgets._render import FigureImage
+
             self.output.clear_output(wait=True)
             with self.output:
-                display(self.figure)
+                display(FigureImage(self.figure))
         return self.figure
 
 
-def fit_view(progress: bool | None, live_plot: bool, num_epoch: int) -> FitView | None:
+def batches_hint(data: Any) -> int | None:
+    """Batches per epoch of an iterator that says how many examples it holds (``num_data``
+    and ``batch_size``, as NDArrayIter); None when it does not."""
+    count, size = getattr(data, "num_data", None), getattr(data, "batch_size", None)
+    if not isinstance(count, int) or not isinstance(size, int) or size <= 0:
+        return None
+    return -(-count // size)
+
+
+def fit_view(
+    progress: bool | None, live_plot: bool, num_epoch: int, batches: int | None = None
+) -> FitView | None:
     """The FitView ``fit`` attaches: progress None means "in a notebook only"."""
     notebook = _in_notebook()
     show_progress = notebook if progress is None else bool(progress)
     if not show_progress and not live_plot:
         return None
-    return FitView(num_epoch, show_progress, live_plot, notebook)
+    return FitView(num_epoch, show_progress, live_plot, notebook, batches)

@@ -65,8 +65,8 @@ def parse(text: str) -> list[tuple[str, str]]:
 def build(source: pathlib.Path) -> nbformat.NotebookNode:
     """Return the notebook (outputs cleared) for one percent-format script."""
     notebook = nbformat.v4.new_notebook()
-    notebook.metadata["kernelspec"] = {
-        "display_name": "Python 3",
+    notebook.metadata["kernelspec"] = {  # ipykernel's own spec: JupyterLab rewrites no other
+        "display_name": "Python 3 (ipykernel)",
         "language": "python",
         "name": "python3",
     }

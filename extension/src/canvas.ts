@@ -13,7 +13,9 @@ interface CanvasModule {
   renderTimeline(data: unknown, width: number, tips?: Record<string, string>): string;
 }
 
-export const canvas = canvasModule as unknown as CanvasModule;
+// render comes through the default export only (anywidget warns about a named one)
+const loaded = canvasModule as unknown as { default: Pick<CanvasModule, "render"> } & CanvasModule;
+export const canvas: CanvasModule = { render: loaded.default.render, renderTimeline: loaded.renderTimeline };
 
 export class LocalModel {
   private state: Record<string, unknown>;

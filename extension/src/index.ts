@@ -1,9 +1,11 @@
 // mxnb's JupyterLab 4 / Notebook 7 extension: the "mxnb engine" sidebar with dockable engine
 // panels following the active notebook's kernel, and viewers for MXNet symbol JSON files and
 // mx.engine.trace chrome traces.  See extension/README.md.
+// The command palette lists every panel ("mxnb: DAG panel", ...); a widget tracker with the
+// layout restorer brings the docked panels back after a reload.
 
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
-import { MainAreaWidget } from "@jupyterlab/apputils";
+import { ICommandPalette, MainAreaWidget, WidgetTracker } from "@jupyterlab/apputils";
 import { DocumentRegistry } from "@jupyterlab/docregistry";
 import { INotebookTracker } from "@jupyterlab/notebook";
 import { Widget } from "@lumino/widgets";
@@ -41,9 +43,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: "mxnb engine panels and MXNet file viewers",
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ILayoutRestorer],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+  optional: [ILayoutRestorer, ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    restorer: ILayoutRestorer | null,
+    palette: ICommandPalette | null
+  ) => {
     const client = new EngineClient(tracker);
+    const opened = new WidgetTracker<MainAreaWidget<EnginePanel>>({ namespace: "mxnb-engine-panels" });
     const notebook7 = app.name === "Jupyter Notebook";
     const panels = new Map<ViewName, MainAreaWidget<EnginePanel>>();
     const docked: MainAreaWidget<EnginePanel>[] = []; // in the order they were docked
@@ -59,6 +67,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         panel.title.label = content.title.label;
         panel.title.closable = true;
         panels.set(view, panel);
+        void opened.add(panel); // the layout restorer reopens it after a reload
       }
       if (!panel.isAttached && notebook7) {
         app.shell.add(panel, "right", { rank: 900 }); // Notebook 7: one document per page
@@ -79,11 +88,20 @@ const plugin: JupyterFrontEndPlugin<void> = {
       return panel;
     };
     app.commands.addCommand(COMMAND, {
-      label: (args) => `mxnb ${TITLES[(args.view as ViewName) || "dag"]}`,
+      label: (args) => `mxnb: ${TITLES[(args.view as ViewName) || "dag"]} panel`,
+      caption: "an engine panel following the active notebook's kernel",
       execute: (args) => {
         open(((args.view as ViewName) || "dag") as ViewName);
       },
     });
+    for (const view of VIEWS) palette?.addItem({ command: COMMAND, args: { view }, category: "mxnb engine" });
+    if (restorer) {
+      void restorer.restore(opened, {
+        command: COMMAND,
+        args: (panel) => ({ view: panel.content.view }),
+        name: (panel) => panel.content.view,
+      });
+    }
     app.shell.add(sidebar(app), "left", { rank: 900 });
     registerViewers(app.docRegistry);
   },

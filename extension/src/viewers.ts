@@ -1,7 +1,7 @@
 // File viewers, no kernel needed: an MXNet / mxnb `*-symbol.json` opens as the network graph
 // (laid out in the browser by Graphviz compiled to WebAssembly, @viz-js/viz), a chrome trace
-// written by mx.engine.trace (`*.trace.json`) as the engine timeline with its dependency
-// arrows (canvas.js renderTimeline, the same drawing as the live Timeline), and a trace diff
+// written by mx.engine.trace or a job's ClusterTrace (`*.trace.json`) as the engine timeline
+// with its arrows, one band per process (trace.ts) (canvas.js renderTimeline, the same drawing as the live Timeline), and a trace diff
 // written by TraceDiffView.save (`*.diff.json`) as two timelines aligned, the largest changes
 // outlined, the ranked rows below.
 
@@ -10,122 +10,12 @@ import { Widget } from "@lumino/widgets";
 import { instance } from "@viz-js/viz";
 
 import { mountCanvas } from "./canvas";
+import { Detail, defaultDetail, fits, NODE_LIMIT, symbolToDot } from "./symbol";
+import { traceToTimeline } from "./trace";
 
 type Json = any;
 
 let vizPromise: ReturnType<typeof instance> | null = null;
-
-function dotString(text: string): string {
-  return `"${String(text).replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n")}"`;
-}
-
-function nodeAttrs(node: Json): Record<string, string> {
-  return { ...(node.param || {}), ...(node.attr || {}), ...(node.attrs || {}) };
-}
-
-/** DOT of a symbol JSON (MXNet's `nodes` / `heads` layout, mxnb writes the same). */
-export function symbolToDot(symbol: Json): { dot: string; tooltips: Record<string, string>; count: number } {
-  const nodes: Json[] = symbol.nodes || [];
-  const lines = [
-    "digraph symbol {",
-    'rankdir=BT; fontname="Helvetica"; nodesep=0.25; ranksep=0.35;',
-    'node [fontname="Helvetica", fontsize=10, style="rounded,filled"];',
-    'edge [fontname="Helvetica", fontsize=8, arrowsize=0.6, color="#555555"];',
-  ];
-  const tooltips: Record<string, string> = {};
-  const shapes = new Map<number, string>();
-  nodes.forEach((node, i) => {
-    const attrs = nodeAttrs(node);
-    if (attrs.__shape__) shapes.set(i, attrs.__shape__);
-    const variable = node.op === "null";
-    const label = variable
-      ? `${node.name}${attrs.__shape__ ? `\n${attrs.__shape__}` : ""}`
-      : `${node.name}\n${node.op}`;
-    const tip = [`${node.name} (${variable ? "variable" : node.op})`]
-      .concat(Object.entries(attrs).map(([k, v]) => `${k} = ${v}`))
-      .join("\n");
-    tooltips[`op${i}`] = tip;
-    const style = variable
-      ? 'shape=ellipse, style="filled", fillcolor="#fff7e0", fontsize=9'
-      : 'shape=box, fillcolor="#8ec5ff"';
-    lines.push(`n${i} [id="op${i}", label=${dotString(label)}, tooltip=${dotString(tip)}, ${style}];`);
-  });
-  nodes.forEach((node, i) => {
-    for (const input of node.inputs || []) {
-      const source = input[0];
-      const shape = shapes.get(source);
-      lines.push(`n${source} -> n${i}${shape ? ` [label=${dotString(shape)}]` : ""};`);
-    }
-  });
-  lines.push("}");
-  return { dot: lines.join("\n"), tooltips, count: nodes.length };
-}
-
-/** Timeline data (as Python's Timeline.to_data()) of a chrome trace from mx.engine.trace. */
-export function traceToTimeline(trace: Json): Json {
-  const events: Json[] = Array.isArray(trace) ? trace : trace.traceEvents || [];
-  const laneNames = new Map<number, string>();
-  for (const e of events) if (e.ph === "M" && e.name === "thread_name") laneNames.set(e.tid, e.args.name);
-  const lanes = new Map<number, Json>();
-  const lane = (tid: number, kind: string) => {
-    if (!lanes.has(tid)) {
-      const name = laneNames.get(tid) || `lane ${tid}`;
-      lanes.set(tid, { name, kind, device: name.split("/")[0], bars: [] });
-    }
-    return lanes.get(tid);
-  };
-  let first = Infinity;
-  let last = -Infinity;
-  let ops = 0;
-  for (const e of events) {
-    if (e.ph !== "X") continue;
-    const start = e.ts / 1000;
-    const end = (e.ts + (e.dur || 0)) / 1000;
-    first = Math.min(first, start);
-    last = Math.max(last, end);
-    if (e.cat === "op") {
-      ops += 1;
-      const error = e.args && e.args.error;
-      const id = e.args && e.args.op_id !== undefined ? e.args.op_id : null;
-      lane(e.tid, "worker").bars.push([id, start, end, e.name, error ? "failed" : "done", error || null]);
-    } else if (e.cat === "wait") {
-      lane(e.tid, "wait").bars.push([null, start, end, e.name, "wait", null]);
-    }
-  }
-  // a flow starts on the holder's lane inside the holder's bar and ends at the waiter's start
-  const opAt = (tid: number, ms: number): number | null => {
-    const bars = lanes.get(tid)?.bars || [];
-    let best: Json = null;
-    for (const b of bars) {
-      if (b[0] !== null && b[1] <= ms + 1e-6 && ms <= b[2] + 1e-6 && (!best || b[1] > best[1])) best = b;
-    }
-    return best ? best[0] : null;
-  };
-  const starts = new Map<number, Json>();
-  const flows: Json[] = [];
-  for (const e of events) {
-    if (e.cat !== "dependency") continue;
-    if (e.ph === "s") starts.set(e.id, e);
-    else if (e.ph === "f" && starts.has(e.id)) {
-      const s = starts.get(e.id);
-      const holder = opAt(s.tid, s.ts / 1000);
-      const waiter = opAt(e.tid, e.ts / 1000);
-      if (holder !== null && waiter !== null) flows.push([holder, waiter, e.name]);
-    }
-  }
-  const ordered = [...lanes.values()].sort((a, b) => (a.kind === b.kind ? 0 : a.kind === "wait" ? -1 : 1));
-  if (!isFinite(first)) {
-    first = 0;
-    last = 1;
-  }
-  return {
-    title: `engine trace: ${ops} ops, ${ordered.filter((l) => l.kind === "worker").length} workers`,
-    span: [first, last],
-    lanes: ordered,
-    critical: [],
-    flows,
-  };
-}
 
 abstract class JsonViewer extends Widget {
   protected model = mountCanvas(this.node);
@@ -156,19 +46,108 @@ abstract class JsonViewer extends Widget {
   protected abstract draw(data: Json): Promise<void>;
 }
 
-/** The network graph of a symbol JSON: a node per op / variable, shapes on edges when known. */
+/** The network graph of a symbol JSON: a node per op / variable, shapes on edges when known;
+ * a large graph drawn with its parameters hidden and its ops grouped by name prefix (symbol.ts). */
 export class SymbolViewer extends JsonViewer {
+  private detail: Detail | null = null;
+  private symbol: Json = null;
+  private controls = document.createElement("div");
+  private params = checkbox("mxnb-show-params", "parameters");
+  private group = checkbox("mxnb-group-prefix", "group by name prefix");
+  private search = document.createElement("input");
+
+  constructor(context: DocumentRegistry.Context) {
+    super(context);
+    this.controls.className = "mxnb-panel-controls";
+    this.search.type = "search";
+    this.search.className = "mxnb-search";
+    this.search.placeholder = "find a node by name";
+    this.search.addEventListener("input", () => this.find());
+    const fit = document.createElement("button");
+    fit.textContent = "Fit";
+    fit.className = "mxnb-fit";
+    fit.title = "the whole graph in the window (again: its natural size)";
+    fit.addEventListener("click", () => this.fitWindow());
+    this.controls.append(this.search, fit, this.params.label, this.group.label);
+    this.status.after(this.controls);
+    for (const box of [this.params.input, this.group.input]) {
+      box.addEventListener("change", () => {
+        this.detail = { params: this.params.input.checked, group: this.group.input.checked };
+        void this.draw(this.symbol);
+      });
+    }
+  }
+
+  /** The whole drawing in the viewer's window, or (when it is so already) its natural size. */
+  fitWindow(): void {
+    const svg = this.node.querySelector<SVGSVGElement>(".mxnb-canvas svg");
+    if (!svg) return;
+    const fitted = this.node.classList.toggle("mxnb-fitted");
+    if (fitted) {
+      const room = this.node.clientHeight - this.controls.offsetHeight - this.status.offsetHeight - 24;
+      svg.dataset.width = svg.style.width; // as the canvas sized it
+      svg.dataset.minWidth = svg.style.minWidth;
+      Object.assign(svg.style, { height: `${Math.max(room, 100)}px`, width: "auto", minWidth: "0" });
+    } else {
+      Object.assign(svg.style, { height: "auto", width: svg.dataset.width || "", minWidth: svg.dataset.minWidth || "" });
+    }
+  }
+
+  /** Mark the nodes whose text holds the search box's words; scroll to the first. */
+  find(): void {
+    const query = this.search.value.trim().toLowerCase();
+    let first: Element | null = null;
+    for (const node of this.node.querySelectorAll(".mxnb-canvas svg g.node")) {
+      const hit = query !== "" && (node.textContent || "").toLowerCase().includes(query);
+      node.classList.toggle("mxnb-found", hit);
+      if (hit && !first) first = node;
+    }
+    this.node.dataset.found = String(this.node.querySelectorAll("g.node.mxnb-found").length);
+    first?.scrollIntoView({ block: "center", inline: "center" });
+  }
+
   protected async draw(symbol: Json): Promise<void> {
     if (!Array.isArray(symbol.nodes)) throw new Error("no 'nodes' list: not a symbol JSON");
-    const { dot, tooltips, count } = symbolToDot(symbol);
+    if (symbol !== this.symbol) this.detail = null; // a new file: its own default detail
+    this.symbol = symbol;
+    const detail = this.detail && fits(symbol, this.detail) ? this.detail : defaultDetail(symbol);
+    this.params.input.checked = detail.params;
+    this.group.input.checked = detail.group;
+    // ungrouping is offered only where the whole graph can be laid out in the browser
+    this.group.input.disabled = detail.group && !fits(symbol, { ...detail, group: false });
+    this.group.label.title = this.group.input.disabled ? `over ${NODE_LIMIT} nodes: too many to lay out here` : "";
+    const { dot, tooltips, count, drawn } = symbolToDot(symbol, detail);
+    this.status.textContent = `${this.context.path}: ${count} nodes, laying out ${drawn}...`;
     vizPromise = vizPromise || instance();
     const viz = await vizPromise;
+    const started = performance.now();
     const svg = viz.renderString(dot, { format: "svg" });
+    const ms = performance.now() - started;
     this.model.set("tooltips", tooltips);
     this.model.set("svg", svg);
+    this.node.classList.remove("mxnb-fitted"); // a new drawing, at its natural size
     this.node.dataset.nodes = String(count);
-    this.status.textContent = `${this.context.path}: ${count} nodes (hover a node for its attributes)`;
+    this.node.dataset.drawn = String(drawn);
+    // the inputs first: the graph runs bottom (data) to top (output), so show its bottom
+    requestAnimationFrame(() => {
+      for (const el of [this.node, this.node.querySelector(".mxnb-canvas")]) if (el) el.scrollTop = el.scrollHeight;
+      this.find();
+    });
+    const shown = drawn === count ? `${count} nodes` : `${count} nodes, ${drawn} boxes drawn`;
+    const hidden = [detail.params ? "" : "parameters hidden", detail.group ? "ops grouped by name prefix" : ""]
+      .filter(Boolean)
+      .join(", ");
+    this.status.textContent = `${this.context.path}: ${shown}${hidden ? ` (${hidden})` : ""}, laid out in ${(ms / 1000).toFixed(1)} s; hover a node for its attributes`;
   }
+}
+
+function checkbox(className: string, text: string): { label: HTMLLabelElement; input: HTMLInputElement } {
+  const label = document.createElement("label");
+  const input = document.createElement("input");
+  input.type = "checkbox";
+  input.className = className;
+  label.append(input, ` ${text}`);
+  return { label, input };
 }
 
 /** The engine timeline of a chrome trace, with dependency arrows while they stay legible. */
@@ -176,7 +155,8 @@ export class TraceViewer extends JsonViewer {
   protected async draw(trace: Json): Promise<void> {
     const data = traceToTimeline(trace);
     this.model.set("timeline", data);
-    this.status.textContent = `${this.context.path}: ${data.title}, ${data.flows.length} dependencies`;
+    const arrows = this.node.querySelectorAll("path.mxnb-flow").length;
+    this.status.textContent = `${this.context.path}: ${data.title}, ${arrows} of ${data.flows.length} arrows drawn`;
   }
 }
 

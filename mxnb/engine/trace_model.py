@@ -242,15 +242,22 @@ class TraceModel:
         self._handles[(event.ctx, event.handle_id)] = event.nbytes
         if event.pool_hit:
             series.hit_times.append(t)
+            # bytes the pool held before the recording began were never counted as held
+            unseen = max(0, event.nbytes - self._pooled[event.ctx])
             self._pooled[event.ctx] = max(0, self._pooled[event.ctx] - event.nbytes)
-            self._record_memory(series, t, event.nbytes, 0)
+            self._record_memory(series, t, event.nbytes, unseen)
         else:
             series.miss_times.append(t)
             self._record_memory(series, t, event.nbytes, event.nbytes)
 
     def _on_free(self, event: StorageFree, t: float) -> None:
         series = self._series(event.ctx)
-        self._handles.pop((event.ctx, event.handle_id), None)
+        if self._handles.pop((event.ctx, event.handle_id), None) is None:
+            # allocated before the recording began: never counted in use; now held by the pool
+            if event.to_pool:
+                self._pooled[event.ctx] += event.nbytes
+                self._record_memory(series, t, 0, event.nbytes)
+            return
         if event.to_pool:
             self._pooled[event.ctx] += event.nbytes
             self._record_memory(series, t, -event.nbytes, 0)

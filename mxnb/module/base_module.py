@@ -219,7 +219,9 @@ class BaseModule:
             eval_metric = _metric.create(eval_metric)
         batch_callbacks = _as_list(batch_end_callback)
         epoch_callbacks = _as_list(epoch_end_callback)
-        view = _callback.fit_view(progress, live_plot, num_epoch - begin_epoch)
+        view = _callback.fit_view(
+            progress, live_plot, num_epoch - begin_epoch, _callback.batches_hint(train_data)
+        )
         if view is not None:
             batch_callbacks.append(view.batch_end)
         self.epoch_metrics = []

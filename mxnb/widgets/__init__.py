@@ -17,6 +17,7 @@ Names (loaded on first use so ``import mxnb`` stays fast):
     EngineMonitor     the live ipywidgets Tab (DAG / Timeline / Memory / Stats / Inspect)
     MemoryPlanView    storage blocks and entry lifetimes of a memory plan (recomputed ones hatched)
     TradeoffView      planned bytes against recompute FLOPs, one point's segments explained
+    FigureImage       a matplotlib Figure shown as a PNG (no pyplot state needed)
     plot_network, print_summary   like ``mx.viz``
     SvgCanvas         the anywidget front end (hover, click to inspect, zoom)
 
@@ -38,6 +39,7 @@ __all__ = [
     "DependencyGraph",
     "EngineModel",
     "EngineMonitor",
+    "FigureImage",
     "MemoryChart",
     "MemoryPlanView",
     "OpState",
@@ -64,6 +66,7 @@ _WHERE = {
     "plot_network": "network",
     "print_summary": "network",
     "SvgCanvas": "canvas",
+    "FigureImage": "_render",
 }
 
 _MODULES = frozenset(_WHERE.values()) | {"_render"}

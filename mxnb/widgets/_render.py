@@ -24,7 +24,7 @@ import io
 import os
 from typing import Any
 
-__all__ = ["FigureView", "GraphvizView", "View", "name_colour", "state_colours"]
+__all__ = ["FigureImage", "FigureView", "GraphvizView", "View", "name_colour", "state_colours"]
 
 # fill colours of op states, shared by the DAG, the timeline and the extension's CSS
 state_colours = {
@@ -36,32 +36,49 @@ state_colours = {
     "skipped": "#f3c6f0",
 }
 
+# op colours, 20 so that few names of one view share one; none is an idle reason's
+# (IDLE_COLOURS) nor the failure / critical red; canvas.js PALETTE is the same list
 _PALETTE = (
     "#4e79a7",
     "#f28e2b",
     "#59a14f",
-    "#e15759",
     "#76b7b2",
-    "#edc948",
     "#b07aa1",
     "#ff9da7",
     "#9c755f",
-    "#bab0ac",
     "#1f77b4",
     "#8c564b",
+    "#17becf",
+    "#bcbd22",
+    "#aec7e8",
+    "#ffbb78",
+    "#98df8a",
+    "#c5b0d5",
+    "#c49c94",
+    "#9edae5",
+    "#dbdb8d",
+    "#6b6ecf",
+    "#8ca252",
 )
 
 
 def name_colour(name: str) -> str:
-    """A stable colour for an op name (the same name gets the same colour in every view)."""
+    """The colour of an op name's family (``'delete:nd9'`` -> ``'delete'``), the same in every
+    view: a hash into the palette, computed the same way by canvas.js ``opColour`` for the
+    browser views (the Timeline panel, the trace viewer).
+
+    >>> name_colour('delete:nd9') == name_colour('delete:nd10')
+    True
+    """
     value = 0
-    for char in name:
+    for char in name.split(":", 1)[0]:
         value = (value * 131 + ord(char)) % 1_000_003
     return _PALETTE[value % len(_PALETTE)]
 
 
 class NameColours:
-    """Distinct colours for the op names of one view, in order of first appearance."""
+    """The colours (:func:`name_colour`) of one view's op names; ``assigned`` keeps them in
+    order of first appearance, for the view's legend."""
 
     def __init__(self) -> None:
         self.assigned: dict[str, str] = {}
@@ -69,9 +86,7 @@ class NameColours:
     def __call__(self, name: str) -> str:
         colour = self.assigned.get(name)
         if colour is None:
-            index = len(self.assigned)
-            colour = _PALETTE[index] if index < len(_PALETTE) else name_colour(name)
-            self.assigned[name] = colour
+            colour = self.assigned[name] = name_colour(name)
         return colour
 
 
@@ -150,6 +165,14 @@ class GraphvizView(View):
         return os.fspath(path)
 
 
+SHOWN_WIDTH_PX = 940  # a JupyterLab notebook's output column, about (953 px in the issue)
+
+
+def png_width(data: bytes) -> int:
+    """The width in pixels of PNG ``data`` (its IHDR chunk)."""
+    return int.from_bytes(data[16:20], "big")
+
+
 class FigureView(View):
     """A view drawn by matplotlib: subclasses implement ``figure()``."""
 
@@ -168,12 +191,55 @@ class FigureView(View):
         self.figure().savefig(path, format="png", dpi=dpi, bbox_inches="tight")
         return os.fspath(path)
 
+    def to_notebook_png(self) -> bytes:
+        """The PNG a notebook shows: at most :data:`SHOWN_WIDTH_PX` wide at 100 dpi.
+
+        A notebook scales a wider picture down to its column, and its 7-point labels with it
+        (to 5 px); so a figure that comes out wider is narrowed (its axes, not its text) and
+        drawn again.
+        """
+        figure = self.figure()
+        for _ in range(6):  # the tight box's labels do not shrink: a few steps
+            buffer = io.BytesIO()
+            figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+            pixels = png_width(buffer.getvalue())
+            if pixels <= SHOWN_WIDTH_PX:
+                break
+            width, height = figure.get_size_inches()
+            figure.set_size_inches(width - 1.2 * (pixels - SHOWN_WIDTH_PX) / 100 - 0.05, height)
+        return buffer.getvalue()
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        buffer = io.BytesIO()
-        self.figure().savefig(buffer, format="png", dpi=100, bbox_inches="tight")
         import base64
 
         return {
-            "image/png": base64.b64encode(buffer.getvalue()).decode("ascii"),
+            "image/png": base64.b64encode(self.to_notebook_png()).decode("ascii"),
             "text/plain": self.to_text(),
         }
+
+
+class FigureImage(FigureView):
+    """A matplotlib ``Figure`` already drawn, shown as a PNG: ``display(FigureImage(figure))``.
+
+    A bare ``Figure`` displays as ``<Figure size ...>`` text unless pyplot's inline backend
+    happens to be active in that kernel; this view needs no pyplot state.
+
+    >>> from matplotlib.figure import Figure
+    >>> image = FigureImage(Figure(figsize=(4, 2)))
+    >>> sorted(image._repr_mimebundle_())
+    ['image/png', 'text/plain']
+    >>> image.to_text()
+    'figure 4.0 x 2.0 in'
+    """
+
+    def __init__(self, figure: Any) -> None:
+        self._figure = figure
+
+    def figure(self) -> Any:
+        """The figure given (drawn once, shown as often as asked)."""
+        return self._figure
+
+    def to_text(self) -> str:
+        """``'figure W x H in'``: the figure's size."""
+        width, height = self._figure.get_size_inches()
+        return f"figure {width:.1f} x {height:.1f} in"

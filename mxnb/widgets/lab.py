@@ -16,8 +16,13 @@ chunks resting four times each chunk's time, redraws only when events arrived,
 only the open views, and then sleeps at least three times the redraw's time.
 
 Messages, front end -> kernel: ``{"views": ["dag", ...], "inspect": op_id,
-"last": 40, "show_deletes": false, "timeline_resync": seq}`` (on open and
-later, any subset).  Kernel -> front end: ``{"status": "...", "pushed": n,
+"last": 40, "show_deletes": false, "timeline_resync": seq, "clear": true,
+"since_cell": bool, "resume": true}`` (on open and later, any subset).
+``clear`` starts a new recording (every panel's time range starts again);
+``since_cell`` does so each time a cell starts running (IPython's
+``pre_run_cell``), so the range is the last cell's; ``resume`` (on open) takes
+over the recording of the channel closed last in this kernel, so panels that
+followed another notebook and came back show what they showed.  Kernel -> front end: ``{"status": "...", "pushed": n,
 "dag": {"svg", "selected", "nodes"}, "timeline": {"data"} or {"delta"} (and
 {"idle"} once the run is quiet),
 "memory": {"svg"}, "stats": {"html"}, "inspect": {"text", "op_id"}, "lineage":
@@ -27,9 +32,10 @@ with the ops pushed by then).  The timeline is sent whole once (when its panel o
 or asks to resync), then as deltas (:mod:`mxnb.widgets.timeline_feed`).
 
 State kept:
-    trace      the recorder (attached while a view is open)
+    trace      the recorder (attached while a view is open; a new one on clear)
     model      the :class:`EngineModel` folded from it
     views      the open views
+    since_cell whether each cell's start clears the recording
     feed       the Timeline panel's :class:`~mxnb.widgets.timeline_feed.TimelineFeed`
     redraws    how many updates were sent (tests and the benchmark read it)
 
@@ -75,6 +81,17 @@ def _on_open(comm: Any, message: dict) -> None:
     EngineChannel(comm, message.get("content", {}).get("data") or {})
 
 
+# the recording (trace, model) of the channel closed last: a panel coming back resumes it
+_closed: dict[str, Any] = {}
+
+
+def _ipython_events() -> Any:
+    """The running IPython shell's event manager (``pre_run_cell``), or None outside one."""
+    ipython_module = sys.modules.get("IPython")
+    shell = ipython_module.get_ipython() if ipython_module is not None else None
+    return getattr(shell, "events", None)
+
+
 class EngineChannel:
     """One panel connection: records while views are open and sends their updates.
 
@@ -109,6 +126,9 @@ class EngineChannel:
         self.interval = max(0.2, float(interval))
         self.redraws = 0
         self.feed = TimelineFeed()
+        self.since_cell = False
+        if data.get("resume") and _closed:
+            self.trace, self.model = _closed.pop("trace"), _closed.pop("model")
         self._lineage_sent: int | None = None  # the op whose lineage the panels have
         self._drawn = -1
         self._lock = threading.Lock()
@@ -139,6 +159,10 @@ class EngineChannel:
             with self._lock:
                 self.feed.reset()  # a panel (re)opened or missed a delta: send it everything
                 self._lineage_sent = None
+        if data.get("clear"):
+            self.clear()
+        if "since_cell" in data:
+            self._follow_cells(bool(data["since_cell"]))
         if data.get("inspect") is not None:
             self.inspect = int(data["inspect"])
         self.last = int(data.get("last", self.last))
@@ -146,11 +170,39 @@ class EngineChannel:
         self._drawn = -1  # redraw with the new settings, at once
         self._poke.set()
 
+    def clear(self, *_args: Any) -> None:
+        """Start a new recording: every panel's ops, time range and stats begin now."""
+        from ..engine.tracing import Trace
+        from .model import EngineModel
+
+        with self._lock:
+            old, self.trace, self.model = self.trace, Trace(), EngineModel()
+            self.feed.reset()
+            self.inspect = self._lineage_sent = None
+            self._drawn = -1
+        old.detach()
+        if self.views:
+            self.trace.attach()
+        self._poke.set()
+
+    def _follow_cells(self, on: bool) -> None:
+        """Clear when each cell starts running (``on``), or stop doing so."""
+        events = _ipython_events()
+        if events is not None and on != self.since_cell:
+            if on:
+                events.register("pre_run_cell", self.clear)
+            else:
+                events.unregister("pre_run_cell", self.clear)
+        self.since_cell = on
+
     def close(self) -> None:
-        """Stop recording and the update thread (the front end closed the comm)."""
+        """Stop recording and the update thread (the front end closed the comm); the
+        recording is kept for a channel that resumes it."""
         self._stop.set()
         self._poke.set()
+        self._follow_cells(False)
         self.trace.detach()
+        _closed.update(trace=self.trace, model=self.model)
 
     # -- updates --------------------------------------------------------------
 

@@ -133,7 +133,7 @@ def _draw_series(axes: Any, series: Any) -> None:
             markersize=5,
             label=f"pool miss ({series.misses})",
         )
-    top = max(series.peak_held, 1)
+    top = max(series.peak_held, series.peak, 1)  # every line inside the axis
     axes.set_ylim(-0.05 * top, 1.2 * top)
     ticks = axes.get_yticks()
     axes.set_yticks(ticks)

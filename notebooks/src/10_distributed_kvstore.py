@@ -16,15 +16,15 @@
 
 # %%
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
 
-import matplotlib.pyplot as plt
-
 import mxnb as mx
 from mxnb.kvstore.dist_trace import ClusterTrace
+from mxnb.widgets import FigureImage
 
 workdir = pathlib.Path(tempfile.mkdtemp(prefix="mxnb-dist-"))
 
@@ -67,11 +67,12 @@ WORKER = textwrap.dedent(
         merged = kv.gather_trace()
         if merged is not None:
             merged.save(f'{sys.argv[1]}/{kvtype}.json')
-        print(f'{kvtype} worker {kv.rank}: w = {np.round(w.asnumpy(), 3).tolist()}', flush=True)
+        weights = ', '.join(f'{v:.3f}' for v in w.asnumpy())
+        print(f'{kvtype} worker {kv.rank}: w = [{weights}]', flush=True)
     """
 )
 script = workdir / "worker.py"
-script.write_text(WORKER)
+_ = script.write_text(WORKER)
 
 # %% [markdown]
 # ## 2. Launch two workers and one server
@@ -85,6 +86,7 @@ script.write_text(WORKER)
 # %%
 command = [sys.executable, "-m", "mxnb.launch", "-n", "2", "-s", "1", "--timeout", "60"]
 command += [sys.executable, str(script), str(workdir)]
+print("starting a private Ray instance, 1 server and 2 workers (about half a minute)...", flush=True)
 result = subprocess.run(command, capture_output=True, text=True, timeout=240, check=False)
 print(result.stdout.strip())
 assert result.returncode == 0, result.stderr[-2000:]
@@ -106,8 +108,7 @@ print(sync_trace.process_names())
 # pace; in exchange, 2 workers × half a batch give exactly 1 worker × the whole batch.
 
 # %%
-figure = sync_trace.figure()
-display(figure)  # noqa: F821 - the notebook's display
+display(FigureImage(sync_trace.figure()))  # noqa: F821 - the notebook's display
 
 links = sync_trace.links()
 pushes_per_update = {}
@@ -128,11 +129,13 @@ print(f"{len(pushes_per_update)} updates, each applied once both workers had pus
 # %%
 merged = sync_trace.trace()
 timeline = mx.widgets.Timeline(merged, highlight_critical=False)
-display(timeline.figure())  # noqa: F821
+display(timeline)  # noqa: F821 - a Timeline shows as its PNG
 names = {event.name for event in merged.events if hasattr(event, "name")}
 assert {"kvstore.push:w", "kvstore.pull:b", "sgd_mom_update:w"} <= names
-document = sync_trace.to_chrome_trace(workdir / "job.json")
-print(len({e["pid"] for e in document["traceEvents"]}), "processes in", workdir / "job.json")
+# beside the notebook: double-click it in the file browser to open the trace viewer
+job = pathlib.Path("job.trace.json")
+document = sync_trace.to_chrome_trace(job)
+print(len({e["pid"] for e in document["traceEvents"]}), "processes in", job)
 
 # %% [markdown]
 # ## 4. Async on the same picture
@@ -144,11 +147,11 @@ print(len({e["pid"] for e in document["traceEvents"]}), "processes in", workdir 
 # The script above ran this second part in the same job, on keys `async_w` and `async_b`.
 
 # %%
-display(async_trace.figure())  # noqa: F821
+display(FigureImage(async_trace.figure()))  # noqa: F821
 fan_in = {}
 for source, target in async_trace.links():
     if source[0] == "push":
         fan_in[target] = fan_in.get(target, 0) + 1
 assert fan_in and set(fan_in.values()) == {1}
 print(f"{len(fan_in)} updates, one per push")
-plt.close("all")
+shutil.rmtree(workdir)  # the worker script and the traces: nothing left in the temp folder

@@ -148,6 +148,16 @@ print(len(fused_out.get_internals().list_outputs()), "entries fused vs",
 assert np.allclose(fused_exe.outputs[0].asnumpy(), cells_exe.outputs[0].asnumpy(), atol=1e-5)
 
 # %% [markdown]
+# What one unrolled step is made of: a 2-step LSTM cell drawn by `plot_network` (parameters
+# hidden, as `mx.viz` does). The exported model above is this picture 35 times, two layers
+# high: 969 nodes, which the lab's symbol viewer opens grouped by time step (`lstm_l0_t3_*`).
+
+# %%
+step_cell = mx.rnn.LSTMCell(8, prefix="lstm_")
+step_out, _ = step_cell.unroll(2, mx.sym.Variable("data"), layout="TNC", merge_outputs=True)
+mx.widgets.plot_network(step_out, shape={"data": (2, 1, 4)})
+
+# %% [markdown]
 # ## 5. The plan for the exported model
 #
 # `benchmarks/mxnet_reference.json` holds MXNet 1.9.1's own plan for this JSON at batch

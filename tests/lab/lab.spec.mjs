@@ -101,9 +101,16 @@ test.describe("file viewers (no kernel)", () => {
     const nodes = viewer.locator(".mxnb-canvas svg g.node");
     await nodes.first().waitFor();
     await expect(nodes).toHaveCount(config.symbol_nodes);
-    // hover an op node: its attributes show
+    // hover an op node: its attributes show, in the tooltip canvas.css styles (a fresh page,
+    // no cell widget loaded the stylesheet: the extension's bundle must carry it)
     await viewer.locator(".mxnb-canvas svg g.node", { hasText: "Convolution" }).first().hover();
-    expect(await viewer.locator(".mxnb-tooltip").textContent()).toMatch(/\(Convolution\)\nkernel = \(5, 5\)/);
+    const tooltip = viewer.locator(".mxnb-tooltip");
+    expect(await tooltip.textContent()).toMatch(/\(Convolution\)\nkernel = \(5, 5\)/);
+    const style = await tooltip.evaluate((el) => {
+      const css = getComputedStyle(el);
+      return { position: css.position, background: css.backgroundColor, border: css.borderTopColor };
+    });
+    expect(style, "the tooltip has canvas.css's style").toEqual({ position: "absolute", background: "rgb(255, 251, 230)", border: "rgb(201, 180, 88)" });
     await shot(page, "viewer-symbol");
   });
 
@@ -120,12 +127,88 @@ test.describe("file viewers (no kernel)", () => {
     await shot(page, "viewer-own-symbol");
   });
 
+  test("the 969-node LSTM symbol opens within 5 s, grouped, and the page stays responsive", async ({ page }) => {
+    const started = Date.now();
+    await page.locator(".jp-DirListing-item", { hasText: config.lstm }).dblclick();
+    const viewer = page.locator(".jp-MainAreaWidget:not(.lm-mod-hidden) .mxnb-panel[data-drawn]");
+    await viewer.locator(".mxnb-canvas svg g.node").first().waitFor({ timeout: 5_000 });
+    const seconds = (Date.now() - started) / 1000;
+    expect(seconds, "opened within 5 s").toBeLessThan(5);
+    await expect(viewer).toHaveAttribute("data-nodes", String(config.lstm_nodes));
+    const drawn = Number(await viewer.getAttribute("data-drawn"));
+    expect(drawn, "few enough boxes to lay out").toBeLessThanOrEqual(400);
+    await expect(viewer.locator(".mxnb-canvas svg g.node")).toHaveCount(drawn);
+    await expect(viewer.locator("input.mxnb-group-prefix")).toBeChecked();
+    await expect(viewer.locator("input.mxnb-group-prefix"), "ungrouping 969 nodes is not offered").toBeDisabled();
+    await expect(viewer.locator(".mxnb-panel-status")).toContainText("ops grouped by name prefix");
+    // the inputs first: the data node is on screen without scrolling
+    const data = viewer.locator(".mxnb-canvas svg g.node").filter({ has: page.locator("text", { hasText: /^data$/ }) });
+    await expect(data).toHaveCount(1);
+    await expect(data).toBeInViewport();
+    // the search box marks the nodes named so and brings the first into view
+    await viewer.locator("input.mxnb-search").fill("lstm_l1_t20_");
+    await expect(viewer).toHaveAttribute("data-found", "1");
+    await expect(viewer.locator(".mxnb-canvas svg g.node.mxnb-found")).toBeInViewport();
+    await shot(page, "viewer-lstm-search");
+    await viewer.locator("input.mxnb-search").fill("");
+    // Fit: the whole drawing inside the viewer's window
+    await viewer.locator("button.mxnb-fit").click();
+    const [drawing, window_] = [await viewer.locator(".mxnb-canvas svg").boundingBox(), await viewer.boundingBox()];
+    expect(drawing.height, "the drawing fits the window's height").toBeLessThanOrEqual(window_.height);
+    expect(drawing.width).toBeLessThanOrEqual(window_.width);
+    await shot(page, "viewer-lstm-fit");
+    await viewer.locator("button.mxnb-fit").click(); // back to its natural size
+    // a group's box says what it holds
+    await viewer.locator(".mxnb-canvas svg g.node", { hasText: "lstm_l0_t3_*" }).first().hover();
+    expect(await viewer.locator(".mxnb-tooltip").textContent()).toMatch(/^lstm_l0_t3_\* : \d+ ops/);
+    // responsive: over one second, no timer fires more than 250 ms late
+    const worst = await page.evaluate(() => new Promise((resolve) => {
+      let last = performance.now();
+      let worst = 0;
+      const tick = setInterval(() => {
+        const now = performance.now();
+        worst = Math.max(worst, now - last - 50);
+        last = now;
+      }, 50);
+      setTimeout(() => { clearInterval(tick); resolve(worst); }, 1000);
+    }));
+    expect(worst, "the main thread is free").toBeLessThan(250);
+    await shot(page, "viewer-lstm");
+  });
+
+  test("a job's 3-process trace opens as 3 process bands with its kvstore events and arrows", async ({ page }) => {
+    await page.locator(".jp-DirListing-item", { hasText: config.job }).dblclick();
+    const viewer = page.locator(".jp-MainAreaWidget:not(.lm-mod-hidden) .mxnb-panel", { has: page.locator("svg.mxnb-timeline") });
+    await viewer.locator("svg.mxnb-timeline rect.mxnb-bar").first().waitFor({ timeout: 60_000 });
+    const bands = viewer.locator("svg.mxnb-timeline g.mxnb-process");
+    await expect(bands).toHaveCount(3);
+    expect(await bands.evaluateAll((gs) => gs.map((g) => g.dataset.process))).toEqual(config.job_processes);
+    // every process has its own kvstore lane: the lane names repeat per process, never merged
+    const lanes = await viewer.locator("svg.mxnb-timeline g.mxnb-lanes > text").allTextContents();
+    expect(lanes.filter((name) => name === "kvstore")).toHaveLength(3);
+    await expect(viewer.locator(".mxnb-panel-status")).toContainText(`${config.job_kvstore} kvstore events`);
+    const svg = viewer.locator("svg.mxnb-timeline");
+    expect(Number(await svg.getAttribute("data-ops")), "every engine op and kvstore slice is a bar").toBe(config.job_ops + config.job_kvstore);
+    const arrows = await viewer.locator("svg.mxnb-timeline path.mxnb-flow title").allTextContents();
+    expect(arrows.some((t) => t.includes("push -> update")), "push -> update arrows").toBe(true);
+    expect(arrows.some((t) => t.includes("update -> pull")), "update -> pull arrows").toBe(true);
+    expect(arrows.length, "arrows drawn").toBeGreaterThanOrEqual(config.job_kv_flows / 2);
+    await shot(page, "viewer-job-trace");
+  });
+
   test("a .trace.json opens as the engine timeline with dependency arrows", async ({ page }) => {
     await page.locator(".jp-DirListing-item", { hasText: config.trace }).dblclick();
     const viewer = page.locator(".jp-MainAreaWidget .mxnb-panel", { has: page.locator("svg.mxnb-timeline") });
     await viewer.locator("svg.mxnb-timeline rect.mxnb-bar").first().waitFor({ timeout: 60_000 });
     await expect(viewer.locator("svg.mxnb-timeline rect.mxnb-bar[id^='op']"), "a bar per op of the diamond").toHaveCount(4);
     expect(await viewer.locator("svg.mxnb-timeline path.mxnb-flow").count(), "RAW, WAR arrows drawn").toBeGreaterThanOrEqual(3);
+    // a legend names every op drawn, in the colour of its bars
+    const legend = await viewer.locator("svg.mxnb-timeline g.mxnb-legend text").allTextContents();
+    expect(legend.sort()).toEqual(["read1", "read2", "write", "write2"]);
+    const swatch = await viewer.locator("svg.mxnb-timeline g.mxnb-legend rect").first().getAttribute("fill");
+    const first = (await viewer.locator("svg.mxnb-timeline g.mxnb-legend text").first().textContent());
+    const tips = await viewer.locator("svg.mxnb-timeline rect.mxnb-bar[id^='op']").evaluateAll((rects) => rects.map((r) => r.getAttribute("fill")));
+    expect(tips, `a bar has the legend's colour of ${first}`).toContain(swatch);
     await shot(page, "viewer-trace");
   });
 
@@ -159,6 +242,9 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
     await dag.waitFor();
     await timeline.waitFor();
     await expect(dag.locator(".mxnb-panel-status")).toContainText("ops pushed");
+    // while panels are open the engine records: the panels say the timings are perturbed
+    await expect(dag.locator(".mxnb-recording")).toBeVisible();
+    await expect(timeline.locator(".mxnb-recording")).toHaveText("● recording: timings perturbed");
     // back to the notebook and push ops: the panels show them with no widget in any cell
     await activateNotebook(page);
     await runCell(page, 1);
@@ -213,13 +299,89 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
     await openFile(page, config.other);
     await kernelIdle(page);
     await runCell(page, 0); // import mxnb; the panels connect to this kernel once it is idle again
-    await expect(dag.locator(".mxnb-panel-status")).toHaveText(/^0 ops pushed/);
+    await expect(dag.locator(".mxnb-status-text"), "the panel names the notebook it follows").toHaveText(/^other\.ipynb — 0 ops pushed/);
     await expect(dagText(/write5/)).toHaveCount(0);
     await runCell(page, 1);
     await expect(dagText(/other2/)).not.toHaveCount(0);
     await expect(dagText(/write5/)).toHaveCount(0);
     await expect(dag.locator("svg g.node", { hasText: "other" })).toHaveCount(3);
   });
+
+  await test.step("back to the first notebook: the panels show its ops again, and say so", async () => {
+    await page.evaluate((p) => {
+      const notebook = [...window.jupyterapp.shell.widgets("main")].find((w) => w.context && w.context.path === p);
+      window.jupyterapp.shell.activateById(notebook.id);
+    }, config.panels);
+    await expect(dag.locator(".mxnb-status-text")).toHaveText(new RegExp(`^${config.panels.replace(".", "\\.")} — \\d+ ops pushed`));
+    await expect(dagText(/write5/)).not.toHaveCount(0);
+    await expect(dagText(/other2/)).toHaveCount(0);
+  });
+
+  await test.step("Timeline: Clear empties it, Fit fits the axis to the ops, 'since last cell' shows one cell", async () => {
+    const ops = () => timeline.locator("svg.mxnb-timeline").getAttribute("data-ops").then(Number);
+    await page.evaluate(() => window.jupyterapp.shell.activateById("mxnb-engine-panel-timeline")); // behind Stats
+    await timeline.locator("button.mxnb-clear").click();
+    await expect(timeline.locator("svg.mxnb-timeline")).toHaveAttribute("data-ops", "0");
+    await expect(dag.locator(".mxnb-panel-status")).toHaveText(/— 0 ops pushed/);
+    await page.waitForTimeout(1500); // a pause before the cell: not on the axis
+    await activateNotebook(page);
+    await runCell(page, 1);
+    await expect.poll(ops, { timeout: 30_000 }).toBeGreaterThan(12);
+    await expect(dag.locator(".mxnb-panel-status")).toHaveText(/ 0 pending\s*$/);
+    const once = await ops();
+    const svg = timeline.locator("svg.mxnb-timeline");
+    const [t0, t1] = (await svg.getAttribute("data-span")).split(" ").map(Number);
+    expect(t1 - t0, "the axis spans this cell's ops: not the earlier runs, not the pause").toBeLessThan(1500);
+    // Fit: after a wheel zoom, the whole axis again
+    const full = await svg.getAttribute("viewBox");
+    await svg.hover();
+    await page.mouse.wheel(0, -400);
+    await expect(svg).not.toHaveAttribute("viewBox", full);
+    await timeline.locator("button.mxnb-fit").click();
+    await expect(svg).toHaveAttribute("viewBox", full);
+    await timeline.screenshot({ path: path.join(config.artifacts, "panel-timeline-fit.png") });
+    await activateNotebook(page);
+    await runCell(page, 1);
+    await expect.poll(ops, { timeout: 30_000, message: "without 'since last cell' the runs add up" }).toBeGreaterThan(once);
+    await timeline.locator("input.mxnb-since-cell").check();
+    const runs = [];
+    for (let i = 0; i < 2; i += 1) {
+      await activateNotebook(page);
+      await runCell(page, 1);
+      await expect(dag.locator(".mxnb-panel-status")).toHaveText(/ 0 pending\s*$/);
+      // the cell's clear reached the panel, then its ops did: more than the 12 pushes, fewer than two runs
+      await expect.poll(async () => { const n = await ops(); return n > 12 && n < 1.5 * once; }, { timeout: 30_000 }).toBe(true);
+      runs.push(await ops());
+    }
+    expect(runs[0], "each cell run alone").toBe(runs[1]);
+    expect(runs[0]).toBeGreaterThan(12);
+  });
+});
+
+test("the command palette lists the panels, and a reload brings the docked ones back", async ({ page }) => {
+  await extensionLoaded(page);
+  await page.evaluate(() => window.jupyterapp.commands.execute("apputils:activate-command-palette"));
+  await page.locator(".lm-CommandPalette-input").fill("mxnb");
+  const items = page.locator(".lm-CommandPalette-item");
+  await expect(items.filter({ hasText: "mxnb: DAG panel" })).toHaveCount(1);
+  const labels = await items.allTextContents();
+  for (const title of ["DAG", "Timeline", "Memory", "Stats", "Inspect"]) {
+    expect(labels.some((t) => t.includes(`mxnb: ${title} panel`)), `${title} in the palette: ${labels.join(" | ")}`).toBe(true);
+  }
+  await shot(page, "palette");
+  await items.filter({ hasText: "mxnb: Timeline panel" }).click();
+  await page.locator(".mxnb-panel[data-view='timeline']").waitFor();
+  await page.evaluate(() => window.jupyterapp.commands.execute("mxnb:open-panel", { view: "stats" }));
+  await page.locator(".mxnb-panel[data-view='stats']").waitFor();
+  await page.waitForTimeout(1000); // the layout is saved after a change, debounced
+  // a plain browser reload (Galata's page.reload waits for its own helpers, not this page's)
+  await page.evaluate(() => window.location.reload());
+  await page.waitForFunction(() => window.jupyterapp && window.jupyterapp.shell.currentWidget !== undefined, null, { timeout: 60_000 });
+  await extensionLoaded(page);
+  for (const view of ["timeline", "stats"]) {
+    await page.locator(`.mxnb-panel[data-view='${view}']`).waitFor({ state: "attached", timeout: 60_000 });
+  }
+  await shot(page, "restored");
 });
 
 test("the Timeline panel and tab draw every op of a few thousand streamed ones", async ({ page }) => {
@@ -373,6 +535,10 @@ test.describe("notebooks run in JupyterLab and every widget draws", () => {
       await extensionLoaded(page);
       await openFile(page, notebook);
       await kernelIdle(page);
+      // the kernel started: its kernelspec is the file's, not rewritten (JupyterLab still
+      // fills in language_info with this machine's Python version)
+      const kernelspec = await page.evaluate(() => window.jupyterapp.shell.currentWidget.context.model.getMetadata("kernelspec"));
+      expect(kernelspec, "the kernelspec is not rewritten").toEqual(config.kernelspec);
       // resolves when the last cell ran (or one failed: the checks below then fail)
       await page.evaluate(() => window.jupyterapp.commands.execute("notebook:run-all-cells"));
       await kernelIdle(page);
@@ -397,6 +563,9 @@ test.describe("notebooks run in JupyterLab and every widget draws", () => {
           tracebacks: texts.filter((t) => /Traceback \(most recent call last\)|Error: .*\n.*File "/.test(t)).map((t) => t.slice(0, 400)),
           canvases: canvases.length,
           emptyCanvases: canvases.filter((c) => !c.querySelector(drawn)).length,
+          // a matplotlib Figure that reached the page as text instead of a picture
+          figureTexts: texts.filter((t) => /<Figure size \d+x\d+ with \d+ Axes>/.test(t)).map((t) => t.slice(0, 200)),
+          images: [...node.querySelectorAll(".jp-OutputArea-output img")].filter((img) => img.complete && img.naturalWidth > 0).length,
         };
       }, DRAWN);
       await shot(page, `notebook-${notebook.replace(/\.ipynb$/, "")}`);
@@ -405,6 +574,8 @@ test.describe("notebooks run in JupyterLab and every widget draws", () => {
       expect(report.widgetErrors, "no 'Error displaying widget'").toBe(0);
       expect(report.tracebacks, "no traceback").toEqual([]);
       expect(report.emptyCanvases, `every visible canvas drew an SVG with nodes (${report.canvases} canvases)`).toBe(0);
+      expect(report.figureTexts, "every figure is shown as an image, none as '<Figure size ...>' text").toEqual([]);
+      expect(report.images, "the notebook's pictures are drawn images").toBeGreaterThanOrEqual(config.images[notebook] || 0);
       await closeNotebook(page);
     });
   }

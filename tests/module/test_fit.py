@@ -76,3 +76,25 @@ def test_fit_on_two_devices_with_eval_callbacks_and_predict(
     score = dict(module.score(valid, "acc"))["accuracy"]
     # score counts the 5 padded rows of the last batch too (as MXNet does): 30 rows scored
     assert abs(score - exact) <= 5 / 30
+
+
+def test_fit_view_counts_the_first_epochs_batches_and_plots_whole_epochs():
+    """Issue 39 (15): the bar was empty in the first epoch (the count came at its end) and read
+    'batch 43/42' on a longer epoch; the plot had fractional epoch ticks and no y label."""
+    from types import SimpleNamespace
+
+    from mxnb.callback import FitView, batches_hint
+
+    data = mx.io.NDArrayIter(np.zeros((85, 2)), np.zeros(85), batch_size=2)
+    assert batches_hint(data) == 43 and batches_hint(object()) is None
+    view = FitView(2, progress=True, live_plot=True, notebook=False, batches=42)
+    view.batch_end(SimpleNamespace(epoch=0, nbatch=0))
+    assert view.text == "epoch 1/2 batch 1/42"  # the count known from the first batch on
+    view.batch_end(SimpleNamespace(epoch=0, nbatch=42))
+    assert view.text == "epoch 1/2 batch 43/43"  # never past its count
+    for epoch in range(2):
+        view.epoch_end({"epoch": epoch, "train": [("accuracy", 0.5 + epoch / 4)]})
+    axes = view.figure.axes[0]
+    assert all(t == int(t) for t in axes.get_xticks())  # 0 and 1, no 0.2 ... 0.8
+    assert axes.get_ylabel() == "metric"
+    assert axes.get_legend().get_bbox_to_anchor().x0 > axes.get_window_extent().x1 - 1  # beside

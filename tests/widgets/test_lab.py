@@ -161,3 +161,82 @@ def test_the_timeline_panel_gets_the_idle_spans_of_a_quiet_run():
         "ready_not_started",
     }
     channel.close()
+
+
+class FakeEvents:
+    """IPython's event manager, as far as the channel uses it."""
+
+    def __init__(self):
+        self.callbacks: dict[str, list] = {}
+
+    def register(self, name, callback):
+        self.callbacks.setdefault(name, []).append(callback)
+
+    def unregister(self, name, callback):
+        self.callbacks[name].remove(callback)
+
+    def trigger(self, name):
+        for callback in list(self.callbacks.get(name, [])):
+            callback(None)
+
+
+def timeline_ops(comm):
+    """The op ids the Timeline panel shows after what ``comm`` sent (full sends and deltas)."""
+    replica = TimelineReplica()
+    for message in comm.sent:
+        if "timeline" in message:
+            replica.receive(message["timeline"])
+    lanes = replica.data["lanes"]
+    return sorted(bar[0] for lane in lanes if lane["kind"] == "worker" for bar in lane["bars"])
+
+
+@pytest.mark.timeout(60)
+def test_clear_and_since_last_cell_start_the_panels_range_again(monkeypatch):
+    import mxnb.widgets.lab as lab
+
+    events = FakeEvents()
+    monkeypatch.setattr(lab, "_ipython_events", lambda: events)
+    comm = FakeComm()
+    channel = EngineChannel(comm, {"views": ["timeline", "stats"]}, background=False)
+    try:
+        before = push_chain(3)
+        assert channel.update() and timeline_ops(comm) == before
+        comm.message({"clear": True})
+        assert channel.update() is True  # an empty recording is sent at once
+        assert timeline_ops(comm) == [] and comm.sent[-1]["pushed"] == 0
+        after = push_chain(2)
+        assert channel.update() and timeline_ops(comm) == after
+        assert comm.sent[-1]["status"].startswith("2 ops pushed")
+
+        comm.message({"since_cell": True})
+        assert events.callbacks["pre_run_cell"] == [channel.clear]
+        push_chain(2)
+        events.trigger("pre_run_cell")  # a cell starts: the range is that cell's
+        cell = push_chain(4)
+        assert channel.update() and timeline_ops(comm) == cell
+        comm.message({"since_cell": False})
+        assert events.callbacks["pre_run_cell"] == []
+    finally:
+        channel.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_channel_opened_with_resume_shows_what_the_closed_one_recorded():
+    comm = FakeComm()
+    channel = EngineChannel(comm, {"views": ["timeline"]}, background=False)
+    ids = push_chain(3)
+    channel.update()
+    channel.close()  # the panels followed another notebook
+    again = FakeComm()
+    resumed = EngineChannel(again, {"views": ["timeline"], "resume": True}, background=False)
+    try:
+        more = push_chain(1)
+        assert resumed.update() is True
+        assert timeline_ops(again) == ids + more
+    finally:
+        resumed.close()
+    fresh = EngineChannel(FakeComm(), {"views": ["timeline"]}, background=False)
+    try:
+        assert len(fresh.model.ops) == 0  # no resume asked: a new recording
+    finally:
+        fresh.close()

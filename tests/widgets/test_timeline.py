@@ -86,3 +86,96 @@ def test_chrome_trace_round_trip_draws_the_same(tmp_path):
     assert [op.name for op in again.model.ops.values()] == ["write_a", "read_a"]
     assert [lane.worker for lane in again.lanes()] == [lane.worker for lane in original.lanes()]
     assert "<svg" in again.to_svg()
+
+
+def test_every_view_colours_an_op_family_alike_python_and_browser():
+    """One palette function: canvas.js opColour (the Timeline panel, the trace viewer) gives
+    each name the colour name_colour gives it in the Python views (Timeline, Stats, diff)."""
+    import json
+    import pathlib
+    import subprocess
+
+    from mxnb.widgets._render import NameColours, name_colour
+
+    names = ["write", "read", "delete:nd3", "delete:nd97", "_plus_scalar", "kvstore.push:w", "ü"]
+    canvas = pathlib.Path(mx.__file__).parent / "widgets" / "static" / "canvas.js"
+    script = (
+        f"const {{ opColour }} = await import({json.dumps(canvas.as_uri())});\n"
+        f"console.log(JSON.stringify({json.dumps(names)}.map(opColour)));"
+    )
+    run = subprocess.run(
+        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == [name_colour(n) for n in names]
+    assert name_colour("delete:nd3") == name_colour("delete:nd97")  # one family, one colour
+    colours = NameColours()
+    assert [colours(n) for n in reversed(names)][::-1] == [name_colour(n) for n in names]
+
+
+def test_a_notebook_shows_the_timeline_png_at_the_width_it_was_drawn():
+    """Issue 39 (12): PNGs 1,340-1,540 px wide were shown at 953 px, their labels at 5 px.
+    The notebook's PNG is narrowed to the output column, its text kept at its size."""
+    import base64
+
+    from mxnb.widgets._render import SHOWN_WIDTH_PX, png_width
+
+    eng = mx.engine.get()
+    with Trace() as trace:
+        var = eng.new_var(name="v")
+        for i in range(14):  # a legend of 14 op names, beside the axes
+            eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[var], name=f"a_long_op_name_{i}")
+        eng.wait_for_all()
+    view = Timeline(trace, width=14)
+    wide = view.figure()
+    import io
+
+    buffer = io.BytesIO()
+    wide.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    assert png_width(buffer.getvalue()) > SHOWN_WIDTH_PX  # as drawn: wider than the column
+    shown = base64.b64decode(view._repr_mimebundle_()["image/png"])
+    assert SHOWN_WIDTH_PX - 60 <= png_width(shown) <= SHOWN_WIDTH_PX
+
+
+def test_memory_in_use_never_exceeds_held_when_the_recording_starts_mid_run():
+    """Issue 39 (16): arrays made and pooled before the panel opened made 'in use' run above
+    'held (incl. pool)' and off the top of the axis."""
+    import gc
+
+    from mxnb.engine.tracing import StorageAlloc, StorageFree
+
+    before = [mx.nd.ones((128, 128)) for _ in range(4)]
+    mx.nd.waitall()
+    with Trace() as trace:
+        del before[:2]  # freed while recording: allocated before it
+        gc.collect()
+        mx.nd.waitall()
+        after = [mx.nd.ones((128, 128)) * 2 for _ in range(4)]  # pool hits among them
+        mx.nd.waitall()
+    kinds = {type(e) for e in trace.events}
+    assert {StorageAlloc, StorageFree} <= kinds
+    chart = MemoryChart(trace)
+    for series in chart.model.memory.values():
+        assert all(0 <= use <= held for use, held in zip(series.in_use, series.held))
+        axes = chart.figure().axes[0]
+        assert axes.get_ylim()[1] >= series.peak  # the line stays inside the axis
+    del after
+
+
+def test_canvas_js_exports_render_only_by_default():
+    """Issue 39 (17): anywidget logged a deprecation warning for every canvas, since canvas.js
+    also exported ``render`` by name; the default export is what anywidget and the lab use."""
+    import json
+    import pathlib
+    import subprocess
+
+    canvas = pathlib.Path(mx.__file__).parent / "widgets" / "static" / "canvas.js"
+    script = (
+        f"const m = await import({json.dumps(canvas.as_uri())});\n"
+        "console.log(JSON.stringify([Object.keys(m).includes('render'), typeof m.default.render]));"
+    )
+    run = subprocess.run(
+        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == [False, "function"]

@@ -42,13 +42,32 @@ function clickableTarget(node, root) {
 // grid depends only on the scale, so an incrementally updated drawing is the drawing of the
 // same data from scratch; only a new lane or a new cell size (the range doubled) redraws
 // everything.  The critical path is a thin red line over its blocks (never an outline that
-// turns dense bars solid red); dependency flow arrows are drawn only while no bar is
-// pooled and few enough bars are.
+// turns dense bars solid red); a flow arrow joins the blocks of its two ops (one arrow per
+// pair of blocks), and none is drawn once there would be more than MAX_FLOWS of them.  Lanes
+// that carry a `group` (a trace of several processes) are drawn under their group's band,
+// headed by its name.
 
-const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
-  "#ff9da7", "#9c755f", "#bab0ac", "#1f77b4", "#8c564b"];
+// op colours (mxnb/widgets/_render.py _PALETTE): none is an idle reason's nor the failure red
+const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#76b7b2", "#b07aa1", "#ff9da7", "#9c755f",
+  "#1f77b4", "#8c564b", "#17becf", "#bcbd22", "#aec7e8", "#ffbb78", "#98df8a",
+  "#c5b0d5", "#c49c94", "#9edae5", "#dbdb8d", "#6b6ecf", "#8ca252"];
+
+/** An op name's family: `delete:nd93` -> `delete` (Python: mxnb.engine.analysis.name_group). */
+export function nameGroup(name) {
+  const text = String(name);
+  return text.includes(":") ? text.split(":")[0] : text;
+}
+
+/** The colour of an op name's family, the same in every view: a hash into PALETTE, the
+ * function mxnb/widgets/_render.py name_colour computes for the Python views. */
+export function opColour(name) {
+  let value = 0;
+  for (const char of nameGroup(name)) value = (value * 131 + char.codePointAt(0)) % 1_000_003;
+  return PALETTE[value % PALETTE.length];
+}
+
 const MIN_BAR = 3; // px: a cell of the level-of-detail grid is at least this wide
-const MAX_FLOWS = 300; // arrows drawn only when at most this many bars are
+const MAX_FLOWS = 150; // more arrows than this are a tangle: none is drawn
 const LANE = 22; // px per lane
 const LABEL_W = 130; // px for lane names
 const TOP = 24; // px above the first lane
@@ -95,6 +114,7 @@ export class TimelineDrawing {
     this.seq = data.seq;
     this.title = data.title || "engine timeline";
     this.span = data.span || [0, 1];
+    this.from = undefined; // fit(): where the axis starts, kept by the deltas
     this.flows = data.flows || [];
     this.lanes = (data.lanes || []).map((lane) => this.newLane(lane, lane.bars));
     this.critical = (data.critical || []).slice();
@@ -109,7 +129,7 @@ export class TimelineDrawing {
     this.seq = delta.seq;
     if (this.idle && this.idle.length) this.setIdle([]); // a quiet run's idle spans: stale now
     this.title = delta.title;
-    this.span = delta.span;
+    this.span = this.from === undefined ? delta.span : [Math.max(this.from, delta.span[0]), delta.span[1]];
     let full = false;
     if (delta.lanes) {
       const old = new Map(this.lanes.map((lane) => [lane.name, lane]));
@@ -163,7 +183,8 @@ export class TimelineDrawing {
     this.criticalSet = new Set(this.critical);
     this.opCell = new Map(); // op id -> [lane, cell key]
     this.tips = {};
-    const height = TOP + LANE * this.lanes.length + 40;
+    const bottom = this.layoutRows();
+    const height = bottom + 58; // the axis, its title and the legend
     this.height = height;
     this.svg.replaceChildren();
     for (const [name, value] of Object.entries({ width: this.width, height, viewBox: `0 0 ${this.width} ${height}` })) {
@@ -173,10 +194,13 @@ export class TimelineDrawing {
     defs.innerHTML = DEFS;
     this.hatch = defs.querySelector("pattern");
     this.titleText = element("text", { x: 4, y: 14, "font-size": 11, fill: "#222" }, this.svg);
+    this.families = new Set(); // op families drawn, in order of first appearance (the legend)
+    this.legend = element("g", { class: "mxnb-legend" }, this.svg);
     this.axis = element("g", { class: "mxnb-axis" }, this.svg);
     const lanesGroup = element("g", { class: "mxnb-lanes" }, this.svg);
+    this.drawGroups(lanesGroup);
     this.lanes.forEach((lane, row) => {
-      const y = TOP + row * LANE;
+      const y = lane.y;
       element("text", { x: LABEL_W - 6, y: y + 14, "text-anchor": "end", "font-size": 10, fill: "#333" }, lanesGroup).textContent = lane.name;
       if (row && lane.device !== this.lanes[row - 1].device) {
         element("line", { x1: 0, x2: this.width, y1: y - 1, y2: y - 1, stroke: "#bbb", "stroke-width": 0.8 }, lanesGroup);
@@ -185,8 +209,7 @@ export class TimelineDrawing {
     this.plot = element("g", { class: "mxnb-plot" }, lanesGroup);
     this.drawIdle();
     this.labels = element("g", { class: "mxnb-labels", "pointer-events": "none" }, lanesGroup);
-    this.lanes.forEach((lane, row) => {
-      lane.y = TOP + row * LANE;
+    this.lanes.forEach((lane) => {
       lane.g = element("g", {}, this.plot);
       lane.cells = new Map();
       lane.placed = new Map();
@@ -197,6 +220,54 @@ export class TimelineDrawing {
     this.drawMarks();
     this.drawFlows(lanesGroup);
     this.drawFrame();
+  }
+
+  /** Fit the time axis to the bars (not to when the recording began); later deltas keep its start. */
+  fit() {
+    let first = Infinity;
+    let last = -Infinity;
+    for (const lane of this.lanes) {
+      for (const bar of lane.bars.values()) {
+        first = Math.min(first, bar[1]);
+        last = Math.max(last, bar[2]);
+      }
+    }
+    if (!isFinite(first)) return;
+    this.from = first;
+    this.span = [first, Math.max(last, first + 1e-3)];
+    this.redraw();
+  }
+
+  /** Each lane's y, a header row before each group's first lane; returns the y below the last. */
+  layoutRows() {
+    let y = TOP;
+    let group;
+    this.groups = [];
+    for (const lane of this.lanes) {
+      if (lane.group !== undefined && lane.group !== group) {
+        group = lane.group;
+        this.groups.push({ name: group, y, lanes: 0 });
+        y += LANE;
+      }
+      if (lane.group !== undefined) this.groups[this.groups.length - 1].lanes += 1;
+      lane.y = y;
+      y += LANE;
+    }
+    this.bottom = y;
+    return y;
+  }
+
+  /** A band per group of lanes (a process of a job's trace): its name over its lanes. */
+  drawGroups(parent) {
+    this.groups.forEach((group, index) => {
+      const g = element("g", { class: "mxnb-process" }, parent);
+      g.dataset.process = group.name;
+      element("rect", {
+        x: 0, y: group.y, width: this.width, height: LANE * (group.lanes + 1),
+        fill: index % 2 ? "#ffffff" : "#f3f6fa", stroke: "#c8d0da", "stroke-width": 0.8,
+      }, g);
+      element("text", { x: 6, y: group.y + 15, "font-size": 11, "font-weight": "bold", fill: "#1f3b5a" }, g).textContent = group.name;
+    });
   }
 
   /** Marks [op_id, colour, label] (a trace diff's largest changes): an outline round the op's block. */
@@ -225,14 +296,14 @@ export class TimelineDrawing {
 
   /** Idle spans [lane, start_ms, end_ms, reason, text]: a strip under the lane's bars, by reason. */
   drawIdle() {
-    const rows = new Map(this.lanes.map((lane, row) => [lane.name, row]));
+    const rows = new Map(this.lanes.map((lane) => [lane.name, lane.y]));
     const g = element("g", { class: "mxnb-idle" }, this.plot);
     this.plot.insertBefore(g, this.plot.firstChild); // under the bars
     (this.idle || []).forEach(([name, start, end, reason, text], index) => {
-      const row = rows.get(name);
-      if (row === undefined) return;
+      const y = rows.get(name);
+      if (y === undefined) return;
       const rect = element("rect", {
-        class: `mxnb-idle-span mxnb-idle-${reason}`, x: start, y: TOP + row * LANE + LANE - 6,
+        class: `mxnb-idle-span mxnb-idle-${reason}`, x: start, y: y + LANE - 6,
         width: Math.max(end - start, 0), height: 4, fill: IDLE_COLOURS[reason] || "#ccc",
         "fill-opacity": 0.8,
       }, g);
@@ -257,7 +328,7 @@ export class TimelineDrawing {
   }
 
   newLane(meta, bars) {
-    const lane = { name: meta.name, kind: meta.kind, device: meta.device, bars: new Map() };
+    const lane = { name: meta.name, kind: meta.kind, device: meta.device, group: meta.group, bars: new Map() };
     for (const bar of bars) lane.bars.set(barKey(bar), bar);
     return lane;
   }
@@ -283,11 +354,10 @@ export class TimelineDrawing {
     return cellKey;
   }
 
+  /** A bar's colour (opColour); the families seen feed the legend. */
   colour(name) {
-    const group = name.includes(":") ? name.split(":")[0] : name;
-    if (!this.colours) this.colours = new Map();
-    if (!this.colours.has(group)) this.colours.set(group, PALETTE[this.colours.size % PALETTE.length]);
-    return this.colours.get(group);
+    this.families.add(nameGroup(name));
+    return opColour(name);
   }
 
   /** (Re)draw one cell of a lane: one bar, or one dense block of its short bars. */
@@ -348,7 +418,7 @@ export class TimelineDrawing {
       }
     }
     this.labels.innerHTML = out.join("");
-    const axisY = TOP + LANE * this.lanes.length + 4;
+    const axisY = this.bottom + 4;
     const span = Math.max(t1 - t0, 1e-9);
     const step = niceStep(span, Math.floor(plotW / 90));
     const ticks = [`<line x1="${LABEL_W}" x2="${LABEL_W + plotW}" y1="${axisY}" y2="${axisY}" stroke="#888"/>`];
@@ -358,35 +428,51 @@ export class TimelineDrawing {
     }
     ticks.push(`<text x="${LABEL_W + plotW / 2}" y="${axisY + 30}" text-anchor="middle" font-size="10" fill="#333">time since first event (ms)</text>`);
     this.axis.innerHTML = ticks.join("");
+    this.drawLegend(axisY + 44);
     const red = this.criticalSet.size ? ' — <tspan fill="#d62728">red line: critical path</tspan>' : "";
     this.titleText.innerHTML = `${escapeXml(this.title)}${red}`;
     const { ops, last } = this.counts();
     this.svg.setAttribute("data-ops", ops);
+    this.svg.setAttribute("data-span", `${t0} ${t1}`);
     this.svg.setAttribute("data-last-op", last);
   }
 
-  /** The dependency arrows (a trace file's viewer sends them), while every bar is drawn alone. */
-  drawFlows(parent) {
-    let blocks = 0;
-    for (const lane of this.lanes) {
-      for (const drawn of lane.els.values()) {
-        if (!drawn.single) return;
-        blocks += 1;
-      }
+  /** A swatch and the name of each op family drawn (the first 14), in a row at `y`. */
+  drawLegend(y) {
+    const out = [];
+    let x = LABEL_W;
+    for (const family of [...this.families].slice(0, 14)) {
+      const w = 18 + 6 * family.length;
+      if (x + w > this.width) break;
+      out.push(`<rect x="${x}" y="${y - 9}" width="10" height="10" fill="${opColour(family)}" stroke="#333" stroke-width="0.3"/><text x="${x + 13}" y="${y}" font-size="9.5" fill="#333">${escapeXml(family)}</text>`);
+      x += w + 8;
     }
-    if (!this.flows.length || blocks > MAX_FLOWS) return;
+    this.legend.innerHTML = out.join("");
+  }
+
+  /** The flow arrows (a trace file's viewer sends them): one per pair of blocks, none past MAX_FLOWS. */
+  drawFlows(parent) {
+    if (!this.flows.length) return;
     const { t0, px } = this.scale();
     const x = (t) => LABEL_W + (t - t0) * px;
-    const out = [];
+    const legs = new Map(); // "from block>to block" -> [[lane, block], [lane, block], labels]
     for (const [from, to, label] of this.flows) {
       const a = this.opCell.get(from);
       const b = this.opCell.get(to);
       if (!a || !b) continue;
       const ea = a[0].els.get(a[1]);
       const eb = b[0].els.get(b[1]);
-      const ax = x(ea.end), ay = a[0].y + LANE / 2, bx = x(eb.start), by = b[0].y + LANE / 2;
+      if (ea === eb) continue; // both ops in one pooled block
+      const key = `${ea.id}>${eb.id}`;
+      if (legs.has(key)) legs.get(key)[2].add(label);
+      else legs.set(key, [[a[0], ea], [b[0], eb], new Set([label])]);
+    }
+    if (legs.size > MAX_FLOWS) return;
+    const out = [];
+    for (const [[la, ea], [lb, eb], labels] of legs.values()) {
+      const ax = x(ea.end), ay = la.y + LANE / 2, bx = x(eb.start), by = lb.y + LANE / 2;
       const mid = (ax + bx) / 2;
-      out.push(`<path class="mxnb-flow" d="M${ax.toFixed(1)},${ay} C${mid.toFixed(1)},${ay} ${mid.toFixed(1)},${by} ${bx.toFixed(1)},${by}" fill="none" stroke="#555" stroke-width="0.8" marker-end="url(#mxnb-arrow)"><title>${escapeXml(label)}</title></path>`);
+      out.push(`<path class="mxnb-flow" d="M${ax.toFixed(1)},${ay} C${mid.toFixed(1)},${ay} ${mid.toFixed(1)},${by} ${bx.toFixed(1)},${by}" fill="none" stroke="#555" stroke-width="0.8" marker-end="url(#mxnb-arrow)"><title>${escapeXml([...labels].join(", "))}</title></path>`);
     }
     element("g", { class: "mxnb-flows" }, parent).innerHTML = out.join("");
   }
@@ -489,6 +575,13 @@ function render({ model, el }) {
   // A live timeline's delta (mxnb/widgets/timeline_feed.py): applied where it follows the
   // drawing, else (this view missed one) the kernel is asked for everything again.
   function onCustom(message) {
+    if (message && message.timeline_fit) { // the panel's Fit: the axis from the first bar to the last
+      if (drawing) {
+        drawing.fit();
+        adopt(false);
+      }
+      return;
+    }
     const idle = message && message.timeline_idle;
     if (idle) {
       if (drawing && drawing.seq === idle.seq) drawing.setIdle(idle.spans);
@@ -682,5 +775,5 @@ function render({ model, el }) {
   };
 }
 
+// render only through the default export: anywidget warns about a named `render` export
 export default { render };
-export { render };
