@@ -335,7 +335,8 @@ class TraceModel:
         if op is None:
             return f"no op with id {op_id} in this trace"
         lines = account(self.ops, op, self.var_name)
-        now = [f"  now: {op.state.value}"]
+        lines[0] = f"{op.label} on {op.ctx or '?'}: {op.state.value}"  # the views' label, and now
+        now = []
         blockers = self.blockers(op_id)
         if blockers:
             now.append("  right now it " + blockers[0].describe(op))
