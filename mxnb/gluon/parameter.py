@@ -19,7 +19,7 @@ Example::
     >>> import mxnb as mx
     >>> p = mx.gluon.Parameter('w', shape=(2, 3))
     >>> p.initialize(mx.init.One())
-    >>> p.data().asnumpy().sum(), p.grad().shape
+    >>> float(p.data().asnumpy().sum()), p.grad().shape
     (6.0, (2, 3))
 """
 
