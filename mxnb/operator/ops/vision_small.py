@@ -174,3 +174,106 @@ def histogram_params(bins: object, range: object) -> tuple[bool, dict[str, objec
             raise ValueError("histogram: bins is a count, so range=(low, high) must be given")
         return False, {"bin_cnt": bins, "range": tuple(range)}  # type: ignore[arg-type]
     return True, {}
+
+
+@register("Correlation")
+class CorrelationProp(KernelProp):
+    """FlowNet's correlation of two NCHW maps over a grid of displacements.
+
+    Output channel ``(dy, dx)`` at ``(i, j)`` is the mean over a ``kernel_size``
+    window and all channels of ``data1 * data2`` shifted by ``(dy, dx) * stride2``
+    (``is_multiply``) or of ``|data1 - data2|``; both inputs are zero-padded by
+    ``pad_size``, and windows start every ``stride1`` pixels.
+    """
+
+    kernel_size = Param(int, low=1, default=1, doc="Window size (odd).")
+    max_displacement = Param(int, low=0, default=1, doc="Largest displacement.")
+    stride1 = Param(int, low=1, default=1, doc="Step between windows.")
+    stride2 = Param(int, low=1, default=1, doc="Step between displacements.")
+    pad_size = Param(int, low=0, default=0, doc="Zero padding of both inputs.")
+    is_multiply = Param(bool, default=True, doc="Product (else absolute difference).")
+
+    def list_arguments(self) -> list[str]:
+        """The two maps."""
+        return ["data1", "data2"]
+
+    def _grid(self) -> tuple[int, int]:
+        radius = self.max_displacement // self.stride2
+        return radius, 2 * radius + 1
+
+    def _top(self, shape: tuple) -> tuple[int, int]:
+        border = self.max_displacement + (self.kernel_size - 1) // 2
+        size = [(s + 2 * self.pad_size - 2 * border) for s in shape[2:]]
+        return tuple(-(-d // self.stride1) for d in size)  # type: ignore[return-value]
+
+    def infer_shape(self, in_shape):  # type: ignore[no-untyped-def]
+        """``(N, grid^2, top_h, top_w)``; an even kernel or a grid that does not fit is refused."""
+        shape = in_shape[0] if in_shape[0] is not None else in_shape[1]
+        if shape is None:
+            return None
+        if self.kernel_size % 2 == 0:
+            raise self.shape_error(f"kernel_size={self.kernel_size} must be odd")
+        top = self._top(tuple(shape))
+        if min(top) < 1:
+            raise self.shape_error(
+                f"kernel_size={self.kernel_size} and max_displacement={self.max_displacement} "
+                f"do not fit an input of shape {tuple(shape)} padded by {self.pad_size}"
+            )
+        return [tuple(shape), tuple(shape)], [(shape[0], self._grid()[1] ** 2) + top], []
+
+    def infer_type(self, in_type):  # type: ignore[no-untyped-def]
+        """One dtype for both inputs and the output."""
+        dtype = in_type[0] if in_type[0] is not None else in_type[1]
+        return None if dtype is None else ([dtype, dtype], [dtype], [])
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):  # type: ignore[no-untyped-def]
+        """The head gradient and both inputs."""
+        return [out_grad[0], in_data[0], in_data[1]]
+
+    def _pairs(self, x1: np.ndarray, x2: np.ndarray, top: tuple[int, int]):  # type: ignore[no-untyped-def]
+        """(channel, window offset, window of x1, window of x2, their slices) for every term."""
+        p, k, s1, md = self.pad_size, self.kernel_size, self.stride1, self.max_displacement
+        pad = ((0, 0), (0, 0), (p, p), (p, p))
+        a, b = np.pad(x1.astype(np.float64), pad), np.pad(x2.astype(np.float64), pad)
+        radius, width = self._grid()
+        for channel in range(width * width):
+            dy, dx = (
+                (channel // width - radius) * self.stride2,
+                (channel % width - radius) * self.stride2,
+            )
+            for h in range(k):
+                for w in range(k):
+                    rows = slice(md + h, md + h + s1 * (top[0] - 1) + 1, s1)
+                    cols = slice(md + w, md + w + s1 * (top[1] - 1) + 1, s1)
+                    rows2 = slice(rows.start + dy, rows.stop + dy, s1)
+                    cols2 = slice(cols.start + dx, cols.stop + dx, s1)
+                    yield channel, a, b, (rows, cols), (rows2, cols2)
+
+    def forward(self, ctx, in_data, req, out_data, aux):  # type: ignore[no-untyped-def]
+        """Sum the window terms per displacement, then divide by kernel_size^2 * C."""
+        x1, x2 = in_data
+        out = np.zeros(out_data[0].shape, dtype=np.float64)
+        for channel, a, b, (r1, c1), (r2, c2) in self._pairs(x1, x2, out.shape[2:]):
+            u, v = a[:, :, r1, c1], b[:, :, r2, c2]
+            out[:, channel] += (u * v if self.is_multiply else np.abs(u - v)).sum(axis=1)
+        write(out_data[0], req[0], out / (self.kernel_size**2 * x1.shape[1]))
+
+    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):  # type: ignore[no-untyped-def]
+        """Each term's partial derivatives, scattered back and the padding cropped."""
+        x1, x2 = in_data
+        g = out_grad[0].astype(np.float64) / (self.kernel_size**2 * x1.shape[1])
+        p = self.pad_size
+        shape = (x1.shape[0], x1.shape[1], x1.shape[2] + 2 * p, x1.shape[3] + 2 * p)
+        g1, g2 = np.zeros(shape), np.zeros(shape)
+        for channel, a, b, (r1, c1), (r2, c2) in self._pairs(x1, x2, g.shape[2:]):
+            u, v, head = a[:, :, r1, c1], b[:, :, r2, c2], g[:, channel : channel + 1]
+            if self.is_multiply:
+                g1[:, :, r1, c1] += head * v
+                g2[:, :, r2, c2] += head * u
+            else:
+                sign = np.where(u >= v, 1.0, -1.0)
+                g1[:, :, r1, c1] += head * sign
+                g2[:, :, r2, c2] -= head * sign
+        crop = (slice(None), slice(None), slice(p, p + x1.shape[2]), slice(p, p + x1.shape[3]))
+        write(in_grad[0], req[0], g1[crop])
+        write(in_grad[1], req[1], g2[crop])

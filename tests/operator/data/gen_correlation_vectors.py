@@ -1,0 +1,43 @@
+"""Write correlation_vectors.npz: MXNet 1.9.1's Correlation outputs and gradients.
+
+Run with a Python that has MXNet 1.9.1 (not mxnb):
+    /tmp/mxvenv/bin/python tests/operator/data/gen_correlation_vectors.py
+"""
+
+import os
+
+import mxnet as mx
+import numpy as np
+
+rng = np.random.RandomState(11)
+CASES = {
+    "mul": dict(
+        kernel_size=3, max_displacement=2, stride1=1, stride2=1, pad_size=2, is_multiply=True
+    ),
+    "abs": dict(
+        kernel_size=1, max_displacement=2, stride1=2, stride2=2, pad_size=2, is_multiply=False
+    ),
+}
+out = {}
+for name, params in CASES.items():
+    a, b = rng.rand(2, 3, 6, 5), rng.rand(2, 3, 6, 5)
+    x1, x2 = mx.nd.array(a), mx.nd.array(b)
+    x1.attach_grad()
+    x2.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.Correlation(x1, x2, **params)
+    head = rng.randn(*y.shape)
+    y.backward(mx.nd.array(head))
+    out.update(
+        {
+            f"{name}_a": a,
+            f"{name}_b": b,
+            f"{name}_head": head,
+            f"{name}_y": y.asnumpy(),
+            f"{name}_ga": x1.grad.asnumpy(),
+            f"{name}_gb": x2.grad.asnumpy(),
+        }
+    )
+path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "correlation_vectors.npz")
+np.savez(path, **out)
+print("wrote", path)
