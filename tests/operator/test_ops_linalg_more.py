@@ -1,4 +1,4 @@
-"""gemm / gemm2 / inverse / the diagonal and triangle packers against MXNet 1.9.1 (issue 36).
+"""gemm / gemm2 / inverse / syrk / syevd / the diagonal and triangle packers vs MXNet 1.9.1.
 
 Specification: ``mx.nd.linalg.gemm``, ``gemm2`` (transposes, ``axis`` of the
 rows), ``inverse``, ``extractdiag`` / ``makediag`` and ``extracttrian`` /
@@ -27,6 +27,7 @@ CASES = {
     "inverse": mx.nd.linalg.inverse,
     "extractdiag": lambda x: mx.nd.linalg.extractdiag(x, offset=-1),
     "makediag": lambda x: mx.nd.linalg.makediag(x, offset=2),
+    "syrk": lambda x: mx.nd.linalg.syrk(x, transpose=True, alpha=0.5),
 }
 
 
@@ -64,3 +65,18 @@ def test_numeric_gradient_copies_its_inputs():
     np.testing.assert_array_equal(a, before)
     diag = np.diagonal(np.random.uniform(1, 2, (3, 3)))  # a read-only view
     check_numeric_gradient(mx.sym.linalg.makediag(d1), [diag], dtype=np.float64)
+
+
+def test_syevd_signs_values_and_gradient_equal_mxnet():
+    x = mx.nd.array(V["syevd_x"], dtype="float64")
+    x.attach_grad()
+    with mx.autograd.record():
+        u, lam = mx.nd.linalg.syevd(x)
+    np.testing.assert_allclose(u.asnumpy(), V["syevd_u"], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(lam.asnumpy(), V["syevd_l"], rtol=1e-8, atol=1e-10)
+    heads = [
+        mx.nd.array(V["syevd_gu"], dtype="float64"),
+        mx.nd.array(V["syevd_gl"], dtype="float64"),
+    ]
+    mx.autograd.backward([u, lam], heads)
+    np.testing.assert_allclose(x.grad.asnumpy(), V["syevd_ga"], rtol=1e-7, atol=1e-9)

@@ -270,3 +270,91 @@ register("_linalg_extracttrian")(type("ExtractTrianProp", (_extract(_TrianPacker
     "__doc__": "The triangle at ``offset`` of each trailing matrix, packed row by row."}))  # fmt: skip
 register("_linalg_maketrian")(type("MakeTrianProp", (_make(_TrianPacker),), {
     "__doc__": "A square matrix with the packed triangle unpacked at ``offset``."}))  # fmt: skip
+
+
+@register("_linalg_syrk")
+class SyrkProp(KernelProp):
+    """``alpha * A A^T`` (``transpose``: ``alpha * A^T A``)."""
+
+    transpose = Param(bool, default=False, doc="Use A^T A.")
+    alpha = Param(float, unbounded=ANY, default=1.0, doc="Scale.")
+
+    def list_arguments(self) -> list[str]:
+        """A."""
+        return ["A"]
+
+    def infer_shape(self, in_shape):  # type: ignore[no-untyped-def]
+        """(..., m, m), or (..., n, n) transposed."""
+        if in_shape[0] is None:
+            return None
+        a = tuple(in_shape[0])
+        n = a[-1] if self.transpose else a[-2]
+        return [a], [a[:-2] + (n, n)], []
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):  # type: ignore[no-untyped-def]
+        """The head gradient and A."""
+        return [out_grad[0], in_data[0]]
+
+    def forward(self, ctx, in_data, req, out_data, aux):  # type: ignore[no-untyped-def]
+        """The scaled Gram matrix."""
+        a = in_data[0]
+        out = np.matmul(_t(a), a) if self.transpose else np.matmul(a, _t(a))
+        write(out_data[0], req[0], (self.alpha * out).astype(a.dtype))
+
+    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):  # type: ignore[no-untyped-def]
+        """alpha (g + g^T) A, or alpha A (g + g^T) transposed."""
+        a, g = in_data[0], out_grad[0]
+        sym = g + _t(g)
+        grad = np.matmul(a, sym) if self.transpose else np.matmul(sym, a)
+        write(in_grad[0], req[0], self.alpha * grad)
+
+
+@register("_linalg_syevd")
+class SyevdProp(KernelProp):
+    """Eigen-decomposition of symmetric matrices: ``A = U^T diag(L) U``, L ascending.
+
+    Rows of U are the eigenvectors, each signed so that its largest-magnitude
+    element is positive (MXNet's convention).
+    """
+
+    def list_arguments(self) -> list[str]:
+        """A."""
+        return ["A"]
+
+    def list_outputs(self) -> list[str]:
+        """U and L."""
+        return ["output0", "output1"]
+
+    def infer_shape(self, in_shape):  # type: ignore[no-untyped-def]
+        """U like A, L (..., n)."""
+        if in_shape[0] is None:
+            return None
+        a = tuple(in_shape[0])
+        return [a], [a, a[:-1]], []
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):  # type: ignore[no-untyped-def]
+        """Both head gradients and both outputs."""
+        return [out_grad[0], out_grad[1], out_data[0], out_data[1]]
+
+    def forward(self, ctx, in_data, req, out_data, aux):  # type: ignore[no-untyped-def]
+        """``np.linalg.eigh`` in float64, rows signed by their largest element."""
+        lam, vec = np.linalg.eigh(in_data[0].astype(np.float64))
+        u = _t(vec)
+        big = np.take_along_axis(u, np.abs(u).argmax(axis=-1)[..., None], axis=-1)
+        u = np.where(big < 0, -u, u)
+        write(out_data[0], req[0], u.astype(in_data[0].dtype))
+        write(out_data[1], req[1], lam.astype(in_data[0].dtype))
+
+    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):  # type: ignore[no-untyped-def]
+        """dA = U^T (diag(dL) + F) U, F_ij = (T_ij - T_ji) / (2 (L_i - L_j)), T = dU U^T."""
+        gu, gl = out_grad[0].astype(np.float64), out_grad[1].astype(np.float64)
+        u, lam = out_data[0].astype(np.float64), out_data[1].astype(np.float64)
+        temp = np.matmul(gu, _t(u))
+        diff = lam[..., :, None] - lam[..., None, :]
+        n = lam.shape[-1]
+        off = ~np.eye(n, dtype=bool)
+        middle = np.zeros_like(temp)
+        middle[..., off] = ((temp - _t(temp)) / np.where(off, 2 * diff, 1))[..., off]
+        idx = np.arange(n)
+        middle[..., idx, idx] = gl
+        write(in_grad[0], req[0], np.matmul(np.matmul(_t(u), middle), u))

@@ -57,6 +57,23 @@ for k, low in [(0, True), (0, False), (-1, True), (2, True)]:
     out[tag + "_packed"] = ext.asnumpy()
     out[tag + "_made"] = mx.nd.linalg.maketrian(ext, offset=k, lower=low).asnumpy()
 out["trian_x"] = sq
+record(
+    "syrk",
+    lambda x: mx.nd.linalg.syrk(x, transpose=True, alpha=0.5),
+    [rng.randn(2, 3, 4)],
+    rng.randn(2, 4, 4),
+)
+sym_in = rng.randn(2, 4, 4)
+sym_in = sym_in + np.swapaxes(sym_in, 1, 2)
+u, lam = mx.nd.linalg.syevd(mx.nd.array(sym_in, dtype="float64"))
+out.update(syevd_x=sym_in, syevd_u=u.asnumpy(), syevd_l=lam.asnumpy())
+x = mx.nd.array(sym_in, dtype="float64")
+x.attach_grad()
+gu, gl = rng.randn(2, 4, 4), rng.randn(2, 4)
+with mx.autograd.record():
+    u, lam = mx.nd.linalg.syevd(x)
+mx.autograd.backward([u, lam], [mx.nd.array(gu, dtype="float64"), mx.nd.array(gl, dtype="float64")])
+out.update(syevd_gu=gu, syevd_gl=gl, syevd_ga=x.grad.asnumpy())
 
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "linalg_more_vectors.npz")
 np.savez(path, **out)
