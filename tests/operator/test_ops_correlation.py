@@ -1,4 +1,4 @@
-"""Correlation (FlowNet's cost volume) against MXNet 1.9.1 (issue 36).
+"""Correlation (FlowNet's cost volume) and GridGenerator against MXNet 1.9.1 (issue 36).
 
 Specification: ``mx.nd.Correlation`` gives MXNet 1.9.1's outputs and both input
 gradients, for the product and the absolute-difference forms with padding and
@@ -47,3 +47,14 @@ def test_kernel_that_does_not_fit_is_refused():
     with pytest.raises(mx.MXNetError, match="do not fit"):
         mx.nd.Correlation(a, a, kernel_size=29)
     assert mx.nd.Correlation(a, a, kernel_size=9).shape == (1, 9, 18, 18)
+
+
+@pytest.mark.parametrize(("kind", "params"), [("affine", {"target_shape": (4, 5)}), ("warp", {})])
+def test_grid_generator_equals_mxnet(kind, params):
+    x = mx.nd.array(V[f"grid_{kind}_x"])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.GridGenerator(x, transform_type=kind, **params)
+    y.backward(mx.nd.array(V[f"grid_{kind}_head"]))
+    np.testing.assert_allclose(y.asnumpy(), V[f"grid_{kind}_y"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(x.grad.asnumpy(), V[f"grid_{kind}_g"], rtol=1e-5, atol=1e-5)

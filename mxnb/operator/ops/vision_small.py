@@ -277,3 +277,58 @@ class CorrelationProp(KernelProp):
         crop = (slice(None), slice(None), slice(p, p + x1.shape[2]), slice(p, p + x1.shape[3]))
         write(in_grad[0], req[0], g1[crop])
         write(in_grad[1], req[1], g2[crop])
+
+
+@register("GridGenerator")
+class GridGeneratorProp(KernelProp):
+    """Sampling grids in [-1, 1]: from affine matrices (N, 6) or from flow fields (N, 2, H, W).
+
+    ``affine``: grid = theta @ [x_t, y_t, 1] over a ``target_shape`` grid of
+    normalized coordinates; ``warp``: grid = (pixel + flow) normalized by (size - 1) / 2.
+    Channel 0 holds x (columns), channel 1 y (rows).
+    """
+
+    transform_type = Param(str, default="affine", choices=("affine", "warp"), doc="Grid source.")
+    target_shape = Param(Shape, default=(0, 0), doc="(H, W) of an affine grid.")
+
+    def infer_shape(self, in_shape):  # type: ignore[no-untyped-def]
+        """``(N, 2, H, W)``."""
+        if in_shape[0] is None:
+            return None
+        shape = tuple(in_shape[0])
+        if self.transform_type == "affine":
+            return [shape], [(shape[0], 2) + tuple(self.target_shape)], []
+        return [shape], [shape], []
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):  # type: ignore[no-untyped-def]
+        """The head gradient and the input (for its shape)."""
+        return [out_grad[0], in_data[0]]
+
+    @staticmethod
+    def _base(h: int, w: int) -> np.ndarray:
+        """Rows x_t, y_t, 1 of the normalized target grid, flattened row-major: (3, H*W)."""
+        ys, xs = np.meshgrid(np.linspace(-1, 1, h), np.linspace(-1, 1, w), indexing="ij")
+        return np.stack([xs.ravel(), ys.ravel(), np.ones(h * w)])
+
+    def forward(self, ctx, in_data, req, out_data, aux):  # type: ignore[no-untyped-def]
+        """theta @ base, or the flow added to the pixel grid and normalized."""
+        x = in_data[0].astype(np.float64)
+        n, _, h, w = out_data[0].shape
+        if self.transform_type == "affine":
+            out = np.matmul(x.reshape(n, 2, 3), self._base(h, w)).reshape(n, 2, h, w)
+        else:
+            rows, cols = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+            out = np.stack(
+                [(x[:, 0] + cols) / ((w - 1) / 2.0) - 1, (x[:, 1] + rows) / ((h - 1) / 2.0) - 1], 1
+            )
+        write(out_data[0], req[0], out)
+
+    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):  # type: ignore[no-untyped-def]
+        """g @ base^T, or the head gradient scaled by the normalization."""
+        g = out_grad[0].astype(np.float64)
+        n, _, h, w = g.shape
+        if self.transform_type == "affine":
+            grad = np.matmul(g.reshape(n, 2, h * w), self._base(h, w).T).reshape(n, 6)
+        else:
+            grad = np.stack([g[:, 0] / ((w - 1) / 2.0), g[:, 1] / ((h - 1) / 2.0)], 1)
+        write(in_grad[0], req[0], grad)

@@ -1,4 +1,4 @@
-"""Write correlation_vectors.npz: MXNet 1.9.1's Correlation outputs and gradients.
+"""Write correlation_vectors.npz: MXNet 1.9.1's Correlation and GridGenerator values.
 
 Run with a Python that has MXNet 1.9.1 (not mxnb):
     /tmp/mxvenv/bin/python tests/operator/data/gen_correlation_vectors.py
@@ -36,6 +36,24 @@ for name, params in CASES.items():
             f"{name}_y": y.asnumpy(),
             f"{name}_ga": x1.grad.asnumpy(),
             f"{name}_gb": x2.grad.asnumpy(),
+        }
+    )
+# GridGenerator (same file: the vision ops of vision_small.py)
+theta = rng.randn(2, 6)
+flow = rng.randn(2, 2, 4, 5)
+for kind, data, params in [("affine", theta, dict(target_shape=(4, 5))), ("warp", flow, {})]:
+    x = mx.nd.array(data)
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.GridGenerator(x, transform_type=kind, **params)
+    head = rng.randn(*y.shape)
+    y.backward(mx.nd.array(head))
+    out.update(
+        {
+            f"grid_{kind}_x": data,
+            f"grid_{kind}_y": y.asnumpy(),
+            f"grid_{kind}_head": head,
+            f"grid_{kind}_g": x.grad.asnumpy(),
         }
     )
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "correlation_vectors.npz")
