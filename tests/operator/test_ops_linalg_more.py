@@ -1,4 +1,4 @@
-"""gemm / gemm2 / inverse / syrk / syevd / the diagonal and triangle packers vs MXNet 1.9.1.
+"""gemm / gemm2 / inverse / syrk / syevd / trmm / the diagonal and triangle packers vs MXNet 1.9.1.
 
 Specification: ``mx.nd.linalg.gemm``, ``gemm2`` (transposes, ``axis`` of the
 rows), ``inverse``, ``extractdiag`` / ``makediag`` and ``extracttrian`` /
@@ -28,6 +28,9 @@ CASES = {
     "extractdiag": lambda x: mx.nd.linalg.extractdiag(x, offset=-1),
     "makediag": lambda x: mx.nd.linalg.makediag(x, offset=2),
     "syrk": lambda x: mx.nd.linalg.syrk(x, transpose=True, alpha=0.5),
+    "trmm": lambda x, y: mx.nd.linalg.trmm(
+        x, y, transpose=True, rightside=True, lower=False, alpha=1.5
+    ),
 }
 
 

@@ -358,3 +358,45 @@ class SyevdProp(KernelProp):
         idx = np.arange(n)
         middle[..., idx, idx] = gl
         write(in_grad[0], req[0], np.matmul(np.matmul(_t(u), middle), u))
+
+
+@register("_linalg_trmm")
+class TrmmProp(KernelProp):
+    """``alpha * op(A) B`` (``rightside``: ``alpha * B op(A)``), A triangular (``lower``)."""
+
+    transpose = Param(bool, default=False, doc="Use A transposed.")
+    rightside = Param(bool, default=False, doc="Multiply from the right.")
+    lower = Param(bool, default=True, doc="A is lower triangular (else upper).")
+    alpha = Param(float, unbounded=ANY, default=1.0, doc="Scale.")
+
+    def list_arguments(self) -> list[str]:
+        """A, B."""
+        return ["A", "B"]
+
+    def infer_shape(self, in_shape):  # type: ignore[no-untyped-def]
+        """The output has B's shape."""
+        if any(s is None for s in in_shape):
+            return None
+        return [tuple(s) for s in in_shape], [tuple(in_shape[1])], []
+
+    def _tri(self, a: np.ndarray) -> np.ndarray:
+        return np.tril(a) if self.lower else np.triu(a)
+
+    def forward(self, ctx, in_data, req, out_data, aux):  # type: ignore[no-untyped-def]
+        """Only A's triangle takes part."""
+        a, b = in_data
+        op = _t(self._tri(a)) if self.transpose else self._tri(a)
+        out = np.matmul(b, op) if self.rightside else np.matmul(op, b)
+        write(out_data[0], req[0], (self.alpha * out).astype(b.dtype))
+
+    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):  # type: ignore[no-untyped-def]
+        """dB through op(A); dA the outer product, transposed back and kept to the triangle."""
+        a, b = in_data
+        g = self.alpha * out_grad[0]
+        op = _t(self._tri(a)) if self.transpose else self._tri(a)
+        if self.rightside:
+            db, dop = np.matmul(g, _t(op)), np.matmul(_t(b), g)
+        else:
+            db, dop = np.matmul(_t(op), g), np.matmul(g, _t(b))
+        write(in_grad[0], req[0], self._tri(_t(dop) if self.transpose else dop))
+        write(in_grad[1], req[1], db)
