@@ -58,6 +58,12 @@ for k, low in [(0, True), (0, False), (-1, True), (2, True)]:
     out[tag + "_made"] = mx.nd.linalg.maketrian(ext, offset=k, lower=low).asnumpy()
 out["trian_x"] = sq
 record(
+    "trmm",
+    lambda x, y: mx.nd.linalg.trmm(x, y, transpose=True, rightside=True, lower=False, alpha=1.5),
+    [rng.randn(2, 3, 3), rng.randn(2, 4, 3)],
+    rng.randn(2, 4, 3),
+)
+record(
     "syrk",
     lambda x: mx.nd.linalg.syrk(x, transpose=True, alpha=0.5),
     [rng.randn(2, 3, 4)],
