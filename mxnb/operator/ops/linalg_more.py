@@ -1,4 +1,4 @@
-"""More of ``mx.linalg``: gemm, gemm2, inverse, and the diagonal / triangle packers.
+"""More of ``mx.linalg``: gemm(2), inverse, syrk, syevd, trmm, diagonal / triangle packers.
 
 Idea (MXNet: src/operator/tensor/la_op.cc): ``_linalg_gemm`` is
 ``alpha * op(A) op(B) + beta * C`` and ``_linalg_gemm2`` the same without C
@@ -10,9 +10,8 @@ vector; ``extracttrian`` / ``maketrian`` do the same for a triangle (lower
 for a negative offset, packed row by row; upper for a positive one, packed
 column by column; ``lower`` decides at offset 0).
 
-Rule: gradients as MXNet: gemm dA' = alpha g B'^T, dB' = alpha A'^T g, dC = beta g
-(transposed back when the input was); inverse dA = -A^-T g A^-T; each packer's
-gradient is its inverse packer applied to the head gradient.
+Rule: gradients as MXNet (gemm dA' = alpha g B'^T, dB' = alpha A'^T g, dC = beta g;
+inverse dA = -A^-T g A^-T; a packer's gradient is its inverse packer).
 
 State kept: none beyond the registry entries.
 
