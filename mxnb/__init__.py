@@ -80,6 +80,7 @@ __all__ = [
     "exercises",
     "gpu",
     "init",
+    "gluon",
     "initializer",
     "image",
     "io",
