@@ -80,7 +80,7 @@ def _windows(size: int, out: int) -> list[tuple[int, int]]:
 class AdaptiveAvgPooling2DProp(KernelProp):
     """Average-pool NCHW ``data`` to ``output_size`` (one value: square)."""
 
-    output_size = Param(Shape, default=(1,), doc="(height, width) or one size for both.")
+    output_size = Param(Shape, low=1, default=(1,), doc="(height, width) or one size for both.")
 
     def _size(self) -> tuple[int, int]:
         size = tuple(self.output_size)
@@ -289,7 +289,7 @@ class GridGeneratorProp(KernelProp):
     """
 
     transform_type = Param(str, default="affine", choices=("affine", "warp"), doc="Grid source.")
-    target_shape = Param(Shape, default=(0, 0), doc="(H, W) of an affine grid.")
+    target_shape = Param(Shape, low=0, default=(0, 0), doc="(H, W) of an affine grid.")
 
     def infer_shape(self, in_shape):  # type: ignore[no-untyped-def]
         """``(N, 2, H, W)``."""
