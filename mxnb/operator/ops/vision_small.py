@@ -332,3 +332,76 @@ class GridGeneratorProp(KernelProp):
         else:
             grad = np.stack([g[:, 0] / ((w - 1) / 2.0), g[:, 1] / ((h - 1) / 2.0)], 1)
         write(in_grad[0], req[0], grad)
+
+
+@register("ROIPooling")
+class ROIPoolingProp(KernelProp):
+    """Max-pool each region of interest ``[batch, x1, y1, x2, y2]`` to ``pooled_size``.
+
+    Corners are scaled by ``spatial_scale`` and rounded half away from zero; bin
+    ``(ph, pw)`` spans ``floor(ph * bin) .. ceil((ph + 1) * bin)`` of the region,
+    clipped to the map; an empty bin is 0.  The gradient goes to each bin's arg-max.
+    """
+
+    pooled_size = Param(Shape, low=1, doc="(height, width) of each pooled region.")
+    spatial_scale = Param(float, low=0.0, doc="Scale from region to map coordinates.")
+
+    def list_arguments(self) -> list[str]:
+        """The map and the regions."""
+        return ["data", "rois"]
+
+    def infer_shape(self, in_shape):  # type: ignore[no-untyped-def]
+        """``(R, C) + pooled_size``."""
+        if any(s is None for s in in_shape):
+            return None
+        data, rois = tuple(in_shape[0]), tuple(in_shape[1])
+        return [data, rois], [(rois[0], data[1]) + tuple(self.pooled_size)], []
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):  # type: ignore[no-untyped-def]
+        """The head gradient and both inputs (the arg-max is recomputed)."""
+        return [out_grad[0], in_data[0], in_data[1]]
+
+    def _bins(self, roi: np.ndarray, height: int, width: int):  # type: ignore[no-untyped-def]
+        """(ph, pw, rows, cols) of every bin of one region."""
+        x1, y1, x2, y2 = (
+            np.sign(v) * np.floor(abs(v) * self.spatial_scale + 0.5) for v in roi[1:5]
+        )
+        ph_n, pw_n = self.pooled_size
+        bin_h, bin_w = max(y2 - y1 + 1, 1) / ph_n, max(x2 - x1 + 1, 1) / pw_n
+        for ph in range(ph_n):
+            h0 = int(min(max(np.floor(ph * bin_h) + y1, 0), height))
+            h1 = int(min(max(np.ceil((ph + 1) * bin_h) + y1, 0), height))
+            for pw in range(pw_n):
+                w0 = int(min(max(np.floor(pw * bin_w) + x1, 0), width))
+                w1 = int(min(max(np.ceil((pw + 1) * bin_w) + x1, 0), width))
+                yield ph, pw, slice(h0, h1), slice(w0, w1)
+
+    def _pool(self, data: np.ndarray, rois: np.ndarray, grad_head: np.ndarray | None = None):  # type: ignore[no-untyped-def]
+        """The pooled values, or (with the head gradient) the data gradient."""
+        r_n = rois.shape[0]
+        out = np.zeros((r_n, data.shape[1]) + tuple(self.pooled_size), dtype=data.dtype)
+        grad = np.zeros(data.shape, dtype=np.float64)
+        for r in range(r_n):
+            n = int(rois[r, 0])
+            for ph, pw, rows, cols in self._bins(rois[r], data.shape[2], data.shape[3]):
+                window = data[n, :, rows, cols].reshape(data.shape[1], -1)
+                if window.shape[1] == 0:
+                    continue
+                best = window.argmax(axis=1)
+                out[r, :, ph, pw] = window[np.arange(data.shape[1]), best]
+                if grad_head is not None:
+                    hh, ww = np.unravel_index(
+                        best, (rows.stop - rows.start, cols.stop - cols.start)
+                    )
+                    np.add.at(grad[n], (np.arange(data.shape[1]), hh + rows.start, ww + cols.start),
+                              grad_head[r, :, ph, pw])  # fmt: skip
+        return out if grad_head is None else grad
+
+    def forward(self, ctx, in_data, req, out_data, aux):  # type: ignore[no-untyped-def]
+        """Max over each bin."""
+        write(out_data[0], req[0], self._pool(in_data[0], in_data[1]))
+
+    def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):  # type: ignore[no-untyped-def]
+        """The head gradient to each bin's arg-max; the regions get none."""
+        write(in_grad[0], req[0], self._pool(in_data[0], in_data[1], out_grad[0]))
+        write(in_grad[1], req[1], 0)

@@ -56,6 +56,16 @@ for kind, data, params in [("affine", theta, dict(target_shape=(4, 5))), ("warp"
             f"grid_{kind}_g": x.grad.asnumpy(),
         }
     )
+# ROIPooling: regions partly outside the map, one empty bin row
+fmap = rng.rand(2, 3, 6, 7)
+rois = np.array([[0, 1.1, 0.6, 5.2, 4.4], [1, -2.0, 3.0, 3.5, 9.0], [0, 4.0, 4.0, 4.0, 4.0]])
+x = mx.nd.array(fmap)
+x.attach_grad()
+with mx.autograd.record():
+    y = mx.nd.ROIPooling(x, mx.nd.array(rois), pooled_size=(2, 3), spatial_scale=0.9)
+head = rng.randn(*y.shape)
+y.backward(mx.nd.array(head))
+out.update(roi_x=fmap, roi_rois=rois, roi_y=y.asnumpy(), roi_head=head, roi_g=x.grad.asnumpy())
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "correlation_vectors.npz")
 np.savez(path, **out)
 print("wrote", path)
