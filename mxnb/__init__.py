@@ -41,6 +41,7 @@ from . import optimizer
 from .optimizer import lr_scheduler
 from . import initializer
 from . import initializer as init
+from . import gluon
 from . import metric
 from . import kvstore
 from . import kvstore as kv
@@ -79,6 +80,7 @@ __all__ = [
     "exercises",
     "gpu",
     "init",
+    "gluon",
     "initializer",
     "image",
     "io",

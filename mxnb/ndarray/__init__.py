@@ -39,6 +39,8 @@ from .cached_op import CachedOp
 from .compat import eye, from_numpy, hypot, maximum, minimum, moveaxis, onehot_encode, power
 from .compat import ARITHMETIC as _ARITHMETIC
 from .compat import split_v2  # noqa: F401  (MXNet: mx.nd.split_v2)
+from .compat import histogram  # noqa: F401  (MXNet: mx.nd.histogram)
+from . import image  # noqa: F401  (MXNet: mx.nd.image)
 from .creation import (
     arange,
     array,

@@ -38,6 +38,7 @@ __all__ = [
     "onehot_encode",
     "power",
     "split_v2",
+    "histogram",
 ]
 
 
@@ -177,3 +178,12 @@ def split_v2(
 
     outputs = invoke("_split_v2", [ary], split_v2_params(indices_or_sections, axis, squeeze_axis))
     return outputs[0] if len(outputs) == 1 else outputs
+
+
+def histogram(a: NDArray, bins: Any = 10, range: Any = None) -> Any:  # noqa: A002
+    """Counts over ``bins`` equal bins of ``range``, or over the edges array ``bins``."""
+    from ..operator.ops.vision_small import histogram_params
+    from .invoke import invoke
+
+    given, params = histogram_params(bins, range)
+    return invoke("_histogram", [a, bins] if given else [a], params)

@@ -37,7 +37,8 @@ from typing import Any
 from ..base import FormatError
 from ..operator import registry
 from . import _internal, contrib, graph, linalg, random  # noqa: F401 - _internal: mx.sym._internal
-from .compat import hypot, maximum, minimum, pow, power, split_v2  # noqa: F401
+from .compat import histogram, hypot, maximum, minimum, pow, power, split_v2  # noqa: F401
+from . import image  # noqa: F401  (MXNet: mx.sym.image)
 from .creation import Group, Variable, create, var
 from .scope import AttrScope, NameManager, Prefix
 from .serialization import from_json

@@ -18,7 +18,7 @@ from typing import Any
 from ..ndarray.compat import binary_dispatch
 from .symbol import Symbol
 
-__all__ = ["hypot", "maximum", "minimum", "pow", "power", "split_v2"]
+__all__ = ["histogram", "hypot", "maximum", "minimum", "pow", "power", "split_v2"]
 
 _namespace = sys.modules[__package__]
 maximum = binary_dispatch("maximum", _namespace, Symbol)
@@ -37,3 +37,14 @@ def split_v2(
 
     params = split_v2_params(indices_or_sections, axis, squeeze_axis)
     return create("_split_v2", ary, hint="split_v2", **params, **kwargs)
+
+
+def histogram(a: Any, bins: Any = 10, range: Any = None, **kwargs: Any) -> Any:  # noqa: A002
+    """Counts over ``bins`` equal bins of ``range``, or over the edges symbol ``bins``."""
+    from ..operator.ops.vision_small import histogram_params
+    from .creation import create
+
+    given, params = histogram_params(bins, range)
+    if given:
+        return create("_histogram", a, bins, hint="histogram", **kwargs)
+    return create("_histogram", a, hint="histogram", **params, **kwargs)

@@ -192,7 +192,7 @@ class _OpRunner:
         self.is_train = is_train
         self.arguments = self.prop.list_arguments()
         self.inputs = {
-            name: np.ascontiguousarray(value, dtype=dtype)
+            name: np.array(value, dtype=dtype, order="C")  # a copy: numeric_grad moves it in place
             for name, value in _as_named(location, self.arguments, "inputs", self.label).items()
         }
         missing = [name for name in self.arguments if name not in self.inputs]
@@ -200,7 +200,7 @@ class _OpRunner:
             raise ParamError(f"check_numeric_gradient({self.label}): no value for {missing}")
         aux_names = self.prop.list_auxiliary_states()
         self.aux = {
-            name: np.ascontiguousarray(value, dtype=dtype)
+            name: np.array(value, dtype=dtype, order="C")  # a copy: numeric_grad moves it in place
             for name, value in _as_named(aux_states, aux_names, "aux states", self.label).items()
         }
         self.aux_names = aux_names
@@ -261,12 +261,12 @@ class _SymbolRunner:
         self.is_train = is_train
         self.arguments = sym.list_arguments()
         self.inputs = {
-            name: np.ascontiguousarray(value, dtype=dtype)
+            name: np.array(value, dtype=dtype, order="C")  # a copy: numeric_grad moves it in place
             for name, value in _as_named(location, self.arguments, "inputs", "symbol").items()
         }
         aux_names = sym.list_auxiliary_states()
         self.aux = {
-            name: np.ascontiguousarray(value, dtype=dtype)
+            name: np.array(value, dtype=dtype, order="C")  # a copy: numeric_grad moves it in place
             for name, value in _as_named(aux_states, aux_names, "aux states", "symbol").items()
         }
         shapes = {name: value.shape for name, value in self.inputs.items()}

@@ -4,12 +4,15 @@ The procedure (docs/mxnet_unittests.md says more):
 
 1. Put MXNet 1.x test files (``tests/python/unittest/test_*.py`` of apache/mxnet)
    in a directory OUTSIDE this repository (they may not be committed), with
-   ``import mxnet as mx`` / ``from mxnet`` changed to ``mxnb`` and nothing else.
-   This tool fetches nothing.
+   ``import mxnet as mx`` / ``from mxnet`` changed to ``mxnb`` and nothing else,
+   beside the test directory's own ``common.py`` (and ``tests/python/common/models.py``,
+   which it imports), imports changed the same way.  This tool fetches nothing.
 2. ``python tools/mxnet_unittests/run.py DIR`` runs each file with pytest (a
-   timeout per file), with ``shims/`` on the path: our own stand-ins for the
-   ``common.py`` helpers of MXNet's test directory and for ``nose.tools``.
-3. With ``--oracle-python /work/mxnet-venv/bin/python`` the same files (and
+   timeout per file).  The test directory comes first on the path, then
+   ``shims/``: a stand-in for ``nose`` (``nose.tools`` on top of pytest) and, for
+   files that have no ``common.py`` beside them, a stand-in for it.  Nothing else
+   is replaced: a test that needs Gluon runs against ``mxnb.gluon`` as it is.
+3. With ``--oracle-python /tmp/mxvenv/bin/python`` the same files (and
    shims) are first run under real MXNet 1.9.1, with ``mxnb`` written back to
    ``mxnet`` in a scratch copy: only the tests that pass there are counted
    (the files in the index come from several MXNet versions, so some of
@@ -19,13 +22,13 @@ The procedure (docs/mxnet_unittests.md says more):
 5. ``manifest.json`` beside this tool names the files of the published
    measurement with their SHA-256 (after the import change): the tool says
    for each file whether it is that exact text, so a count can be reproduced.
-   Its ``out_of_scope`` lists (test -> reason) take tests out of the count.
+   Its ``out_of_scope`` lists (test -> reason) take tests out of the count;
+   they hold only tests that need sparse storage or ``mx.np`` / ``mx.npx``.
 6. ``--test-timeout S`` (pytest-timeout, in both pythons) fails one slow test
    instead of losing the whole file to the per-file ``--timeout``.
 
-Causes are read from the failure message: tests needing Gluon, sparse
-storage or ``mx.np`` are out of scope; the rest are named by the missing
-attribute or the error type.
+Causes are read from the failure message (Gluon, sparse storage, ``mx.np``, a
+missing attribute, the error type); only the manifest takes a test out.
 """
 
 from __future__ import annotations
@@ -46,10 +49,10 @@ SHIMS = Path(__file__).resolve().parent / "shims"
 MANIFEST = Path(__file__).resolve().parent / "manifest.json"
 
 _CAUSES = [
-    (r"gluon|Gluon", "out of scope: Gluon"),
+    (r"gluon|Gluon", "Gluon"),
     (r"NameError: name '(\w+)' is not defined", "missing name: {0}"),
-    (r"tostype|stype|row_sparse|csr", "out of scope: sparse storage"),
-    (r"mxnb' has no attribute 'np'|mx\.np\b|_NumpyArrayScope|use_np\b", "out of scope: mx.np"),
+    (r"tostype|stype|row_sparse|csr", "sparse storage"),
+    (r"mxnb' has no attribute 'np'|mx\.np\b|_NumpyArrayScope|use_np\b", "mx.np"),
     (r"has no attribute '(\w+)'", "missing API: {0}"),
     (r"cannot import name '(\w+)'", "missing API: {0}"),
     (r"No module named '([\w.]+)'", "missing module: {0}"),
@@ -94,11 +97,12 @@ def run_file(
     and goes on with the next, instead of losing the whole file to ``timeout``."""
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "report.xml"
-        paths = [str(shims), str(path.parent), os.environ.get("PYTHONPATH", "")]
+        # the test directory first: MXNet's own common.py (and models.py) beside the
+        # files win over the stand-in in shims/, kept for files without one
+        paths = [str(path.parent), str(shims), os.environ.get("PYTHONPATH", "")]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in paths if p))
         command = [
             python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", os.devnull,
-            "-p", "measurement_plugin",
             "--rootdir", str(path.parent), f"--junitxml={report}", str(path),
         ]  # fmt: skip
         if test_timeout:

@@ -44,6 +44,7 @@ from . import optimizer_ops, pool, reduce, rnn, sampling, softmax
 from . import compat, legacy  # after the families they build on
 from . import layers_compat, samplers, stats_compat, tensor_compat  # noqa: F401  (likewise)
 from . import linalg, norm_more  # norm_more builds on norm
+from . import contrib_small, linalg_more, vision_regions, vision_small  # noqa: F401  (register)
 
 __all__ = [
     "activation",

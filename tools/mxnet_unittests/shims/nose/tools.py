@@ -30,3 +30,12 @@ def ok_(expr, msg=None):
 
 def eq_(a, b, msg=None):
     assert a == b, msg
+
+
+def make_decorator(function):
+    """nose's ``make_decorator``: the wrapper keeps the wrapped test's name and docstring."""
+
+    def decorate(wrapper):
+        return functools.wraps(function)(wrapper)
+
+    return decorate
