@@ -195,10 +195,10 @@ def _waits(ops: dict[int, OpRecord], target: OpRecord, var: Callable[[int], str]
         }[dep.kind]
         ended = ""
         if other is not None and other.end is not None:
-            ended = f" ({who} ended at t={_ms(other.end - t0)})"
+            ended = f"; it ended at t={_ms(other.end - t0)}"
             if last_end is None or other.end > last_end:
                 last_end, last_name = other.end, who
-        lines.append(f"    - {why}{ended}")
+        lines.append(f"    - {why} [{dep.kind.name}]{ended}")
     if last_end is not None:
         lines.append(f"  the last of them to finish was {last_name}: that released it.")
     return lines
