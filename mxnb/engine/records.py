@@ -249,9 +249,12 @@ def _name_vars(touched: tuple[Var, ...]) -> None:
 class RecordReader:
     """Turns one recorder's share of the log into events, in order.
 
-    Keeps the shadow vars and ops the dependency notes run over: ops pushed
-    before the recorder attached are unknown to it, so edges to them are not
-    found.
+    Keeps the shadow vars and ops the dependency notes run over.  Ops pushed
+    before the recorder attached are unknown to it: edges to them are not
+    found, and their ready / start / end events are left out, so that every
+    op event of a trace follows its op's push (the views and the Chrome
+    reader rely on it; an op in flight at attach once broke a dist job's
+    trace).
     """
 
     def __init__(self, named: set[int]) -> None:
@@ -323,19 +326,22 @@ class RecordReader:
             add(OpStart(t, op_id, starter, thread))
 
     def _start(self, add, t, op_id, worker, ident) -> None:
-        add(OpStart(t, op_id, worker, self._thread(ident)))
+        if op_id in self._ops:  # else pushed before the recorder attached
+            add(OpStart(t, op_id, worker, self._thread(ident)))
 
     def _end(self, add, t, op_id, error, skipped, deleted, ready, chain) -> None:
         opr = self._ops.pop(op_id, None)
         if opr is not None:
             note_done(opr)
-        add(OpEnd(t, op_id, error, skipped))
+            add(OpEnd(t, op_id, error, skipped))
         for var_id in deleted:
             self._vars.pop(var_id, None)
             add(VarDelete(t, var_id))
+        ops = self._ops
         for successor in ready:
-            add(OpReady(t, successor))
-        if chain is not None:
+            if successor in ops:
+                add(OpReady(t, successor))
+        if chain is not None and ready[0] in ops:
             add(OpStart(t, ready[0], chain.worker, self._thread(chain.thread)))
 
     def _done(self, add, t, op_id) -> None:

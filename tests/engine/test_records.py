@@ -183,3 +183,28 @@ def test_every_record_of_a_kind_has_its_one_layout(engine):
     ends = [f for f, r in zip(ends, records_of(logged)) if r[0] == records.RAW_END]
     assert {type(f["error"]) for f in ends} == {str, type(None)}
     assert any(f["deleted"] for f in ends)
+
+
+def test_ops_in_flight_at_attach_leave_no_event_without_its_push():
+    """An op pushed before the recorder attached, that starts, ends or is made ready after it,
+    gives no event: every op event follows its push, and the trace survives Chrome's reader."""
+    import threading
+
+    engine = mx.engine.create("threaded_per_device")
+    var = engine.new_var(name="v")
+    gate = threading.Event()
+    try:
+        engine.push_sync(lambda rctx: gate.wait(5), CPU, mutate_vars=[var], name="before")
+        engine.push_sync(lambda rctx: None, CPU, mutate_vars=[var], name="queued before")
+        with mx.engine.trace() as trace:
+            gate.set()
+            engine.push_sync(lambda rctx: None, CPU, const_vars=[var], name="after")
+            engine.wait_for_all()
+    finally:
+        gate.set()
+        engine.shutdown()
+    pushed = {e.op_id for e in trace.events if type(e) is OpPush}
+    about_ops = [e for e in trace.events if hasattr(e, "op_id") and type(e) is not OpPush]
+    assert about_ops and all(e.op_id in pushed for e in about_ops)
+    again = mx.engine.Trace.from_chrome_trace(trace.to_chrome_trace())
+    assert [e.name for e in again.events if type(e) is OpPush] == ["after"]
