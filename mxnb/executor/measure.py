@@ -72,9 +72,7 @@ def measure_peak(sym: Any, graph: ExecGraph, plan: MemoryPlan, ctx: Context) -> 
     manager.reset_peak()
     exe = Executor(sym, ctx, graph, plan, args, grads, aux)
     heads = sum(_capacity(array) for array in exe._head_grads.values())
-    exe.forward(is_train=True)
-    exe.backward()
-    _nd.waitall()
+    training_step(exe)
     return manager.stats().peak_bytes - before - heads
 
 

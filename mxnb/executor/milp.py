@@ -95,6 +95,7 @@ def _scipy() -> tuple[Any, Any]:
         ) from exc
     return optimize, sparse
 
+
 __all__ = ["Model", "Solution", "plan_milp"]
 
 #: Calibration rounds: solve, plan for real, move the modelled budget by the miss.
@@ -251,7 +252,9 @@ class Model:
                 rows.append(r)
                 cols.append(c)
                 data.append(value)
-        matrix = _scipy()[1].coo_matrix((data, (rows, cols)), shape=(len(self.rows), len(self.cols)))
+        matrix = _scipy()[1].coo_matrix(
+            (data, (rows, cols)), shape=(len(self.rows), len(self.cols))
+        )
         lower = np.array([lo for _, lo, _ in self.rows])
         upper = np.array([hi for _, _, hi in self.rows])
         costs = np.zeros(len(self.cols))

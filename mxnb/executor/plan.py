@@ -51,7 +51,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from .plan_entries import EXTERNAL_STORAGE_ID, EntryKind, PlanEntry, StorageBlock
+from .plan_entries import (
+    EXTERNAL_STORAGE_ID,
+    RECOMPUTE_SUFFIX,
+    EntryKind,
+    PlanEntry,
+    StorageBlock,
+)
 from .plan_rules import check_plan
 
 __all__ = [
@@ -90,9 +96,8 @@ class MemoryPlan:
     workspace_bytes: int = 0  # the largest TEMP_SPACE request of a step (the context's scratch)
     solver: str | None = None  # a budget solved exactly: 'milp' (mxnb.executor.milp), else None
     mip_gap: float | None = None  # the exact planner's proven relative optimality gap
-    recompute_seconds: float | None = (
-        None  # predicted from measured op times, when planned with them
-    )
+    # the recompute steps' predicted seconds, when planned with measured op times
+    recompute_seconds: float | None = None
     _index: dict[str, PlanEntry] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -137,7 +142,7 @@ class MemoryPlan:
         """
         if op_times is None:
             return float(self.recompute_flops)
-        suffix = len("_recompute")
+        suffix = len(RECOMPUTE_SUFFIX)
         return sum(float(op_times.get(step[:-suffix], 0.0)) for step in self.recompute_steps)
 
     def recomputed_entries(self) -> tuple[str, ...]:

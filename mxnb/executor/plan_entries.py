@@ -24,7 +24,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-__all__ = ["EXTERNAL_STORAGE_ID", "EntryKind", "PlanEntry", "StorageBlock"]
+__all__ = ["EXTERNAL_STORAGE_ID", "RECOMPUTE_SUFFIX", "EntryKind", "PlanEntry", "StorageBlock"]
+
+#: A recompute step (and the entries it writes) is named after its forward node plus this.
+RECOMPUTE_SUFFIX = "_recompute"
 
 #: Storage id of entries the planner does not place (MXNet: ``kExternalStorageID``):
 #: arguments, argument gradients, aux states and head gradients.

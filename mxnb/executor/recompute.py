@@ -56,7 +56,7 @@ from typing import Any
 from ..base import ParamError
 from ..operator.base import OpReqType, ResourceRequest
 from .gradient import GradientPass
-from .plan import EntryKind
+from .plan_entries import RECOMPUTE_SUFFIX, EntryKind
 from .steps import ExecGraph, Step, StepKind
 
 __all__ = ["EXPENSIVE_OPS", "REPLAYED_OPS", "RecomputePass", "candidates", "choose", "node_flag"]
@@ -146,7 +146,7 @@ class RecomputePass(GradientPass):
             record = builder.entries[original]
             outputs.append(
                 builder.new_entry(
-                    f"{record.name}_recompute",
+                    f"{record.name}{RECOMPUTE_SUFFIX}",
                     EntryKind.RECOMPUTED,
                     record.node,
                     record.op,
@@ -156,7 +156,7 @@ class RecomputePass(GradientPass):
                     recompute_of=original,
                 )
             )
-        step = Step(0, builder.step_name(f"{forward.name}_recompute"), StepKind.RECOMPUTE,
+        step = Step(0, builder.step_name(f"{forward.name}{RECOMPUTE_SUFFIX}"), StepKind.RECOMPUTE,
                     prop.op_name, prop, forward.node)  # fmt: skip
         step.in_data = list(in_data)
         step.out_data = list(outputs)

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..operator.base import OperatorProperty, OpReqType
 from ..symbol.graph import Node
-from .plan import EntryKind
+from .plan_entries import EntryKind
 
 __all__ = ["DataEntry", "ExecGraph", "GraphBuilder", "Step", "StepKind", "without_gc_pauses"]
 

@@ -334,8 +334,8 @@ class ConvolutionProp(_ConvBase):
         if inferred is None:
             return 0
         out = inferred[1][0]
-        rows = in_shape[0][1] * math.prod(self.kernel)
-        return rows * math.prod(out[2:]) * out[0] * np.dtype(in_type[0]).itemsize
+        shape = self._columns_shape(tuple(in_shape[0]), math.prod(out[2:]))
+        return math.prod(shape) * np.dtype(in_type[0]).itemsize
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """Columns ``(C*K, P*N)`` (:func:`unfold`), ONE GEMM per group with the weight ``(F, C*K)``.
@@ -369,8 +369,12 @@ class ConvolutionProp(_ConvBase):
 
     def _columns(self, ctx: Any, x: Any, positions: int) -> Any:
         """The ``(C*K, P*N)`` column block, from TEMP_SPACE when the caller provides it."""
-        shape = (x.shape[1] * math.prod(self.kernel), positions * x.shape[0])
-        return _scratch(ctx, ctx.xp, shape, x.dtype)
+        return _scratch(ctx, ctx.xp, self._columns_shape(x.shape, positions), x.dtype)
+
+    def _columns_shape(self, data_shape: tuple, positions: int) -> tuple[int, int]:
+        """``(C*K, P*N)``: the columns of data ``(N, C, ...)`` over ``positions`` output positions
+        (what the run takes from TEMP_SPACE, and what the plan counts)."""
+        return data_shape[1] * math.prod(self.kernel), positions * data_shape[0]
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """dW = dy @ cols^T and dcols = W^T @ dy, one GEMM each per group; dx = fold(dcols).

@@ -197,10 +197,13 @@ class DeconvolutionProp(_ConvBase):
 
     def temp_space_bytes(self, in_shape, in_type):
         """The ``(N*I, K*F/g)`` channel-last columns, forward and backward alike."""
-        data = tuple(in_shape[0])
-        rows = data[0] * math.prod(data[2:])
-        columns = math.prod(self.kernel) * (self.num_filter // self.num_group)
-        return rows * columns * np.dtype(in_type[0]).itemsize
+        return math.prod(self._columns_shape(tuple(in_shape[0]))) * np.dtype(in_type[0]).itemsize
+
+    def _columns_shape(self, data_shape: tuple) -> tuple[int, int]:
+        """``(N*I, K*F/g)``: the channel-last columns of data ``(N, C, *I)`` (what the run takes
+        from TEMP_SPACE, and what the plan counts)."""
+        rows = data_shape[0] * math.prod(data_shape[2:])
+        return rows, math.prod(self.kernel) * (self.num_filter // self.num_group)
 
     def _weight_matrix(self, xp: Any, weight: Any) -> Any:
         """``(C/g, F/g, *K)`` -> ``(C/g, K*F/g)`` matching channel-last columns."""
@@ -219,7 +222,7 @@ class DeconvolutionProp(_ConvBase):
         x_cl = xp.ascontiguousarray(xp.moveaxis(x, 1, -1)).reshape(-1, c)  # (N*I, C)
         padded_spatial = tuple(o + 2 * p for o, p in zip(out_spatial, pad))
         result = xp.zeros((n,) + padded_spatial + (f,), dtype=x.dtype)
-        cols = _scratch(ctx, xp, (x_cl.shape[0], math.prod(kernel) * f_group), x.dtype)
+        cols = _scratch(ctx, xp, self._columns_shape(x.shape), x.dtype)
         for g in range(groups):
             w = self._weight_matrix(xp, weight[g * c_group : (g + 1) * c_group])
             xp.matmul(x_cl[:, g * c_group : (g + 1) * c_group], w, out=cols)
@@ -254,7 +257,7 @@ class DeconvolutionProp(_ConvBase):
         x_cl = xp.ascontiguousarray(xp.moveaxis(x, 1, -1)).reshape(-1, c)
         grad_x = xp.empty(x_cl.shape, dtype=x.dtype)
         grad_w = xp.empty(weight.shape, dtype=weight.dtype)
-        cols = _scratch(ctx, xp, (x_cl.shape[0], math.prod(kernel) * f_group), x.dtype)
+        cols = _scratch(ctx, xp, self._columns_shape(x.shape), x.dtype)
         for g in range(groups):
             im2col(
                 xp,
