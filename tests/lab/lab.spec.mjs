@@ -55,12 +55,39 @@ async function kernelIdle(page, timeout = 120_000) {
   }, null, { timeout, polling: 250 });
 }
 
+/**
+ * The value `read()` settles on: more than 12 (the cell's pushes) and the same on two reads
+ * 800 ms apart, for the panels stream ops after the cell has finished.
+ */
+async function settled(read, timeout = 30_000) {
+  let value = -1;
+  await expect.poll(async () => {
+    const first = await read();
+    await new Promise((done) => setTimeout(done, 800));
+    value = await read();
+    return first === value && value > 12;
+  }, { timeout, message: "the panel's op count settles above 12" }).toBe(true);
+  return value;
+}
+
+/**
+ * Run cell `index` of the current notebook and wait until the kernel has answered it: its
+ * execution count is new and the kernel is idle.  (Waiting for "idle" alone can pass before
+ * the request reaches the kernel.)
+ */
 async function runCell(page, index) {
-  await page.evaluate(async (i) => {
+  const before = await page.evaluate(async (i) => {
     const panel = window.jupyterapp.shell.currentWidget;
     panel.content.activeCellIndex = i;
+    const count = panel.content.widgets[i].model.executionCount;
     await window.jupyterapp.commands.execute("notebook:run-cell");
+    return { path: panel.context.path, count };
   }, index);
+  await page.waitForFunction(({ i, path, count }) => {
+    const panel = [...window.jupyterapp.shell.widgets("main")].find((w) => w.context && w.context.path === path);
+    const now = panel.content.widgets[i].model.executionCount;
+    return now !== null && now !== count;
+  }, { i: index, ...before }, { timeout: 120_000, polling: 100 });
   await kernelIdle(page);
 }
 
@@ -326,9 +353,8 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
     await page.waitForTimeout(1500); // a pause before the cell: not on the axis
     await activateNotebook(page);
     await runCell(page, 1);
-    await expect.poll(ops, { timeout: 30_000 }).toBeGreaterThan(12);
     await expect(dag.locator(".mxnb-panel-status")).toHaveText(/ 0 pending\s*$/);
-    const once = await ops();
+    const once = await settled(ops);
     const svg = timeline.locator("svg.mxnb-timeline");
     const [t0, t1] = (await svg.getAttribute("data-span")).split(" ").map(Number);
     expect(t1 - t0, "the axis spans this cell's ops: not the earlier runs, not the pause").toBeLessThan(1500);
@@ -349,9 +375,9 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
       await activateNotebook(page);
       await runCell(page, 1);
       await expect(dag.locator(".mxnb-panel-status")).toHaveText(/ 0 pending\s*$/);
-      // the cell's clear reached the panel, then its ops did: more than the 12 pushes, fewer than two runs
-      await expect.poll(async () => { const n = await ops(); return n > 12 && n < 1.5 * once; }, { timeout: 30_000 }).toBe(true);
-      runs.push(await ops());
+      // the cell's clear reached the panel, then all its ops did: more than the 12 pushes, fewer than two runs
+      runs.push(await settled(ops));
+      expect(runs[i], "one cell's ops, not two runs'").toBeLessThan(1.5 * once);
     }
     expect(runs[0], "each cell run alone").toBe(runs[1]);
     expect(runs[0]).toBeGreaterThan(12);
