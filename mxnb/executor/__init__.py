@@ -30,6 +30,7 @@ Example::
 from . import zoo
 from .binding import bind, simple_bind
 from .executor import Executor
+from .measure import PlanMeasurement, measure_plan
 from .plan import EXTERNAL_STORAGE_ID, EntryKind, MemoryPlan, PlanEntry, StorageBlock
 from .planning import plan_memory
 from .tournament import plan_strategies
@@ -41,10 +42,12 @@ __all__ = [
     "Executor",
     "MemoryBudgetError",
     "MemoryPlan",
+    "PlanMeasurement",
     "PlanEntry",
     "StorageBlock",
     "TradeoffPoint",
     "bind",
+    "measure_plan",
     "pareto",
     "plan_memory",
     "plan_strategies",

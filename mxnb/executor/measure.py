@@ -36,11 +36,16 @@ Example::
     >>> graph, plan = plan_graph_and_memory(zoo.lenet(), {'data': (2, 1, 28, 28)})
     >>> measure_peak(zoo.lenet(), graph, plan, mx.cpu(96)) == plan.total_bytes
     True
+    >>> measured = measure_plan(zoo.mlp(), {'data': (8, 784)}, recompute='mirror')
+    >>> measured.measured_bytes == measured.plan.total_bytes
+    True
 """
 
 from __future__ import annotations
 
-from typing import Any
+import itertools
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from .. import engine as _engine
 from .. import storage
@@ -48,11 +53,20 @@ from ..context import Context
 from ..ndarray import creation as _nd
 from .executor import Executor
 from .plan import MemoryPlan
+from .planning import plan_graph_and_memory
 from .sharing import bound_arrays
 from .steps import ExecGraph
 
 
-__all__ = ["flops_overhead", "measure_peak", "op_times", "predicted_overhead", "training_step"]
+__all__ = [
+    "PlanMeasurement",
+    "flops_overhead",
+    "measure_peak",
+    "measure_plan",
+    "op_times",
+    "predicted_overhead",
+    "training_step",
+]
 
 #: A training step's FLOPs in forward passes: backward computes two products per forward one
 #: (the data's gradient and the weights'), the rule of thumb the FLOPs prediction uses.
@@ -74,6 +88,49 @@ def measure_peak(sym: Any, graph: ExecGraph, plan: MemoryPlan, ctx: Context) -> 
     heads = sum(_capacity(array) for array in exe._head_grads.values())
     training_step(exe)
     return manager.stats().peak_bytes - before - heads
+
+
+class PlanMeasurement(NamedTuple):
+    """A plan and what a real training step held: ``measured_bytes`` against ``plan.total_bytes``."""
+
+    plan: MemoryPlan
+    measured_bytes: int  # the pool's high-water mark beyond the bound arrays (measure_peak)
+    ctx: Context  # where it was measured
+
+    @property
+    def ratio(self) -> float:
+        """Measured over planned total bytes (1.0: the plan held exactly)."""
+        return self.measured_bytes / self.plan.total_bytes if self.plan.total_bytes else 1.0
+
+
+#: device ids of the CPU contexts measure_plan makes: far above any a user or test picks
+_MEASURE_CONTEXTS = itertools.count(1 << 16)
+
+
+def measure_plan(
+    sym: Any, shapes: Mapping[str, tuple], ctx: Context | None = None, **plan_args: Any
+) -> PlanMeasurement:
+    """Plan ``sym`` at ``shapes`` (``plan_args`` as :func:`~.planning.plan_memory` takes them)
+    and measure it: the plan beside the bytes one training step really held.
+
+    ``ctx``: where to measure (default: a CPU context of its own, so nothing
+    else allocates there).  On a GPU, pass it, and run nothing else on it
+    meanwhile.  Show the result with ``mx.widgets.MemoryPlanView(measurement)``.
+    """
+    own = ctx is None
+    if ctx is None:
+        ctx = Context("cpu", next(_MEASURE_CONTEXTS))
+    elif not isinstance(ctx, Context):
+        raise TypeError(
+            f"measure_plan: ctx must be an mx.Context such as mx.cpu(1) or mx.gpu(0), "
+            f"got {type(ctx).__name__} {ctx!r}"
+        )
+    graph, plan = plan_graph_and_memory(sym, shapes, **plan_args)
+    measured = measure_peak(sym, graph, plan, ctx)
+    if own:  # the step's arrays are gone: hand the pool's cached blocks back
+        _nd.waitall()
+        storage.release_all(ctx)
+    return PlanMeasurement(plan, measured, ctx)
 
 
 def _capacity(array: Any) -> int:

@@ -15,10 +15,16 @@ Rule: the view reads :class:`~mxnb.executor.plan.MemoryPlan` objects only
 (from ``exe.memory_plan``, ``mx.executor.plan_memory`` or a dict of plans from
 ``mx.executor.plan_strategies``).
 
+A plan is a promise; ``MemoryPlanView(mx.executor.measure_plan(sym, shapes))``
+draws it beside what a real training step held (the storage pool's
+high-water mark): the bar chart's "planned total" (entries + workspace)
+and "measured" bars, and the title's ratio.
+
 State kept:
-    plan        the plan drawn in detail (the 'both' strategy when given several)
-    strategies  name -> MemoryPlan compared in the bar chart
-    top         how many of the largest entries the table lists
+    plan            the plan drawn in detail (the 'both' strategy when given several)
+    strategies      name -> MemoryPlan compared in the bar chart
+    top             how many of the largest entries the table lists
+    measured_bytes  a training step's measured peak beyond the bound arrays, or None
 
 Example::
 
@@ -89,6 +95,11 @@ class MemoryPlanView(FigureView):
         ``mx.executor.plan_strategies(symbol, shapes, grad_req)`` for the bar chart.
     top : int
         Number of rows in the table of largest entries.
+    measured_bytes : int, optional
+        What a real training step held beyond the bound arrays
+        (:func:`mxnb.executor.measure_plan` / ``measure_peak``), drawn beside
+        the planned total.  A :class:`~mxnb.executor.PlanMeasurement` given
+        as ``plan_or_executor`` brings its own.
     """
 
     def __init__(
@@ -97,9 +108,22 @@ class MemoryPlanView(FigureView):
         symbol: Any = None,
         shapes: Mapping[str, tuple] | None = None,
         top: int = 10,
+        measured_bytes: int | None = None,
     ) -> None:
         self.strategies: dict[str, Any] = {}
         source = plan_or_executor
+        if hasattr(source, "measured_bytes") and hasattr(source, "plan"):  # a PlanMeasurement
+            measured_bytes = source.measured_bytes if measured_bytes is None else measured_bytes
+            source = source.plan
+        if measured_bytes is not None and (
+            isinstance(measured_bytes, bool) or not isinstance(measured_bytes, int)
+            or measured_bytes < 0
+        ):
+            raise ValueError(
+                f"MemoryPlanView: measured_bytes must be a byte count >= 0 (as "
+                f"mx.executor.measure_plan gives), got {measured_bytes!r}"
+            )
+        self.measured_bytes = measured_bytes
         if isinstance(source, Mapping):
             self.strategies = dict(source)
             plan = self.strategies.get("both") or list(self.strategies.values())[-1]
@@ -147,6 +171,27 @@ class MemoryPlanView(FigureView):
             (self.plan.inplace, self.plan.coshare), "naive"
         )
         return {"naive": self.plan.naive_internal_bytes, label: self.plan.internal_bytes}
+
+    def planned_against_measured(self) -> dict[str, int]:
+        """``{'planned': total bytes, 'measured': bytes}`` when a measurement is given, else ``{}``.
+
+        The planned total is the entries' blocks plus the largest temp space
+        (:attr:`~mxnb.executor.MemoryPlan.total_bytes`), what the measurement counts.
+        """
+        if self.measured_bytes is None:
+            return {}
+        return {"planned": self.plan.total_bytes, "measured": self.measured_bytes}
+
+    def measured_line(self) -> str:
+        """One line: planned total (with its workspace) against the measured peak, or ''."""
+        if self.measured_bytes is None:
+            return ""
+        total = self.plan.total_bytes
+        ratio = self.measured_bytes / total if total else 1.0
+        return (
+            f"planned total {format_bytes(total)} (workspace {format_bytes(self.plan.workspace_bytes)})"
+            f", measured {format_bytes(self.measured_bytes)} = {ratio:.2f}x the plan"
+        )
 
     def largest(self) -> list[Any]:
         """The ``top`` largest planned entries, largest first."""
@@ -227,7 +272,8 @@ class MemoryPlanView(FigureView):
         chart.set_title(
             f"storage blocks: {len(rows)} blocks, {format_bytes(self.plan.internal_bytes)} "
             f"(naive {format_bytes(self.plan.naive_internal_bytes)}), "
-            f"peak live {format_bytes(self.plan.peak_bytes)}",
+            f"peak live {format_bytes(self.plan.peak_bytes)}"
+            + (f"\n{self.measured_line()}" if self.measured_bytes is not None else ""),
             fontsize=9,
             loc="left",
         )
@@ -235,25 +281,31 @@ class MemoryPlanView(FigureView):
         chart.set_axisbelow(True)
 
         bars = figure.add_subplot(grid[0, 1])
-        figures = self.strategy_bytes()
+        figures = {**self.strategy_bytes(), **self.planned_against_measured()}
         names = list(figures)
         scale, unit = (
             (2**20, "MiB") if max(figures.values(), default=0) >= 2**20 else (2**10, "KiB")
         )
         values = [figures[n] / scale for n in names]
         palette = ["#bab0ac", "#f28e2b", "#76b7b2", "#4e79a7"]
-        drawn = bars.bar(names, values, color=palette[: len(names)])
+        colours = [palette[i % len(palette)] for i in range(len(self.strategy_bytes()))]
+        colours += ["#59a14f", "#e15759"][: len(names) - len(colours)]  # planned total, measured
+        drawn = bars.bar(names, values, color=colours)
         for bar, value in zip(drawn, values):
             bars.text(
                 bar.get_x() + bar.get_width() / 2,
                 value,
-                f"{value:.1f}",
+                f"{value:.3g}",
                 ha="center",
                 va="bottom",
                 fontsize=7,
             )
         bars.set_ylabel(f"{unit} allocated", fontsize=8)
-        bars.set_title("strategies compared", fontsize=9)
+        bars.set_title(
+            "strategies compared"
+            + ("; planned total, measured" if self.measured_bytes is not None else ""),
+            fontsize=9,
+        )
         bars.tick_params(labelsize=7)
 
         table = figure.add_subplot(grid[1, 1])
@@ -359,6 +411,8 @@ class MemoryPlanView(FigureView):
             f"peak live {format_bytes(self.plan.peak_bytes)}"
         )
         lines = [head]
+        if self.measured_bytes is not None:
+            lines.append(f"  {self.measured_line()}")
         for row in self.rows():
             life = ", ".join(
                 f"{e.name}[{e.first_step}..{e.last_step}]{' (recomputed)' if e.recompute_of else ''}"

@@ -320,6 +320,20 @@ assert all("conv" not in step for run in curve.segments() for step in run)
 show(widgets.MemoryPlanView(mirror.plan).figure())
 
 # %% [markdown]
+# **A plan is a promise; measure it.** `mx.executor.measure_plan` binds a plan on a context
+# of its own, runs one real forward and backward pass, and reads the storage pool's
+# high-water mark beyond the bound arrays (the arguments, their gradients and aux states).
+# The planned total is the blocks plus the largest temporary workspace an op asks for (a
+# convolution's columns). The view draws the two side by side: here LeNet at `'mirror'`,
+# measured to the byte.
+
+# %%
+measured = mx.executor.measure_plan(zoo.lenet(), zoo.input_shapes("lenet", 16), recompute="mirror")
+print(widgets.MemoryPlanView(measured).measured_line())
+assert measured.measured_bytes == measured.plan.total_bytes
+show(widgets.MemoryPlanView(measured).figure())
+
+# %% [markdown]
 # **Training LeNet with `recompute='sqrt'`.** Recompute steps are engine ops like any other
 # (they are on the timeline, their outputs live in the plan's blocks). Dropout would replay its
 # mask and BatchNorm would update its moving statistics once, so the gradients are not close

@@ -94,3 +94,34 @@ def test_interactive_chart_bars_tooltips_and_block_groups(strategies):
     assert widget.groups == groups and widget.tooltips == tips and 'id="entry-' in widget.svg
     bundle = view._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle and "image/png" in bundle
+
+
+def test_the_plan_drawn_beside_a_real_training_step():
+    """measure_plan binds and runs one step: the view shows planned total against measured."""
+    measured = mx.executor.measure_plan(zoo.lenet(), {"data": (4, 1, 28, 28)}, recompute="mirror")
+    assert isinstance(measured, mx.executor.PlanMeasurement)
+    assert measured.plan.recompute == "mirror" and measured.ctx.device_type == "cpu"
+    assert measured.measured_bytes == measured.plan.total_bytes  # the honest peak
+    view = MemoryPlanView(measured)
+    assert view.plan is measured.plan and view.measured_bytes == measured.measured_bytes
+    assert view.planned_against_measured() == {
+        "planned": measured.plan.total_bytes,
+        "measured": measured.measured_bytes,
+    }
+    line = view.measured_line()
+    assert "= 1.00x the plan" in line and "workspace" in line
+    assert line in view.to_text().splitlines()[1]
+    svg = view.to_svg()
+    assert "measured" in svg and "planned" in svg  # the two bars' labels
+
+
+def test_measured_bytes_given_by_hand_and_checked():
+    plan = mx.executor.plan_memory(zoo.mlp(), {"data": (8, 784)})
+    view = MemoryPlanView(plan, measured_bytes=2 * plan.total_bytes)
+    assert "= 2.00x the plan" in view.measured_line()
+    assert MemoryPlanView(plan).measured_line() == "" and MemoryPlanView(plan).planned_against_measured() == {}
+    for bad in (-1, 1.5, "10", True):
+        with pytest.raises(ValueError, match=r"measured_bytes must be a byte count.*measure_plan"):
+            MemoryPlanView(plan, measured_bytes=bad)
+    with pytest.raises(TypeError, match=r"ctx must be an mx.Context.*got str 'gpu'"):
+        mx.executor.measure_plan(zoo.mlp(), {"data": (8, 784)}, ctx="gpu")
