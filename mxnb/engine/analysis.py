@@ -90,6 +90,7 @@ class OpRecord:
     skipped: bool = False
     seq: int = 0  # push order, 0-based
     t0: float = 0.0
+    device: tuple[str, float, float] | None = None  # on a GPU: (lane, start, end) of its kernels
 
     @property
     def push_time(self) -> float:

@@ -3,8 +3,9 @@
 Idea: ``chrome://tracing`` and https://ui.perfetto.dev draw the "Trace Event
 Format".  An mxnb trace becomes one complete ('X') event per op on a lane per
 worker, flow arrows ('s' / 'f') for every dependency edge, 'X' events for
-waits on a lane per waiting thread, memory counters ('C') per context, and
-metadata naming the lanes.  The exact mxnb events ride along under the
+waits on a lane per waiting thread, memory counters ('C') per context, on a
+GPU an 'X' event per op's device run on its stream's lane with a 'launch'
+flow from the host's launch, and metadata naming the lanes.  The exact mxnb events ride along under the
 ``"mxnb"`` key, so :func:`events_from_document` loads them back losslessly; a
 file from elsewhere loads as ops rebuilt from its complete events.
 
@@ -36,6 +37,7 @@ from .events import (
     Dependency,
     DepKind,
     Event,
+    OpDevice,
     OpEnd,
     OpPush,
     OpReady,
@@ -148,7 +150,7 @@ def _check_consistent(events: list[Event]) -> None:
             waits.add(event.wait_id)
         elif isinstance(event, WaitEnd) and event.wait_id not in waits:
             raise FormatError(f"event {position} ends wait {event.wait_id}, which never began")
-        elif isinstance(event, (OpReady, OpStart, OpEnd)) and event.op_id not in pushed:
+        elif isinstance(event, (OpReady, OpStart, OpEnd, OpDevice)) and event.op_id not in pushed:
             raise FormatError(
                 f"event {position} ({type(event).__name__}) is about op {event.op_id}, "
                 "which was never pushed"
@@ -158,7 +160,7 @@ def _check_consistent(events: list[Event]) -> None:
 def chrome_document(events: list[Event]) -> dict[str, Any]:
     """The Chrome / Perfetto trace-event document of ``events`` (see the module notes)."""
     document = _Document(list(events))
-    out = document.op_slices() + document.dependency_flows()
+    out = document.op_slices() + document.dependency_flows() + document.device_slices()
     out += document.wait_slices() + document.memory_counters()
     return {
         "traceEvents": document.metadata() + out,
@@ -228,6 +230,23 @@ class _Document:
                             "tid": self.lane(source.worker or "?")})  # fmt: skip
                 out.append({**flow, "ph": "f", "bp": "e", "ts": self.us(op.start),
                             "tid": self.lane(op.worker or "?")})  # fmt: skip
+        return out
+
+    def device_slices(self) -> list[dict[str, Any]]:
+        """On a GPU: a slice per op's device run, on its stream's lane, with a flow from its launch."""
+        out: list[dict[str, Any]] = []
+        for op in self.ops.values():
+            if op.device is None or op.start is None:
+                continue
+            stream, start, end = op.device
+            out.append(
+                {"name": op.name, "cat": "device", "ph": "X", "ts": self.us(start),
+                 "dur": max(round((end - start) * 1e6, 3), 0.001), "pid": 1,
+                 "tid": self.lane(stream), "args": {"op_id": op.op_id}}
+            )  # fmt: skip
+            flow = {"name": "launch", "cat": "launch", "id": f"launch-{op.op_id}", "pid": 1}
+            out.append({**flow, "ph": "s", "ts": self.us(op.start), "tid": self.lane(op.worker or "?")})
+            out.append({**flow, "ph": "f", "bp": "e", "ts": self.us(start), "tid": self.lane(stream)})
         return out
 
     def wait_slices(self) -> list[dict[str, Any]]:

@@ -26,7 +26,8 @@ Rule:
       which the device orders against every blocking stream.
 
 State kept: per var (weakly: a deleted var takes its events with it), its
-write event and its latest read event per stream.
+write event and its latest read event per stream; per stream, once traced,
+its :class:`~.device_timing.DeviceClock` (the trace's device lane).
 
 Example, with stand-in streams (a real one is a ``cupy.cuda.Stream``)::
 
@@ -52,6 +53,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from . import tracing
+from .device_timing import DeviceClock
+from .records import record_device
 from .var import Opr, Var
 
 __all__ = ["DeviceEvents"]
@@ -73,18 +77,33 @@ class DeviceEvents:
     def __init__(self) -> None:
         self._by_var: weakref.WeakKeyDictionary[Var, _VarEvents] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()  # workers of several streams book events at once
+        self._clocks: dict[int, DeviceClock] = {}  # id(stream) -> its clock, once traced
 
     def run(self, opr: Opr, fn: Callable[[Any], Any], stream: Any, rctx: Any) -> None:
-        """Run ``opr``'s function ``fn(rctx)`` on ``stream``: wait for what it conflicts with, launch, record."""
+        """Run ``opr``'s function ``fn(rctx)`` on ``stream``: wait for what it conflicts with, launch, record.
+
+        While tracing, an event before the launch too: the trace draws the
+        op's device run between the two (:mod:`.device_timing`).
+        """
         with self._lock:
             waits = self._waits(opr, stream)
         for event in waits:
             stream.wait_event(event)
+        start = stream.record() if tracing.enabled else None
         with stream:
             fn(rctx)
         event = stream.record()
         with self._lock:
             self._book(opr, stream, event)
+        if start is not None and tracing.enabled:
+            record_device(opr, f"{rctx.worker} device", self._clock(stream), start, event)
+
+    def _clock(self, stream: Any) -> DeviceClock:
+        """The stream's clock for the trace (anchored at its first traced op)."""
+        clock = self._clocks.get(id(stream))
+        if clock is None:
+            clock = self._clocks[id(stream)] = DeviceClock(stream)
+        return clock
 
     def _waits(self, opr: Opr, stream: Any) -> list[Any]:
         """The events of other streams that ``opr`` must wait for on ``stream``."""

@@ -16,6 +16,8 @@ Events:
     OpPush                   an op is pushed, with the ops it waits on and why
     OpReady                  its wait count reached zero; it goes to a worker pool
     OpStart / OpEnd          a worker runs it (``OpEnd.error`` / ``skipped`` on failure)
+    OpDevice                 on a GPU: when its kernels ran on the worker's stream (OpStart /
+                             OpEnd are the host's launch)
     WaitBegin / WaitEnd      a thread blocks in wait_for_var / wait_for_all
     StorageAlloc / StorageFree   memory from / back to a storage manager (pool hit or miss)
 
@@ -38,6 +40,7 @@ __all__ = [
     "DepKind",
     "Dependency",
     "Event",
+    "OpDevice",
     "OpEnd",
     "OpPush",
     "OpReady",
@@ -161,6 +164,20 @@ class OpEnd(NamedTuple):
 
 
 @_event
+class OpDevice(NamedTuple):
+    """On a GPU, an op's kernels ran on its worker's stream from ``time`` to ``end``.
+
+    Device times, read from CUDA events and put on the trace's clock
+    (:mod:`.device_timing`); the op's OpStart / OpEnd are its launch on the host.
+    """
+
+    time: float
+    op_id: int
+    stream: str  # the lane: the launching worker's name + ' device', e.g. 'gpu(0)/1 device'
+    end: float
+
+
+@_event
 class WaitBegin(NamedTuple):
     """A thread blocks in ``wait_for_var`` (``var_id``) or ``wait_for_all`` (None)."""
 
@@ -209,6 +226,7 @@ Event = Union[
     OpReady,
     OpStart,
     OpEnd,
+    OpDevice,
     WaitBegin,
     WaitEnd,
     StorageAlloc,

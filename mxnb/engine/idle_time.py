@@ -26,6 +26,10 @@ an op belongs to the pool of the lane that ran it):
    op yet.  ``op`` is that next op (the first pushed after ``t``; None when
    there is none); ``var`` is None.
 
+A GPU stream's device lane (``'gpu(0)/1 device'``, :class:`~.events.OpDevice`)
+has no spans of its own: the device idles when its worker launches nothing,
+and the worker's lane says why.
+
 Consecutive instants with the same (reason, op, var) make one
 :class:`IdleSpan`, so a lane's spans tile its idle time exactly: they add up
 to the span's length minus the lane's busy time (to float rounding).  Times
@@ -202,6 +206,8 @@ def idle_spans(model: TraceModel, span: tuple[float, float] | None = None) -> li
     spans: list[IdleSpan] = []
     for lane in model.lanes():
         worker = lane.worker
+        if worker not in busy:  # a GPU stream's device lane: its idle time is its worker's
+            continue
         pool_segments = segments[lane_pool(worker)]
         seg_starts = [s[0] for s in pool_segments]
         for gap_start, gap_end in _gaps(busy[worker], first, last):

@@ -31,6 +31,10 @@ types (a tuple is a tuple even when it holds one id or none):
                   (a link of a chain), else None: then the end is also that start
     RAW_ALLOC     t, ctx_label, handle_id, nbytes, pool_hit   (written by mxnb/storage.py)
     RAW_FREE      t, ctx_label, handle_id, nbytes, to_pool
+    RAW_DEVICE    t, op_id, stream, clock, start, end   (written by a GPU worker, .device_events)
+                  start, end: the CUDA events around the op's kernels, read as
+                  times by ``clock`` (a :class:`~.device_timing.DeviceClock`) when
+                  the trace is read, after the device ran them
     RAW_DONE      t, op_id                 the one short form: a RAW_END that succeeded,
                   deleted nothing and made nothing ready (the commonest end; it
                   measured 0.05 us an op cheaper than the full RAW_END)
@@ -64,6 +68,7 @@ from typing import Any
 from .edges import note_done, note_push
 from .events import (
     Dependency,
+    OpDevice,
     OpEnd,
     OpPush,
     OpReady,
@@ -81,6 +86,7 @@ __all__ = [
     "append_raw",
     "extend_raw",
     "now",
+    "record_device",
     "record_done",
     "record_end",
     "record_push",
@@ -101,6 +107,7 @@ LAYOUTS: tuple[tuple[str, ...], ...] = (
     ("t", "ctx", "handle_id", "nbytes", "pool_hit"),
     ("t", "ctx", "handle_id", "nbytes", "to_pool"),
     ("t", "op_id"),
+    ("t", "op_id", "stream", "clock", "start", "end"),
 )
 (
     RAW_VAR_NEW,
@@ -111,6 +118,7 @@ LAYOUTS: tuple[tuple[str, ...], ...] = (
     RAW_ALLOC,
     RAW_FREE,
     RAW_DONE,
+    RAW_DEVICE,
 ) = range(len(LAYOUTS))
 #: Items per record, code included, by code.
 RECORD_SIZE = tuple(1 + len(fields) for fields in LAYOUTS)
@@ -234,6 +242,11 @@ def record_done(opr: Opr) -> None:
     _extend((RAW_DONE, _now(), opr.id))
 
 
+def record_device(opr: Opr, stream: str, clock: Any, start: Any, end: Any) -> None:
+    """Log the CUDA events around ``opr``'s kernels on ``stream`` (read as times later)."""
+    _extend((RAW_DEVICE, _now(), opr.id, stream, clock, start, end))
+
+
 def _name_vars(touched: tuple[Var, ...]) -> None:
     """Record the names of vars the log has not named since a recorder attached."""
     t = _now()
@@ -273,6 +286,7 @@ class RecordReader:
             self._alloc,
             self._free,
             self._done,
+            self._device,
         )
 
     def read(self, items: list[Any], limit: int, add: Callable[[Any], None]) -> int:
@@ -346,6 +360,10 @@ class RecordReader:
 
     def _done(self, add, t, op_id) -> None:
         self._end(add, t, op_id, None, False, (), (), None)
+
+    def _device(self, add, t, op_id, stream, clock, start, end) -> None:
+        if op_id in self._ops:  # pushed since attach (the device record precedes its end)
+            add(OpDevice(clock.seconds(start), op_id, stream, clock.seconds(end)))
 
     def _alloc(self, add, *fields) -> None:
         add(StorageAlloc(*fields))

@@ -327,7 +327,9 @@ class ThreadedEnginePerDevice(ThreadedEngine):
     kind = "threaded_per_device"
     #: Makes the streams of a *virtual* GPU's workers, ``(device_id, count) -> streams``
     #: (None: none, the host runs its kernels); tests give stand-in streams to check the
-    #: device-event protocol.  A real GPU's workers always get cupy streams.
+    #: device-event protocol, and ``staticmethod(device_timing.host_streams)`` shows the
+    #: device lane of a trace without a GPU (notebook 02).  A real GPU's workers always get
+    #: cupy streams.
     virtual_streams: Callable[[int, int], list[Any]] | None = None
 
     def _make_pools(self) -> None:

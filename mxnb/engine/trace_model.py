@@ -47,6 +47,7 @@ from .analysis import (
 )
 from .events import (
     Event,
+    OpDevice,
     OpEnd,
     OpPush,
     OpReady,
@@ -211,6 +212,11 @@ class TraceModel:
             if record.ready is None:
                 record.ready = event.time
 
+    def _on_device(self, event: OpDevice, t: float) -> None:
+        record = self.ops.get(event.op_id)
+        if record is not None:
+            record.device = (event.stream, event.time, event.end)
+
     def _on_wait_begin(self, event: WaitBegin, t: float) -> None:
         self.waits[event.wait_id] = WaitRecord(event.wait_id, event.var_id, event.thread, t)
 
@@ -272,6 +278,7 @@ class TraceModel:
         OpReady: _on_ready,
         OpStart: _on_start,
         OpEnd: _on_end,
+        OpDevice: _on_device,
         WaitBegin: _on_wait_begin,
         WaitEnd: _on_wait_end,
         StorageAlloc: _on_alloc,
@@ -347,16 +354,30 @@ class TraceModel:
         return "\n".join(lines)
 
     def lanes(self) -> list[Lane]:
-        """One lane per worker with its op intervals; CPU/GPU devices first, copy workers last."""
+        """One lane per worker with its op intervals; CPU/GPU devices first, copy workers last.
+
+        On a GPU a worker's lane holds its ops' launches, and a lane named
+        ``'<worker> device'`` when its kernels ran on the device (``OpDevice``).
+        """
         lanes: dict[str, Lane] = {}
+
+        def lane_of(name: str) -> Lane:
+            lane = lanes.get(name)
+            if lane is None:
+                device, is_copy = _device_of(name)
+                lane = lanes[name] = Lane(name, device, is_copy)
+            return lane
+
         for op in self.ops.values():
             if op.start_time is None or op.worker is None:
                 continue
-            lane = lanes.get(op.worker)
-            if lane is None:
-                device, is_copy = _device_of(op.worker)
-                lane = lanes[op.worker] = Lane(op.worker, device, is_copy)
-            lane.intervals.append(Interval(op.op_id, op.name, op.start_time, op.end_time, op.state))
+            interval = Interval(op.op_id, op.name, op.start_time, op.end_time, op.state)
+            lane_of(op.worker).intervals.append(interval)
+            if op.device is not None:
+                stream, start, end = op.device
+                lane_of(stream).intervals.append(
+                    Interval(op.op_id, op.name, start - op.t0, end - op.t0, op.state)
+                )
         return sorted(lanes.values(), key=_lane_key)
 
     def span(self) -> tuple[float, float]:
@@ -368,6 +389,8 @@ class TraceModel:
                 times.append(op.end_time)
             elif op.start_time is not None:
                 times.append(op.start_time)
+            if op.device is not None:
+                times.append(op.device[2] - op.t0)
         for wait in self.waits.values():
             times.append(wait.end if wait.end is not None else wait.begin)
         return min(times), max(times)

@@ -241,6 +241,49 @@ assert all(alloc.pool_hit for alloc in allocs[2:])  # every later step is served
 widgets.MemoryChart(trace)
 
 # %% [markdown]
+# ## 6. On a GPU: the launch and the device
+#
+# On a GPU an op "returns" when its kernels are *launched*, not when they have run. The GPU
+# worker launches on its own stream and records a CUDA event there: the op's completion on
+# the device. Whoever needs the result waits for that event — another stream on the device,
+# the host only when it reads (`asnumpy`, `wait_to_read`). While tracing, the worker records
+# one more event before the launch, so the timeline draws two lanes per GPU worker: its
+# launches (`gpu(0)/0`) and when its kernels ran (`gpu(0)/0 device`). The Chrome file
+# (`trace.to_chrome_trace`) joins each launch to its device run with a "launch" arrow.
+#
+# On a real GPU the device lane runs behind the launches: the host is free to launch the next
+# op. Without one, this section runs on a *virtual* GPU whose `HostStream` runs each kernel
+# as it is launched, so the two lanes coincide; the printout says which it was.
+
+# %%
+from mxnb.engine.device_timing import host_streams
+from mxnb.engine.events import OpDevice
+from mxnb.engine.threaded import ThreadedEnginePerDevice
+
+before = (mx.engine.engine_type(), mx.context.virtual_gpus())
+if mx.gpu(0).is_virtual or mx.context.num_gpus() == 0:  # no real GPU here
+    ThreadedEnginePerDevice.virtual_streams = staticmethod(host_streams)
+    mx.context.set_virtual_gpus(1)
+    where = "a virtual GPU: its kernels run on the host as they are launched"
+else:
+    where = "a real GPU"
+mx.engine.set_engine("threaded_per_device")  # its GPU workers get their streams when first used
+with mx.engine.trace() as gpu_trace:
+    a = mx.nd.ones((512, 512), ctx=mx.gpu(0))
+    for _ in range(4):
+        a = mx.nd.dot(a, a) * 1e-3
+    a.wait_to_read()
+runs = gpu_trace.events_of(OpDevice)
+print(f"on {where}: {len(runs)} ops ran on the device, in lanes {sorted({r.stream for r in runs})}")
+assert len(runs) >= 8 and all(r.stream.endswith(" device") and r.end >= r.time for r in runs)
+widgets.Timeline(gpu_trace)
+
+# %%
+ThreadedEnginePerDevice.virtual_streams = None  # back as it was
+mx.engine.set_engine(before[0])
+mx.context.set_virtual_gpus(before[1])
+
+# %% [markdown]
 # **Summary.** NDArray calls push work and return; put the waits (`asnumpy`, `print`,
 # `float(x)`) where you really need a value. In-place updates, views and even random draws
 # are ordered by engine vars, so the results are the same as running line by line — only
