@@ -111,6 +111,7 @@ class TimelineFeed:
         self._open_waits = {w.wait_id for w in model.waits.values() if w.end is None}
         self._workers = {op.worker for op in model.ops.values() if op.start is not None}
         self._workers.discard(None)
+        self._workers.update(op.device[0] for op in model.ops.values() if op.device is not None)
         self._wait_threads = list(Timeline(model).wait_lanes())
         self._first, self._last = (t / 1e3 for t in data["span"])
         self._critical = list(data["critical"])
@@ -132,6 +133,8 @@ class TimelineFeed:
         waits = [model.waits[w] for w in self._open_waits] + new_waits
         for op in looked:
             self._stretch(op.push_time, op.end_time, op.start_time)
+            if op.device is not None:
+                self._stretch(op.device[2] - op.t0)
         for wait in waits:
             self._stretch(wait.begin, wait.end)
         last_ms = _ms(self._last)
@@ -153,6 +156,11 @@ class TimelineFeed:
                 self._workers.add(op.worker)
                 lanes_changed = True
             bars.setdefault(_worker_lane(op.worker), []).append(_op_bar(op, last_ms))
+            if op.device is not None:  # on a GPU: its kernels' run, on the stream's lane
+                if op.device[0] not in self._workers:
+                    self._workers.add(op.device[0])
+                    lanes_changed = True
+                bars.setdefault(op.device[0], []).append(_device_bar(op))
         for wait in waits:
             if wait.end is None:
                 self._open_waits.add(wait.wait_id)
@@ -233,6 +241,11 @@ def _worker_lane(worker: str) -> str:
 def _op_bar(op: OpRecord, last_ms: float) -> list[Any]:
     end = _ms(op.end_time) if op.end is not None else last_ms
     return [op.op_id, _ms(op.start_time), end, op.name, op.state.value, op.error]
+
+
+def _device_bar(op: OpRecord) -> list[Any]:
+    stream, start, end = op.device  # type: ignore[misc]  # the caller checked it is set
+    return [op.op_id, _ms(start - op.t0), _ms(end - op.t0), op.name, op.state.value, op.error]
 
 
 def _wait_bar(model: EngineModel, wait: WaitRecord, last_ms: float) -> list[Any]:

@@ -92,3 +92,30 @@ def test_a_delta_out_of_order_is_refused_and_a_new_model_gets_a_full_send(diamon
     assert kind == "full" and again["seq"] == second["seq"] + 1
     feed.reset()  # a view asked to resync
     assert feed.next(model)[0] == "full"
+
+
+def test_deltas_carry_gpu_device_lanes(monkeypatch):
+    """On a GPU each op has a device run (OpDevice): the live feed draws its lane as to_data does."""
+    from mxnb.engine.device_timing import host_streams
+    from mxnb.engine.events import OpDevice
+    from mxnb.engine.threaded import ThreadedEnginePerDevice
+
+    monkeypatch.setattr(ThreadedEnginePerDevice, "virtual_streams", staticmethod(host_streams))
+    before = mx.context.virtual_gpus()
+    mx.context.set_virtual_gpus(1)
+    eng = mx.engine.create("threaded_per_device")
+    try:
+        a = eng.new_var(name="a")
+        with mx.engine.trace() as trace:
+            for i in range(12):
+                eng.push_sync(lambda rctx: None, mx.gpu(0), mutate_vars=[a], name=f"k{i}")
+            eng.wait_for_all()
+    finally:
+        eng.shutdown()
+        mx.context.set_virtual_gpus(before)
+    events = list(trace.events)
+    assert sum(isinstance(e, OpDevice) for e in events) == 12
+    for chunk in (1, 5):  # a device run and its op's end in one delta, or apart
+        data, _, _ = follow(events, chunk)
+        device = [lane for lane in data["lanes"] if lane["name"].endswith(" device")]
+        assert device and sum(len(lane["bars"]) for lane in device) == 12
