@@ -20,7 +20,7 @@ through the engine (``push_delete(var, ctx, fn=free)`` in
 
 Each context has its own manager (virtual GPUs too); the raw buffers come
 from the context's array module (numpy, or cupy on a real GPU — that path
-has not run on real hardware).
+has not run on real hardware; there cupy's pool is the pool: :func:`default_kind`).
 
 State kept (per manager):
     ctx          the context the memory belongs to
@@ -77,6 +77,7 @@ __all__ = [
     "StorageStats",
     "alloc",
     "alloc_exact",
+    "default_kind",
     "free",
     "get_manager",
     "release_all",
@@ -156,11 +157,8 @@ _next_handle_id = _handle_ids.__next__
 def _new_handle(
     ctx: Context, nbytes: int, capacity: int, buffer: Any, hit: bool, manager: StorageManager
 ) -> Handle:
-    """A new :class:`Handle` with the next id (every op output makes one).
-
-    The slots are filled here rather than by the dataclass ``__init__``: on
-    CPython 3.11 calling a class takes the slow generic call path.
-    """
+    """A new :class:`Handle` with the next id, its slots filled here (every op output makes one:
+    on CPython 3.11 calling a class takes the slow generic call path)."""
     handle = _new_object(Handle)
     handle.handle_id = _next_handle_id()
     handle.ctx = ctx
@@ -226,7 +224,7 @@ class StorageManager:
 
     # -- public ------------------------------------------------------------------
     def alloc(self, nbytes: int, exact: bool = False) -> Handle:
-        """Return a :class:`Handle` of at least ``nbytes`` bytes (``exact``: see :meth:`alloc_exact`)."""
+        """Return a :class:`Handle` of at least ``nbytes`` bytes (``exact``: exactly, no size class)."""
         capacity = nbytes if exact else self._capacities.get(nbytes)
         if capacity is None or exact:
             if nbytes < 0:
@@ -265,18 +263,6 @@ class StorageManager:
         if tracing.enabled:
             _extend((RAW_ALLOC, _now(), self._ctx_label, handle.handle_id, capacity, hit))
         return handle
-
-    def alloc_exact(self, nbytes: int) -> Handle:
-        """Return a :class:`Handle` of exactly ``nbytes`` bytes: no size class.
-
-        For blocks that live as long as their owner (an executor's planned
-        storage, the temp-space resource): rounding them up to a size class
-        would hold up to twice the bytes planned, and nothing short-lived
-        would reuse the slack.  Freed, such a block is pooled under its own
-        size, where a later request of exactly that size (the same plan
-        bound again) finds it.
-        """
-        return self.alloc(nbytes, exact=True)
 
     def free(self, handle: Handle) -> None:
         """Return ``handle``'s block; using its buffer afterwards is a bug."""
@@ -419,7 +405,21 @@ _managers: dict[Context, StorageManager] = {}
 #: Context costs more than the rest of an allocation); the entry keeps ctx alive.
 _managers_by_id: dict[int, tuple[Context, StorageManager]] = {}
 _managers_lock = threading.Lock()
-_default_kind = os.environ.get("MXNB_STORAGE_MANAGER", "pooled").strip() or "pooled"
+_default_kind: str | None = os.environ.get("MXNB_STORAGE_MANAGER", "").strip() or None  # chosen
+
+
+def default_kind(ctx: Context) -> str:
+    """The manager ``ctx`` gets unless one was chosen: ``'pooled'``, or ``'naive'`` on a real GPU.
+
+    cupy's memory pool already keeps every freed block (split, merged, 512-byte
+    rounded) and serves the kernels' temporaries from them; a second pool on
+    top would hold size-class blocks out of its reach, each up to twice its size.
+    """
+    if _default_kind is not None:
+        return _default_kind
+    if ctx.device_type == "gpu" and not ctx.is_virtual:  # not run on real hardware
+        return "naive"
+    return "pooled"
 
 
 def _check_kind(kind: str) -> str:
@@ -429,7 +429,7 @@ def _check_kind(kind: str) -> str:
 
 
 def set_manager_type(kind: str, ctx: Context | None = None) -> None:
-    """Choose ``'pooled'`` (default) or ``'naive'`` for ``ctx``, or for every context.
+    """Choose ``'pooled'`` or ``'naive'`` for ``ctx``, or for every context (default: :func:`default_kind`).
 
     Replacing a manager forgets its pool; blocks in use are still freed to the
     manager that lent them.  Env: ``MXNB_STORAGE_MANAGER``.
@@ -456,7 +456,7 @@ def get_manager(ctx: Context | None = None) -> StorageManager:
     with _managers_lock:
         manager = _managers.get(ctx)
         if manager is None:
-            manager = _KINDS[_check_kind(_default_kind)](ctx)
+            manager = _KINDS[_check_kind(default_kind(ctx))](ctx)
             _managers[ctx] = manager
         if len(_managers_by_id) > 256:
             _managers_by_id.clear()

@@ -237,3 +237,17 @@ def test_reissue_hands_a_block_to_a_new_handle_as_a_free_and_a_hit(fresh):
     with pytest.raises(MXNBError, match="already freed"):
         storage.get_manager(ctx).reissue(old)
     storage.free(new)
+
+
+def test_a_real_gpu_defaults_to_the_naive_manager_over_cupys_pool(monkeypatch):
+    """cupy's memory pool is a real GPU's pool; CPU and virtual GPU contexts pool themselves."""
+    import mxnb.context as context
+
+    monkeypatch.setattr(storage, "_default_kind", None)
+    assert storage.default_kind(mx.cpu()) == "pooled"
+    monkeypatch.setattr(context, "_virtual_gpus", 1)
+    assert mx.gpu(0).is_virtual and storage.default_kind(mx.gpu(0)) == "pooled"
+    monkeypatch.setattr(context, "_real_gpu_count", lambda: 1)  # as if cupy saw one device
+    assert not mx.gpu(0).is_virtual and storage.default_kind(mx.gpu(0)) == "naive"
+    monkeypatch.setattr(storage, "_default_kind", "pooled")  # MXNB_STORAGE_MANAGER / set_manager_type
+    assert storage.default_kind(mx.gpu(0)) == "pooled"
