@@ -16,6 +16,14 @@ import pytest
 
 import mxnb as mx
 
+if os.environ.get("MXNB_TEST_STRICT_CUPY") == "1":
+    # every context's kernels through cupy's names and signatures (numpy underneath):
+    # tests/gpu/test_cupy_strict.py runs the operator suite so, to catch numpy-only calls
+    from mxnb.testing.cupy_strict import CupyStrict
+
+    _STRICT = CupyStrict()
+    mx.context.array_module = lambda device_type: _STRICT  # type: ignore[assignment]
+
 
 @pytest.fixture
 def ctrl_c_raises():

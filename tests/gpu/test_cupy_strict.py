@@ -57,3 +57,27 @@ def test_a_function_takes_cupys_signature(xp):
 def test_values_and_classes_pass_through(xp):
     assert xp.float32 is np.float32 and xp.pi == np.pi and xp.ndarray is np.ndarray
     assert "over numpy" in repr(xp) and "linalg" in repr(xp.linalg)
+
+
+def test_the_operator_ndarray_gluon_optimizer_and_rnn_suites_run_through_cupys_api():
+    """Those suites, with every context's kernels through the strict module (about 40 s).
+
+    The strict virtual GPU runs reach the ops the GPU tests use; this reaches
+    every op those suites test, on their CPU inputs (a kernel asks its context
+    for ``xp``), so a numpy-only call in any of them fails here.
+    """
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    env = dict(os.environ, MXNB_TEST_STRICT_CUPY="1", PYTHONPATH=str(root))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+         "tests/operator", "tests/ndarray", "tests/gluon", "tests/test_autograd.py",
+         "tests/optimizer", "tests/rnn", "tests/gpu/strict_probe.py"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and "strict_probe" not in run.stdout.split("passed")[-1]
