@@ -43,3 +43,33 @@ def completer() -> Iterator[ThreadPoolExecutor]:
     """Background threads that call async ops' on_complete from outside the engine."""
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="completer") as pool:
         yield pool
+
+
+@pytest.fixture
+def streamed_engine(monkeypatch):
+    """``start(make_stream)``: a threaded_per_device engine on one virtual GPU whose workers get
+    ``make_stream(name)`` streams (``engine.streams`` lists them); shut down after the test."""
+    from mxnb.engine.threaded import ThreadedEnginePerDevice
+
+    started = []
+    before = mx.context.virtual_gpus()
+
+    def start(make_stream):
+        streams = []
+
+        def make(device_id, count):
+            made = [make_stream(f"gpu{device_id}/{i}") for i in range(count)]
+            streams.extend(made)
+            return made
+
+        monkeypatch.setattr(ThreadedEnginePerDevice, "virtual_streams", staticmethod(make))
+        mx.context.set_virtual_gpus(1)
+        eng = mx.engine.create("threaded_per_device")
+        eng.streams = streams
+        started.append(eng)
+        return eng
+
+    yield start
+    for eng in started:
+        eng.shutdown()
+    mx.context.set_virtual_gpus(before)

@@ -18,7 +18,6 @@ import time
 import pytest
 
 import mxnb as mx
-from mxnb.engine.threaded import ThreadedEnginePerDevice
 
 _current = threading.local()
 
@@ -62,22 +61,8 @@ class FakeStream:
 
 
 @pytest.fixture
-def engine(monkeypatch):
-    streams: list[FakeStream] = []
-
-    def make(device_id: int, count: int) -> list[FakeStream]:
-        made = [FakeStream(f"gpu{device_id}/{i}") for i in range(count)]
-        streams.extend(made)
-        return made
-
-    monkeypatch.setattr(ThreadedEnginePerDevice, "virtual_streams", staticmethod(make))
-    before = mx.context.virtual_gpus()
-    mx.context.set_virtual_gpus(1)
-    eng = mx.engine.create("threaded_per_device")
-    eng.fake_streams = streams
-    yield eng
-    eng.shutdown()
-    mx.context.set_virtual_gpus(before)
+def engine(streamed_engine):
+    return streamed_engine(FakeStream)
 
 
 def _launch(log: list, name: str, reads: tuple[int, ...], writes: tuple[int, ...]):
@@ -140,6 +125,6 @@ def test_host_reads_synchronise_the_last_writes_event_and_no_op_synchronises_its
     engine.wait_for_var(var)
     events = engine._device_events._by_var[var]
     assert events.write is not None and events.write[1].synchronized
-    assert all(stream.synchronized == 0 for stream in engine.fake_streams)  # no per-op sync
+    assert all(stream.synchronized == 0 for stream in engine.streams)  # no per-op sync
     engine.wait_for_all()
-    assert all(stream.synchronized == 1 for stream in engine.fake_streams)
+    assert all(stream.synchronized == 1 for stream in engine.streams)

@@ -19,14 +19,14 @@ import mxnb as mx
 from mxnb.engine.chrome import chrome_document, events_from_document
 from mxnb.engine.device_timing import DeviceClock, HostEvent, HostStream, elapsed_ms
 from mxnb.engine.events import OpDevice, OpEnd, OpStart
-from mxnb.engine.threaded import ThreadedEnginePerDevice
 from mxnb.engine.trace_model import TraceModel
 
 
 class CountingStream(HostStream):
     """A virtual GPU's stream that counts the events recorded on it."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.recorded: list[HostEvent] = []
 
     def record(self) -> HostEvent:
@@ -36,22 +36,8 @@ class CountingStream(HostStream):
 
 
 @pytest.fixture
-def engine(monkeypatch):
-    streams: list[CountingStream] = []
-
-    def make(device_id: int, count: int) -> list[CountingStream]:
-        made = [CountingStream() for _ in range(count)]
-        streams.extend(made)
-        return made
-
-    monkeypatch.setattr(ThreadedEnginePerDevice, "virtual_streams", staticmethod(make))
-    before = mx.context.virtual_gpus()
-    mx.context.set_virtual_gpus(1)
-    eng = mx.engine.create("threaded_per_device")
-    eng.host_streams = streams
-    yield eng
-    eng.shutdown()
-    mx.context.set_virtual_gpus(before)
+def engine(streamed_engine):
+    return streamed_engine(CountingStream)
 
 
 def _busy(seconds: float):
@@ -117,7 +103,7 @@ def test_no_device_events_without_tracing(engine):
     engine.push_sync(lambda rctx: None, mx.gpu(0), mutate_vars=[a], name="quiet")
     engine.wait_for_all()
     # untraced: one completion event per op, no start event, no clock anchor
-    assert sum(len(s.recorded) for s in engine.host_streams) == 1
+    assert sum(len(s.recorded) for s in engine.streams) == 1
 
 
 class DeviceEvent:
