@@ -57,7 +57,7 @@ from ..base import ShapeError
 from ..ndarray import creation as _nd
 from ..ndarray.ndarray import NDArray, _Chunk
 
-__all__ = ["bound_arrays", "take_blocks"]
+__all__ = ["bound_arrays", "name_vars", "take_blocks"]
 
 
 def _reshape_or_create(
@@ -143,6 +143,23 @@ def _new_block(nbytes: int, ctx: Any, label: str) -> NDArray:
     var = _engine_mod.get().new_var(label)
     raw = handle.buffer[:nbytes]
     return NDArray._make(_Chunk(handle, var, ctx), var, raw, 0, (nbytes,), raw.dtype, ctx)
+
+
+def name_vars(held: Sequence[tuple[Any, str]]) -> None:
+    """Name each var after what it holds (``Engine.name_var``): one name, or the first and a count.
+
+    A planned block reused by several entries in turn holds them all:
+    ``'fc1_output +2'`` names its first entry and how many more share it.
+    """
+    names: dict[int, tuple[Any, list[str]]] = {}
+    for var, name in held:
+        entry = names.setdefault(id(var), (var, []))
+        if name not in entry[1]:
+            entry[1].append(name)
+    engine = _engine_mod.get()
+    for var, held_names in names.values():
+        more = len(held_names) - 1
+        engine.name_var(var, held_names[0] if not more else f"{held_names[0]} +{more}")
 
 
 def take_blocks(
