@@ -219,3 +219,24 @@ def test_a_bulk_segment_shows_one_step_per_line():
         mx.nd.waitall()
     source = DependencyGraph(trace).to_dot().source
     assert "bulk[\n  fc1,\n  relu1,\n  fc2,\n  relu2,\n  fc3,\n  softmax]" in source
+
+
+def test_edges_implied_by_a_chain_are_hidden_and_counted(push):
+    """#1 -> #2 -> #3 and #1 -> #3: the last is implied (issue 39 item 10); two vars share one edge."""
+    events = [
+        push(0.000, 1, "w", writes=[1, 2]),
+        push(0.001, 2, "f", reads=[1, 2], writes=[3], waits=[(1, 1, "RAW"), (1, 2, "RAW")]),
+        push(0.002, 3, "g", reads=[1, 3], writes=[4], waits=[(1, 1, "RAW"), (2, 3, "RAW")]),
+    ]
+    graph = DependencyGraph(events)
+    source = graph.to_dot().source
+    assert dot_edges(source) == {
+        ("op1", "op2", "w#1 out0 RAW\nw#1 out1 RAW"),
+        ("op2", "op3", "f#2 out RAW"),
+    }
+    assert graph.hidden_edges == 1
+    assert "1 implied dependencies hidden" in source
+    assert len(graph.visible_edges()) == 4  # the text and Inspect still list every edge
+    every = DependencyGraph(events, implied=True)
+    assert ("op1", "op3", "w#1 out0 RAW") in dot_edges(every.to_dot().source)
+    assert every.hidden_edges == 0 and "hidden" not in every.to_dot().source

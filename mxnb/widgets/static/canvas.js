@@ -6,7 +6,8 @@
 // (mouse wheel zooms around the pointer, drag pans, double-click resets).
 // The drawing is shown at its natural size (graphviz / matplotlib units), shrunk to the
 // frame's width but never below MIN_SCALE of it: a small graph is not blown up to the full
-// width, a wide one scrolls instead of shrinking to unreadable text.  Elements that share a
+// width, a wide one scrolls instead of shrinking to unreadable text: never so far that its
+// smallest text is drawn under MIN_TEXT_PX (a 40-op DAG read in 6-px text).  Elements that share a
 // group with the selected one (the `groups` trait: id -> group key, e.g. a storage block)
 // are marked too.  Lineage: with the `links` trait (element id -> the ids of the ops it
 // depends on directly, Timeline / DependencyGraph .lineage_links()), a click marks every
@@ -19,6 +20,24 @@ const CLICKABLE = /^(op\d+|entry-.+|var\d+_\d+|idle\d+)$/;
 const IDLE_COLOURS = { nothing_pushed: "#bab0ac", waiting_on_var: "#e15759", ready_not_started: "#edc948" };
 const XLINK = "http://www.w3.org/1999/xlink";
 const MIN_SCALE = 0.5;
+const MIN_TEXT_PX = 10; // a drawing shrunk to fit keeps its smallest text at least this tall
+
+/** The smallest font-size of the drawing's text, in its viewBox units (Infinity: no text). */
+function smallestFont(svg) {
+  let least = Infinity;
+  svg.querySelectorAll("text").forEach((text) => {
+    const size = parseFloat(text.getAttribute("font-size"));
+    if (size > 0 && size < least) least = size;
+  });
+  return least;
+}
+
+/** The narrowest a drawing (not a timeline) may be shown: MIN_SCALE, and its text readable. */
+export function minimumWidth(svg, naturalWidth, viewWidth) {
+  const least = smallestFont(svg);
+  const readable = viewWidth && least < Infinity ? (viewWidth * MIN_TEXT_PX) / least : 0;
+  return Math.round(Math.max(naturalWidth * MIN_SCALE, readable));
+}
 
 function clickableTarget(node, root) {
   while (node && node !== root) {
@@ -621,7 +640,8 @@ function render({ model, el }) {
       const width = natural ? natural[0] : baseBox ? baseBox[2] : 0;
       svg.style.width = width ? `${width}px` : "100%";
       svg.style.maxWidth = "100%";
-      svg.style.minWidth = width ? `${Math.round(width * MIN_SCALE)}px` : "";
+      const least = drawing ? Math.round(width * MIN_SCALE) : minimumWidth(svg, width, baseBox ? baseBox[2] : 0);
+      svg.style.minWidth = width ? `${least}px` : "";
       svg.style.height = "auto";
       const same = keepZoom && box && oldBase && baseBox && oldBase.join() === baseBox.join();
       if (!same) box = baseBox ? baseBox.slice() : null;

@@ -254,6 +254,28 @@ describe("drawing", () => {
     assert.ok(size.scroll > size.frame, "the frame scrolls sideways");
   });
 
+  it("shrinks a 40-op DAG no further than its smallest text at 10 px: then the frame scrolls", async () => {
+    const measure = () =>
+      page.evaluate(() => {
+        const frame = document.querySelector(".mxnb-canvas");
+        const svg = frame.querySelector("svg");
+        const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width; // px per unit
+        const sizes = [...svg.querySelectorAll("text")].map((t) => Number(t.getAttribute("font-size")) * scale);
+        return { least: Math.min(...sizes), frame: frame.clientWidth, scroll: frame.scrollWidth, edges: frame.querySelectorAll("g.edge").length };
+      });
+    // every dependency drawn: wider than the frame, so the text would shrink below 10 px
+    await mount({ svg: fixtures.wide_dag.tangle });
+    let drawn = await measure();
+    assert.ok(drawn.least >= 10 - 1e-3, `smallest text drawn at ${drawn.least.toFixed(2)} px`);
+    assert.ok(drawn.scroll > drawn.frame, "the frame scrolls sideways instead");
+    // the reduced drawing: the chain's edges only, and it fits
+    await mount({ svg: fixtures.wide_dag.svg });
+    drawn = await measure();
+    assert.equal(drawn.edges, fixtures.wide_dag.edges, "the edges the reduction kept are drawn");
+    assert.ok(drawn.least >= 10 - 1e-3, `smallest text drawn at ${drawn.least.toFixed(2)} px`);
+    assert.equal(drawn.scroll, drawn.frame, "no sideways scrolling");
+  });
+
   it("draws nothing and fails nowhere when svg is empty", async () => {
     await mount({ svg: "" });
     const frame = await page.evaluate(() => document.querySelector(".mxnb-canvas").innerHTML);
