@@ -151,6 +151,9 @@ test.describe("file viewers (no kernel)", () => {
     expect(await data.textContent()).toContain(config.own_symbol_shape);
     const edgeLabels = await viewer.locator(".mxnb-canvas svg g.edge text").allTextContents();
     expect(edgeLabels, "the shape labels the data's edge").toContain(config.own_symbol_shape);
+    // shapes inferred from the input's: fc1 (16 hidden) and fc2 (10), never MXNet's "(0,)"
+    expect(edgeLabels, "inferred shapes label the layers' edges").toEqual(expect.arrayContaining(["(1, 16)", "(1, 10)"]));
+    expect(edgeLabels.filter((label) => /\(0,|\(0\)/.test(label)), "no unknown shape shown as 0").toEqual([]);
     await shot(page, "viewer-own-symbol");
   });
 
