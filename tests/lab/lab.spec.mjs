@@ -564,10 +564,12 @@ test.describe("notebooks run in JupyterLab and every widget draws", () => {
       await extensionLoaded(page);
       await openFile(page, notebook);
       await kernelIdle(page);
-      // the kernel started: its kernelspec is the file's, not rewritten (JupyterLab still
-      // fills in language_info with this machine's Python version)
+      // the kernel started: its kernelspec is the file's, not rewritten
       const kernelspec = await page.evaluate(() => window.jupyterapp.shell.currentWidget.context.model.getMetadata("kernelspec"));
       expect(kernelspec, "the kernelspec is not rewritten").toEqual(config.kernelspec);
+      // nor anything else: the file carries the language_info JupyterLab fills in
+      const dirty = await page.evaluate(() => window.jupyterapp.shell.currentWidget.context.model.dirty);
+      expect(dirty, "the notebook does not open as modified").toBe(false);
       // resolves when the last cell ran (or one failed: the checks below then fail)
       await page.evaluate(() => window.jupyterapp.commands.execute("notebook:run-all-cells"));
       await kernelIdle(page);
