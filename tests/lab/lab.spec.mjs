@@ -242,6 +242,36 @@ test.describe("file viewers (no kernel)", () => {
     await shot(page, "viewer-trace");
   });
 
+  test("the wheel zooms a timeline's time axis only: lane names stay visible, the ticks are labelled again", async ({ page }) => {
+    await page.locator(".jp-DirListing-item", { hasText: config.job }).dblclick();
+    const viewer = page.locator(".jp-MainAreaWidget:not(.lm-mod-hidden) .mxnb-panel", { has: page.locator("svg.mxnb-timeline") });
+    const svg = viewer.locator("svg.mxnb-timeline");
+    await svg.locator("rect.mxnb-bar").first().waitFor({ timeout: 60_000 });
+    const state = () => svg.evaluate((el) => ({
+      span: el.dataset.span,
+      ticks: [...el.querySelectorAll("g.mxnb-axis text")].map((t) => t.textContent),
+      lanes: [...el.querySelectorAll("g.mxnb-lanes > text")].map((t) => {
+        const r = t.getBoundingClientRect();
+        return { name: t.textContent, x: Math.round(r.left), y: Math.round(r.top), w: Math.round(r.width) };
+      }),
+    }));
+    const before = await state();
+    const box = await svg.boundingBox();
+    await page.mouse.move(box.x + box.width * 0.6, box.y + 60);
+    for (let step = 0; step < 4; step += 1) await page.mouse.wheel(0, -120);
+    await expect.poll(async () => (await state()).span).not.toBe(before.span);
+    const after = await state();
+    expect(after.lanes, "lane names where they were, same size").toEqual(before.lanes);
+    for (const lane of after.lanes.slice(0, 3)) {
+      expect(lane.x, `${lane.name} inside the viewer`).toBeGreaterThanOrEqual(Math.floor(box.x));
+    }
+    expect(after.ticks, "the axis is labelled again").not.toEqual(before.ticks);
+    const [b0, b1] = before.span.split(" ").map(Number);
+    const [a0, a1] = after.span.split(" ").map(Number);
+    expect(a1 - a0, "the time span narrowed").toBeLessThan((b1 - b0) * 0.75);
+    await shot(page, "viewer-job-trace-zoomed");
+  });
+
   test("a .diff.json opens as two runs' timelines, the slowed op outlined, the rows below", async ({ page }) => {
     await page.locator(".jp-DirListing-item", { hasText: config.diff }).dblclick();
     const viewer = page.locator(".jp-MainAreaWidget .mxnb-panel[data-rows]");
@@ -385,6 +415,29 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
     expect(runs[0], "each cell run alone").toBe(runs[1]);
     expect(runs[0]).toBeGreaterThan(12);
   });
+});
+
+test("a document double-clicked while a panel has focus opens beside the last document, not among the panels", async ({ page }) => {
+  await extensionLoaded(page);
+  await page.filebrowser.openHomeDirectory();
+  await page.locator(".jp-DirListing-item", { hasText: config.trace }).dblclick();
+  await page.locator(".jp-MainAreaWidget .mxnb-panel svg.mxnb-timeline").first().waitFor({ timeout: 60_000 });
+  const first = await page.evaluate(() => window.jupyterapp.shell.currentWidget.id);
+  await page.evaluate(() => window.jupyterapp.commands.execute("mxnb:open-panel", { view: "stats" }));
+  await page.locator(".mxnb-panel[data-view='stats']").waitFor();
+  await page.evaluate(() => window.jupyterapp.commands.execute("mxnb:open-panel", { view: "dag" }));
+  await page.locator(".mxnb-panel[data-view='dag']").click(); // the panel has focus
+  expect(await page.evaluate(() => window.jupyterapp.shell.currentWidget.id)).toMatch(/^mxnb-engine-panel-/);
+  await page.locator(".jp-DirListing-item", { hasText: config.own_symbol }).dblclick();
+  await page.waitForFunction(() => window.jupyterapp.shell.currentWidget?.context?.path?.endsWith("-symbol.json"), null, { timeout: 60_000 });
+  const tabs = await page.evaluate(() => {
+    const id = window.jupyterapp.shell.currentWidget.id;
+    const bar = document.querySelector(`.lm-DockPanel-tabBar li[data-id="${CSS.escape(id)}"]`).closest(".lm-DockPanel-tabBar");
+    return [...bar.querySelectorAll("li[data-id]")].map((li) => li.dataset.id);
+  });
+  expect(tabs.filter((id) => id.startsWith("mxnb-engine-panel-")), "no panel in the document's tab bar").toEqual([]);
+  expect(tabs, "beside the document used last").toContain(first);
+  await shot(page, "document-beside-document");
 });
 
 test("the command palette lists the panels, and a reload brings the docked ones back", async ({ page }) => {
