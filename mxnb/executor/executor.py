@@ -120,16 +120,15 @@ class Executor(ExecutorAPI):
         self._segments: dict[tuple, list[Segment]] = {}  # (pass start, mode, size) -> segments
         self.outputs: list[NDArray] = [self._arrays[entry] for entry in graph.output_entries]
         self._output_names = [graph.entries[entry].name for entry in graph.output_entries]
-        name_vars(self._held_names())
+        name_vars(self._held_names(), self._block_names())
 
     def _held_names(self) -> list[tuple[Any, str]]:
-        """(var, name) for every var this executor orders: what a person calls what it holds.
+        """(var, name) for the arrays bound by name: what a person calls them.
 
         Arguments and auxiliary states by their names (``fc1_weight``),
         gradients as ``fc1_weight.grad``, head gradients as
-        ``softmax_output.head_grad``, planned blocks and arena segments by the
-        entries placed in them (``fc1_output``).  The views show these names
-        instead of the arrays' ``nd28874``.
+        ``softmax_output.head_grad``.  The views show these names instead of
+        the arrays' ``nd28874``.
         """
         graph = self._graph
         held = [(array._var, name) for name, array in self.arg_dict.items()]
@@ -137,7 +136,12 @@ class Executor(ExecutorAPI):
         held += [(array._var, name) for name, array in self.aux_dict.items()]
         for output, array in self._head_grads.items():
             held.append((array._var, f"{graph.entries[output].name}.head_grad"))
-        for entry, planned in zip(graph.entries, self.memory_plan.entries):
+        return held
+
+    def _block_names(self) -> list[tuple[Any, str]]:
+        """(var, entry name) for every planned entry: the block or arena segments holding it."""
+        held = []
+        for entry, planned in zip(self._graph.entries, self.memory_plan.entries):
             if not planned.external:
                 for var in self._entry_vars.get(entry.id, (self._arrays[entry.id]._var,)):
                     held.append((var, entry.name))

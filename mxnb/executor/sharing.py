@@ -145,21 +145,28 @@ def _new_block(nbytes: int, ctx: Any, label: str) -> NDArray:
     return NDArray._make(_Chunk(handle, var, ctx), var, raw, 0, (nbytes,), raw.dtype, ctx)
 
 
-def name_vars(held: Sequence[tuple[Any, str]]) -> None:
-    """Name each var after what it holds (``Engine.name_var``): one name, or the first and a count.
+def name_vars(held: Sequence[tuple[Any, str]], blocks: Sequence[tuple[Any, str]] = ()) -> None:
+    """Name each var after what it holds (``Engine.name_var``), for the views.
 
-    A planned block reused by several entries in turn holds them all:
-    ``'fc1_output +2'`` names its first entry and how many more share it.
+    ``held``: (var, name) of arrays a person named (``fc1_weight``): the
+    var takes that name.  ``blocks``: (var, entry name) of planned storage:
+    the var keeps its block name and adds its entries, the first and how
+    many more share it (``'storage0 (fc1_output +3)'``), so both the block
+    a notebook talks about and the tensors it holds can be read off it.
     """
-    names: dict[int, tuple[Any, list[str]]] = {}
-    for var, name in held:
-        entry = names.setdefault(id(var), (var, []))
-        if name not in entry[1]:
-            entry[1].append(name)
+    names: dict[int, tuple[Any, list[str], bool]] = {}
+    for group, is_block in ((held, False), (blocks, True)):
+        for var, name in group:
+            entry = names.setdefault(id(var), (var, [], is_block))
+            if name not in entry[1]:
+                entry[1].append(name)
     engine = _engine_mod.get()
-    for var, held_names in names.values():
+    for var, held_names, is_block in names.values():
         more = len(held_names) - 1
-        engine.name_var(var, held_names[0] if not more else f"{held_names[0]} +{more}")
+        label = held_names[0] if not more else f"{held_names[0]} +{more}"
+        if is_block:
+            label = f"{var.name.split(' (')[0]} ({label})"
+        engine.name_var(var, label)
 
 
 def take_blocks(

@@ -8,6 +8,8 @@ a var with only a generated name is called after the op that wrote it.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import mxnb as mx
@@ -95,9 +97,10 @@ def test_an_executor_names_its_arguments_gradients_outputs_and_blocks():
     assert {"data", "fc1_weight", "fc1_bias", "fc2_weight", "sm_label"} <= used
     assert {"fc1_weight.grad", "fc2_bias.grad"} <= used
     assert ex.arg_dict["fc1_weight"]._var.name == "fc1_weight"
-    # planned blocks are named by the entries placed in them, never storage<N> or nd<N>
-    assert any(name.startswith("fc1_output") for name in used), used
-    assert not [name for name in used if name.startswith(("storage", "nd"))], used
+    # planned blocks keep their block name and add the entries placed in them; no nd<N> left
+    assert "storage0 (fc1_output +1)" in used, used
+    assert all(re.fullmatch(r"storage\d+(@\d+)? \(\w+( \+\d+)?\)", name) for name in used if name.startswith("storage")), used
+    assert not [name for name in used if re.fullmatch(r"nd\d+", name)], used
 
 
 def test_gluon_parameters_name_their_arrays_and_gradients():
