@@ -62,6 +62,19 @@ def parse(text: str) -> list[tuple[str, str]]:
     return result
 
 
+def language_info() -> dict:
+    """What ipykernel reports of its language, as JupyterLab writes it into a notebook it opens.
+
+    Written in full (the venv's Python version included), so opening a
+    notebook changes nothing and it does not open as modified.
+    """
+    try:
+        from ipykernel.ipkernel import IPythonKernel
+    except ImportError:  # building without Jupyter installed: the name alone
+        return {"name": "python"}
+    return dict(IPythonKernel.language_info)
+
+
 def build(source: pathlib.Path) -> nbformat.NotebookNode:
     """Return the notebook (outputs cleared) for one percent-format script."""
     notebook = nbformat.v4.new_notebook()
@@ -70,7 +83,7 @@ def build(source: pathlib.Path) -> nbformat.NotebookNode:
         "language": "python",
         "name": "python3",
     }
-    notebook.metadata["language_info"] = {"name": "python"}
+    notebook.metadata["language_info"] = language_info()
     for index, (kind, text) in enumerate(parse(source.read_text())):
         if kind == "markdown":
             cell = nbformat.v4.new_markdown_cell(text)

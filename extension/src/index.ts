@@ -4,7 +4,7 @@
 // The command palette lists every panel ("mxnb: DAG panel", ...); a widget tracker with the
 // layout restorer brings the docked panels back after a reload.
 
-import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
+import { ILabShell, ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import { ICommandPalette, MainAreaWidget, WidgetTracker } from "@jupyterlab/apputils";
 import { DocumentRegistry } from "@jupyterlab/docregistry";
 import { INotebookTracker } from "@jupyterlab/notebook";
@@ -16,6 +16,39 @@ import { registerViewers } from "./viewers";
 import "../style/index.js";
 
 const COMMAND = "mxnb:open-panel";
+const PANEL_ID = "mxnb-engine-panel-";
+
+/** The ids of the widgets sharing `id`'s tab bar in the main dock area (the tabs' data-id). */
+function tabNeighbours(id: string): string[] {
+  const tab = document.querySelector(`.lm-DockPanel-tabBar li[data-id="${CSS.escape(id)}"]`);
+  const bar = tab?.closest(".lm-DockPanel-tabBar");
+  return bar ? [...bar.querySelectorAll("li[data-id]")].map((li) => (li as HTMLElement).dataset.id || "") : [];
+}
+
+/**
+ * Documents opened while an engine panel has focus go beside the last document, not among the
+ * panels.  JupyterLab's document opener adds a widget "tab-after" the shell's current widget
+ * (LabShell._addToMainArea) and the file browser passes no `ref`, so no option of
+ * IDocumentManager can say otherwise; instead, a document that first becomes current in a
+ * tab bar holding a panel is moved: after the last document used, or left of the panels.
+ */
+function keepDocumentsOutOfPanels(shell: ILabShell): void {
+  let lastDocument: Widget | null = null;
+  const seen = new WeakSet<Widget>();
+  shell.currentChanged.connect((_, change) => {
+    const widget = change.newValue;
+    if (!widget || widget.id.startsWith(PANEL_ID)) return;
+    const first = !seen.has(widget);
+    seen.add(widget);
+    const panels = tabNeighbours(widget.id).filter((id) => id.startsWith(PANEL_ID));
+    if (first && panels.length) {
+      const beside = lastDocument && !lastDocument.isDisposed && lastDocument.isAttached ? lastDocument : null;
+      shell.add(widget, "main", beside ? { mode: "tab-after", ref: beside.id } : { mode: "split-left", ref: panels[0] });
+      shell.activateById(widget.id);
+    }
+    if (!tabNeighbours(widget.id).some((id) => id.startsWith(PANEL_ID))) lastDocument = widget;
+  });
+}
 
 function sidebar(app: JupyterFrontEnd): Widget {
   const widget = new Widget();
@@ -104,6 +137,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     }
     app.shell.add(sidebar(app), "left", { rank: 900 });
     registerViewers(app.docRegistry);
+    if (!notebook7 && "currentChanged" in app.shell) keepDocumentsOutOfPanels(app.shell as ILabShell);
   },
 };
 

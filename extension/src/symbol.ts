@@ -10,6 +10,9 @@
 //     remain; an op with a generated name (`_plus0`, `activation12`) joins the group of its
 //     first input op.  A group is one box with its op counts; the edges between groups stay.
 // A small graph is drawn whole (every node, parameters included) unless asked otherwise.
+// Edges carry the shapes the JSON carries or implies (./shapes.ts): unknown axes as "?".
+
+import { inferShapes, parseShape, showShape } from "./shapes";
 
 type Json = any;
 
@@ -103,9 +106,8 @@ function grouping(nodes: Json[], shown: Set<number>): Map<number, string> {
 
 function nodeLine(node: Json, i: number, attrs: Record<string, string>, tip: string): string {
   const variable = node.op === "null";
-  const label = variable
-    ? `${node.name}${attrs.__shape__ ? `\n${attrs.__shape__}` : ""}`
-    : `${node.name}\n${node.op}`;
+  const shape = showShape(parseShape(attrs.__shape__)); // "(0,)": unknown, not shown
+  const label = variable ? `${node.name}${shape ? `\n${shape}` : ""}` : `${node.name}\n${node.op}`;
   const style = variable
     ? 'shape=ellipse, style="filled", fillcolor="#fff7e0", fontsize=9'
     : 'shape=box, fillcolor="#8ec5ff"';
@@ -140,7 +142,7 @@ export function symbolToDot(symbol: Json, detail: Detail = defaultDetail(symbol)
   for (const [i, key] of keys) members.set(key, [...(members.get(key) || []), i]);
   const box = new Map<number, number>(); // node index -> index of the node its box is named after
   const tooltips: Record<string, string> = {};
-  const shapes = new Map<number, string>();
+  const shapes = inferShapes(nodes, nodeAttrs); // node -> its first output's shape, where known
   for (const [key, group] of members) {
     for (const i of group) box.set(i, group[0]);
     if (group.length > 1) {
@@ -152,9 +154,10 @@ export function symbolToDot(symbol: Json, detail: Detail = defaultDetail(symbol)
     const i = group[0];
     const node = nodes[i];
     const attrs = nodeAttrs(node);
-    if (attrs.__shape__) shapes.set(i, attrs.__shape__);
+    const shape = showShape(shapes.get(i) || null);
     const tip = [`${node.name} (${node.op === "null" ? "variable" : node.op})`]
-      .concat(Object.entries(attrs).map(([k, v]) => `${k} = ${v}`))
+      .concat(Object.entries(attrs).filter(([k]) => k !== "__shape__").map(([k, v]) => `${k} = ${v}`))
+      .concat(shape ? [`shape = ${shape}`] : [])
       .join("\n");
     tooltips[`op${i}`] = tip;
     lines.push(nodeLine(node, i, attrs, tip));
@@ -167,7 +170,7 @@ export function symbolToDot(symbol: Json, detail: Detail = defaultDetail(symbol)
       const to = box.get(i);
       if (from === undefined || to === undefined || from === to || edges.has(`${from}>${to}`)) continue;
       edges.add(`${from}>${to}`);
-      const shape = from === source ? shapes.get(source) : undefined;
+      const shape = from === source && input[1] === 0 ? showShape(shapes.get(source) || null) : "";
       lines.push(`n${from} -> n${to}${shape ? ` [label=${dotString(shape)}]` : ""};`);
     }
   });

@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..base import EngineError, acquire_lock
+from ..base import EngineError, ParamError, acquire_lock
 from ..context import Context, RunContext
 from . import tracing
 from .checks import (
@@ -64,7 +64,7 @@ from .checks import (
 from .debugging import Debugging, SlowWait
 from .failures import MAX_UNRAISED_ERRORS, ErrorRef, Failures
 from .lifetime import Lifetime
-from .records import record_end, record_push, record_var_new
+from .records import record_end, record_push, record_var_name, record_var_new
 from .running import RunContextCache, Running, _running_stack, inside_op
 from .var import DONE, PENDING, READY, RUNNING, Opr, Var
 from .waiting import Waiting
@@ -139,6 +139,22 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
         if tracing.enabled:
             record_var_new(var)
         return var
+
+    def name_var(self, var: Var, name: str) -> None:
+        """Give ``var`` a name a person knows (``'fc1_weight'``); traces record it.
+
+        For the layers that learn a var's meaning after making it (an
+        executor names its arguments, gradients and outputs at bind time).
+        Costs one attribute set when nobody traces; a recorder gets a
+        ``VarName`` event, and the views show the latest name.
+        """
+        if type(name) is not str or not name:
+            raise ParamError(
+                f"name_var: name must be a non-empty str, got {name!r}; pass e.g. 'fc1_weight'"
+            )
+        var.name = name
+        if tracing.enabled:
+            record_var_name(var)
 
     # -- pushing -------------------------------------------------------------
     def push_sync(

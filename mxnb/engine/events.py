@@ -12,7 +12,8 @@ ids, var ids) or the storage manager's (handle ids).
 
 Events:
     VarNew / VarDelete       a var is created / its delete op ran
-    VarName                  a var made before recording began, named when first pushed on
+    VarName                  a var made before recording began, named when first pushed on,
+                             or a var given a (new) name while recording
     OpPush                   an op is pushed, with the ops it waits on and why
     OpReady                  its wait count reached zero; it goes to a worker pool
     OpStart / OpEnd          a worker runs it (``OpEnd.error`` / ``skipped`` on failure)
@@ -105,7 +106,12 @@ class VarNew(NamedTuple):
 
 @_event
 class VarName(NamedTuple):
-    """A var the trace first meets in a push, made before recording began: its name."""
+    """A var's name: one made before recording began, when a push first uses it, or a new one.
+
+    A var renamed while recording (:meth:`~mxnb.engine.base.Engine.name_var`,
+    e.g. an executor naming its arrays ``fc1_weight``) gets a second VarName;
+    the latest one names it.
+    """
 
     time: float
     var_id: int

@@ -91,6 +91,7 @@ __all__ = [
     "record_end",
     "record_push",
     "record_start",
+    "record_var_name",
     "record_var_new",
 ]
 
@@ -140,6 +141,15 @@ def record_var_new(var: Var) -> None:
     """Log a new var (it is named from the start)."""
     seen_vars.add(var.id)
     _extend((RAW_VAR_NEW, _now(), var.id, var.name))
+
+
+def record_var_name(var: Var) -> None:
+    """Log ``var``'s new name (given while recording); the latest VarName names a var.
+
+    Not on any hot path (names are given at bind time): the event is built here.
+    """
+    seen_vars.add(var.id)  # named now: its first push need not name it again
+    append_raw(VarName(_now(), var.id, var.name))
 
 
 def record_push(opr: Opr, starts_as: str | None = None) -> None:
@@ -311,7 +321,7 @@ class RecordReader:
     def _built(self, add: Callable[[Any], None], item: Any) -> None:
         built = item[0](*item[1:]) if type(item) is tuple else item
         for event in built if type(built) is tuple else (built,):
-            if type(event) is VarNew:
+            if type(event) is VarNew or type(event) is VarName:
                 self.named.add(event.var_id)
             add(event)
 

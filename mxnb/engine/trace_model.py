@@ -31,6 +31,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
@@ -63,6 +64,9 @@ from .events import (
 from .stats import StatsRow, TraceStats, account, explain
 
 __all__ = ["TraceModel"]
+
+#: Names the engine and NDArray make up (``nd28874``, ``var7``, ``v12``, ``wrapped``): no one's words.
+_GENERATED_NAME = re.compile(r"(nd|var|v)\d+|wrapped")
 
 
 class TraceModel:
@@ -288,7 +292,29 @@ class TraceModel:
     # -- questions the views ask ------------------------------------------
 
     def var_name(self, var_id: int) -> str:
-        """Name of a var (``'v12'`` when the trace never named it)."""
+        """What to call a var in a view: its name, or for an unnamed one the op that made it.
+
+        A name a person gave (``'fc1_weight'``, ``'data'``: executors name
+        their arrays, ``new_var(name=...)``) is shown as is.  A var with only
+        a generated name (``'nd28874'``, ``'var7'``, ``'v12'`` when the trace
+        never named it) is called after its first writer in the trace, e.g.
+        ``'dot#5 out'`` (``'split#6 out1'`` for an op's second output): the
+        op a person sees in the same view.  ``vars[id].name`` keeps the raw name.
+        """
+        record = self.vars.get(var_id)
+        if record is None:
+            return f"v{var_id}"
+        if not _GENERATED_NAME.fullmatch(record.name):
+            return record.name
+        writers = (self.ops.get(op_id) for op_id in record.writers)
+        writer = next((op for op in writers if op and not op.name.startswith("delete:")), None)
+        if writer is None:  # written before the trace began, or only deleted in it
+            return record.name
+        outputs = writer.mutate_vars
+        which = f"{outputs.index(var_id)}" if len(outputs) > 1 and var_id in outputs else ""
+        return f"{writer.name}#{writer.op_id} out{which}"
+
+    def _raw_name(self, var_id: int) -> str:
         record = self.vars.get(var_id)
         return record.name if record is not None else f"v{var_id}"
 
@@ -320,7 +346,7 @@ class TraceModel:
             if isinstance(var, int):
                 if var_id == var:
                     return True
-            elif var in self.var_name(var_id):
+            elif var in self.var_name(var_id) or var in self._raw_name(var_id):
                 return True
         return False
 

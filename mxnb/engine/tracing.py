@@ -14,6 +14,8 @@ extends one shared log with coded records (:mod:`.records`); a
 read, deriving the dependency edges with the engine's own code.  Vars made
 before recording began are named by a ``VarName`` event the first time a
 recorded push uses them; edges to ops pushed before recording began are not known.
+A name given later (``eng.name_var(var, 'fc1_weight')``: executors and Gluon
+parameters name their arrays) is one more ``VarName`` event; the latest wins.
 
 Reading a trace: ``tr.stats()`` (per-op-name table, like MXNet's aggregate
 profiler), ``tr.explain(op)`` (why an op ran when it did), ``tr.ops()``

@@ -62,7 +62,7 @@ from .executor_api import ExecutorAPI
 from .plan import MemoryPlan
 from .recompute import REPLAYED_OPS
 from .runners import _Prepared, make_runner
-from .sharing import take_blocks
+from .sharing import name_vars, take_blocks
 from .steps import ExecGraph, Step, StepKind, without_gc_pauses
 
 __all__ = ["Executor"]
@@ -120,6 +120,32 @@ class Executor(ExecutorAPI):
         self._segments: dict[tuple, list[Segment]] = {}  # (pass start, mode, size) -> segments
         self.outputs: list[NDArray] = [self._arrays[entry] for entry in graph.output_entries]
         self._output_names = [graph.entries[entry].name for entry in graph.output_entries]
+        name_vars(self._held_names(), self._block_names())
+
+    def _held_names(self) -> list[tuple[Any, str]]:
+        """(var, name) for the arrays bound by name: what a person calls them.
+
+        Arguments and auxiliary states by their names (``fc1_weight``),
+        gradients as ``fc1_weight.grad``, head gradients as
+        ``softmax_output.head_grad``.  The views show these names instead of
+        the arrays' ``nd28874``.
+        """
+        graph = self._graph
+        held = [(array._var, name) for name, array in self.arg_dict.items()]
+        held += [(array._var, f"{name}.grad") for name, array in self.grad_dict.items()]
+        held += [(array._var, name) for name, array in self.aux_dict.items()]
+        for output, array in self._head_grads.items():
+            held.append((array._var, f"{graph.entries[output].name}.head_grad"))
+        return held
+
+    def _block_names(self) -> list[tuple[Any, str]]:
+        """(var, entry name) for every planned entry: the block or arena segments holding it."""
+        held = []
+        for entry, planned in zip(self._graph.entries, self.memory_plan.entries):
+            if not planned.external:
+                for var in self._entry_vars.get(entry.id, (self._arrays[entry.id]._var,)):
+                    held.append((var, entry.name))
+        return held
 
     # -- binding ------------------------------------------------------------------------
     @property

@@ -57,7 +57,7 @@ from ..base import ShapeError
 from ..ndarray import creation as _nd
 from ..ndarray.ndarray import NDArray, _Chunk
 
-__all__ = ["bound_arrays", "take_blocks"]
+__all__ = ["bound_arrays", "name_vars", "take_blocks"]
 
 
 def _reshape_or_create(
@@ -143,6 +143,30 @@ def _new_block(nbytes: int, ctx: Any, label: str) -> NDArray:
     var = _engine_mod.get().new_var(label)
     raw = handle.buffer[:nbytes]
     return NDArray._make(_Chunk(handle, var, ctx), var, raw, 0, (nbytes,), raw.dtype, ctx)
+
+
+def name_vars(held: Sequence[tuple[Any, str]], blocks: Sequence[tuple[Any, str]] = ()) -> None:
+    """Name each var after what it holds (``Engine.name_var``), for the views.
+
+    ``held``: (var, name) of arrays a person named (``fc1_weight``): the
+    var takes that name.  ``blocks``: (var, entry name) of planned storage:
+    the var keeps its block name and adds its entries, the first and how
+    many more share it (``'storage0 (fc1_output +3)'``), so both the block
+    a notebook talks about and the tensors it holds can be read off it.
+    """
+    names: dict[int, tuple[Any, list[str], bool]] = {}
+    for group, is_block in ((held, False), (blocks, True)):
+        for var, name in group:
+            entry = names.setdefault(id(var), (var, [], is_block))
+            if name not in entry[1]:
+                entry[1].append(name)
+    engine = _engine_mod.get()
+    for var, held_names, is_block in names.values():
+        more = len(held_names) - 1
+        label = held_names[0] if not more else f"{held_names[0]} +{more}"
+        if is_block:
+            label = f"{var.name.split(' (')[0]} ({label})"
+        engine.name_var(var, label)
 
 
 def take_blocks(

@@ -122,6 +122,7 @@ class Parameter:
         init._init_weight(InitDesc(self.name), data)
         if self.grad_req != "null":
             data.attach_grad(grad_req=self.grad_req)
+        _name_arrays(self.name, data)
         self._data = data
         self._deferred = None
 
@@ -168,6 +169,16 @@ class Parameter:
         if self._var is None:
             self._var = symbol.Variable(self.name, shape=self._shape, dtype=self.dtype)
         return self._var
+
+
+def _name_arrays(name: str, data: Any) -> None:
+    """Name the parameter's array and gradient in traces (``dense0_weight``, ``dense0_weight.grad``)."""
+    from .. import engine
+
+    eng = engine.get()
+    eng.name_var(data._var, name)
+    if data.grad is not None:
+        eng.name_var(data.grad._var, f"{name}.grad")
 
 
 class ParameterDict:

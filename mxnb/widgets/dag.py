@@ -41,7 +41,7 @@ from ..engine.tracing import DepKind
 from ._render import GraphvizView, state_colours
 from .model import KIND_SHORT, Edge, EngineModel, OpRecord
 
-__all__ = ["ROW", "DependencyGraph", "edge_style", "is_delete", "lineage_links"]
+__all__ = ["ROW", "DependencyGraph", "edge_style", "is_delete", "lineage_links", "reduce_edges"]
 
 ROW = 8  # nodes per row when ops without dependencies would otherwise share one rank
 
@@ -63,6 +63,38 @@ def _stacked(label: str) -> str:
     if not bracket or not rest.endswith("]"):
         return label
     return f"{head}bulk[\n  " + ",\n  ".join(rest[:-1].split(", ")) + "]"
+
+
+def reduce_edges(edges: list[Edge]) -> tuple[list[list[Edge]], int]:
+    """The edges a reader needs: one per (holder, waiter) pair, none a longer path implies.
+
+    Returns the kept pairs (each the list of its edges, one per var) in the
+    order first met, and how many dependency edges were left out because
+    another chain of drawn edges already orders the same two ops (the
+    transitive reduction of the DAG; the engine's order is the same).
+    Holders are pushed before their waiters, so op ids order the DAG.
+    """
+    pairs: dict[tuple[int, int], list[Edge]] = {}
+    successors: dict[int, set[int]] = {}
+    for edge in edges:
+        pairs.setdefault((edge.holder, edge.waiter), []).append(edge)
+        successors.setdefault(edge.holder, set()).add(edge.waiter)
+    below: dict[int, set[int]] = {}  # op -> every op reachable from it
+    for op in sorted(successors, reverse=True):  # waiters (larger ids) first
+        reach: set[int] = set()
+        for nxt in successors[op]:
+            reach.add(nxt)
+            reach |= below.get(nxt, set())
+        below[op] = reach
+    kept: list[list[Edge]] = []
+    hidden = 0
+    for (holder, waiter), group in pairs.items():
+        others = successors[holder] - {waiter}
+        if any(waiter in below.get(other, ()) for other in others):
+            hidden += len(group)
+        else:
+            kept.append(group)
+    return kept, hidden
 
 
 def is_delete(op: OpRecord) -> bool:
@@ -111,6 +143,10 @@ class DependencyGraph(GraphvizView):
     show_deletes : bool
         Draw delete ops as nodes (default False: each is folded into the op
         that freed the array, as a "frees ..." line on that op).
+    implied : bool
+        Draw every dependency (default False: an edge that a chain of other
+        drawn edges implies is left out, and the picture says how many were;
+        two ops waiting on each other through several vars share one edge).
     """
 
     def __init__(
@@ -122,6 +158,7 @@ class DependencyGraph(GraphvizView):
         show_vars: bool = False,
         selected: int | None = None,
         show_deletes: bool = False,
+        implied: bool = False,
     ) -> None:
         self._source = source
         self.model = as_model(source)
@@ -131,6 +168,8 @@ class DependencyGraph(GraphvizView):
         self.show_vars = show_vars
         self.selected = selected
         self.show_deletes = show_deletes
+        self.implied = implied
+        self.hidden_edges = 0  # set while drawing: dependencies implied by drawn ones, left out
         self._freed: dict[int, list[str]] = {}  # set while drawing
 
     def refresh(self) -> DependencyGraph:
@@ -160,6 +199,19 @@ class DependencyGraph(GraphvizView):
             ops = self.model.ops
             edges = [e for e in edges if e.holder not in ops or not is_delete(ops[e.holder])]
         return edges
+
+    def drawn_edges(self) -> list[list[Edge]]:
+        """The edges drawn, one list per (holder, waiter) pair; sets :attr:`hidden_edges`.
+
+        All of :meth:`visible_edges` with ``implied=True``; else their
+        transitive reduction (:func:`reduce_edges`).
+        """
+        edges = self.visible_edges()
+        if self.implied:
+            self.hidden_edges = 0
+            return [[edge] for edge in edges]
+        kept, self.hidden_edges = reduce_edges(edges)
+        return kept
 
     def freed(self) -> dict[int, list[str]]:
         """Op id -> names of the vars whose delete was folded into it (empty with deletes shown).
@@ -191,7 +243,7 @@ class DependencyGraph(GraphvizView):
         dot = graphviz.Digraph(name="dependencies")
         dot.attr(rankdir="TB", fontname="Helvetica", fontsize="10", nodesep="0.25", ranksep="0.35")
         dot.attr("node", shape="box", style="rounded,filled", fontname="Helvetica", fontsize="10")
-        dot.attr("edge", fontname="Helvetica", fontsize="8", arrowsize="0.6")
+        dot.attr("edge", fontname="Helvetica", fontsize="10", arrowsize="0.6")
         ops = self.visible_ops()
         self._freed = self.freed()
         if self.show_vars:
@@ -199,6 +251,13 @@ class DependencyGraph(GraphvizView):
         else:
             self._op_graph(dot, ops)
         self._rows_for_independent(dot, ops)
+        if self.hidden_edges and not self.show_vars:
+            dot.attr(
+                label=f"{self.hidden_edges} implied dependencies hidden (implied=True draws them)",
+                labelloc="b",
+                fontsize="10",
+                fontcolor="#555555",
+            )
         if not ops:
             dot.node("empty", "no ops traced yet", shape="plaintext", style="")
         return dot
@@ -244,7 +303,8 @@ class DependencyGraph(GraphvizView):
         for op in ops:
             self._op_node(dot, op)
         ghosts: set[int] = set()
-        for edge in self.visible_edges():
+        for group in self.drawn_edges():
+            edge = group[0]
             if edge.holder not in shown and edge.holder not in ghosts:
                 ghosts.add(edge.holder)
                 holder = self.model.ops.get(edge.holder)
@@ -257,7 +317,9 @@ class DependencyGraph(GraphvizView):
                     fontcolor="#777777",
                     id=f"op{edge.holder}",
                 )
-            label = f"{self.model.var_name(edge.var_id)} {KIND_SHORT[edge.kind]}"
+            label = "\n".join(
+                f"{self.model.var_name(each.var_id)} {KIND_SHORT[each.kind]}" for each in group
+            )
             attrs = edge_style(edge.kind)
             attrs[label_key] = label
             dot.edge(f"op{edge.holder}", f"op{edge.waiter}", **attrs)

@@ -243,6 +243,7 @@ class Timeline(FigureView):
         critical = set(self.model.critical_path()) if self.highlight_critical else set()
         labels: list[str] = []
         named: list[tuple[float, float, int, str]] = []  # (left ms, width ms, lane row, op name)
+        wait_texts: list[tuple[float, int, str]] = []  # (left ms, lane row, "wait <var>")
         colours = NameColours()
         y = 0
         for thread, spans in waits.items():
@@ -257,7 +258,7 @@ class Timeline(FigureView):
                     edgecolor="#888888",
                     hatch="///",
                 )
-                axes.text(1e3 * begin, y + 0.32, f"wait {what}", fontsize=6, color="#555555")
+                wait_texts.append((1e3 * begin, y, f"wait {what}"))
             labels.append(f"wait: {thread}")
             y += 1
         idle_by_lane: dict[str, list[tuple[int, IdleSpan]]] = {}
@@ -311,6 +312,7 @@ class Timeline(FigureView):
             axes.set_xlim(1e3 * first - pad, 1e3 * last + pad)
         axes.set_ylim(max(len(labels), 1) - 0.5, -0.5)
         self._label_wide_bars(axes, named)
+        self._label_waits(axes, wait_texts)
         axes.grid(axis="x", color="#eeeeee")
         axes.set_axisbelow(True)
         handles = [Patch(color=c, label=n) for n, c in list(colours.assigned.items())[:12]]
@@ -336,6 +338,23 @@ class Timeline(FigureView):
             f"engine timeline: {len(self.model.ops)} ops, {len(lanes)} workers", fontsize=10
         )
         return figure
+
+    @staticmethod
+    def _label_waits(axes: Any, texts: list[tuple[float, int, str]]) -> None:
+        """Write "wait <var>" at each wait's start, unless it would run into the last one written.
+
+        Back-to-back waits (a loop's ``wait_to_read``) used to write their
+        labels over each other; now the next label waits for room on its row.
+        """
+        low, high = axes.get_xlim()
+        axes_inches = axes.get_position().width * axes.figure.get_figwidth()
+        char_ms = (0.6 * 6 / 72) * (high - low) / max(axes_inches, 1e-9)  # fontsize 6, in ms
+        free: dict[int, float] = {}  # row -> where its last label ends (ms)
+        for left, row, text in sorted(texts):
+            if not low <= left <= high or left < free.get(row, low):
+                continue
+            axes.text(left, row + 0.32, text, fontsize=6, color="#555555")
+            free[row] = left + char_ms * (len(text) + 1)
 
     @staticmethod
     def _label_wide_bars(axes: Any, named: list[tuple[float, float, int, str]]) -> None:

@@ -226,8 +226,9 @@ assert plan_pool.entry("pool_output").last_step == len(plan_pool.steps) - 1
 # %% [markdown]
 # The same decisions, seen by the engine. Bind each network and run forward + backward under
 # the step engine (nothing runs before `waitall()`, so every dependency is recorded), with
-# the vars drawn as nodes: each storage block the planner made is one engine var
-# (`storage0`, ...), and `name@n` is the var after its n-th write.
+# the vars drawn as nodes: each storage block the planner made is one engine var, named after
+# the block and the entries it holds (`storage0 (fc_output +1)`: `fc_output` and one more
+# share block 0), and `name@n` is the var after its n-th write.
 # After the FC, `relu` writes `storage0` again (`storage0@2`): the block `fc` wrote, in place.
 # After the pooling, `pool_backward` *reads* the pooling's output block `storage0`, so `relu`
 # writes a block of its own. (`mx.engine.bulk(0)` makes the executor push every step as its

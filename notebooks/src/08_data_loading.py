@@ -111,7 +111,8 @@ plt.show()
 #
 # `ImageRecordIter` pushes "load batch k" ops that write the iterator's slot vars; `next()`
 # waits for the slot of batch k and pushes the load of batch k+2. The loads run on the copy
-# workers, LeNet's forward and backward on the CPU workers: on the timeline the lanes overlap.
+# workers, LeNet's forward and backward on the CPU workers: on the timeline the lanes overlap,
+# batch after batch — while batch k trains, the copy lane loads the batches after it.
 
 # %%
 batch = 32
@@ -136,7 +137,10 @@ with mx.engine.trace() as trace:
     for k, data_batch in enumerate(it):
         exe.forward(is_train=True, data=data_batch.data[0], softmax_label=data_batch.label[0])
         exe.backward()
-        if k == 4:
+        # as a metric does each batch: read the output, so the loop keeps pace with training
+        # (without it the loop pushes every step at once and the loads all finish first)
+        exe.outputs[0].wait_to_read()
+        if k == 7:
             break
     mx.nd.waitall()
 

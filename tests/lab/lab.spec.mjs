@@ -151,6 +151,9 @@ test.describe("file viewers (no kernel)", () => {
     expect(await data.textContent()).toContain(config.own_symbol_shape);
     const edgeLabels = await viewer.locator(".mxnb-canvas svg g.edge text").allTextContents();
     expect(edgeLabels, "the shape labels the data's edge").toContain(config.own_symbol_shape);
+    // shapes inferred from the input's: fc1 (16 hidden) and fc2 (10), never MXNet's "(0,)"
+    expect(edgeLabels, "inferred shapes label the layers' edges").toEqual(expect.arrayContaining(["(1, 16)", "(1, 10)"]));
+    expect(edgeLabels.filter((label) => /\(0,|\(0\)/.test(label)), "no unknown shape shown as 0").toEqual([]);
     await shot(page, "viewer-own-symbol");
   });
 
@@ -237,6 +240,36 @@ test.describe("file viewers (no kernel)", () => {
     const tips = await viewer.locator("svg.mxnb-timeline rect.mxnb-bar[id^='op']").evaluateAll((rects) => rects.map((r) => r.getAttribute("fill")));
     expect(tips, `a bar has the legend's colour of ${first}`).toContain(swatch);
     await shot(page, "viewer-trace");
+  });
+
+  test("the wheel zooms a timeline's time axis only: lane names stay visible, the ticks are labelled again", async ({ page }) => {
+    await page.locator(".jp-DirListing-item", { hasText: config.job }).dblclick();
+    const viewer = page.locator(".jp-MainAreaWidget:not(.lm-mod-hidden) .mxnb-panel", { has: page.locator("svg.mxnb-timeline") });
+    const svg = viewer.locator("svg.mxnb-timeline");
+    await svg.locator("rect.mxnb-bar").first().waitFor({ timeout: 60_000 });
+    const state = () => svg.evaluate((el) => ({
+      span: el.dataset.span,
+      ticks: [...el.querySelectorAll("g.mxnb-axis text")].map((t) => t.textContent),
+      lanes: [...el.querySelectorAll("g.mxnb-lanes > text")].map((t) => {
+        const r = t.getBoundingClientRect();
+        return { name: t.textContent, x: Math.round(r.left), y: Math.round(r.top), w: Math.round(r.width) };
+      }),
+    }));
+    const before = await state();
+    const box = await svg.boundingBox();
+    await page.mouse.move(box.x + box.width * 0.6, box.y + 60);
+    for (let step = 0; step < 4; step += 1) await page.mouse.wheel(0, -120);
+    await expect.poll(async () => (await state()).span).not.toBe(before.span);
+    const after = await state();
+    expect(after.lanes, "lane names where they were, same size").toEqual(before.lanes);
+    for (const lane of after.lanes.slice(0, 3)) {
+      expect(lane.x, `${lane.name} inside the viewer`).toBeGreaterThanOrEqual(Math.floor(box.x));
+    }
+    expect(after.ticks, "the axis is labelled again").not.toEqual(before.ticks);
+    const [b0, b1] = before.span.split(" ").map(Number);
+    const [a0, a1] = after.span.split(" ").map(Number);
+    expect(a1 - a0, "the time span narrowed").toBeLessThan((b1 - b0) * 0.75);
+    await shot(page, "viewer-job-trace-zoomed");
   });
 
   test("a .diff.json opens as two runs' timelines, the slowed op outlined, the rows below", async ({ page }) => {
@@ -358,13 +391,17 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
     const svg = timeline.locator("svg.mxnb-timeline");
     const [t0, t1] = (await svg.getAttribute("data-span")).split(" ").map(Number);
     expect(t1 - t0, "the axis spans this cell's ops: not the earlier runs, not the pause").toBeLessThan(1500);
-    // Fit: after a wheel zoom, the whole axis again
-    const full = await svg.getAttribute("viewBox");
+    // Fit: after a wheel zoom (of the time axis only: the drawing keeps its size), the whole axis again
+    const box = await svg.getAttribute("viewBox");
+    const width = async () => (await svg.getAttribute("data-span")).split(" ").map(Number).reduce((a, b) => b - a);
+    const whole = await width();
     await svg.hover();
     await page.mouse.wheel(0, -400);
-    await expect(svg).not.toHaveAttribute("viewBox", full);
+    await expect.poll(width).toBeLessThan(whole * 0.9);
+    await expect(svg).toHaveAttribute("viewBox", box);
     await timeline.locator("button.mxnb-fit").click();
-    await expect(svg).toHaveAttribute("viewBox", full);
+    await expect.poll(width, "Fit: from the first bar to the last").toBeGreaterThan(whole * 0.5);
+    expect(await width()).toBeLessThanOrEqual(whole + 1e-6);
     await timeline.screenshot({ path: path.join(config.artifacts, "panel-timeline-fit.png") });
     await activateNotebook(page);
     await runCell(page, 1);
@@ -382,6 +419,29 @@ test("engine panels follow the active notebook's kernel", async ({ page }) => {
     expect(runs[0], "each cell run alone").toBe(runs[1]);
     expect(runs[0]).toBeGreaterThan(12);
   });
+});
+
+test("a document double-clicked while a panel has focus opens beside the last document, not among the panels", async ({ page }) => {
+  await extensionLoaded(page);
+  await page.filebrowser.openHomeDirectory();
+  await page.locator(".jp-DirListing-item", { hasText: config.trace }).dblclick();
+  await page.locator(".jp-MainAreaWidget .mxnb-panel svg.mxnb-timeline").first().waitFor({ timeout: 60_000 });
+  const first = await page.evaluate(() => window.jupyterapp.shell.currentWidget.id);
+  await page.evaluate(() => window.jupyterapp.commands.execute("mxnb:open-panel", { view: "stats" }));
+  await page.locator(".mxnb-panel[data-view='stats']").waitFor();
+  await page.evaluate(() => window.jupyterapp.commands.execute("mxnb:open-panel", { view: "dag" }));
+  await page.locator(".mxnb-panel[data-view='dag']").click(); // the panel has focus
+  expect(await page.evaluate(() => window.jupyterapp.shell.currentWidget.id)).toMatch(/^mxnb-engine-panel-/);
+  await page.locator(".jp-DirListing-item", { hasText: config.own_symbol }).dblclick();
+  await page.waitForFunction(() => window.jupyterapp.shell.currentWidget?.context?.path?.endsWith("-symbol.json"), null, { timeout: 60_000 });
+  const tabs = await page.evaluate(() => {
+    const id = window.jupyterapp.shell.currentWidget.id;
+    const bar = document.querySelector(`.lm-DockPanel-tabBar li[data-id="${CSS.escape(id)}"]`).closest(".lm-DockPanel-tabBar");
+    return [...bar.querySelectorAll("li[data-id]")].map((li) => li.dataset.id);
+  });
+  expect(tabs.filter((id) => id.startsWith("mxnb-engine-panel-")), "no panel in the document's tab bar").toEqual([]);
+  expect(tabs, "beside the document used last").toContain(first);
+  await shot(page, "document-beside-document");
 });
 
 test("the command palette lists the panels, and a reload brings the docked ones back", async ({ page }) => {
@@ -561,10 +621,12 @@ test.describe("notebooks run in JupyterLab and every widget draws", () => {
       await extensionLoaded(page);
       await openFile(page, notebook);
       await kernelIdle(page);
-      // the kernel started: its kernelspec is the file's, not rewritten (JupyterLab still
-      // fills in language_info with this machine's Python version)
+      // the kernel started: its kernelspec is the file's, not rewritten
       const kernelspec = await page.evaluate(() => window.jupyterapp.shell.currentWidget.context.model.getMetadata("kernelspec"));
       expect(kernelspec, "the kernelspec is not rewritten").toEqual(config.kernelspec);
+      // nor anything else: the file carries the language_info JupyterLab fills in
+      const dirty = await page.evaluate(() => window.jupyterapp.shell.currentWidget.context.model.dirty);
+      expect(dirty, "the notebook does not open as modified").toBe(false);
       // resolves when the last cell ran (or one failed: the checks below then fail)
       await page.evaluate(() => window.jupyterapp.commands.execute("notebook:run-all-cells"));
       await kernelIdle(page);

@@ -75,6 +75,34 @@ def canvas_fixtures(events) -> dict:
     }
 
 
+def wide_dag(push) -> dict:
+    """A 40-op training-like DAG (issue 39 item 10): every op reads the last four outputs.
+
+    Each op waits on its (up to) four predecessors: 150 dependency edges, of which the
+    reduction draws the 39 of the chain; drawn all, they make a picture wider
+    than the JS test's 600-px frame.
+    """
+    events = [VarNew(0.0, v, f"act{v}") for v in range(1, 41)]
+    for i in range(1, 41):
+        holders = range(max(1, i - 4), i)
+        events.append(
+            push(
+                i * 1e-3,
+                i,
+                f"layer{i}",
+                reads=list(holders),
+                writes=[i],
+                waits=[(h, h, "RAW") for h in holders],
+            )  # fmt: skip
+        )
+    graph = DependencyGraph(events, last=None)
+    svg = graph.to_svg()
+    drawn = len(re.findall(r'class="edge"', svg))
+    # every edge drawn (implied=True): 719 pt wide, 10-pt text shrunk to 8 px in a 600-px frame
+    tangle = DependencyGraph(events, last=None, implied=True).to_svg()
+    return {"svg": svg, "edges": drawn, "hidden": graph.hidden_edges, "tangle": tangle}
+
+
 def timeline_stream(push, ops: int = 3000, chunks: int = 40) -> dict:
     """A live timeline as the tab / panel receive it: a full send, then deltas; and the end.
 
@@ -130,6 +158,11 @@ def test_canvas_js_draws_selects_shows_tooltips_zooms_and_pans_in_chromium(
     reasons = {span[3] for span in fixtures["timeline_data"]["idle"]}
     assert reasons == {"nothing_pushed", "ready_not_started", "waiting_on_var"}
     fixtures["timeline_stream"] = timeline_stream(push)
+    fixtures["wide_dag"] = wide = wide_dag(push)
+    assert (wide["edges"], wide["hidden"]) == (39, 150 - 39)
+    assert "111 implied dependencies hidden" in wide["svg"]
+    sizes = {float(size) for size in re.findall(r'font-size="([\d.]+)"', wide["svg"])}
+    assert min(sizes) >= 10, sizes  # graphviz points: the canvas keeps them >= 10 px
     path = tmp_path / "canvas_fixtures.json"
     path.write_text(json.dumps(fixtures), encoding="utf-8")
 

@@ -152,12 +152,12 @@ def loop_with_deletes(push):
 def test_deletes_fold_into_the_op_that_freed_the_array(loop_with_deletes):
     graph = DependencyGraph(loop_with_deletes)
     assert [op.op_id for op in graph.visible_ops()] == [1, 2, 4]
-    assert graph.freed() == {2: ["nd1"], 4: ["nd2"]}
+    assert graph.freed() == {2: ["ones#1 out"], 4: ["mul#2 out"]}  # named after their writers
     source = graph.to_dot().source
     assert "delete:" not in source.replace("frees", "")
-    assert dot_edges(source) == {("op1", "op2", "nd1 RAW"), ("op2", "op4", "nd2 RAW")}
-    assert re.search(r'op2 \[label="#2 mul\ncpu\(0\) · waiting\nfrees nd1"', source)
-    assert "#4 mul" in graph.to_text() and "frees nd2" in graph.to_text()
+    assert dot_edges(source) == {("op1", "op2", "ones#1 out RAW"), ("op2", "op4", "mul#2 out RAW")}
+    assert re.search(r'op2 \[label="#2 mul\ncpu\(0\) · waiting\nfrees ones#1 out"', source)
+    assert "#4 mul" in graph.to_text() and "frees mul#2 out" in graph.to_text()
     # the window counts drawn ops: the last two are the muls, not a mul and a delete
     assert [op.op_id for op in DependencyGraph(loop_with_deletes, last=2).visible_ops()] == [2, 4]
 
@@ -166,7 +166,7 @@ def test_show_deletes_draws_them_as_nodes(loop_with_deletes):
     graph = DependencyGraph(loop_with_deletes, show_deletes=True)
     assert [op.op_id for op in graph.visible_ops()] == [1, 2, 3, 4, 5]
     assert graph.freed() == {}
-    assert ("op2", "op3", "nd1 WAR") in dot_edges(graph.to_dot().source)
+    assert ("op2", "op3", "ones#1 out WAR") in dot_edges(graph.to_dot().source)
     # a name filter asking for deletes shows them too
     named = DependencyGraph(loop_with_deletes, name_filter="delete")
     assert [op.op_id for op in named.visible_ops()] == [3, 5]
@@ -219,3 +219,24 @@ def test_a_bulk_segment_shows_one_step_per_line():
         mx.nd.waitall()
     source = DependencyGraph(trace).to_dot().source
     assert "bulk[\n  fc1,\n  relu1,\n  fc2,\n  relu2,\n  fc3,\n  softmax]" in source
+
+
+def test_edges_implied_by_a_chain_are_hidden_and_counted(push):
+    """#1 -> #2 -> #3 and #1 -> #3: the last is implied (issue 39 item 10); two vars share one edge."""
+    events = [
+        push(0.000, 1, "w", writes=[1, 2]),
+        push(0.001, 2, "f", reads=[1, 2], writes=[3], waits=[(1, 1, "RAW"), (1, 2, "RAW")]),
+        push(0.002, 3, "g", reads=[1, 3], writes=[4], waits=[(1, 1, "RAW"), (2, 3, "RAW")]),
+    ]
+    graph = DependencyGraph(events)
+    source = graph.to_dot().source
+    assert dot_edges(source) == {
+        ("op1", "op2", "w#1 out0 RAW\nw#1 out1 RAW"),
+        ("op2", "op3", "f#2 out RAW"),
+    }
+    assert graph.hidden_edges == 1
+    assert "1 implied dependencies hidden" in source
+    assert len(graph.visible_edges()) == 4  # the text and Inspect still list every edge
+    every = DependencyGraph(events, implied=True)
+    assert ("op1", "op3", "w#1 out0 RAW") in dot_edges(every.to_dot().source)
+    assert every.hidden_edges == 0 and "hidden" not in every.to_dot().source

@@ -179,3 +179,21 @@ def test_canvas_js_exports_render_only_by_default():
     )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == [False, "function"]
+
+
+def test_back_to_back_waits_do_not_write_their_labels_over_each_other(push):
+    """Issue 39 (12): a loop's waits wrote "wait x" labels on top of each other in the PNG."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from mxnb.engine.tracing import VarNew, WaitBegin, WaitEnd
+
+    events = [VarNew(0.0, 1, "x"), push(0.0, 1, "long_op", writes=[1])]
+    events += [OpStart(0.0, 1, "cpu(0)/0", "w0"), OpEnd(0.1, 1)]
+    for k in range(40):  # 40 waits of 1 ms, back to back: far too short for their labels
+        events += [WaitBegin(0.05 + k * 1e-3, k, 1, "MainThread"), WaitEnd(0.0505 + k * 1e-3, k)]
+    figure = Timeline(events).figure()
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    labels = [t for t in figure.axes[0].texts if t.get_text().startswith("wait ")]
+    assert 1 <= len(labels) < 40
+    boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
+    assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), "labels overlap"

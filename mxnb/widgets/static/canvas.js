@@ -3,10 +3,14 @@
 // Layout is computed in Python: this module only shows the SVG it is sent,
 // shows a tooltip on hover, reports clicks on elements whose id names an op
 // ("op12"), an entry ("entry-fc1_output") or a var node ("var3_1"), and zooms
-// (mouse wheel zooms around the pointer, drag pans, double-click resets).
+// (mouse wheel zooms around the pointer, drag pans, double-click resets).  A timeline zooms
+// and pans its TIME axis only: lane names, the axis and the legend stay in view, the axis is
+// labelled again, and bars are clipped to the plot.  Zoomed out past the whole drawing, a
+// graph's box shrinks with it.  Tooltips near the right / bottom edge open left / above.
 // The drawing is shown at its natural size (graphviz / matplotlib units), shrunk to the
 // frame's width but never below MIN_SCALE of it: a small graph is not blown up to the full
-// width, a wide one scrolls instead of shrinking to unreadable text.  Elements that share a
+// width, a wide one scrolls instead of shrinking to unreadable text: never so far that its
+// smallest text is drawn under MIN_TEXT_PX (a 40-op DAG read in 6-px text).  Elements that share a
 // group with the selected one (the `groups` trait: id -> group key, e.g. a storage block)
 // are marked too.  Lineage: with the `links` trait (element id -> the ids of the ops it
 // depends on directly, Timeline / DependencyGraph .lineage_links()), a click marks every
@@ -19,6 +23,25 @@ const CLICKABLE = /^(op\d+|entry-.+|var\d+_\d+|idle\d+)$/;
 const IDLE_COLOURS = { nothing_pushed: "#bab0ac", waiting_on_var: "#e15759", ready_not_started: "#edc948" };
 const XLINK = "http://www.w3.org/1999/xlink";
 const MIN_SCALE = 0.5;
+const TIP_GAP = 14; // px between the pointer and its tooltip
+const MIN_TEXT_PX = 10; // a drawing shrunk to fit keeps its smallest text at least this tall
+
+/** The smallest font-size of the drawing's text, in its viewBox units (Infinity: no text). */
+function smallestFont(svg) {
+  let least = Infinity;
+  svg.querySelectorAll("text").forEach((text) => {
+    const size = parseFloat(text.getAttribute("font-size"));
+    if (size > 0 && size < least) least = size;
+  });
+  return least;
+}
+
+/** The narrowest a drawing (not a timeline) may be shown: MIN_SCALE, and its text readable. */
+export function minimumWidth(svg, naturalWidth, viewWidth) {
+  const least = smallestFont(svg);
+  const readable = viewWidth && least < Infinity ? (viewWidth * MIN_TEXT_PX) / least : 0;
+  return Math.round(Math.max(naturalWidth * MIN_SCALE, readable));
+}
 
 function clickableTarget(node, root) {
   while (node && node !== root) {
@@ -98,6 +121,8 @@ function barKey(bar) {
 }
 
 /** The timeline of `data` drawn `width` px wide, kept up to date by `apply(delta)`. */
+let clipCount = 0; // clip paths are named per drawing: several timelines share a page
+
 export class TimelineDrawing {
   constructor(width) {
     this.width = width;
@@ -114,6 +139,8 @@ export class TimelineDrawing {
     this.seq = data.seq;
     this.title = data.title || "engine timeline";
     this.span = data.span || [0, 1];
+    this.dataSpan = this.span; // the span the data asks for; this.view (a wheel zoom) overrides it
+    this.view = undefined;
     this.from = undefined; // fit(): where the axis starts, kept by the deltas
     this.flows = data.flows || [];
     this.lanes = (data.lanes || []).map((lane) => this.newLane(lane, lane.bars));
@@ -129,7 +156,8 @@ export class TimelineDrawing {
     this.seq = delta.seq;
     if (this.idle && this.idle.length) this.setIdle([]); // a quiet run's idle spans: stale now
     this.title = delta.title;
-    this.span = this.from === undefined ? delta.span : [Math.max(this.from, delta.span[0]), delta.span[1]];
+    this.dataSpan = this.from === undefined ? delta.span : [Math.max(this.from, delta.span[0]), delta.span[1]];
+    this.span = this.view || this.dataSpan;
     let full = false;
     if (delta.lanes) {
       const old = new Map(this.lanes.map((lane) => [lane.name, lane]));
@@ -198,6 +226,10 @@ export class TimelineDrawing {
     this.legend = element("g", { class: "mxnb-legend" }, this.svg);
     this.axis = element("g", { class: "mxnb-axis" }, this.svg);
     const lanesGroup = element("g", { class: "mxnb-lanes" }, this.svg);
+    // bars, their labels and arrows are clipped to the plot: zoomed in, none covers a lane's name
+    const clip = `mxnb-clip-${++clipCount}`;
+    const clipPath = element("clipPath", { id: clip }, defs);
+    element("rect", { x: LABEL_W, y: 0, width: this.scale().plotW, height: bottom }, clipPath);
     this.drawGroups(lanesGroup);
     this.lanes.forEach((lane, row) => {
       const y = lane.y;
@@ -206,9 +238,10 @@ export class TimelineDrawing {
         element("line", { x1: 0, x2: this.width, y1: y - 1, y2: y - 1, stroke: "#bbb", "stroke-width": 0.8 }, lanesGroup);
       }
     });
-    this.plot = element("g", { class: "mxnb-plot" }, lanesGroup);
+    const clipped = element("g", { class: "mxnb-clipped", "clip-path": `url(#${clip})` }, lanesGroup);
+    this.plot = element("g", { class: "mxnb-plot" }, clipped);
     this.drawIdle();
-    this.labels = element("g", { class: "mxnb-labels", "pointer-events": "none" }, lanesGroup);
+    this.labels = element("g", { class: "mxnb-labels", "pointer-events": "none" }, clipped);
     this.lanes.forEach((lane) => {
       lane.g = element("g", {}, this.plot);
       lane.cells = new Map();
@@ -218,7 +251,7 @@ export class TimelineDrawing {
       for (const key of lane.cells.keys()) this.drawCell(lane, key);
     });
     this.drawMarks();
-    this.drawFlows(lanesGroup);
+    this.drawFlows(clipped);
     this.drawFrame();
   }
 
@@ -234,7 +267,38 @@ export class TimelineDrawing {
     }
     if (!isFinite(first)) return;
     this.from = first;
-    this.span = [first, Math.max(last, first + 1e-3)];
+    this.view = undefined;
+    this.span = this.dataSpan = [first, Math.max(last, first + 1e-3)];
+    this.redraw();
+  }
+
+  /** The time (ms) under x px of the drawing (the wheel's pointer). */
+  timeAt(x) {
+    const { t0, px } = this.scale();
+    return t0 + (x - LABEL_W) / px;
+  }
+
+  /** Zoom the TIME axis only, by `factor` (< 1 zooms in) around x px: lanes and labels stay. */
+  zoomTime(x, factor) {
+    const [t0, t1] = this.span;
+    const t = Math.min(Math.max(this.timeAt(x), t0), t1);
+    const span = Math.max((t1 - t0) * factor, 1e-6);
+    const start = t - (t - t0) * factor;
+    this.view = this.span = [start, start + span];
+    this.redraw();
+  }
+
+  /** Slide the time axis by dx px from `span` (a drag that began at that span). */
+  panTime(span, dx) {
+    const shift = -dx / this.scale().px;
+    this.view = this.span = [span[0] + shift, span[1] + shift];
+    this.redraw();
+  }
+
+  /** Back to the span the data asks for (double-click). */
+  resetZoom() {
+    this.view = undefined;
+    this.span = this.dataSpan;
     this.redraw();
   }
 
@@ -609,6 +673,8 @@ function render({ model, el }) {
   function adopt(keepZoom) {
     const svg = svgElement();
     const oldBase = baseBox;
+    shrunk = 1;
+    sized = null;
     baseBox = null;
     if (svg) {
       const vb = svg.getAttribute("viewBox");
@@ -621,7 +687,8 @@ function render({ model, el }) {
       const width = natural ? natural[0] : baseBox ? baseBox[2] : 0;
       svg.style.width = width ? `${width}px` : "100%";
       svg.style.maxWidth = "100%";
-      svg.style.minWidth = width ? `${Math.round(width * MIN_SCALE)}px` : "";
+      const least = drawing ? Math.round(width * MIN_SCALE) : minimumWidth(svg, width, baseBox ? baseBox[2] : 0);
+      svg.style.minWidth = width ? `${least}px` : "";
       svg.style.height = "auto";
       const same = keepZoom && box && oldBase && baseBox && oldBase.join() === baseBox.join();
       if (!same) box = baseBox ? baseBox.slice() : null;
@@ -629,6 +696,34 @@ function render({ model, el }) {
     }
     takeAnchorTitles();
     markSelected();
+  }
+
+  // Zoomed out past the whole drawing, the drawing's box shrinks with it (not a small picture in
+  // a big empty box); zoomed in again, it grows back to its size first.  True when it did either.
+  let shrunk = 1;
+  let sized = null; // the drawing's own size styles, kept while it is shrunk
+  function shrinkOrGrow(svg, rect, factor) {
+    const whole = baseBox && box[2] * factor > baseBox[2] * (1 + 1e-6) && box[2] >= baseBox[2] * (1 - 1e-6);
+    if (!(factor > 1 && whole) && !(factor < 1 && shrunk < 1)) return false;
+    const width = rect.width / shrunk; // the drawing's width before any shrinking
+    if (shrunk === 1) sized = { width: svg.style.width, minWidth: svg.style.minWidth, maxWidth: svg.style.maxWidth };
+    shrunk = shrunk / factor > 1 - 1e-6 ? 1 : shrunk / factor;
+    box = baseBox.slice();
+    applyBox();
+    if (shrunk === 1) {
+      unshrink(svg);
+      return true;
+    }
+    svg.style.minWidth = "0";
+    svg.style.maxWidth = "none";
+    svg.style.width = `${width * shrunk}px`;
+    return true;
+  }
+
+  function unshrink(svg) {
+    if (sized) Object.assign(svg.style, sized);
+    sized = null;
+    shrunk = 1;
   }
 
   function markSelected() {
@@ -673,6 +768,12 @@ function render({ model, el }) {
   });
 
   frame.addEventListener("mousemove", (event) => {
+    if (drag && drawing && drag.span) { // a timeline: the time axis slides
+      const rect = svgElement().getBoundingClientRect();
+      drawing.panTime(drag.span, ((event.clientX - drag.cx) * drawing.width) / rect.width);
+      adopt(false);
+      return;
+    }
     if (drag && box) {
       const svg = svgElement();
       const scale = box[2] / svg.getBoundingClientRect().width;
@@ -695,9 +796,14 @@ function render({ model, el }) {
       // From clientX/Y against root: offsetX/Y count from the <svg> (Chromium), but the
       // tooltip was positioned against el's nearest positioned ancestor, so it showed up
       // away from the pointer by the svg's offset in that ancestor.
+      // Near the right or bottom edge it goes left of / above the pointer: never clipped.
       const origin = root.getBoundingClientRect();
-      tip.style.left = `${event.clientX - origin.left + 14}px`;
-      tip.style.top = `${event.clientY - origin.top + 14}px`;
+      const x = event.clientX - origin.left;
+      const y = event.clientY - origin.top;
+      const right = x + TIP_GAP + tip.offsetWidth > root.clientWidth;
+      const below = event.clientY + TIP_GAP + tip.offsetHeight > window.innerHeight;
+      tip.style.left = `${right ? Math.max(0, x - TIP_GAP - tip.offsetWidth) : x + TIP_GAP}px`;
+      tip.style.top = `${below ? Math.max(0, y - TIP_GAP - tip.offsetHeight) : y + TIP_GAP}px`;
     } else {
       tip.style.display = "none";
     }
@@ -719,6 +825,12 @@ function render({ model, el }) {
       const fx = (event.clientX - rect.left) / rect.width;
       const fy = (event.clientY - rect.top) / rect.height;
       const factor = event.deltaY > 0 ? 1.15 : 1 / 1.15;
+      if (drawing) { // a timeline: the time axis zooms, the lanes and their names stay
+        drawing.zoomTime(fx * drawing.width, factor);
+        adopt(false);
+        return;
+      }
+      if (shrinkOrGrow(svg, rect, factor)) return;
       const width = box[2] * factor;
       const height = box[3] * factor;
       box = [box[0] + (box[2] - width) * fx, box[1] + (box[3] - height) * fy, width, height];
@@ -729,18 +841,19 @@ function render({ model, el }) {
 
   frame.addEventListener("mousedown", (event) => {
     if (!box || clickableTarget(event.target, frame)) return;
-    drag = { cx: event.clientX, cy: event.clientY, x0: box[0], y0: box[1] };
+    drag = { cx: event.clientX, cy: event.clientY, x0: box[0], y0: box[1], span: drawing ? drawing.span.slice() : null };
   });
   frame.addEventListener("mouseup", () => {
     drag = null;
   });
   frame.addEventListener("dblclick", () => {
     if (drawing) { // a live timeline: drawn again from scratch, zoom reset
-      drawing.redraw();
+      drawing.resetZoom();
       adopt(false);
     } else if (baseBox) {
       box = baseBox.slice();
       applyBox();
+      unshrink(svgElement()); // its own size again after a zoom out past the whole drawing
     }
   });
 

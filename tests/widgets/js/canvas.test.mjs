@@ -254,6 +254,28 @@ describe("drawing", () => {
     assert.ok(size.scroll > size.frame, "the frame scrolls sideways");
   });
 
+  it("shrinks a 40-op DAG no further than its smallest text at 10 px: then the frame scrolls", async () => {
+    const measure = () =>
+      page.evaluate(() => {
+        const frame = document.querySelector(".mxnb-canvas");
+        const svg = frame.querySelector("svg");
+        const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width; // px per unit
+        const sizes = [...svg.querySelectorAll("text")].map((t) => Number(t.getAttribute("font-size")) * scale);
+        return { least: Math.min(...sizes), frame: frame.clientWidth, scroll: frame.scrollWidth, edges: frame.querySelectorAll("g.edge").length };
+      });
+    // every dependency drawn: wider than the frame, so the text would shrink below 10 px
+    await mount({ svg: fixtures.wide_dag.tangle });
+    let drawn = await measure();
+    assert.ok(drawn.least >= 10 - 1e-3, `smallest text drawn at ${drawn.least.toFixed(2)} px`);
+    assert.ok(drawn.scroll > drawn.frame, "the frame scrolls sideways instead");
+    // the reduced drawing: the chain's edges only, and it fits
+    await mount({ svg: fixtures.wide_dag.svg });
+    drawn = await measure();
+    assert.equal(drawn.edges, fixtures.wide_dag.edges, "the edges the reduction kept are drawn");
+    assert.ok(drawn.least >= 10 - 1e-3, `smallest text drawn at ${drawn.least.toFixed(2)} px`);
+    assert.equal(drawn.scroll, drawn.frame, "no sideways scrolling");
+  });
+
   it("draws nothing and fails nowhere when svg is empty", async () => {
     await mount({ svg: "" });
     const frame = await page.evaluate(() => document.querySelector(".mxnb-canvas").innerHTML);
@@ -557,6 +579,86 @@ describe("zoom and pan", () => {
     await page.mouse.move(point.x + 200, point.y + 150, { steps: 4 });
     await page.mouse.up();
     assert.deepEqual(await viewBox(), base);
+  });
+});
+
+describe("zoom that keeps what a reader needs in view (issue 39 item 5)", () => {
+  async function wheelAt(point, deltaY) {
+    await page.evaluate(() => {
+      window.lastWheelCancelled = undefined;
+    });
+    await page.mouse.move(point.x, point.y);
+    await page.mouse.wheel(0, deltaY);
+    await page.waitForFunction(() => window.lastWheelCancelled !== undefined);
+  }
+
+  const timelineState = () =>
+    page.evaluate(() => {
+      const svg = document.querySelector(".mxnb-canvas svg");
+      const lanes = [...svg.querySelectorAll("g.mxnb-lanes > text")].map((t) => {
+        const r = t.getBoundingClientRect();
+        return `${t.textContent}@${Math.round(r.left)},${Math.round(r.top)}`;
+      });
+      const ticks = [...svg.querySelectorAll("g.mxnb-axis text")].map((t) => t.textContent);
+      return { viewBox: svg.getAttribute("viewBox"), span: svg.dataset.span, lanes, ticks };
+    });
+
+  it("the wheel zooms a timeline's time axis only: lane names stay put, the axis is labelled again", async () => {
+    await mount({ timeline: fixtures.timeline_data });
+    const before = await timelineState();
+    const rect = await svgRect();
+    await wheelAt({ x: Math.round(rect.left + rect.width * 0.6), y: Math.round(rect.top + 40) }, -300);
+    const after = await timelineState();
+    assert.equal(after.viewBox, before.viewBox, "the drawing is not scaled");
+    assert.deepEqual(after.lanes, before.lanes, "lane names drawn where they were");
+    assert.ok(after.lanes.length >= 2);
+    const [t0, t1] = before.span.split(" ").map(Number);
+    const [z0, z1] = after.span.split(" ").map(Number);
+    assertClose(z1 - z0, (t1 - t0) / ZOOM, "one wheel step narrows the time span", 1e-6);
+    assert.notDeepEqual(after.ticks, before.ticks, "the axis ticks are labelled again");
+    // bars outside the new span are clipped to the plot: none covers the lane names
+    const clipped = await page.evaluate(() => document.querySelector(".mxnb-canvas g.mxnb-clipped").getAttribute("clip-path"));
+    assert.match(clipped, /^url\(#mxnb-clip-\d+\)$/);
+    const corner = await background();
+    await page.mouse.dblclick(corner.x, corner.y);
+    assert.equal((await timelineState()).span, before.span, "double-click: the whole span again");
+  });
+
+  it("zooming a DAG out past the whole drawing shrinks its box too, and zooming in grows it back", async () => {
+    await mount({ svg: fixtures.dag });
+    const base = await viewBox();
+    const width = (await svgRect()).width;
+    const point = await pointOn(`[id="${fixtures.op_ids[1]}"] text`);
+    await wheelAt(point, 100);
+    await wheelAt(point, 100);
+    assert.deepEqual(await viewBox(), base, "the whole drawing, not a small one in an empty box");
+    assertClose((await svgRect()).width, width / ZOOM / ZOOM, "the box shrank with it", 0.5);
+    for (let step = 0; step < 2; step += 1) {
+      const small = await svgRect(); // the pointer on what is left of the drawing
+      await wheelAt({ x: Math.round(small.left + small.width / 2), y: Math.round(small.top + small.height / 2) }, -100);
+    }
+    assertClose((await svgRect()).width, width, "grown back", 0.5);
+    assert.deepEqual(await viewBox(), base);
+    await wheelAt(point, 100); // out again, then a double-click: its own size
+    const corner = await background();
+    await page.mouse.dblclick(corner.x, corner.y);
+    assertClose((await svgRect()).width, width, "double-click: its own size", 0.5);
+  });
+
+  it("a tooltip near the right edge opens left of the pointer, inside the widget", async () => {
+    await mount({ timeline: fixtures.timeline_data });
+    const rect = await svgRect();
+    const last = fixtures.op_ids[fixtures.op_ids.length - 1];
+    await page.mouse.move(Math.round(rect.left + rect.width - 2), Math.round(rect.top + 40)); // the far right
+    const point = await pointOn(`rect[id="${last}"]`);
+    await page.mouse.move(point.x, point.y);
+    const box = await page.evaluate(() => {
+      const tip = document.querySelector(".mxnb-tooltip").getBoundingClientRect();
+      const root = document.querySelector(".mxnb-canvas-root").getBoundingClientRect();
+      return { tipRight: tip.right, rootRight: root.right, shown: tip.width > 0 };
+    });
+    assert.ok(box.shown);
+    assert.ok(box.tipRight <= box.rootRight + 0.5, `tooltip ends at ${box.tipRight}, the widget at ${box.rootRight}`);
   });
 });
 
