@@ -97,8 +97,8 @@ class HostStream:
     def __enter__(self) -> HostStream:
         return self
 
-    def __exit__(self, *exc: object) -> bool:
-        return False
+    def __exit__(self, *exc: object) -> None:
+        return None
 
     def record(self) -> HostEvent:
         """An event after everything launched so far (all of it has run)."""
