@@ -47,7 +47,9 @@ answer leaves under 1 % of the budget unused or the time limit.  The proven
 included), not of the real planner.  The greedy plan (:mod:`.tradeoff`) is the
 incumbent: ``scipy.optimize.milp`` takes no starting point, so a solved plan
 replaces it only when it needs fewer FLOPs, and otherwise the greedy plan is
-returned with ``solver='greedy incumbent'``.
+returned with ``solver='greedy incumbent'``.  A budget the plain plan packed
+into one arena meets (:mod:`.tradeoff`) is answered with that plan, no
+recomputation and a gap of 0, before any solve.
 
 State kept: none; :class:`Model` holds one program's arrays.
 
@@ -348,6 +350,11 @@ def plan_milp(
     plain_graph, plain = plan_best(sym, shapes, grad_req, type_dict)
     if plain.internal_bytes <= budget:
         return plain_graph, dataclasses.replace(plain, solver="milp", mip_gap=0.0)
+    packed_graph, packed = plan_best(sym, shapes, grad_req, type_dict, pack=True)
+    if packed.internal_bytes <= budget:  # no recomputation at all: optimal, nothing to solve
+        label = f"budget {budget} B: packed"
+        return packed_graph, dataclasses.replace(packed, recompute=label, solver="milp",
+                                                 mip_gap=0.0)  # fmt: skip
     try:
         best: tuple[ExecGraph, MemoryPlan] | None = plan_within_budget(
             sym, shapes, budget, grad_req, type_dict, op_times
