@@ -46,7 +46,7 @@ answer leaves under 1 % of the budget unused or the time limit.  The proven
 ``mip_gap`` is the gap of the program that chose the plan (model and cuts
 included), not of the real planner.  The greedy plan (:mod:`.tradeoff`) is the
 incumbent: ``scipy.optimize.milp`` takes no starting point, so a solved plan
-replaces it only when it needs fewer FLOPs, and otherwise the greedy plan is
+replaces it only when it needs no more FLOPs, and otherwise the greedy plan is
 returned with ``solver='greedy incumbent'``.  A budget the plain plan packed
 into one arena meets (:mod:`.tradeoff`) is answered with that plan, no
 recomputation and a gap of 0, before any solve.
@@ -361,11 +361,17 @@ def plan_milp(
         )
     except MemoryBudgetError as error:
         best, failure = None, error
-    found = _search(Model(plain_graph, op_times), budget, deadline, lambda nodes: plan_best(
-        sym, shapes, grad_req, type_dict, nodes=nodes))  # fmt: skip
+    model = Model(plain_graph, op_times)
+    # the greedy plan fits for real; its modelled peak (the model is conservative) is where the
+    # search starts, so the program can choose the greedy set or anything cheaper
+    start = float(budget)
+    if best is not None and best[1].recomputed_nodes:
+        start = max(start, model.peak_of(frozenset(best[1].recomputed_nodes)))
+    found = _search(model, budget, deadline, lambda nodes: plan_best(
+        sym, shapes, grad_req, type_dict, nodes=nodes), start)  # fmt: skip
     if found is not None and (
-        best is None or found[1].recompute_cost(op_times) < best[1].recompute_cost(op_times)
-    ):
+        best is None or found[1].recompute_cost(op_times) <= best[1].recompute_cost(op_times)
+    ):  # a tie goes to the solved plan: its optimality is proven
         graph, plan, solution = found
         label = f"budget {budget} B: milp ({len(solution.nodes)} recomputed)"
         return graph, dataclasses.replace(plan, recompute=label, solver="milp",
@@ -377,19 +383,20 @@ def plan_milp(
 
 
 def _search(
-    model: Model, budget: int, deadline: float, plan: Any
+    model: Model, budget: int, deadline: float, plan: Any, start: float | None = None
 ) -> tuple[ExecGraph, MemoryPlan, Solution] | None:
     """Solve, plan the answer for real, move the modelled budget (or cut the answer), repeat.
 
     A plan over the budget tightens ``target`` by its miss and cuts its set off
     (a later answer must recompute some step it kept); when the tightened
     program has no answer, the tightening is undone and the cut stays.  A plan
-    under the budget loosens ``target`` by half its room.  Returns the cheapest
+    under the budget loosens ``target`` by half its room.  ``target`` starts at
+    ``start`` (default: the budget).  Returns the cheapest
     plan that fit, with the solve that chose it.
     """
     found: tuple[ExecGraph, MemoryPlan, Solution] | None = None
     cuts: list[frozenset[str]] = []
-    target: float = budget
+    target: float = budget if start is None else start
     undo: float | None = None  # the target before the last tightening
     for _ in range(_ROUNDS):
         left = deadline - time.perf_counter()

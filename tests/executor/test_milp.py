@@ -109,8 +109,22 @@ def test_milp_finds_cheaper_plans_than_the_greedy_family():
 def test_budget_below_every_plan_raises():
     sym, shapes = zoo.mlp(), {"data": (64, 784)}
     low = min(point.internal_bytes for point in tradeoff_curve(sym, shapes))
-    with pytest.raises(MemoryBudgetError, match="smallest reachable"):
+    with pytest.raises(MemoryBudgetError, match="smallest reachable.*no plan goes under"):
         plan_memory(sym, shapes, budget=low // 2, solver="milp")
+
+
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_no_plan_goes_under_the_floor(name):
+    """The largest step's working set bounds every plan, greedy and exact, from below."""
+    factory, shapes = NETWORKS[name]
+    sym = factory()
+    points = tradeoff_curve(sym, shapes)
+    floor, step = floor_bytes(points[0].graph)
+    assert step and floor > 0
+    for point in points:
+        assert point.plan.peak_bytes >= floor, point.label
+    lowest = plan_memory(sym, shapes, budget=budgets(sym, shapes)[0], solver="milp")
+    assert lowest.peak_bytes >= floor
 
 
 def test_a_budget_the_plain_plan_meets_recomputes_nothing():
