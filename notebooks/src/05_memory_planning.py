@@ -376,7 +376,9 @@ small = zoo.resnet(18, num_classes=10)
 small_shapes = {"data": (4, 3, 32, 32)}
 greedy_points = mx.executor.tradeoff_curve(small, small_shapes)
 front = mx.executor.pareto(greedy_points)
-budgets = [(front[1].internal_bytes + front[2].internal_bytes) // 2, front[-1].internal_bytes]
+after = [point.label for point in front].index("mirror") + 1  # the first segment point
+budgets = [(front[after - 1].internal_bytes + front[after].internal_bytes) // 2,
+           front[-1].internal_bytes]  # fmt: skip
 exact = []
 for budget in budgets:
     greedy = mx.executor.plan_memory(small, small_shapes, budget=budget)
