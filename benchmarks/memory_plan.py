@@ -357,7 +357,7 @@ def exact_curve(label: str, sym, shapes, req, theirs: float, step: float = 0.04,
           f"{sum(cpus):.0f} s in all")  # fmt: skip
     for limit in (0.35, 1.0):
         best = min((p for p in [*greedy, *exact] if p.recompute_ratio <= limit),
-                   key=lambda p: p.internal_bytes)  # fmt: skip
+                   key=lambda p: (p.internal_bytes, p.recompute_ratio))  # fmt: skip
         print(f"  best within {limit:.2f} forward: {best.internal_bytes / MB:.1f} MiB "
               f"({best.recompute_ratio:.3f}) = {best.internal_bytes / plain.internal_bytes:.1%} of "
               f"plain, {best.internal_bytes / MB / theirs:.2f}x MXNet ({best.solver or 'greedy'})")  # fmt: skip
