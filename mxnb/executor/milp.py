@@ -283,16 +283,16 @@ class Model:
                 lower[col] = 1.0
         return lower, upper
 
-    def peak_of(self, nodes: frozenset[str]) -> float:
-        """The modelled peak bytes when exactly ``nodes`` are recomputed."""
+    def peak_of(self, nodes: frozenset[str], time_limit: float | None = None) -> float:
+        """The modelled peak bytes when exactly ``nodes`` are recomputed (inf: not found in time)."""
         optimize, _ = _scipy()
         costs, matrix, lo, hi = self.arrays()
         lower, upper = self._bounds(nodes)
         objective = np.zeros(len(self.cols))
         objective[self.peak] = 1.0
-        result = optimize.milp(
-            objective, bounds=(lower, upper), constraints=optimize.LinearConstraint(matrix, lo, hi)
-        )
+        options = {} if time_limit is None else {"time_limit": max(time_limit, 0.1)}
+        result = optimize.milp(objective, bounds=(lower, upper), options=options,
+                               constraints=optimize.LinearConstraint(matrix, lo, hi))  # fmt: skip
         return float(result.x[self.peak]) if result.x is not None else float("inf")
 
     def solve(
@@ -364,9 +364,10 @@ def plan_milp(
     model = Model(plain_graph, op_times)
     # the greedy plan fits for real; its modelled peak (the model is conservative) is where the
     # search starts, so the program can choose the greedy set or anything cheaper
-    start = float(budget)
-    if best is not None and best[1].recomputed_nodes:
-        start = max(start, model.peak_of(frozenset(best[1].recomputed_nodes)))
+    start, left = float(budget), deadline - time.perf_counter()
+    if best is not None and best[1].recomputed_nodes and left > 0:  # a quarter of the time left
+        modelled = model.peak_of(frozenset(best[1].recomputed_nodes), left / 4)
+        start = max(start, modelled) if modelled < float("inf") else start
     found = _search(model, budget, deadline, lambda nodes: plan_best(
         sym, shapes, grad_req, type_dict, nodes=nodes), start)  # fmt: skip
     if found is not None and (
