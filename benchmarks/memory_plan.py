@@ -35,18 +35,20 @@ then the exact planner (issue #35, ``solver='milp'``) against the greedy search
 on Gluon's ``resnet18_v1`` and ``vgg16`` as MXNet 1.9.1 exported them
 (tests/executor/data/), batch 32: each budget's plan, solve time and proven gap,
 and the best plan within 0.35 and 1.0 of an extra forward against MXNet's own plan,
-then the exact curve of resnet18_v1 (budgets every 5 % of the plain plan, 30 s
-each): the widest step between neighbouring points and how many were proven optimal;
+then the exact curves of both (:func:`exact_curve`): the plain plan, the plain plan
+packed into one arena (no recomputation: a budget may use it), the floor no plan
+goes under (the largest step's working set), the greedy curve, the exact plans at
+budgets every 4 % of plain (30 s each, wall and CPU seconds), the widest step
+between neighbouring points of the curve (its Pareto front), how many solves were
+proven optimal, and the best plan within 0.35 and 1 forward;
 
 then the honest peak (issue #35): on MXNet's resnet18_v1 at batch 32, the pool's measured
-high-water mark over a forward + backward against the plan's total bytes, plain, 'mirror'
-and exact plans;
+high-water mark over a forward + backward against the plan's total bytes, plain, packed,
+'mirror' and exact plans;
 
 then held-out graphs (issue #35), never tuned on: MXNet's ``mx.rnn`` LSTM language model
 (``lstm_lm``, batch 32 x 35) and a ``symbols/resnet.py``-style ResNet-50 MXNet exported
-(tests/executor/data/export_symbols_resnet.py, batch 32): the plain plan, the greedy
-curve, the exact plans at budgets every 5 % of plain (30 s each), the widest step and
-the best plan within 0.35 and 1 forward against MXNet's own plan;
+(tests/executor/data/export_symbols_resnet.py, batch 32): the same curves;
 
 then time, not only FLOPs (issue #35): for every point of the curve of LeNet, the zoo's
 ResNet-18 at 32 px and MXNet's export of ``resnet18_v1`` (greedy points, the plain plan
@@ -74,6 +76,7 @@ import mxnb as mx
 from mxnb.executor import measure, sharing, zoo
 from mxnb.executor.executor import Executor
 from mxnb.executor.planning import plan_graph_and_memory
+from mxnb.executor.tradeoff import floor_bytes
 from mxnb.ndarray.invoke import invoke
 from mxnb.symbol.graph import NodeEntry, topo_sort
 
@@ -85,20 +88,49 @@ LSTM_LM = HERE.parent / "tests" / "rnn" / "data" / "lstm_lm-symbol.json"  # MXNe
 
 
 def _exact_point(sym, shapes, req, plain, share: float, time_limit: float, prefix: str):
-    """The exact planner at ``share`` of the plain plan, printed as one line (None: no plan fits)."""
+    """The exact planner at ``share`` of the plain plan, printed as one line (None: no plan fits).
+
+    Returns the plan, its wall and its CPU seconds (every thread of the process: HiGHS').
+    """
     budget = int(plain.internal_bytes * share)
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     try:
         plan = mx.executor.plan_memory(sym, shapes, grad_req=req, budget=budget,
                                        solver="milp", time_limit=time_limit)  # fmt: skip
     except mx.executor.MemoryBudgetError:
         print(f"  {prefix}{share:.2f} x plain: no plan fits")
         return None
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
     gap = "-" if plan.mip_gap is None else f"{plan.mip_gap:.2g}"
+    how = "packed, no solve" if plan.solver == "milp" and not plan.recompute_steps else plan.solver
     print(f"  {prefix}{share:.2f} x plain: {plan.internal_bytes / MB:7.1f} MiB "
-          f"({plan.recompute_ratio:.3f}) {plan.solver}, gap {gap}, "
-          f"{time.perf_counter() - start:.0f} s")  # fmt: skip
-    return plan
+          f"({plan.recompute_ratio:.3f}) {how}, gap {gap}, {wall:.1f} s wall, {cpu:.1f} s CPU",
+          flush=True)  # fmt: skip
+    return plan, wall, cpu
+
+
+def _frontier(plans: list) -> list:
+    """The plans no other beats on both bytes and recompute ratio, by growing ratio."""
+    front: list = []
+    for plan in sorted(plans, key=lambda p: (p.recompute_ratio, p.internal_bytes)):
+        if not front or plan.internal_bytes < front[-1].internal_bytes:
+            front.append(plan)
+    return front
+
+
+def _widest_step(plans: list, plain) -> str:
+    """The widest step between neighbouring points of the curve (its Pareto front), as text."""
+    front = _frontier(plans)
+    if len(front) < 2:
+        return f"one point ({front[0].internal_bytes / MB:.1f} MiB)"
+    high, low = max(
+        zip(front, front[1:]), key=lambda pair: pair[0].internal_bytes - pair[1].internal_bytes
+    )
+    size = high.internal_bytes - low.internal_bytes
+    return (f"widest step {size / plain.internal_bytes:.1%} of plain ({high.internal_bytes / MB:.1f} "
+            f"({high.recompute_ratio:.3f}) -> {low.internal_bytes / MB:.1f} ({low.recompute_ratio:.3f})), "
+            f"{len(front)} points from {front[0].internal_bytes / MB:.1f} to "
+            f"{front[-1].internal_bytes / MB:.1f} MiB")  # fmt: skip
 
 
 def network(name: str, batch: int) -> tuple:
@@ -260,27 +292,81 @@ def exact_planner_table(time_limit: float = 120.0) -> None:
                   f"x MXNet, {best.internal_bytes / plain.internal_bytes:.2f}x plain")  # fmt: skip
 
 
-def exact_curve(name: str = "resnet18_v1", step: float = 0.05, time_limit: float = 30.0) -> None:
-    """The exact planner's curve: budgets every ``step`` of the plain plan, from plain down."""
+def _export(name: str) -> tuple:
+    """An exported Gluon model: its symbol, batch-32 shapes and gradient requests (data: none)."""
     sym = mx.sym.load(str(EXPORTS / f"{name}_train-symbol.json"))
     req = {arg: "write" for arg in sym.list_arguments()}
     req["data"] = req["softmax_label"] = "null"
-    shapes = {"data": (32, 3, 224, 224)}
-    plain = mx.executor.plan_memory(sym, shapes, grad_req=req)
-    print(f"\nexact curve of {name}, batch 32: budgets every {step:.0%} of the plain plan "
-          f"({plain.internal_bytes / MB:.1f} MiB), time limit {time_limit:.0f} s each")  # fmt: skip
-    plans, share = [plain], 1.0 - step
-    while share > 0.3:
-        plan = _exact_point(sym, shapes, req, plain, share, time_limit, "")
-        if plan is None:
+    theirs = json.loads((EXPORTS / f"{name}_train-mxnet.json").read_text())
+    return sym, {"data": (32, 3, 224, 224)}, req, theirs["mirror_0_mb"]
+
+
+#: Budgets tried between the curve's last plan and the first budget no plan met.
+_REFINE = 3
+
+
+def exact_curve(label: str, sym, shapes, req, theirs: float, step: float = 0.04,
+                time_limit: float = 30.0) -> None:  # fmt: skip
+    """Plain, packed, greedy and exact curves of one graph: widest step, proofs, best plans.
+
+    The exact planner is asked every ``step`` of the plain plan, from plain down,
+    until no plan fits, then up to :data:`_REFINE` times half-way between the last
+    plan and the budget that failed (the curve's end); the curve is the Pareto front of the greedy points and
+    the exact plans (the plain plan itself is not on it where packing it saves).
+    """
+    graph, plain = plan_graph_and_memory(sym, shapes, grad_req=req)
+    floor, where = floor_bytes(graph)
+    points = mx.executor.tradeoff_curve(sym, shapes, grad_req=req)
+    packed = min(p.internal_bytes for p in points if p.recompute_ratio == 0)
+    greedy = [p.plan for p in mx.executor.pareto(points)]
+    print(f"\n{label}: plain {plain.internal_bytes / MB:.1f} MiB, packed (no recomputation) "
+          f"{packed / MB:.1f} ({packed / plain.internal_bytes:.1%} of plain), MXNet {theirs} MiB; "
+          f"floor {floor / MB:.1f} MiB = {floor / plain.internal_bytes:.1%} of plain "
+          f"(step {where!r} needs its inputs and outputs at once: no plan goes under it)")  # fmt: skip
+    print("  greedy curve, MiB (recompute/forward): " + ", ".join(
+        f"{p.internal_bytes / MB:.1f} ({p.recompute_ratio:.2f})" for p in greedy))  # fmt: skip
+    print(f"  exact planner every {step:.0%} of plain, {time_limit:.0f} s limit each:")
+    exact, walls, cpus, share, failed = [], [], [], 1.0 - step, 0.0
+    while share > 0.05:
+        found = _exact_point(sym, shapes, req, plain, share, time_limit, "")
+        if found is None:
+            failed = share
             break
-        plans.append(plan)
+        exact.append(found[0])
+        walls.append(found[1])
+        cpus.append(found[2])
         share -= step
-    sizes = sorted({p.internal_bytes for p in plans}, reverse=True)
-    widest = max((a - b for a, b in zip(sizes, sizes[1:])), default=0)
-    proven = sum(1 for p in plans[1:] if p.solver == "milp" and p.mip_gap == 0)
-    print(f"  widest step between neighbouring points: {widest / plain.internal_bytes:.1%} of plain "
-          f"(target <= 5%); optimality proven at {proven} of {len(plans) - 1} budgets")  # fmt: skip
+    for _ in range(_REFINE):  # halve the room between the last plan and the budget that failed
+        low = exact[-1].internal_bytes / plain.internal_bytes if exact else 1.0
+        if low - failed < 0.01:
+            break
+        found = _exact_point(sym, shapes, req, plain, (low + failed) / 2, time_limit, "")
+        if found is None:
+            failed = (low + failed) / 2
+            continue
+        exact.append(found[0])
+        walls.append(found[1])
+        cpus.append(found[2])
+    for name, plans in (("greedy", greedy), ("greedy + exact", [*greedy, *exact])):
+        print(f"  {name}: {_widest_step(plans, plain)} (target <= 5%)")
+    solved = [p for p in exact if p.recompute_steps]
+    proven = sum(1 for p in solved if p.solver == "milp" and p.mip_gap == 0)
+    print(f"  exact: optimality proven at {proven} of {len(solved)} budgets that needed a solve "
+          f"(+{len(exact) - len(solved)} met by the packed plan, no solve); solve wall "
+          f"{max(walls, default=0):.1f} s at most, {sum(walls):.0f} s in all, CPU "
+          f"{sum(cpus):.0f} s in all")  # fmt: skip
+    for limit in (0.35, 1.0):
+        best = min((p for p in [*greedy, *exact] if p.recompute_ratio <= limit),
+                   key=lambda p: (p.internal_bytes, p.recompute_ratio))  # fmt: skip
+        print(f"  best within {limit:.2f} forward: {best.internal_bytes / MB:.1f} MiB "
+              f"({best.recompute_ratio:.3f}) = {best.internal_bytes / plain.internal_bytes:.1%} of "
+              f"plain, {best.internal_bytes / MB / theirs:.2f}x MXNet ({best.solver or 'greedy'})")  # fmt: skip
+
+
+def exact_curves() -> None:
+    """The curves of the tuned exports: Gluon's resnet18_v1 and vgg16, batch 32."""
+    for name in ("resnet18_v1", "vgg16"):
+        exact_curve(f"exact curve of {name} (MXNet export), batch 32", *_export(name))
 
 
 def honest_peak(budgets_mb: tuple = (376.0, 340.0)) -> None:
@@ -296,10 +382,13 @@ def honest_peak(budgets_mb: tuple = (376.0, 340.0)) -> None:
     shapes = {"data": (32, 3, 224, 224)}
     print("\nhonest peak: resnet18_v1 (MXNet export), batch 32, pooled manager: measured pool "
           "high-water mark - bound arrays vs plan total (internal + workspace), MiB")  # fmt: skip
+    plain = plan_graph_and_memory(sym, shapes, grad_req=req)
     plans = [
-        ("plain", *plan_graph_and_memory(sym, shapes, grad_req=req)),
+        ("plain", *plain),
+        ("packed (budget plain - 1)", *plan_graph_and_memory(
+            sym, shapes, grad_req=req, budget=plain[1].internal_bytes - 1)),
         ("mirror", *plan_graph_and_memory(sym, shapes, grad_req=req, recompute="mirror")),
-    ]
+    ]  # fmt: skip
     for budget in budgets_mb:
         plans.append(
             (
@@ -311,7 +400,7 @@ def honest_peak(budgets_mb: tuple = (376.0, 340.0)) -> None:
         )
     for index, (label, graph, plan) in enumerate(plans):
         peak = measure.measure_peak(sym, graph, plan, mx.cpu(300 + index))
-        print(f"  {label:<16} planned {plan.internal_bytes / MB:7.1f} + workspace "
+        print(f"  {label:<26} planned {plan.internal_bytes / MB:7.1f} + workspace "
               f"{plan.workspace_bytes / MB:5.1f} = {plan.total_bytes / MB:7.1f}; measured "
               f"{peak / MB:7.1f} ({peak / plan.total_bytes - 1:+.2%})")  # fmt: skip
 
@@ -332,37 +421,10 @@ def _held_out() -> dict:
     }  # fmt: skip
 
 
-def held_out_curves(step: float = 0.05, time_limit: float = 30.0) -> None:
-    """Plain, greedy and exact curves on held-out graphs: widest gap, best within 0.35 / 1 forward."""
+def held_out_curves() -> None:
+    """Plain, packed, greedy and exact curves on held-out graphs (:func:`exact_curve`)."""
     for label, (sym, shapes, req, theirs) in _held_out().items():
-        plain = mx.executor.plan_memory(sym, shapes, grad_req=req)
-        greedy = [
-            p.plan
-            for p in mx.executor.pareto(mx.executor.tradeoff_curve(sym, shapes, grad_req=req))
-        ]
-        print(f"\nheld out: {label}: plain {plain.internal_bytes / MB:.1f} MiB, MXNet {theirs} MiB")
-        print("  greedy curve, MiB (recompute/forward): " + ", ".join(
-            f"{p.internal_bytes / MB:.1f} ({p.recompute_ratio:.2f})" for p in greedy))  # fmt: skip
-        exact, proven, share = [], 0, 1.0 - step
-        while share > 0.2:
-            plan = _exact_point(sym, shapes, req, plain, share, time_limit, "exact ")
-            if plan is None:
-                break
-            proven += plan.solver == "milp" and plan.mip_gap == 0
-            exact.append(plan)
-            share -= step
-        for name, plans in (("greedy", greedy), ("greedy + exact", [*greedy, *exact])):
-            sizes = sorted({p.internal_bytes for p in plans}, reverse=True)
-            widest = max((a - b for a, b in zip(sizes, sizes[1:])), default=0)
-            print(f"  {name}: widest step {widest / plain.internal_bytes:.1%} of plain, smallest "
-                  f"{sizes[-1] / MB:.1f} MiB")  # fmt: skip
-        print(f"  exact: optimality proven at {proven} of {len(exact)} budgets")
-        for limit in (0.35, 1.0):
-            best = min((p for p in [*greedy, *exact] if p.recompute_ratio <= limit),
-                       key=lambda p: p.internal_bytes)  # fmt: skip
-            print(f"  best within {limit:.2f} forward: {best.internal_bytes / MB:.1f} MiB "
-                  f"({best.recompute_ratio:.2f}) = {best.internal_bytes / plain.internal_bytes:.2f}x "
-                  f"plain, {best.internal_bytes / MB / theirs:.2f}x MXNet ({best.solver or 'greedy'})")  # fmt: skip
+        exact_curve(f"held out: {label}", sym, shapes, req, theirs)
 
 
 #: networks whose trade-off curve is timed: label -> (symbol, shapes, arguments without a gradient)
@@ -617,13 +679,13 @@ def main() -> None:
         return
     if "--milp" in sys.argv:
         exact_planner_table()
-        exact_curve()
+        exact_curves()
         return
     batches = (32,) if "--quick" in sys.argv else (1, 32, 64)
     plan_table(batches)
     recompute_table()
     exact_planner_table()
-    exact_curve()
+    exact_curves()
     honest_peak()
     held_out_curves()
     recompute_time()

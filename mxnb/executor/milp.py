@@ -46,8 +46,10 @@ answer leaves under 1 % of the budget unused or the time limit.  The proven
 ``mip_gap`` is the gap of the program that chose the plan (model and cuts
 included), not of the real planner.  The greedy plan (:mod:`.tradeoff`) is the
 incumbent: ``scipy.optimize.milp`` takes no starting point, so a solved plan
-replaces it only when it needs fewer FLOPs, and otherwise the greedy plan is
-returned with ``solver='greedy incumbent'``.
+replaces it only when it needs no more FLOPs, and otherwise the greedy plan is
+returned with ``solver='greedy incumbent'``.  A budget the plain plan packed
+into one arena meets (:mod:`.tradeoff`) is answered with that plan, no
+recomputation and a gap of 0, before any solve.
 
 State kept: none; :class:`Model` holds one program's arrays.
 
@@ -281,16 +283,16 @@ class Model:
                 lower[col] = 1.0
         return lower, upper
 
-    def peak_of(self, nodes: frozenset[str]) -> float:
-        """The modelled peak bytes when exactly ``nodes`` are recomputed."""
+    def peak_of(self, nodes: frozenset[str], time_limit: float | None = None) -> float:
+        """The modelled peak bytes when exactly ``nodes`` are recomputed (inf: not found in time)."""
         optimize, _ = _scipy()
         costs, matrix, lo, hi = self.arrays()
         lower, upper = self._bounds(nodes)
         objective = np.zeros(len(self.cols))
         objective[self.peak] = 1.0
-        result = optimize.milp(
-            objective, bounds=(lower, upper), constraints=optimize.LinearConstraint(matrix, lo, hi)
-        )
+        options = {} if time_limit is None else {"time_limit": max(time_limit, 0.1)}
+        result = optimize.milp(objective, bounds=(lower, upper), options=options,
+                               constraints=optimize.LinearConstraint(matrix, lo, hi))  # fmt: skip
         return float(result.x[self.peak]) if result.x is not None else float("inf")
 
     def solve(
@@ -348,17 +350,29 @@ def plan_milp(
     plain_graph, plain = plan_best(sym, shapes, grad_req, type_dict)
     if plain.internal_bytes <= budget:
         return plain_graph, dataclasses.replace(plain, solver="milp", mip_gap=0.0)
+    packed_graph, packed = plan_best(sym, shapes, grad_req, type_dict, pack=True)
+    if packed.internal_bytes <= budget:  # no recomputation at all: optimal, nothing to solve
+        label = f"budget {budget} B: packed"
+        return packed_graph, dataclasses.replace(packed, recompute=label, solver="milp",
+                                                 mip_gap=0.0)  # fmt: skip
     try:
         best: tuple[ExecGraph, MemoryPlan] | None = plan_within_budget(
             sym, shapes, budget, grad_req, type_dict, op_times
         )
     except MemoryBudgetError as error:
         best, failure = None, error
-    found = _search(Model(plain_graph, op_times), budget, deadline, lambda nodes: plan_best(
-        sym, shapes, grad_req, type_dict, nodes=nodes))  # fmt: skip
+    model = Model(plain_graph, op_times)
+    # the greedy plan fits for real; its modelled peak (the model is conservative) is where the
+    # search starts, so the program can choose the greedy set or anything cheaper
+    start, left = float(budget), deadline - time.perf_counter()
+    if best is not None and best[1].recomputed_nodes and left > 0:  # a quarter of the time left
+        modelled = model.peak_of(frozenset(best[1].recomputed_nodes), left / 4)
+        start = max(start, modelled) if modelled < float("inf") else start
+    found = _search(model, budget, deadline, lambda nodes: plan_best(
+        sym, shapes, grad_req, type_dict, nodes=nodes), start)  # fmt: skip
     if found is not None and (
-        best is None or found[1].recompute_cost(op_times) < best[1].recompute_cost(op_times)
-    ):
+        best is None or found[1].recompute_cost(op_times) <= best[1].recompute_cost(op_times)
+    ):  # a tie goes to the solved plan: its optimality is proven
         graph, plan, solution = found
         label = f"budget {budget} B: milp ({len(solution.nodes)} recomputed)"
         return graph, dataclasses.replace(plan, recompute=label, solver="milp",
@@ -370,19 +384,20 @@ def plan_milp(
 
 
 def _search(
-    model: Model, budget: int, deadline: float, plan: Any
+    model: Model, budget: int, deadline: float, plan: Any, start: float | None = None
 ) -> tuple[ExecGraph, MemoryPlan, Solution] | None:
     """Solve, plan the answer for real, move the modelled budget (or cut the answer), repeat.
 
     A plan over the budget tightens ``target`` by its miss and cuts its set off
     (a later answer must recompute some step it kept); when the tightened
     program has no answer, the tightening is undone and the cut stays.  A plan
-    under the budget loosens ``target`` by half its room.  Returns the cheapest
+    under the budget loosens ``target`` by half its room.  ``target`` starts at
+    ``start`` (default: the budget).  Returns the cheapest
     plan that fit, with the solve that chose it.
     """
     found: tuple[ExecGraph, MemoryPlan, Solution] | None = None
     cuts: list[frozenset[str]] = []
-    target: float = budget
+    target: float = budget if start is None else start
     undo: float | None = None  # the target before the last tightening
     for _ in range(_ROUNDS):
         left = deadline - time.perf_counter()

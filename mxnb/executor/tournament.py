@@ -65,6 +65,7 @@ def plan_best(
     recompute: str | None = None,
     threshold: float | None = None,
     nodes: Collection[str] | None = None,
+    pack: bool = False,
 ) -> tuple[ExecGraph, MemoryPlan]:
     """Build the graph in each topological order of ``ORDERS``, plan each; keep the smallest.
 
@@ -73,11 +74,14 @@ def plan_best(
     ``'sqrt'`` (:func:`.recompute.choose`); ``threshold`` sets the segment size
     of ``'sqrt'`` (bytes).  ``nodes`` names the forward steps to recompute
     outright (chosen by a search above, :mod:`.milp`), replacing the rule.
+    ``pack=True`` lets the arena compete even with nothing recomputed (the
+    *packed* plan a byte budget may use, :mod:`.tradeoff`); without it, a plan
+    with no recomputation is MXNet's kind, blocks only.
     A byte budget is :func:`.tradeoff.plan_within_budget`'s.
     """
     with without_gc_pauses():
         return _plan_best(
-            sym, shapes, grad_req, type_dict, inplace, coshare, recompute, threshold, nodes
+            sym, shapes, grad_req, type_dict, inplace, coshare, recompute, threshold, nodes, pack
         )
 
 
@@ -91,6 +95,7 @@ def _plan_best(
     recompute: str | None = None,
     threshold: float | None = None,
     nodes: Collection[str] | None = None,
+    pack: bool = False,
 ) -> tuple[ExecGraph, MemoryPlan]:
     best: tuple[ExecGraph, MemoryPlan] | None = None
     for order in ORDERS if coshare or inplace else ORDERS[:1]:
@@ -112,6 +117,9 @@ def _plan_best(
         )
         graph.recompute = recompute or ("attributes" if nodes is None else "chosen")
         best = (graph, plan_graph(graph, inplace=inplace, coshare=coshare))
+    elif pack and coshare:
+        # packed in the plain plan's order, so its gradients are the plain plan's, bit for bit
+        best = (best[0], plan_graph(best[0], inplace=inplace, coshare=coshare, pack=True))
     return best
 
 
@@ -163,12 +171,14 @@ def plan_graph(
     inplace: bool = True,
     coshare: bool = True,
     match_range: int | None = None,
+    pack: bool = False,
 ) -> MemoryPlan:
     """Plan an already built :class:`~mxnb.executor.steps.ExecGraph`.
 
     With ``match_range=None`` a few match ranges and the offline placement are
     tried and the smallest plan is kept; pass a number to get exactly MXNet's
-    single walk.
+    single walk.  The arena competes when something is recomputed, or with
+    ``pack=True``.
     """
     if match_range is not None or not coshare:
         walk = Planner(graph, inplace, coshare, match_range or DEFAULT_MATCH_RANGE)
@@ -187,7 +197,7 @@ def plan_graph(
                 Planner(graph, use_inplace, coshare, value).run() for value in _TRIED_MATCH_RANGES
             )
             candidates.extend(offline_placements(graph, use_inplace, by_size=by_size))
-            if graph.recomputed_nodes and len(graph.steps) <= LARGE_GRAPH_STEPS:
+            if graph.recomputed_nodes or pack:
                 # recomputation frees large values early and needs large gradients late:
                 # offsets in one arena let dead small values make room for them
                 candidates.append(arena_placement(graph, use_inplace))

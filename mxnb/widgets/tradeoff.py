@@ -2,8 +2,10 @@
 
 Idea (Chen et al. 2016, figure 5): recomputation buys memory with compute.
 Each point is a plan of the family :func:`mxnb.executor.tradeoff_curve`
-plans — no recomputation, MXNet's mirror rule, and the paper's segments of
-growing size — at (``recompute_flops / forward_flops``, planned bytes).  The
+plans — no recomputation (the plain plan, and the plain plan *packed* into one
+arena, where packing saves: the curve starts there), MXNet's mirror rule, and
+the paper's segments of growing size — at (``recompute_flops / forward_flops``,
+planned bytes).  The
 points no other beats on both form the curve; MXNet's own figures (its plan
 and its ``MXNET_BACKWARD_DO_MIRROR`` plan) are drawn as marks to compare, and
 plans of the exact planner (``solver='milp'``, :mod:`mxnb.executor.milp`) as a

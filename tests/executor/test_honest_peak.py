@@ -56,12 +56,19 @@ def fresh_context(kind: str) -> mx.Context:
 
 
 def curve_budgets(sym, shapes, extra: int = 2) -> list[int]:
-    """Every point of the greedy curve, and ``extra`` budgets between each neighbouring pair."""
-    sizes = sorted({point.internal_bytes for point in pareto(tradeoff_curve(sym, shapes))})
+    """The plain plan, every point of the greedy curve (the packed plan first, where packing
+    saves), and ``extra`` budgets between each neighbouring pair."""
+    points = tradeoff_curve(sym, shapes)
+    sizes = sorted({point.internal_bytes for point in [*pareto(points), points_plain(points)]})
     budgets = set(sizes)
     for low, high in zip(sizes, sizes[1:]):
         budgets.update(low + (high - low) * k // (extra + 1) for k in range(1, extra + 1))
     return sorted(budgets, reverse=True)
+
+
+def points_plain(points):
+    """The plain plan's point (no recomputation, MXNet's blocks)."""
+    return next(point for point in points if point.label == "none")
 
 
 @pytest.mark.parametrize("name", sorted(NETWORKS))
@@ -88,6 +95,26 @@ def test_measured_peak_is_the_planned_bytes_and_falls_with_the_budget(name):
             f"{name} {solver}: measured peaks {measured} rise as the budget falls {budgets}"
         )
         assert measured[-1] < measured[0], f"{name} {solver}: recomputation saved nothing"
+
+
+@pytest.mark.parametrize("name", ["mlp", "lenet"])
+def test_the_packed_plan_holds_what_it_says_and_less_than_the_plain_one(name):
+    """A budget between the packed and the plain plan: no recomputation, one arena, and the
+    pool holds the plan's total bytes — fewer than the plain plan's blocks."""
+    factory, shapes = NETWORKS[name]
+    sym = factory()
+    plain_graph, plain = plan_graph_and_memory(sym, shapes)
+    points = tradeoff_curve(sym, shapes)
+    packed = next(point for point in points if point.label == "packed")
+    assert packed.internal_bytes < plain.internal_bytes
+    for solver in ("greedy", "milp"):
+        graph, plan = plan_graph_and_memory(sym, shapes, budget=plain.internal_bytes - 1,
+                                            solver=solver)  # fmt: skip
+        assert plan.recompute_steps == () and len(plan.blocks) == 1
+        assert plan.internal_bytes == packed.internal_bytes
+        peak = measure_peak(sym, graph, plan, fresh_context("naive"))
+        assert abs(peak - plan.total_bytes) <= 0.01 * plan.total_bytes
+        assert peak < measure_peak(sym, plain_graph, plain, fresh_context("naive"))
 
 
 def test_the_pooled_manager_holds_no_more_than_planned():

@@ -20,24 +20,39 @@ from mxnb.executor.sharing import bound_arrays
 from mxnb.executor.milp import Model
 from mxnb.executor.planning import plan_graph_and_memory
 from mxnb.executor.tournament import plan_best
-from mxnb.executor.tradeoff import MemoryBudgetError, tradeoff_curve
+from mxnb.executor.tradeoff import MemoryBudgetError, floor_bytes, tradeoff_curve
 
+from .test_honest_peak import small_resnet
 from .test_recompute import train_step
 
-#: name -> (symbol factory, input shapes): small enough for a solve of about a second
+
+def deep_mlp(layers: int = 6, hidden: int = 128):
+    """``layers`` fully connected layers with ReLU: every activation is held for backward."""
+    net = mx.sym.Variable("data")
+    for i in range(layers):
+        net = mx.sym.FullyConnected(net, num_hidden=hidden, name=f"fc{i}")
+        net = mx.sym.Activation(net, act_type="relu", name=f"relu{i}")
+    net = mx.sym.FullyConnected(net, num_hidden=10, name="out")
+    return mx.sym.SoftmaxOutput(net, name="softmax")
+
+
+#: name -> (symbol factory, input shapes): small enough for a solve of about a second, and
+#: graphs where recomputation goes under the packed plan (the zoo's MLP and LeNet have none:
+#: test_the_packed_plan_is_optimal_where_recomputation_cannot_help)
 NETWORKS = {
-    "mlp": (lambda: zoo.mlp(), {"data": (64, 784)}),
-    "lenet": (lambda: zoo.lenet(), {"data": (4, 1, 28, 28)}),
+    "deep_mlp": (deep_mlp, {"data": (16, 64)}),
+    "small_resnet": (small_resnet, {"data": (4, 3, 16, 16)}),
 }
 
 
 def budgets(sym, shapes, count=8):
-    """``count`` budgets from the smallest plan the greedy family reaches to just under plain."""
+    """``count`` budgets from the smallest plan the greedy family reaches to just under the
+    smallest plan with no recomputation (the packed one): every one needs recomputation."""
     points = tradeoff_curve(sym, shapes)
     low = min(point.internal_bytes for point in points)
-    plain = points[0].internal_bytes
-    assert low < plain, "recomputation must leave room to trade"
-    return [low + (plain - 1 - low) * i // (count - 1) for i in range(count)]
+    high = min(point.internal_bytes for point in points if point.recompute_ratio == 0)
+    assert low < high, "recomputation must leave room to trade"
+    return [low + (high - 1 - low) * i // (count - 1) for i in range(count)]
 
 
 @pytest.mark.parametrize("name", sorted(NETWORKS))
@@ -57,8 +72,32 @@ def test_milp_proves_optimality_within_budget_and_never_loses_to_greedy(name):
     assert proven >= 8
 
 
+@pytest.mark.parametrize(
+    ("factory", "shapes"),
+    [(zoo.mlp, {"data": (64, 784)}), (zoo.lenet, {"data": (4, 1, 28, 28)})],
+    ids=["mlp", "lenet"],
+)
+def test_the_packed_plan_is_optimal_where_recomputation_cannot_help(factory, shapes):
+    """The zoo's MLP and LeNet: the plain plan packed is within 4 % of the floor no plan goes
+    under, and no recomputation plan goes under it; so at 8 budgets from it to the plain plan
+    the exact planner answers it, recomputing nothing (optimal: no cost is lower), gap 0."""
+    sym = factory()
+    points = tradeoff_curve(sym, shapes)
+    plain = next(p for p in points if p.label == "none")
+    packed = next(p for p in points if p.label == "packed")
+    floor, _ = floor_bytes(plain.graph)
+    assert floor <= packed.internal_bytes <= 1.04 * floor < plain.internal_bytes
+    assert min(p.internal_bytes for p in points) == packed.internal_bytes
+    high, low = plain.internal_bytes - 1, packed.internal_bytes
+    for budget in [low + (high - low) * i // 7 for i in range(8)]:
+        plan = plan_memory(sym, shapes, budget=budget, solver="milp")
+        plan.check()
+        assert (plan.solver, plan.mip_gap, plan.recompute_flops) == ("milp", 0.0, 0)
+        assert plan.internal_bytes == packed.internal_bytes <= budget
+
+
 def test_milp_finds_cheaper_plans_than_the_greedy_family():
-    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    sym, shapes = deep_mlp(), NETWORKS["deep_mlp"][1]
     budget = budgets(sym, shapes)[4]
     greedy = plan_memory(sym, shapes, budget=budget)
     plan = plan_memory(sym, shapes, budget=budget, solver="milp")
@@ -70,8 +109,22 @@ def test_milp_finds_cheaper_plans_than_the_greedy_family():
 def test_budget_below_every_plan_raises():
     sym, shapes = zoo.mlp(), {"data": (64, 784)}
     low = min(point.internal_bytes for point in tradeoff_curve(sym, shapes))
-    with pytest.raises(MemoryBudgetError, match="smallest reachable"):
+    with pytest.raises(MemoryBudgetError, match="smallest reachable.*no plan goes under"):
         plan_memory(sym, shapes, budget=low // 2, solver="milp")
+
+
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_no_plan_goes_under_the_floor(name):
+    """The largest step's working set bounds every plan, greedy and exact, from below."""
+    factory, shapes = NETWORKS[name]
+    sym = factory()
+    points = tradeoff_curve(sym, shapes)
+    floor, step = floor_bytes(points[0].graph)
+    assert step and floor > 0
+    for point in points:
+        assert point.plan.peak_bytes >= floor, point.label
+    lowest = plan_memory(sym, shapes, budget=budgets(sym, shapes)[0], solver="milp")
+    assert lowest.peak_bytes >= floor
 
 
 def test_a_budget_the_plain_plan_meets_recomputes_nothing():
@@ -94,11 +147,19 @@ def test_model_never_promises_less_than_the_real_schedule_keeps_alive(name):
         assert model.peak_of(frozenset(recomputed.recomputed_nodes)) >= recomputed.peak_bytes
 
 
-def test_gradients_identical_with_the_milp_plan():
-    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
-    budget = budgets(sym, shapes)[4]
+@pytest.mark.parametrize("which", ["milp", "packed"])
+def test_gradients_identical_with_the_milp_and_the_packed_plan(which):
+    """The exact planner's recomputation, and the plain plan packed into one arena (LeNet: a
+    budget just under the plain plan), train bit for bit as the plain plan does."""
+    if which == "milp":
+        sym, shapes = deep_mlp(), NETWORKS["deep_mlp"][1]
+        budget = budgets(sym, shapes)[4]
+    else:
+        sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+        budget = plan_memory(sym, shapes).internal_bytes - 1
     graph, plan = plan_graph_and_memory(sym, shapes, budget=budget, solver="milp")
-    assert plan.solver == "milp" and plan.recompute_steps
+    assert plan.solver == "milp" and bool(plan.recompute_steps) == (which == "milp")
+    assert plan.internal_bytes <= budget
     _, reference = train_step(sym, shapes, None)
     ctx = mx.cpu()
     args, grads, aux = bound_arrays(graph, ctx, None, None, None)
@@ -109,6 +170,8 @@ def test_gradients_identical_with_the_milp_plan():
             array[:] = rng.integers(0, 10, array.shape)
         else:
             array[:] = (rng.standard_normal(array.shape) * 0.1).astype("float32")
+    for name, array in exe.aux_dict.items():
+        array[:] = 1.0 if name.endswith("var") else 0.0
     mx.random.seed(7)
     exe.forward(is_train=True)
     exe.backward()
@@ -154,7 +217,7 @@ def test_mxnet_export_of_resnet18_v1_fits_half_of_mxnet_within_a_third_of_a_forw
 
 
 def test_out_of_time_the_greedy_incumbent_is_returned_and_said_so():
-    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    sym, shapes = deep_mlp(), NETWORKS["deep_mlp"][1]
     budget = budgets(sym, shapes)[4]
     greedy = plan_memory(sym, shapes, budget=budget)
     plan = plan_memory(sym, shapes, recompute=budget, solver="milp", time_limit=1e-3)
@@ -164,7 +227,7 @@ def test_out_of_time_the_greedy_incumbent_is_returned_and_said_so():
 
 
 def test_bind_and_simple_bind_take_a_budget_and_a_solver():
-    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    sym, shapes = deep_mlp(), NETWORKS["deep_mlp"][1]
     budget = budgets(sym, shapes)[4]
     wanted = plan_memory(sym, shapes, budget=budget, solver="milp", time_limit=30)
     exe = sym.simple_bind(mx.cpu(), budget=budget, solver="milp", time_limit=30, **shapes)
@@ -185,7 +248,7 @@ def test_bind_and_simple_bind_take_a_budget_and_a_solver():
 @pytest.mark.parametrize("solver", ["greedy", "milp"])
 def test_a_measured_op_time_table_replaces_flops_as_the_cost(solver):
     """With every op timed alike, the plan recomputes the fewest steps; its predicted seconds are kept."""
-    sym, shapes = zoo.lenet(), {"data": (4, 1, 28, 28)}
+    sym, shapes = deep_mlp(), NETWORKS["deep_mlp"][1]
     budget = budgets(sym, shapes)[4]
     graph, plain = plan_best(sym, shapes)
     table = {step.name: 1e-3 for step in graph.steps}

@@ -204,7 +204,11 @@ def test_budget_search_fits_or_says_so():
 def test_pareto_front_trades_bytes_for_compute():
     points = tradeoff_curve(zoo.resnet(18, num_classes=10), {"data": (4, 3, 32, 32)})
     front = pareto(points)
-    assert front[0].label == "none"
+    plain = next(p for p in points if p.label == "none")
+    # the plain plan packed into one arena: no recomputation, fewer bytes than MXNet's blocks
+    assert (front[0].label, front[0].recompute_ratio) == ("packed", 0.0)
+    assert front[0].internal_bytes < plain.internal_bytes
+    assert front[0].plan.recompute_steps == () and len(front[0].plan.blocks) == 1
     ratios = [p.recompute_ratio for p in front]
     sizes = [p.internal_bytes for p in front]
     assert ratios == sorted(ratios) and sizes == sorted(sizes, reverse=True)

@@ -19,7 +19,8 @@ def points():
 def test_curve_is_the_pareto_front_and_marks_are_kept(points):
     view = TradeoffView(points, marks={"MXNet": 3 * 2**20, "MXNet mirror": 2.9 * 2**20})
     assert view.front == mx.executor.pareto(points)
-    assert view.front[0].label == "none"
+    assert view.front[0].label == "packed"  # the plain plan packed: no recomputation
+    assert "packed" in view.to_text()
     # the default point: fewest bytes with at most one extra forward
     eligible = [p for p in view.front if p.recompute_ratio <= 1]
     assert view.selected.internal_bytes == min(p.internal_bytes for p in eligible)
