@@ -280,7 +280,12 @@ class MemoryPlanView(FigureView):
         chart.grid(axis="x", color="#eeeeee")
         chart.set_axisbelow(True)
 
-        bars = figure.add_subplot(grid[0, 1])
+        self._draw_bytes(figure.add_subplot(grid[0, 1]))
+        self._draw_largest(figure.add_subplot(grid[1, 1]))
+        return figure
+
+    def _draw_bytes(self, bars: Any) -> None:
+        """The strategies' bytes as bars (and the planned total beside the measured peak)."""
         figures = {**self.strategy_bytes(), **self.planned_against_measured()}
         names = list(figures)
         scale, unit = (
@@ -308,7 +313,8 @@ class MemoryPlanView(FigureView):
         )
         bars.tick_params(labelsize=7)
 
-        table = figure.add_subplot(grid[1, 1])
+    def _draw_largest(self, table: Any) -> None:
+        """The table of the largest planned entries."""
         table.set_axis_off()
         cells = [
             [e.name[:24], "x".join(map(str, e.shape)), format_bytes(e.nbytes), str(e.storage_id)]
@@ -324,7 +330,6 @@ class MemoryPlanView(FigureView):
             drawn_table.auto_set_font_size(False)
             drawn_table.set_fontsize(6.5)
         table.set_title("largest entries", fontsize=9)
-        return figure
 
     # -- interactive --------------------------------------------------------
 
