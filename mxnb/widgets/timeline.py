@@ -347,8 +347,7 @@ class Timeline(FigureView):
         labels over each other; now the next label waits for room on its row.
         """
         low, high = axes.get_xlim()
-        axes_inches = axes.get_position().width * axes.figure.get_figwidth()
-        char_ms = (0.6 * 6 / 72) * (high - low) / max(axes_inches, 1e-9)  # fontsize 6, in ms
+        char_ms = _char_width(axes)
         free: dict[int, float] = {}  # row -> where its last label ends (ms)
         for left, row, text in sorted(texts):
             if not low <= left <= high or left < free.get(row, low):
@@ -365,11 +364,10 @@ class Timeline(FigureView):
         """
         low, high = axes.get_xlim()
         span = max(high - low, 1e-9)
-        axes_inches = axes.get_position().width * axes.figure.get_figwidth()
-        char_inches = 0.6 * 6 / 72  # a fontsize-6 character is about 0.6 em wide
+        char_ms = _char_width(axes)
         for left, width, row, name in named:
             visible = min(left + width, high) - max(left, low)
-            if visible <= 0 or visible / span * axes_inches < char_inches * (len(name) + 1):
+            if visible <= 0 or visible < char_ms * (len(name) + 1):
                 continue
             axes.text(
                 max(left, low) + 0.004 * span,
@@ -399,3 +397,10 @@ class Timeline(FigureView):
             chain = " -> ".join(self.model.ops[op_id].label for op_id in path)
             lines.append(f"  critical path: {chain}")
         return "\n".join(lines)
+
+
+def _char_width(axes: Any) -> float:
+    """How much of the time axis (ms) one fontsize-6 character takes: about 0.6 em."""
+    low, high = axes.get_xlim()
+    axes_inches = axes.get_position().width * axes.figure.get_figwidth()
+    return (0.6 * 6 / 72) * max(high - low, 1e-9) / max(axes_inches, 1e-9)
