@@ -58,7 +58,7 @@ table at the widest gaps), the training step's overhead predicted from FLOPs
 wall and CPU time (best of interleaved steps);
 
 Run: ``.venv/bin/python benchmarks/memory_plan.py`` (``--quick``: batch 32 only;
-``--milp``: the exact planner's table only, a few minutes; ``--time``: the time table only; ``--held-out``: the held-out curves only; ``--peak``: the measured peak only).
+``--milp``: the exact planner's table only, a few minutes; ``--time``: the time table only; ``--held-out``: the held-out curves only, ``--limit S`` seconds per exact solve (default 30), ``--only TEXT`` the graphs whose label contains it; ``--peak``: the measured peak only).
 """
 
 from __future__ import annotations
@@ -421,10 +421,15 @@ def _held_out() -> dict:
     }  # fmt: skip
 
 
-def held_out_curves() -> None:
-    """Plain, packed, greedy and exact curves on held-out graphs (:func:`exact_curve`)."""
+def held_out_curves(time_limit: float = 30.0, only: str = "") -> None:
+    """Plain, packed, greedy and exact curves on held-out graphs (:func:`exact_curve`).
+
+    ``time_limit``: seconds per exact solve (the issue allows up to 120); ``only``: the
+    graphs whose label contains it.
+    """
     for label, (sym, shapes, req, theirs) in _held_out().items():
-        exact_curve(f"held out: {label}", sym, shapes, req, theirs)
+        if only in label:
+            exact_curve(f"held out: {label}", sym, shapes, req, theirs, time_limit=time_limit)
 
 
 #: networks whose trade-off curve is timed: label -> (symbol, shapes, arguments without a gradient)
@@ -667,12 +672,18 @@ def executor_speed(batch: int = 64, repeats: int = 20) -> None:
         )
 
 
+def _option(flag: str, default: str) -> str:
+    """The value after ``flag`` on the command line, or ``default``."""
+    return sys.argv[sys.argv.index(flag) + 1] if flag in sys.argv else default
+
+
 def main() -> None:
     if "--time" in sys.argv:
         recompute_time()
         return
     if "--held-out" in sys.argv:
-        held_out_curves()
+        limit = float(_option("--limit", "30"))
+        held_out_curves(limit, _option("--only", ""))
         return
     if "--peak" in sys.argv:
         honest_peak()
