@@ -174,8 +174,11 @@ class CupyStrict:
 
 
 @contextlib.contextmanager
-def strict_virtual_gpus(count: int = 1) -> Iterator[CupyStrict]:
+def strict_virtual_gpus(count: int = 1, module: CupyStrict | None = None) -> Iterator[CupyStrict]:
     """Within the block, ``count`` virtual GPUs whose array module is :class:`CupyStrict`.
+
+    ``module``: the strict module to use (a :class:`~mxnb.testing.fake_cupy.FakeCupy`,
+    say); a new one by default.
 
     Everything that asks a virtual GPU context for its array module (the
     operators' ``ctx.xp``, NDArray invoke, the executor, storage) gets the
@@ -183,7 +186,7 @@ def strict_virtual_gpus(count: int = 1) -> Iterator[CupyStrict]:
     """
     from .. import context
 
-    strict = CupyStrict()
+    strict = CupyStrict() if module is None else module
     before_count = context.virtual_gpus()
     before_module = context.array_module
 

@@ -161,3 +161,26 @@ def test_save_and_load_arrays_made_on_the_gpu(gpu, tmp_path):
     np.testing.assert_array_equal(loaded["w"].asnumpy(), saved["w"].asnumpy())
     moved = loaded["w"].as_in_context(gpu)
     assert moved.context == gpu and (moved * 2).asnumpy().tolist() == [[0, 2, 4], [6, 8, 10]]
+
+
+def test_batch_norms_fused_kernels_agree_with_the_cpu_and_are_kept(gpu):
+    """BatchNorm's fused kernels (``operator/fused.py``): the CPU's numbers, and on a real GPU
+    every kernel of a training step compiled, verified against the plain path and kept."""
+    import warnings
+
+    import test_fused  # tests/operator, on the path above
+
+    from mxnb.operator.fused import is_cupy
+    from mxnb.operator.ops import norm
+
+    expected = test_fused._batch_norm_step(mx.cpu(), fix_gamma=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a dropped kernel fails here
+        got = test_fused._batch_norm_step(gpu, fix_gamma=False)
+    for mine, theirs, name in zip(got, expected, ("out", "dx", "dgamma", "dbeta", "mm", "mv")):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-4, err_msg=name)
+    xp = gpu.array_module
+    if is_cupy(xp):
+        used = (norm._SQUARES, norm._STATS, norm._NORMALIZE, norm._CENTERED_DOT,
+                norm._BACKWARD_STATS, norm._GRAD_DATA)  # fmt: skip
+        assert all(kernel._compiled.get(id(xp)) not in (None, False) for kernel in used)

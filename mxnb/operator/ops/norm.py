@@ -10,8 +10,10 @@ interesting *semantics* of the operator interface:
     * Dropout asks for the RANDOM resource and keeps its mask as a hidden
       output; in inference it is the identity.
 
-Rules: Dropout's forward runs in place; large BatchNorm calls split their
-rows over the op thread pool (``parallel_chunks``).
+Rules: Dropout's forward runs in place; BatchNorm's math is written once
+as fused kernels (:mod:`mxnb.operator.fused`: one kernel each on a GPU, the
+same statements on numpy), and large BatchNorm calls split their channels
+over the op thread pool (``parallel_chunks``).
 
 State kept: none (the moving statistics are the caller's auxiliary arrays).
 
@@ -30,6 +32,7 @@ import math
 from typing import Any
 
 from ..base import OpReqType, ResourceRequest
+from ..fused import FusedMap, FusedSum
 from ..param import AXIS, UNUSED, Param, Shape
 from ..partial import is_known, merge, partial_shape
 from ..registry import register
@@ -126,91 +129,150 @@ class BatchNormProp(KernelProp):
     def forward(self, ctx, in_data, req, out_data, aux):
         """Normalize with batch statistics (training) or the moving ones; update the moving ones.
 
+        Training: a sum, then three fused kernels (:data:`_SQUARES`, :data:`_STATS`,
+        :data:`_NORMALIZE`); otherwise two (:data:`_SCALE`, :data:`_NORMALIZE`).
         Channels are independent, so large inputs are processed in channel
         chunks on the op thread pool (:func:`parallel_chunks`).
         """
         xp = ctx.xp
         x3, _ = self._view(in_data[0])
-        gamma = xp.ones_like(in_data[1]) if self.fix_gamma else in_data[1]
-        beta = in_data[2]
         out = out_data[0].reshape(x3.shape)
-        # the output buffer holds x - mean, then becomes the result (no temporaries)
         direct = req[0] == OpReqType.WRITE_TO
-        centered = out if direct else xp.empty(x3.shape, dtype=x3.dtype)
+        result = out if direct else xp.empty(x3.shape, dtype=x3.dtype)
         batch = self._use_batch(ctx)
         count = x3.shape[0] * x3.shape[2]
         channels = x3.shape[1]
+        keep, drop = (0, 1) if self.fix_gamma else (1, 0)  # gamma * keep + drop: fix_gamma's 1
         mean = xp.empty(channels, dtype=x3.dtype) if batch else aux[0].copy()
         var = xp.empty(channels, dtype=x3.dtype) if batch else aux[1].copy()
+        invstd, scale, shift = (xp.empty(channels, dtype=x3.dtype) for _ in range(3))
+        gamma, beta, eps, momentum = in_data[1], in_data[2], self.eps, self.momentum
 
         def chunk(start: int, stop: int) -> None:
-            part, buffer = x3[:, start:stop], centered[:, start:stop]
-            if batch:
-                mean[start:stop] = part.sum(axis=2).sum(axis=0) / count
-            xp.subtract(part, mean[start:stop].reshape(1, -1, 1), out=buffer)
-            if batch:
-                var[start:stop] = xp.einsum("ncp,ncp->c", buffer, buffer) / count
-            scale = gamma[start:stop] / xp.sqrt(var[start:stop] + self.eps)
-            buffer *= scale.reshape(1, -1, 1)
-            buffer += beta[start:stop].reshape(1, -1, 1)
+            part, buffer, c = x3[:, start:stop], result[:, start:stop], slice(start, stop)
+            if batch:  # the buffer holds x - mean (the squares' side) before the result
+                xp.true_divide(xp.sum(part, axis=(0, 2)), count, out=mean[c])
+                squares = _SQUARES(xp, part, _column(mean[c]), axis=(0, 2), scratch=buffer)
+                _STATS(xp, mean[c], squares, gamma[c], beta[c], count, eps, keep, drop,
+                       momentum, 1 - momentum,
+                       out=(var[c], invstd[c], scale[c], shift[c], aux[0][c], aux[1][c]))  # fmt: skip
+            else:
+                _SCALE(xp, mean[c], var[c], gamma[c], beta[c], eps, keep, drop,
+                       out=(invstd[c], scale[c], shift[c]))  # fmt: skip
+            _NORMALIZE(xp, part, _column(scale[c]), _column(shift[c]), out=(buffer,))
 
         parallel_chunks(xp, channels, x3.size, chunk)
-        if batch:
-            moving_mean, moving_var = aux
-            moving_mean[...] = moving_mean * self.momentum + mean * (1 - self.momentum)
-            moving_var[...] = moving_var * self.momentum + var * (1 - self.momentum)
         if not direct:
-            write(out, req[0], centered)
+            write(out, req[0], result)
         write(out_data[1], req[1], mean)
         # MXNet 1.9.1 shows 1/sqrt(var + eps) as BatchNorm's third output (SyncBatchNorm: var)
-        write(out_data[2], req[2], var if self.saves_variance else 1 / xp.sqrt(var + self.eps))
+        write(out_data[2], req[2], var if self.saves_variance else invstd)
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
-        """Training: the full batch-statistics gradient; otherwise a per-channel scale."""
+        """Training: the full batch-statistics gradient; otherwise a per-channel scale.
+
+        A sum and three fused kernels (:data:`_CENTERED_DOT`, :data:`_BACKWARD_STATS`,
+        :data:`_GRAD_DATA` or :data:`_GRAD_SCALED`), after :data:`_INVSTD` where the
+        saved output is the variance.
+        """
         xp = ctx.xp
         x3, _ = self._view(in_data[0])
         g = out_grad[0].reshape(x3.shape)
-        gamma = xp.ones_like(in_data[1]) if self.fix_gamma else in_data[1]
         batch = self._use_batch(ctx)
         if batch and not self.saves_variance:
             mean, invstd = out_data[1], out_data[2]
         else:
             mean, var = (out_data[1], out_data[2]) if batch else (aux[0], aux[1])
-            invstd = 1 / xp.sqrt(var + self.eps)
+            (invstd,) = _INVSTD(xp, var, self.eps)
         count = x3.shape[0] * x3.shape[2]
+        channels = x3.shape[1]
+        keep, drop = (0, 1) if self.fix_gamma else (1, 0)
         direct = req[0] == OpReqType.WRITE_TO
         # the data-gradient buffer first holds x - mean (no temporaries when writing directly)
         buffer = in_grad[0].reshape(x3.shape) if direct else xp.empty(x3.shape, dtype=x3.dtype)
-        grad_beta = xp.empty(x3.shape[1], dtype=x3.dtype)
-        grad_gamma_raw = xp.empty(x3.shape[1], dtype=x3.dtype)  # sum(g * xhat)
+        grad_beta, grad_gamma, scale, k, shift = (
+            xp.empty(channels, dtype=x3.dtype) for _ in range(5)
+        )
+        gamma = in_data[1]
 
         def chunk(start: int, stop: int) -> None:
-            part, g_part, b_part = x3[:, start:stop], g[:, start:stop], buffer[:, start:stop]
-            xp.subtract(part, mean[start:stop].reshape(1, -1, 1), out=b_part)
-            grad_beta[start:stop] = g_part.sum(axis=2).sum(axis=0)
-            grad_gamma_raw[start:stop] = (
-                xp.einsum("ncp,ncp->c", g_part, b_part) * invstd[start:stop]
+            part, g_part, b_part, c = (
+                x3[:, start:stop],
+                g[:, start:stop],
+                buffer[:, start:stop],
+                slice(start, stop),
             )
+            xp.sum(g_part, axis=(0, 2), out=grad_beta[c])
+            dot = _CENTERED_DOT(xp, g_part, part, _column(mean[c]), axis=(0, 2), scratch=b_part)
+            _BACKWARD_STATS(xp, dot, grad_beta[c], mean[c], invstd[c], gamma[c], count, keep, drop,
+                            out=(grad_gamma[c], scale[c], k[c], shift[c]))  # fmt: skip
             if req[0] == OpReqType.NULL:
                 return
-            scale = (gamma[start:stop] * invstd[start:stop]).reshape(1, -1, 1)
             if batch:
-                b_part *= (-grad_gamma_raw[start:stop] * invstd[start:stop] / count).reshape(
-                    1, -1, 1
-                )
-                b_part += g_part
-                b_part -= (grad_beta[start:stop] / count).reshape(1, -1, 1)
-                b_part *= scale
+                _GRAD_DATA(xp, part, g_part, _column(k[c]), _column(shift[c]), _column(scale[c]),
+                           out=(b_part,))  # fmt: skip
             else:
-                xp.multiply(g_part, scale, out=b_part)
+                _GRAD_SCALED(xp, g_part, _column(scale[c]), out=(b_part,))
 
-        parallel_chunks(xp, x3.shape[1], x3.size, chunk)
+        parallel_chunks(xp, channels, x3.size, chunk)
         if req[0] != OpReqType.NULL and not direct:
             write(in_grad[0].reshape(x3.shape), req[0], buffer)
-        write(
-            in_grad[1], req[1], xp.zeros_like(grad_gamma_raw) if self.fix_gamma else grad_gamma_raw
-        )
+        write(in_grad[1], req[1], xp.zeros_like(grad_gamma) if self.fix_gamma else grad_gamma)
         write(in_grad[2], req[2], grad_beta)
+
+
+def _column(values: Any) -> Any:
+    """Per-channel values shaped (1, C, 1), to broadcast against (outer, C, inner)."""
+    return values.reshape(1, -1, 1)
+
+
+# BatchNorm's math, written once (:mod:`mxnb.operator.fused`): one kernel each on a GPU.
+# Per channel: invstd = 1 / sqrt(var + eps), scale = gamma * invstd (gamma is 1 with fix_gamma).
+_INVSTD_AND_SCALE = """
+    invstd = 1 / sqrt(var + eps)
+    scale = (gamma * keep + drop) * invstd
+    shift = beta - mean * scale
+"""
+_SQUARES = FusedSum("batch_norm_squares", ("x", "mean"), "(x - mean) * (x - mean)")
+_STATS = FusedMap(
+    "batch_norm_stats",
+    ("mean", "squares", "gamma", "beta", "count", "eps", "keep", "drop", "momentum", "rest"),
+    ("var", "invstd", "scale", "shift", "moving_mean", "moving_var"),
+    "var = squares / count"
+    + _INVSTD_AND_SCALE
+    + """
+    moving_mean = moving_mean * momentum + mean * rest
+    moving_var = moving_var * momentum + var * rest
+""",
+)
+_SCALE = FusedMap(
+    "batch_norm_scale", ("mean", "var", "gamma", "beta", "eps", "keep", "drop"),
+    ("invstd", "scale", "shift"),
+    _INVSTD_AND_SCALE,
+)  # fmt: skip
+_NORMALIZE = FusedMap(
+    "batch_norm_normalize", ("x", "scale", "shift"), ("y",),
+    "y = x * scale + shift",  # (x - mean) * scale + beta, one pass fewer on a CPU
+)  # fmt: skip
+_INVSTD = FusedMap("batch_norm_invstd", ("var", "eps"), ("invstd",), "invstd = 1 / sqrt(var + eps)")
+_CENTERED_DOT = FusedSum("batch_norm_centered_dot", ("g", "x", "mean"), "g * (x - mean)")
+# d/dx = (g - mean(g) - (x - mean) * invstd^2 * mean(g * (x - mean))) * gamma * invstd
+_BACKWARD_STATS = FusedMap(
+    "batch_norm_backward_stats",
+    ("dot", "grad_beta", "mean", "invstd", "gamma", "count", "keep", "drop"),
+    ("grad_gamma", "scale", "k", "shift"),
+    """
+    grad_gamma = dot * invstd
+    scale = (gamma * keep + drop) * invstd
+    k = -grad_gamma * invstd / count
+    shift = mean * k + grad_beta / count
+""",
+)
+_GRAD_DATA = FusedMap(
+    "batch_norm_grad_data", ("x", "g", "k", "shift", "scale"), ("dx",),
+    "dx = (x * k + g - shift) * scale",  # ((x - mean) * k + g - grad_beta / count) * scale
+)  # fmt: skip
+_GRAD_SCALED = FusedMap("batch_norm_grad_scaled", ("g", "scale"), ("dx",), "dx = g * scale")
 
 
 # ---------------------------------------------------------------------------

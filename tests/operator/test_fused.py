@@ -1,0 +1,158 @@
+"""Fused kernels (mxnb.operator.fused): the math once, the plain path, the compiled path and its guard."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mxnb as mx
+from mxnb.operator.fused import FusedMap, FusedSum
+from mxnb.testing.fake_cupy import FakeCupy, fake_virtual_gpus
+
+RNG = np.random.default_rng(7)
+
+
+def test_statements_computed_into_the_outputs_without_a_temporary():
+    update = FusedMap(
+        "update", ("mean", "momentum", "rest"), ("moving", "twice"),
+        "moving = moving * momentum + mean * rest\ntwice = moving + moving",
+    )  # fmt: skip
+    mean = RNG.standard_normal(5).astype("float32")
+    moving = RNG.standard_normal(5).astype("float32")
+    start = moving.copy()
+    twice = np.empty(5, dtype="float32")
+    result = update(np, mean, 0.9, 0.1, out=(moving, twice))
+    assert result[0] is moving and result[1] is twice  # written in place, the arrays given back
+    np.testing.assert_array_equal(moving, start * np.float32(0.9) + mean * np.float32(0.1))
+    np.testing.assert_array_equal(twice, moving + moving)
+
+
+def test_a_right_side_that_reads_the_output_goes_through_a_temporary():
+    shift = FusedMap("shift", ("x",), ("y",), "y = x - y")
+    y = np.array([1.0, 2.0])
+    shift(np, np.array([10.0, 10.0]), out=(y,))
+    assert y.tolist() == [9.0, 8.0]
+
+
+def test_locals_broadcasting_and_functions():
+    normalize = FusedMap(
+        "normalize", ("x", "var", "eps"), ("y",), "invstd = 1 / sqrt(var + eps)\ny = x * invstd"
+    )
+    x = RNG.standard_normal((2, 3, 4)).astype("float32")
+    var = np.abs(RNG.standard_normal((1, 3, 1))).astype("float32")
+    (y,) = normalize(np, x, var, 1e-3)
+    np.testing.assert_allclose(y, x / np.sqrt(var + np.float32(1e-3)), rtol=1e-6)
+    assert y.dtype == np.float32
+    assert "T invstd = 1 / sqrt(var + eps);" in normalize.source()
+    assert "y = x * invstd;" in normalize.source().splitlines()
+
+
+def test_a_sum_with_scratch_spares_the_temporary():
+    squares = FusedSum("squares", ("x", "mean"), "(x - mean) * (x - mean)")
+    x = RNG.standard_normal((4, 3, 5)).astype("float32")
+    mean = x.mean(axis=(0, 2), keepdims=True)
+    scratch = np.empty_like(x)
+    total = squares(np, x, mean, axis=(0, 2), scratch=scratch)
+    np.testing.assert_allclose(total, ((x - mean) ** 2).sum(axis=(0, 2)), rtol=1e-5)
+    np.testing.assert_allclose(scratch, x - mean, rtol=1e-6)  # the side the dot reads twice
+
+
+@pytest.mark.parametrize(
+    "statements, says",
+    [
+        ("y = x ** 2", "not both Python and CUDA C"),
+        ("y = x * 0.5", "not both Python and CUDA C"),  # a double literal in C
+        ("y = 1 / 2 * x", "literal on both sides"),  # 0 in C, 0.5 in Python
+        ("y = abs(x)", "not both Python and CUDA C"),
+        ("y = x + z", "reads ['z'] before any statement sets them"),
+        ("z = x", "no statement sets outputs ['y']"),
+        ("y x", "one 'name = expression' per line"),
+    ],
+)
+def test_refuses_what_is_not_the_same_in_python_and_c(statements, says):
+    with pytest.raises(ValueError, match=says.replace("[", r"\[").replace("]", r"\]")):
+        FusedMap("bad", ("x",), ("y",), statements)
+
+
+def test_the_compiled_path_runs_the_c_text_and_is_verified_once():
+    xp = FakeCupy()
+    normalize = FusedMap("normalize", ("x", "mean", "scale"), ("y",), "y = (x - mean) * scale")
+    x = RNG.standard_normal((3, 4)).astype("float32")
+    (first,) = normalize(xp, x, np.float32(0.5), np.float32(2.0))
+    assert xp.launches == 1 and (id(xp), "float32") in normalize._verified
+    calls = xp.calls
+    (second,) = normalize(xp, x, np.float32(0.5), np.float32(2.0), out=(np.empty_like(x),))
+    assert xp.launches == 2 and xp.calls == calls  # no plain path any more: one launch
+    np.testing.assert_allclose(second, (x - 0.5) * 2.0, rtol=1e-6)
+    np.testing.assert_array_equal(first, second)
+
+
+class _WrongCupy(FakeCupy):
+    """Kernels that compute the wrong thing, or do not compile."""
+
+    def __init__(self, fault: str) -> None:
+        super().__init__()
+        self.fault = fault
+
+    def ElementwiseKernel(self, in_params, out_params, operation, name="kernel"):  # noqa: N802
+        if self.fault == "compile":
+            raise RuntimeError("nvrtc: error: identifier 'sqrt' is undefined")
+        return super().ElementwiseKernel(in_params, out_params, operation.replace("-", "+"), name)
+
+    def ReductionKernel(self, *args, **kwargs):  # noqa: N802
+        if self.fault == "compile":
+            raise RuntimeError("nvrtc: compilation failed")
+        args = (args[0], args[1], args[2] + " + 1", *args[3:])
+        return super().ReductionKernel(*args, **kwargs)
+
+
+@pytest.mark.parametrize("fault", ["compile", "wrong"])
+def test_a_kernel_that_fails_or_disagrees_is_dropped_for_the_plain_path(fault):
+    xp = _WrongCupy(fault)
+    centered = FusedMap("centered", ("x", "mean"), ("y",), "y = x - mean")
+    squares = FusedSum("squares", ("x",), "x * x")
+    x = RNG.standard_normal((3, 4)).astype("float32")
+    with pytest.warns(RuntimeWarning, match="dropped for the plain path"):
+        (y,) = centered(xp, x, np.float32(1.0))
+    with pytest.warns(RuntimeWarning, match="dropped for the plain path"):
+        total = squares(xp, x, axis=(1,))
+    np.testing.assert_array_equal(y, x - np.float32(1.0))  # the plain path's result, right
+    np.testing.assert_allclose(total, (x * x).sum(axis=1), rtol=1e-6)
+    launches = xp.launches
+    centered(xp, x, np.float32(1.0))
+    squares(xp, x, axis=(1,))
+    assert xp.launches == launches
+    assert centered._compiled[id(xp)] is False and squares._compiled[id(xp)] is False
+
+
+def _batch_norm_step(ctx, fix_gamma: bool, shape=(4, 3, 5, 5)):
+    """A training BatchNorm forward + backward on ``ctx``: outputs, gradients, moving stats."""
+    rng = np.random.default_rng(3)
+    data = mx.nd.array(rng.standard_normal(shape).astype("float32") * 2 + 1, ctx=ctx)
+    gamma = mx.nd.array(rng.standard_normal(shape[1]).astype("float32"), ctx=ctx)
+    beta = mx.nd.array(rng.standard_normal(shape[1]).astype("float32"), ctx=ctx)
+    moving_mean = mx.nd.zeros(shape[1], ctx=ctx)
+    moving_var = mx.nd.ones(shape[1], ctx=ctx)
+    head = mx.nd.array(rng.standard_normal(shape).astype("float32"), ctx=ctx)
+    for array in (data, gamma, beta):
+        array.attach_grad()
+    with mx.autograd.record():
+        out = mx.nd.BatchNorm(data, gamma, beta, moving_mean, moving_var, fix_gamma=fix_gamma)
+    out.backward(head)
+    return [a.asnumpy() for a in (out, data.grad, gamma.grad, beta.grad, moving_mean, moving_var)]
+
+
+@pytest.mark.parametrize("fix_gamma", [True, False])
+def test_batch_norm_launches_six_kernels_on_a_gpu_and_agrees_with_the_cpu(fix_gamma):
+    expected = _batch_norm_step(mx.cpu(), fix_gamma)
+    with fake_virtual_gpus() as xp:
+        got = _batch_norm_step(mx.gpu(0), fix_gamma)  # the first call verifies each kernel
+        launches = xp.launches
+        again = _batch_norm_step(mx.gpu(0), fix_gamma)
+        launches = xp.launches - launches
+    for mine, theirs, name in zip(got, expected, ("out", "dx", "dgamma", "dbeta", "mm", "mv")):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-5, err_msg=name)
+    for mine, theirs in zip(again, got):
+        np.testing.assert_array_equal(mine, theirs)
+    # forward: the squares, the statistics, the normalisation; backward: the same three
+    assert launches == 6
