@@ -6,6 +6,8 @@ Issue 32's figures, each as a ratio against its peer measured here:
   PyTorch ResNet-18 of the same layers (target <= 2.0x); LeNet and an MLP beside it;
 * a tiny op, ``a += 1`` on a (1000,) float32 array: mxnb, bare cupy, PyTorch's
   ``add_`` (target: mxnb <= 1.3x bare cupy);
+* a training BatchNorm (forward + backward, (32, 64, 56, 56)): mxnb's fused kernels
+  against PyTorch's ``batch_norm``;
 * memory during the step: mxnb's planned bytes (internal + arguments +
   gradients + aux), the device pool's peak, PyTorch's peak
   (targets: pool peak <= 1.15x the plan and <= 1.3x PyTorch's).
@@ -253,6 +255,46 @@ def tiny_op_row(repeat: int, ctx: mx.Context, xp: Any, torch: Any) -> None:
     print(f"; mxnb / {peer} {us['mxnb'] / us['bare']:.2f}x (target <= 1.3x)")
 
 
+def batch_norm_row(repeat: int, ctx: mx.Context, xp: Any, torch: Any) -> None:
+    """A training BatchNorm forward + backward on (32, 64, 56, 56): mxnb's fused kernels
+    (``mxnb/operator/fused.py``) against PyTorch's ``batch_norm`` on the same device."""
+    shape = (32, 64, 56, 56)
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal(shape).astype(np.float32)
+    head = rng.standard_normal(shape).astype(np.float32)
+    x, dy = mx.nd.array(data, ctx=ctx), mx.nd.array(head, ctx=ctx)
+    gamma, beta = mx.nd.ones(shape[1], ctx=ctx), mx.nd.zeros(shape[1], ctx=ctx)
+    moving = [mx.nd.zeros(shape[1], ctx=ctx), mx.nd.ones(shape[1], ctx=ctx)]
+    for array in (x, gamma, beta):
+        array.attach_grad()
+
+    def ours() -> None:
+        with mx.autograd.record():
+            out = mx.nd.BatchNorm(x, gamma, beta, *moving, fix_gamma=False)
+        out.backward(dy)
+        x.grad.wait_to_read()
+
+    runs = {"mxnb": ours}
+    if torch is not None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        tx = torch.tensor(data, device=device, requires_grad=True)
+        tdy = torch.tensor(head, device=device)
+        weight = torch.ones(shape[1], device=device, requires_grad=True)
+        bias = torch.zeros(shape[1], device=device, requires_grad=True)
+        stats = [torch.zeros(shape[1], device=device), torch.ones(shape[1], device=device)]
+
+        def theirs() -> None:
+            out = torch.nn.functional.batch_norm(tx, *stats, weight, bias, training=True)
+            out.backward(tdy)
+
+        runs["torch"] = theirs
+    ms = _median_ms(runs, repeat, xp, torch)
+    print(f"\nBatchNorm forward + backward {shape} (ms): mxnb {ms['mxnb']:.2f}", end="")
+    if "torch" in ms:
+        print(f", torch {ms['torch']:.2f}; mxnb / torch {ms['mxnb'] / ms['torch']:.2f}x", end="")
+    print()
+
+
 def small_nets(repeat: int, ctx: mx.Context, xp: Any, torch: Any) -> None:
     print(f"\n{'other networks':<22}{'mxnb ms':>10}")
     for name, batch in (("lenet", 64), ("mlp", 64), ("lstm", 32)):
@@ -277,6 +319,7 @@ def main() -> None:
     repeat = 3 if args.quick else 7
     resnet_rows([32] if args.quick else [32, 128], repeat, ctx, xp, torch)
     tiny_op_row(repeat, ctx, xp, torch)
+    batch_norm_row(repeat, ctx, xp, torch)
     small_nets(repeat, ctx, xp, torch)
 
 
