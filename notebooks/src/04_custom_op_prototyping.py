@@ -353,6 +353,37 @@ assert ("fc1_output", "stanh_output") in final.inplace_pairs
 assert final.internal_bytes < after.internal_bytes
 
 # %% [markdown]
+# ## 7. Writing the math once: a fused kernel for the GPU
+#
+# On a GPU every array expression in a kernel is a launch of its own: `A * xp.tanh(S * src)` is
+# three. `mxnb.operator.fused.FusedMap` takes the formula as statements that are both Python and
+# CUDA C. On a GPU they become **one** `cupy.ElementwiseKernel`, checked against the plain path on
+# its first call (and dropped, with a warning, if it does not compile or disagrees); on the CPU
+# numpy runs the same statements, computed into the output. BatchNorm is built this way.
+
+# %%
+from mxnb.operator.fused import FusedMap  # noqa: E402
+from mxnb.testing.fake_cupy import FakeCupy  # noqa: E402
+
+forward = FusedMap("scaled_tanh", ("x", "a", "s"), ("y",), "y = a * tanh(s * x)")
+backward = FusedMap(
+    "scaled_tanh_grad", ("dy", "y", "a", "s"), ("dx",),
+    "t = y / a\ndx = dy * a * s * (1 - t * t)",
+)  # fmt: skip
+print("the CUDA C a GPU compiles:\n" + backward.source())
+(y,) = forward(np, points, A, S)
+(dx,) = backward(np, np.ones_like(points), y, A, S)
+assert np.allclose(y, A * np.tanh(S * points))
+assert np.allclose(dx, A * S * (1 - np.tanh(S * points) ** 2))
+# FakeCupy: cupy's kernel classes on numpy (no GPU here), counting what a GPU would launch
+gpu_like = FakeCupy()
+for _ in range(3):
+    forward(gpu_like, points, A, S)
+print(f"three calls on a GPU: {gpu_like.launches} launches (the first also ran the plain path "
+      f"to verify the kernel, {gpu_like.calls} array calls in all)")  # fmt: skip
+assert gpu_like.launches == 3
+
+# %% [markdown]
 # **Summary.** Prototype in Python against NDArrays; run under `mx.engine.debug()` to catch
 # writes to inputs; gate every draft on `check_numeric_gradient`; then declare exactly what
 # backward reads — the planner turns an honest declaration into memory.
