@@ -82,8 +82,16 @@ def _names(node: ast.AST) -> set[str]:
 def _check(node: ast.AST, where: str) -> None:
     """Refuse anything that is not the same expression in Python and in CUDA C.
 
-    Notes on each node the names it reads (``reads``), for the plain path.
+    Notes on each node the names it reads (``reads``) and its plain path (``run``).
     """
+    _check_node(node, where)
+    for child in ast.walk(node):
+        if isinstance(child, (ast.Name, ast.Constant, ast.UnaryOp, ast.Call, ast.BinOp)):
+            child.run = _compile(child)  # type: ignore[attr-defined]
+
+
+def _check_node(node: ast.AST, where: str) -> None:
+    """:func:`_check` of one node and its operands (``reads`` noted on each)."""
     node.reads = frozenset(_names(node))  # type: ignore[attr-defined]
     if isinstance(node, ast.Name):
         return
@@ -93,13 +101,13 @@ def _check(node: ast.AST, where: str) -> None:
         if isinstance(node.left, ast.Constant) and isinstance(node.right, ast.Constant):
             raise ValueError(f"{where}: a literal on both sides ({ast.unparse(node)}) "
                              "divides differently in C; write its value")  # fmt: skip
-        _check(node.left, where)
-        _check(node.right, where)
+        _check_node(node.left, where)
+        _check_node(node.right, where)
         # ``d * d``: the plain path computes the side once (a square needs no temporary)
         node.same_sides = ast.dump(node.left) == ast.dump(node.right)  # type: ignore[attr-defined]
         return
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        _check(node.operand, where)
+        _check_node(node.operand, where)
         return
     if (
         isinstance(node, ast.Call)
@@ -108,7 +116,7 @@ def _check(node: ast.AST, where: str) -> None:
         and len(node.args) == 1
         and not node.keywords
     ):
-        _check(node.args[0], where)
+        _check_node(node.args[0], where)
         return
     raise ValueError(
         f"{where}: {ast.unparse(node)!r} is not both Python and CUDA C; use names, integer "
@@ -118,37 +126,62 @@ def _check(node: ast.AST, where: str) -> None:
 
 def _evaluate(node: ast.AST, values: dict[str, Any], xp: Any, out: Any = None) -> Any:
     """The value of ``node`` on ``xp``; computed into ``out`` when it is given (see the rule)."""
-    if isinstance(node, ast.Name):
-        value = values[node.id]
-        if out is None:
-            return value
-        out[...] = value
-        return out
-    if isinstance(node, ast.Constant):
-        if out is None:
-            return node.value
-        out[...] = node.value
-        return out
-    if isinstance(node, ast.UnaryOp):
-        operand = _evaluate(node.operand, values, xp, out)
-        return xp.negative(operand) if out is None else xp.negative(operand, out=out)
-    if isinstance(node, ast.Call):
-        argument = _evaluate(node.args[0], values, xp, out)
-        function = getattr(xp, node.func.id)
-        return function(argument) if out is None else function(argument, out=out)
+    return node.run(values, xp, out)  # type: ignore[attr-defined]
+
+
+def _compile(node: ast.AST) -> Any:
+    """``run(values, xp, out)`` for a checked node: the plain path's evaluation of it, made once.
+
+    The rule's choices that depend only on the expression (which side is a
+    leaf, whether both sides are the same) are made here; the ones that
+    depend on the arrays (does a side read ``out``?) when it runs.
+    """
+    if isinstance(node, (ast.Name, ast.Constant)):
+        name, constant = getattr(node, "id", None), getattr(node, "value", None)
+
+        def leaf(values: dict[str, Any], xp: Any, out: Any) -> Any:
+            value = constant if name is None else values[name]
+            if out is None:
+                return value
+            out[...] = value
+            return out
+
+        return leaf
+    if isinstance(node, (ast.UnaryOp, ast.Call)):
+        inner = node.operand if isinstance(node, ast.UnaryOp) else node.args[0]
+        function = "negative" if isinstance(node, ast.UnaryOp) else node.func.id  # type: ignore[attr-defined]
+        computed = not _leaf(inner)
+
+        def unary(values: dict[str, Any], xp: Any, out: Any) -> Any:
+            value = inner.run(values, xp, out if computed else None)  # type: ignore[attr-defined]
+            ufunc = getattr(xp, function)
+            return ufunc(value) if out is None else ufunc(value, out=out)
+
+        return unary
     assert isinstance(node, ast.BinOp)
-    ufunc = getattr(xp, _UFUNCS[type(node.op)])
-    if out is not None and _leaf(node.left) and not _leaf(node.right):
-        if not _reads(node.left, values, out):  # ``x - (a * b)``: the right side into ``out``
-            right = _evaluate(node.right, values, xp, out)
-            return ufunc(_evaluate(node.left, values, xp), right, out=out)
-    into = None if out is not None and _reads(node.right, values, out) else out
-    left = _evaluate(node.left, values, xp, into)
-    right = left if node.same_sides else _evaluate(node.right, values, xp)  # type: ignore[attr-defined]
-    if not hasattr(left, "dtype") and not hasattr(right, "dtype"):  # two numbers: as C would
-        value = _NUMBERS[type(node.op)](left, right)
-        return _evaluate(ast.Constant(value), values, xp, out) if out is not None else value
-    return ufunc(left, right) if out is None else ufunc(left, right, out=out)
+    left, right, name = node.left, node.right, _UFUNCS[type(node.op)]
+    number, same = _NUMBERS[type(node.op)], node.same_sides  # type: ignore[attr-defined]
+    right_first = _leaf(left) and not _leaf(right)  # ``x - (a * b)``: the right side into ``out``
+    left_computed = not _leaf(left)
+
+    def binary(values: dict[str, Any], xp: Any, out: Any) -> Any:
+        ufunc = getattr(xp, name)
+        if out is not None and right_first and not _reads(left, values, out):
+            b = right.run(values, xp, out)  # type: ignore[attr-defined]
+            return ufunc(left.run(values, xp, None), b, out=out)  # type: ignore[attr-defined]
+        # the left side goes into ``out`` when it is computed and the right side does not read it
+        into = out if left_computed and out is not None and not _reads(right, values, out) else None
+        a = left.run(values, xp, into)  # type: ignore[attr-defined]
+        b = a if same else right.run(values, xp, None)  # type: ignore[attr-defined]
+        if not hasattr(a, "dtype") and not hasattr(b, "dtype"):  # two numbers: as C would
+            value = number(a, b)
+            if out is None:
+                return value
+            out[...] = value
+            return out
+        return ufunc(a, b) if out is None else ufunc(a, b, out=out)
+
+    return binary
 
 
 def _leaf(node: ast.AST) -> bool:
