@@ -21,8 +21,9 @@ Rule:
     * On numpy an output is computed *into* its array: an operand that is
       itself an expression is evaluated into the output (the left one when
       both are), the other applied with ``out=``, so no
-      temporary of the output's size is made (unless the right side reads
-      the output).  An output array must not overlap an input it is not.
+      temporary of the output's size is made (unless the other side reads
+      memory the output shares: ``out=weight`` is safe).  An output may be
+      the same memory as an input, not a shifted part of one.
       A sum of a product ``a * b`` is a dot (``einsum``): the product is
       never stored.
     * On a GPU the compiled kernel is the fast path and the statement-by-
@@ -166,11 +167,15 @@ def _compile(node: ast.AST) -> Any:
 
     def binary(values: dict[str, Any], xp: Any, out: Any) -> Any:
         ufunc = getattr(xp, name)
-        if out is not None and right_first and not _reads(left, values, out):
+        if out is not None and right_first and not _reads(left, values, out, xp):
             b = right.run(values, xp, out)  # type: ignore[attr-defined]
             return ufunc(left.run(values, xp, None), b, out=out)  # type: ignore[attr-defined]
         # the left side goes into ``out`` when it is computed and the right side does not read it
-        into = out if left_computed and out is not None and not _reads(right, values, out) else None
+        into = (
+            out
+            if left_computed and out is not None and not _reads(right, values, out, xp)
+            else None
+        )
         a = left.run(values, xp, into)  # type: ignore[attr-defined]
         b = a if same else right.run(values, xp, None)  # type: ignore[attr-defined]
         if not hasattr(a, "dtype") and not hasattr(b, "dtype"):  # two numbers: as C would
@@ -188,9 +193,13 @@ def _leaf(node: ast.AST) -> bool:
     return isinstance(node, (ast.Name, ast.Constant))
 
 
-def _reads(node: ast.AST, values: dict[str, Any], out: Any) -> bool:
-    """Whether ``node`` reads the array ``out`` (so ``out`` cannot hold a value before it)."""
-    return any(values[name] is out for name in node.reads)  # type: ignore[attr-defined]
+def _reads(node: ast.AST, values: dict[str, Any], out: Any, xp: Any) -> bool:
+    """Whether ``node`` reads memory ``out`` may share (so ``out`` cannot hold a value before it)."""
+    for name in node.reads:  # type: ignore[attr-defined]
+        value = values[name]
+        if value is out or (hasattr(value, "shape") and xp.may_share_memory(value, out)):
+            return True
+    return False
 
 
 class _Guarded:
@@ -353,8 +362,10 @@ class FusedSum(_Guarded):
         sides are computed (the first into ``scratch``), their product never stored.
         """
         expression = self._map.statements[0][1]
+        values = dict(zip(self.inputs, args, strict=True))
+        if scratch is not None and _reads(expression, values, scratch, xp):
+            scratch = None  # the map reads memory the scratch shares
         if isinstance(expression, ast.BinOp) and isinstance(expression.op, ast.Mult):
-            values = dict(zip(self.inputs, args, strict=True))
             first, second = expression.left, expression.right
             if _leaf(first):  # the scratch goes to the side that is computed
                 first, second = second, first

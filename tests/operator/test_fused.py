@@ -156,3 +156,20 @@ def test_batch_norm_launches_six_kernels_on_a_gpu_and_agrees_with_the_cpu(fix_ga
         np.testing.assert_array_equal(mine, theirs)
     # forward: the squares, the statistics, the normalisation; backward: the same three
     assert launches == 6
+
+
+def test_an_output_that_is_an_inputs_memory_is_written_after_it_is_read():
+    """``out=weight`` (another array object over the same memory), as optimizers call updates."""
+    step = FusedMap(
+        "adam_like", ("weight", "mean", "var", "lr", "eps"), ("out",),
+        "out = weight - lr * mean / (sqrt(var) + eps)",
+    )  # fmt: skip
+    weight = RNG.standard_normal(6).astype("float32")
+    mean, var = RNG.standard_normal(6).astype("float32"), RNG.random(6).astype("float32")
+    expected = weight - np.float32(0.1) * mean / (np.sqrt(var) + np.float32(1e-8))
+    step(np, weight, mean, var, np.float32(0.1), np.float32(1e-8), out=(weight[...],))
+    np.testing.assert_allclose(weight, expected, rtol=1e-6)
+    squares = FusedSum("squares", ("x",), "(x + x) * (x + x)")
+    x = np.arange(4.0)
+    assert squares(np, x, axis=(0,), scratch=x[...]) == 4 * (x * x).sum()  # scratch refused
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
