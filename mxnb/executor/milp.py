@@ -141,9 +141,9 @@ class Model:
             for source, target in step.inplace_options:
                 src, dst = entries[source], entries[target]
                 if not (src.external or dst.external or src.is_output) and (
-                    max(src.readers) == step.index
-                ):
-                    live[step.index] -= min(src.nbytes, dst.nbytes)
+                    max(src.readers) == step.index and src.nbytes == dst.nbytes
+                ):  # the planner pairs only entries of one size (memory.try_inplace)
+                    live[step.index] -= src.nbytes
         self.copies: dict[int, list[int]] = {}  # step -> the outputs recomputed as copies
         for step in self.steps:
             kept = REPLAYED_OPS.get(step.op_type)
@@ -388,8 +388,9 @@ def _search(
 ) -> tuple[ExecGraph, MemoryPlan, Solution] | None:
     """Solve, plan the answer for real, move the modelled budget (or cut the answer), repeat.
 
-    A plan over the budget tightens ``target`` by its miss and cuts its set off
-    (a later answer must recompute some step it kept); when the tightened
+    A plan over the budget cuts its set off (a later answer must recompute some
+    step it kept) and tightens ``target`` by its miss, or to the budget less the
+    bytes the model under-counted that set by, whichever is lower; when the tightened
     program has no answer, the tightening is undone and the cut stays.  A plan
     under the budget loosens ``target`` by half its room.  ``target`` starts at
     ``start`` (default: the budget).  Returns the cheapest
@@ -411,7 +412,11 @@ def _search(
         miss = real.internal_bytes - budget
         if miss > 0:
             cuts.append(solution.nodes)
-            target, undo = target - miss, target
+            # the model under-counted this set by (real - modelled) bytes: ask the next answer
+            # to leave that much room under the budget (at least ``miss`` below the target)
+            modelled = model.peak_of(solution.nodes, max(left / 4, 0.1))
+            shortfall = real.internal_bytes - modelled if modelled < float("inf") else 0.0
+            target, undo = min(target - miss, budget - shortfall), target
             continue
         again = found is not None and found[2].nodes == solution.nodes
         if found is None or real.recompute_cost(model.op_times) < found[1].recompute_cost(

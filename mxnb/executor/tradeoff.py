@@ -188,10 +188,10 @@ def floor_bytes(graph: ExecGraph) -> tuple[int, str]:
             e for e in [*step.inputs, *step.outputs] if e is not None and not entries[e].external
         }
         shared = sum(
-            min(entries[src].nbytes, entries[dst].nbytes)
+            entries[src].nbytes
             for src, dst in step.inplace_options
-            if src in used and dst in used
-        )
+            if src in used and dst in used and entries[src].nbytes == entries[dst].nbytes
+        )  # the planner pairs only entries of one size (memory.try_inplace)
         nbytes = sum(entries[e].nbytes for e in used) - shared
         if nbytes > best:
             best, where = nbytes, step.name
