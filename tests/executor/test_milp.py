@@ -275,3 +275,43 @@ def test_op_times_measures_every_step_of_a_training_step():
     share = predicted_overhead(mirror, table)
     assert 0 < share < 1
     assert share == pytest.approx(mirror.recompute_cost(table) / sum(table.values()))
+
+
+def test_a_convolutions_data_gradient_may_take_its_output_gradients_memory():
+    """Convolution's backward copies dy before it writes dx, so the two may share memory
+    (``backward_inplace_option``) where their sizes agree; the gradients stay those of mx.nd."""
+    import numpy as np
+
+    import mxnb as mx
+
+    def net(x, ops, conv):
+        for i in range(3):
+            x = conv(x, kernel=(3, 3), pad=(1, 1), num_filter=4, name=f"c{i}")
+            x = ops.Activation(x, act_type="tanh") if i < 2 else x
+        return x
+
+    sym = net(mx.sym.Variable("data"), mx.sym, mx.sym.Convolution)
+    shapes = {"data": (2, 4, 6, 6)}
+    req = {name: "null" if name == "data" else "write" for name in sym.list_arguments()}
+    plan = plan_memory(sym, shapes, grad_req=req)
+    pairs = plan.inplace_pairs  # the conv's dx over its dy, between two internal gradients
+    assert any(src.endswith("_backward_data") and dst.startswith("c1_") for src, dst in pairs)
+    exe = sym.simple_bind(mx.cpu(), grad_req=req, **shapes)
+    rng = np.random.default_rng(5)
+    for array in exe.arg_dict.values():
+        array[:] = rng.standard_normal(array.shape).astype("float32")
+    head = rng.standard_normal((2, 4, 6, 6)).astype("float32")
+    exe.forward(is_train=True)
+    exe.backward(out_grads=[mx.nd.array(head)])
+    args = {name: mx.nd.array(value.asnumpy()) for name, value in exe.arg_dict.items()}
+    for name, array in args.items():
+        if name != "data":
+            array.attach_grad()
+    with mx.autograd.record():
+        out = net(args["data"], mx.nd, lambda x, name, **kw: mx.nd.Convolution(
+            x, args[f"{name}_weight"], args[f"{name}_bias"], **kw))  # fmt: skip
+    out.backward(mx.nd.array(head))
+    for name, array in args.items():
+        if name != "data":
+            np.testing.assert_allclose(exe.grad_dict[name].asnumpy(), array.grad.asnumpy(),
+                                       rtol=1e-5, atol=1e-5, err_msg=name)  # fmt: skip

@@ -367,6 +367,11 @@ class ConvolutionProp(_ConvBase):
             result += in_data[2].reshape(f, 1)
         write(out, req[0], moved.reshape(out.shape))
 
+    def backward_inplace_option(self, out_grad, in_data, out_data, in_grad):
+        """The data gradient may take the output gradient's memory (the planner pairs them only
+        when their sizes agree): :meth:`backward` copies ``dy`` before it writes ``dx``."""
+        return [(out_grad[0], in_grad[0])]
+
     def _columns(self, ctx: Any, x: Any, positions: int) -> Any:
         """The ``(C*K, P*N)`` column block, from TEMP_SPACE when the caller provides it."""
         return _scratch(ctx, ctx.xp, self._columns_shape(x.shape, positions), x.dtype)
