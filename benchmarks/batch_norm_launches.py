@@ -14,7 +14,8 @@ forward and backward:
   the fused kernels: ``--against 20b3ab7``), where every operation would be a
   launch on a GPU.
 
-Allocations (``empty``) are not launches and are not counted.
+Allocations (``empty``) and memory-overlap checks (``may_share_memory``) are not launches
+and are not counted.
 
 Run: ``python benchmarks/batch_norm_launches.py [--against REV]``.
 """
@@ -54,7 +55,7 @@ class Counted(np.ndarray):
         return result.view(Counted) if isinstance(result, np.ndarray) else result
 
     def __array_function__(self, func, types, args, kwargs):
-        if func.__name__ not in (*_MAKERS, "broadcast", "shape"):
+        if func.__name__ not in (*_MAKERS, "broadcast", "shape", "may_share_memory"):
             Counted.tick()
         Counted.paused += 1
         try:
