@@ -143,7 +143,7 @@ class Planner:
         for step in self.graph.steps:
             internal_outputs = [out for out in step.outputs if not entries[out].external]
             if self.inplace:
-                for source, target in step.inplace_options:
+                for source, target in self.graph.sized_inplace_options(step):
                     self.try_inplace(source, target, reads)
             if len(internal_outputs) > 1:
                 internal_outputs.sort(key=lambda e: -entries[e].nbytes)
@@ -177,8 +177,6 @@ class Planner:
             return  # external input: not ours to overwrite
         if self.pending_reads[block] != 1 or reads[target] == 0:
             return  # someone else still reads it, or the output is never read
-        if entries[source].nbytes != entries[target].nbytes:
-            return
         self.storage_of[target] = block
         self.pending_reads[block] += reads[target]
         self.inplace_source[target] = source

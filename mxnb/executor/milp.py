@@ -138,11 +138,11 @@ class Model:
                 last = S - 1 if e.is_output else max(e.readers, default=e.writer)
                 live[e.writer : last + 1] += e.nbytes
         for step in graph.steps:  # an output written over an input read last here (in-place)
-            for source, target in step.inplace_options:
+            for source, target in graph.sized_inplace_options(step):
                 src, dst = entries[source], entries[target]
                 if not (src.external or dst.external or src.is_output) and (
-                    max(src.readers) == step.index and src.nbytes == dst.nbytes
-                ):  # the planner pairs only entries of one size (memory.try_inplace)
+                    max(src.readers) == step.index
+                ):
                     live[step.index] -= src.nbytes
         self.copies: dict[int, list[int]] = {}  # step -> the outputs recomputed as copies
         for step in self.steps:
@@ -228,8 +228,7 @@ class Model:
         x = {self.col(("x", j)): 1.0}
         step = self.graph.steps[j]
         # a recompute writing over this input (in-place) needs it only before its own step
-        over = any(src == e and self.graph.entries[dst].nbytes == record.nbytes
-                   for src, dst in step.inplace_options)  # fmt: skip
+        over = any(src == e for src, _ in self.graph.sized_inplace_options(step))
         for k in range(min(nf, last + 1), latest + 1):
             pending = [(x, 1), (self.trigger(j, k if over else k - 1), -1)]  # j not run yet
             if copied and k >= max(nf, self.earliest.get(writer, nf)):

@@ -156,6 +156,16 @@ class ExecGraph:
     recomputed_nodes: list[str] = field(default_factory=list)  # forward steps run again
     recompute: str = "none"  # how they were chosen ('none', 'mirror', 'sqrt', a budget)
 
+    def sized_inplace_options(self, step: Step) -> list[tuple[int, int]]:
+        """``step``'s in-place options whose two entries have one size: the only ones the
+        planner pairs (``memory.Planner.run``), so the only ones a model or a floor counts."""
+        entries = self.entries
+        return [
+            (source, target)
+            for source, target in step.inplace_options
+            if entries[source].nbytes == entries[target].nbytes
+        ]
+
 
 class GraphBuilder:
     """Builds an ExecGraph's entries and steps one at a time (one instance per build)."""

@@ -189,9 +189,9 @@ def floor_bytes(graph: ExecGraph) -> tuple[int, str]:
         }
         shared = sum(
             entries[src].nbytes
-            for src, dst in step.inplace_options
-            if src in used and dst in used and entries[src].nbytes == entries[dst].nbytes
-        )  # the planner pairs only entries of one size (memory.try_inplace)
+            for src, dst in graph.sized_inplace_options(step)
+            if src in used and dst in used
+        )
         nbytes = sum(entries[e].nbytes for e in used) - shared
         if nbytes > best:
             best, where = nbytes, step.name

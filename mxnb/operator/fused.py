@@ -311,7 +311,7 @@ class FusedMap(_Guarded):
         kernel, verify = self._kernel(xp, args)
         if kernel is None and not verify:
             return self.evaluate(xp, *args, out=out)
-        outs = list(out) if out else self._empty(xp, args)
+        outs = list(out) if out else self.empty_outputs(xp, args)
         if not verify:
             kernel(*args, *outs)
             return tuple(outs)
@@ -326,7 +326,8 @@ class FusedMap(_Guarded):
                 target[...] = value
         return tuple(outs)
 
-    def _empty(self, xp: Any, args: Sequence[Any]) -> list:
+    def empty_outputs(self, xp: Any, args: Sequence[Any]) -> list:
+        """An empty array per output: the inputs' broadcast shape, the first array's dtype."""
         arrays = [a for a in args if hasattr(a, "shape")]
         shape = xp.broadcast(*arrays).shape if len(arrays) > 1 else arrays[0].shape
         return [xp.empty(shape, dtype=arrays[0].dtype) for _ in self.outputs]

@@ -74,9 +74,7 @@ class _ElementwiseKernel:
     def __call__(self, *args: Any) -> Any:
         inputs, outputs = args[: len(self.inputs)], list(args[len(self.inputs) :])
         if not outputs:
-            arrays = [a for a in inputs if hasattr(a, "shape")]
-            shape = np.broadcast(*arrays).shape
-            outputs = [np.empty(shape, dtype=arrays[0].dtype) for _ in self.outputs]
+            outputs = self.map.empty_outputs(np, inputs)
         elif len(outputs) != len(self.outputs):
             raise ValueError(f"{self.map.name}: {len(outputs)} outputs given, "
                              f"{len(self.outputs)} declared")  # fmt: skip

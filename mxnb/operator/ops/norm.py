@@ -153,8 +153,7 @@ class BatchNormProp(KernelProp):
             if batch:  # the buffer holds x - mean (the squares' side) before the result
                 xp.true_divide(xp.sum(part, axis=(0, 2)), count, out=mean[c])
                 squares = _SQUARES(xp, part, _column(mean[c]), axis=(0, 2), scratch=buffer)
-                _STATS(xp, mean[c], squares, gamma[c], beta[c], count, eps, keep, drop,
-                       momentum, 1 - momentum,
+                _STATS(xp, mean[c], squares, gamma[c], beta[c], count, eps, keep, drop, momentum,
                        out=(var[c], invstd[c], scale[c], shift[c], aux[0][c], aux[1][c]))  # fmt: skip
             else:
                 _SCALE(xp, mean[c], var[c], gamma[c], beta[c], eps, keep, drop,
@@ -236,13 +235,13 @@ _INVSTD_AND_SCALE = """
 _SQUARES = FusedSum("batch_norm_squares", ("x", "mean"), "(x - mean) * (x - mean)")
 _STATS = FusedMap(
     "batch_norm_stats",
-    ("mean", "squares", "gamma", "beta", "count", "eps", "keep", "drop", "momentum", "rest"),
+    ("mean", "squares", "gamma", "beta", "count", "eps", "keep", "drop", "momentum"),
     ("var", "invstd", "scale", "shift", "moving_mean", "moving_var"),
     "var = squares / count"
     + _INVSTD_AND_SCALE
     + """
-    moving_mean = moving_mean * momentum + mean * rest
-    moving_var = moving_var * momentum + var * rest
+    moving_mean = moving_mean * momentum + mean * (1 - momentum)
+    moving_var = moving_var * momentum + var * (1 - momentum)
 """,
 )
 _SCALE = FusedMap(
