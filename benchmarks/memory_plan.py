@@ -75,6 +75,7 @@ import numpy as np
 import mxnb as mx
 from mxnb.executor import measure, sharing, zoo
 from mxnb.executor.executor import Executor
+from mxnb.executor.optimal import front_of
 from mxnb.executor.planning import plan_graph_and_memory
 from mxnb.executor.tradeoff import floor_bytes
 from mxnb.ndarray.invoke import invoke
@@ -87,40 +88,9 @@ NETWORKS = (
 LSTM_LM = HERE.parent / "tests" / "rnn" / "data" / "lstm_lm-symbol.json"  # MXNet's export
 
 
-def _exact_point(sym, shapes, req, plain, share: float, time_limit: float, prefix: str):
-    """The exact planner at ``share`` of the plain plan, printed as one line (None: no plan fits).
-
-    Returns the plan, its wall and its CPU seconds (every thread of the process: HiGHS').
-    """
-    budget = int(plain.internal_bytes * share)
-    start, start_cpu = time.perf_counter(), time.process_time()
-    try:
-        plan = mx.executor.plan_memory(sym, shapes, grad_req=req, budget=budget,
-                                       solver="milp", time_limit=time_limit)  # fmt: skip
-    except mx.executor.MemoryBudgetError:
-        print(f"  {prefix}{share:.2f} x plain: no plan fits")
-        return None
-    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
-    gap = "-" if plan.mip_gap is None else f"{plan.mip_gap:.2g}"
-    how = "packed, no solve" if plan.solver == "milp" and not plan.recompute_steps else plan.solver
-    print(f"  {prefix}{share:.2f} x plain: {plan.internal_bytes / MB:7.1f} MiB "
-          f"({plan.recompute_ratio:.3f}) {how}, gap {gap}, {wall:.1f} s wall, {cpu:.1f} s CPU",
-          flush=True)  # fmt: skip
-    return plan, wall, cpu
-
-
-def _frontier(plans: list) -> list:
-    """The plans no other beats on both bytes and recompute ratio, by growing ratio."""
-    front: list = []
-    for plan in sorted(plans, key=lambda p: (p.recompute_ratio, p.internal_bytes)):
-        if not front or plan.internal_bytes < front[-1].internal_bytes:
-            front.append(plan)
-    return front
-
-
 def _widest_step(plans: list, plain) -> str:
     """The widest step between neighbouring points of the curve (its Pareto front), as text."""
-    front = _frontier(plans)
+    front = front_of(plans)
     if len(front) < 2:
         return f"one point ({front[0].internal_bytes / MB:.1f} MiB)"
     high, low = max(
@@ -301,18 +271,14 @@ def _export(name: str) -> tuple:
     return sym, {"data": (32, 3, 224, 224)}, req, theirs["mirror_0_mb"]
 
 
-#: Budgets tried between the curve's last plan and the first budget no plan met.
-_REFINE = 3
-
-
 def exact_curve(label: str, sym, shapes, req, theirs: float, step: float = 0.04,
                 time_limit: float = 30.0) -> None:  # fmt: skip
     """Plain, packed, greedy and exact curves of one graph: widest step, proofs, best plans.
 
-    The exact planner is asked every ``step`` of the plain plan, from plain down,
-    until no plan fits, then up to :data:`_REFINE` times half-way between the last
-    plan and the budget that failed (the curve's end); the curve is the Pareto front of the greedy points and
-    the exact plans (the plain plan itself is not on it where packing it saves).
+    The exact curve is :func:`mxnb.executor.optimal_curve`: the exact planner every
+    ``step`` of the plain plan from plain down until no plan fits, then asked just
+    under the higher point of every step wider than 5 % of plain (a new point, or a
+    proof that the step is the graph's own); the greedy curve is printed beside it.
     """
     graph, plain = plan_graph_and_memory(sym, shapes, grad_req=req)
     floor, where = floor_bytes(graph)
@@ -325,38 +291,27 @@ def exact_curve(label: str, sym, shapes, req, theirs: float, step: float = 0.04,
           f"(step {where!r} needs its inputs and outputs at once: no plan goes under it)")  # fmt: skip
     print("  greedy curve, MiB (recompute/forward): " + ", ".join(
         f"{p.internal_bytes / MB:.1f} ({p.recompute_ratio:.2f})" for p in greedy))  # fmt: skip
-    print(f"  exact planner every {step:.0%} of plain, {time_limit:.0f} s limit each:")
-    exact, walls, cpus, share, failed = [], [], [], 1.0 - step, 0.0
-    while share > 0.05:
-        found = _exact_point(sym, shapes, req, plain, share, time_limit, "")
-        if found is None:
-            failed = share
-            break
-        exact.append(found[0])
-        walls.append(found[1])
-        cpus.append(found[2])
-        share -= step
-    for _ in range(_REFINE):  # halve the room between the last plan and the budget that failed
-        low = exact[-1].internal_bytes / plain.internal_bytes if exact else 1.0
-        if low - failed < 0.01:
-            break
-        found = _exact_point(sym, shapes, req, plain, (low + failed) / 2, time_limit, "")
-        if found is None:
-            failed = (low + failed) / 2
-            continue
-        exact.append(found[0])
-        walls.append(found[1])
-        cpus.append(found[2])
-    for name, plans in (("greedy", greedy), ("greedy + exact", [*greedy, *exact])):
-        print(f"  {name}: {_widest_step(plans, plain)} (target <= 5%)")
-    solved = [p for p in exact if p.recompute_steps]
+    print(f"  exact planner every {step:.0%} of plain, then under each step over 5 %, "
+          f"{time_limit:.0f} s limit each:")  # fmt: skip
+    start, start_cpu = time.perf_counter(), time.process_time()
+    curve = mx.executor.optimal_curve(sym, shapes, grad_req=req, step=step, time_limit=time_limit,
+                                      refine=12, progress=lambda line: print("    " + line, flush=True))  # fmt: skip
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    print(f"  greedy: {_widest_step(greedy, plain)} (target <= 5%)")
+    widest, still_open = curve.widest(), curve.widest(proven=False)
+    print(f"  exact: {len(curve.front)} points from {curve.front[0].internal_bytes / MB:.1f} to "
+          f"{curve.front[-1].internal_bytes / MB:.1f} MiB; widest step "
+          f"{widest.describe() if widest else '-'}; widest open step "
+          f"{still_open.describe() if still_open else '-'} (target <= 5%)")  # fmt: skip
+    for wide in sorted((s for s in curve.steps if s.share > 0.05), key=lambda s: -s.share):
+        print(f"    step over 5 %: {wide.describe()}")
+    solved = [p for p in curve.plans if p.recompute_steps]
     proven = sum(1 for p in solved if p.solver == "milp" and p.mip_gap == 0)
-    print(f"  exact: optimality proven at {proven} of {len(solved)} budgets that needed a solve "
-          f"(+{len(exact) - len(solved)} met by the packed plan, no solve); solve wall "
-          f"{max(walls, default=0):.1f} s at most, {sum(walls):.0f} s in all, CPU "
-          f"{sum(cpus):.0f} s in all")  # fmt: skip
+    print(f"  exact: optimality proven at {proven} of {len(solved)} solves that recompute "
+          f"(+{len(curve.plans) - len(solved)} met with no recomputation); {wall:.0f} s wall, "
+          f"{cpu:.0f} s CPU in all")  # fmt: skip
     for limit in (0.35, 1.0):
-        best = min((p for p in [*greedy, *exact] if p.recompute_ratio <= limit),
+        best = min((p for p in [*greedy, *curve.plans] if p.recompute_ratio <= limit),
                    key=lambda p: (p.internal_bytes, p.recompute_ratio))  # fmt: skip
         print(f"  best within {limit:.2f} forward: {best.internal_bytes / MB:.1f} MiB "
               f"({best.recompute_ratio:.3f}) = {best.internal_bytes / plain.internal_bytes:.1%} of "

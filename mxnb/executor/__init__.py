@@ -9,6 +9,8 @@ Modules, in the order data flows:
     placement.py offline placements of the walk's chains (lifetimes known in advance)
     tournament.py  walks and placements compete, the smallest plan wins (plan_strategies)
     tradeoff.py  the memory-compute trade-off curve and the search within a byte budget
+    milp.py      the exact planner: recomputation as a mixed-integer program (HiGHS)
+    optimal.py   the optimal curve: exact plans at many budgets, each wide step proven or open
     planning.py  plan_memory: the one entry point, reading recompute= / budget=
     executor.py  the Executor: one engine op per step, one engine var per storage block
     executor_api.py  MXNet's Executor methods over the bound state (debug_str, reshape, ...)
@@ -31,6 +33,7 @@ from . import zoo
 from .binding import bind, simple_bind
 from .executor import Executor
 from .measure import PlanMeasurement, measure_plan
+from .optimal import CurveStep, OptimalCurve, optimal_curve
 from .plan import EXTERNAL_STORAGE_ID, EntryKind, MemoryPlan, PlanEntry, StorageBlock
 from .planning import plan_memory
 from .tournament import plan_strategies
@@ -40,14 +43,17 @@ __all__ = [
     "EXTERNAL_STORAGE_ID",
     "EntryKind",
     "Executor",
+    "CurveStep",
     "MemoryBudgetError",
     "MemoryPlan",
+    "OptimalCurve",
     "PlanMeasurement",
     "PlanEntry",
     "StorageBlock",
     "TradeoffPoint",
     "bind",
     "measure_plan",
+    "optimal_curve",
     "pareto",
     "plan_memory",
     "plan_strategies",
