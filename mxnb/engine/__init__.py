@@ -61,6 +61,7 @@ from .tracing import Trace
 __all__ = [
     "DONE",
     "ENGINE_TYPES",
+    "MXNET_ENGINE_NAMES",
     "PENDING",
     "READY",
     "RUNNING",
@@ -89,6 +90,12 @@ __all__ = [
 ]
 
 ENGINE_TYPES = ("naive", "threaded", "threaded_per_device", "step")
+#: MXNet's names for the same engines (``MXNET_ENGINE_TYPE=NaiveEngine``), accepted as aliases.
+MXNET_ENGINE_NAMES = {
+    "NaiveEngine": "naive",
+    "ThreadedEngine": "threaded",
+    "ThreadedEnginePerDevice": "threaded_per_device",
+}
 DEFAULT_ENGINE = "threaded_per_device"
 DEFAULT_SLOW_WAIT = 1.0
 _SHUTDOWN_TIMEOUT = 10.0  # seconds the exit hook waits for pending ops  # seconds between push and start that count as slow in debug mode
@@ -102,11 +109,18 @@ _slow_wait: float = DEFAULT_SLOW_WAIT
 def create(name: str | None = None) -> Engine:
     """Return a new, private engine of the given kind (not the process-wide one).
 
-    ``name`` is one of :data:`ENGINE_TYPES`; ``None`` reads ``MXNB_ENGINE_TYPE``
-    (default ``'threaded_per_device'``).  Shut it down with ``eng.shutdown()``.
+    ``name`` is one of :data:`ENGINE_TYPES` or MXNet's name for one
+    (:data:`MXNET_ENGINE_NAMES`); ``None`` reads ``MXNB_ENGINE_TYPE``, else MXNet's
+    ``MXNET_ENGINE_TYPE`` (default ``'threaded_per_device'``).  Shut it down with
+    ``eng.shutdown()``.
     """
     if name is None:
-        name = os.environ.get("MXNB_ENGINE_TYPE", "").strip() or DEFAULT_ENGINE
+        name = (
+            os.environ.get("MXNB_ENGINE_TYPE", "").strip()
+            or os.environ.get("MXNET_ENGINE_TYPE", "").strip()
+            or DEFAULT_ENGINE
+        )
+    name = MXNET_ENGINE_NAMES.get(name, name)
     if name == "naive":
         engine: Engine = NaiveEngine()
     elif name in ("threaded", "threaded_per_device"):
@@ -119,8 +133,8 @@ def create(name: str | None = None) -> Engine:
         engine = StepEngine()
     else:
         raise EngineError(
-            f"unknown engine type {name!r}; use one of {', '.join(ENGINE_TYPES)} "
-            "(set_engine or MXNB_ENGINE_TYPE)"
+            f"unknown engine type {name!r}; use one of {', '.join(ENGINE_TYPES)} or MXNet's "
+            f"{', '.join(MXNET_ENGINE_NAMES)} (set_engine, MXNB_ENGINE_TYPE or MXNET_ENGINE_TYPE)"
         )
     if _debug:
         engine.slow_wait_threshold = _slow_wait
@@ -161,8 +175,9 @@ def set_engine(name: str) -> Engine:
     a reference to the old engine pushes through it to the new one.
     """
     global _engine
-    if name not in ENGINE_TYPES:
-        raise EngineError(f"unknown engine type {name!r}; use one of {', '.join(ENGINE_TYPES)}")
+    if MXNET_ENGINE_NAMES.get(name, name) not in ENGINE_TYPES:
+        raise EngineError(f"unknown engine type {name!r}; use one of {', '.join(ENGINE_TYPES)} "
+                          f"or MXNet's {', '.join(MXNET_ENGINE_NAMES)}")  # fmt: skip
     with _engine_lock:
         old = _engine
         new = create(name)

@@ -103,8 +103,27 @@ def test_engine_type_from_the_environment(monkeypatch):
     engine = mx.engine.create()
     assert engine.kind == "naive"
     monkeypatch.setenv("MXNB_ENGINE_TYPE", "nonsense")
-    with pytest.raises(mx.base.EngineError, match="unknown engine type 'nonsense'"):
+    with pytest.raises(mx.base.EngineError, match="unknown engine type 'nonsense'.*NaiveEngine"):
         mx.engine.create()
+
+
+def test_mxnets_engine_names_and_variable_are_understood(monkeypatch):
+    """``MXNET_ENGINE_TYPE=NaiveEngine``, as a user of MXNet sets it, when MXNB_ENGINE_TYPE is unset."""
+    monkeypatch.delenv("MXNB_ENGINE_TYPE", raising=False)
+    for mxnet_name, kind in mx.engine.MXNET_ENGINE_NAMES.items():
+        monkeypatch.setenv("MXNET_ENGINE_TYPE", mxnet_name)
+        engine = mx.engine.create()
+        try:
+            assert engine.kind == kind
+        finally:
+            engine.shutdown()
+    monkeypatch.setenv("MXNB_ENGINE_TYPE", "naive")  # mxnb's own variable wins
+    engine = mx.engine.create()
+    assert engine.kind == "naive"
+    engine.shutdown()
+    engine = mx.engine.create("ThreadedEngine")
+    assert engine.kind == "threaded"
+    engine.shutdown()
 
 
 @pytest.mark.timeout(30)
