@@ -44,7 +44,8 @@ proven optimal, and the best plan within 0.35 and 1 forward;
 
 then the honest peak (issue #35): on MXNet's resnet18_v1 at batch 32, the pool's measured
 high-water mark over a forward + backward against the plan's total bytes, plain, packed,
-'mirror' and exact plans;
+'mirror' and exact plans, and beside the plain plan the kernels' own temporaries at their peak
+(``measure_plan``'s ``temporaries_bytes``: numpy arrays a kernel makes, seen by tracemalloc);
 
 then held-out graphs (issue #35), never tuned on: MXNet's ``mx.rnn`` LSTM language model
 (``lstm_lm``, batch 32 x 35) and a ``symbols/resnet.py``-style ResNet-50 MXNet exported
@@ -358,6 +359,11 @@ def honest_peak(budgets_mb: tuple = (376.0, 340.0)) -> None:
         print(f"  {label:<26} planned {plan.internal_bytes / MB:7.1f} + workspace "
               f"{plan.workspace_bytes / MB:5.1f} = {plan.total_bytes / MB:7.1f}; measured "
               f"{peak / MB:7.1f} ({peak / plan.total_bytes - 1:+.2%})")  # fmt: skip
+    measured = mx.executor.measure_plan(sym, shapes, grad_req=req)
+    temporaries = measured.temporaries_bytes
+    print(f"  beside the plain plan, the kernels' own temporaries (numpy, not planned, not pooled; on a "
+          f"GPU they come from the same device pool): {temporaries / MB:.1f} MiB at their peak = "
+          f"{temporaries / measured.plan.total_bytes:.2f}x the plan's total")  # fmt: skip
 
 
 def _held_out() -> dict:

@@ -16,8 +16,12 @@ Rule: :func:`measure_peak` binds the plan on a context of its own (nothing
 else allocates there), runs one training step and reads
 :meth:`mxnb.storage.StorageManager.stats`; the arguments, their gradients,
 the aux states and the head gradients are bound arrays, not planned, and
-are left out.  What the pool never lends — numpy temporaries inside a
-kernel — is not measured here (nor by MXNet's own figure).
+are left out.  What the pool never lends — the temporaries a kernel makes
+with numpy (or, on a GPU, cupy) — is not in the plan, nor in MXNet's own
+figure; :func:`measure_temporaries` measures their high-water mark over a
+training step with :mod:`tracemalloc`, which numpy reports its arrays to.  On
+a GPU they come from the same device pool as the plan's blocks, so the two
+together are what the device must hold.
 
 Time is measured, not only counted: :func:`op_times` times every step of a
 training step once (a per-op timing table), and :func:`predicted_overhead`
@@ -44,12 +48,14 @@ Example::
 from __future__ import annotations
 
 import itertools
+import tracemalloc
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .. import engine as _engine
 from .. import storage
 from ..context import Context
+from ..operator.fused import is_cupy
 from ..ndarray import creation as _nd
 from .executor import Executor
 from .plan import MemoryPlan
@@ -63,6 +69,7 @@ __all__ = [
     "flops_overhead",
     "measure_peak",
     "measure_plan",
+    "measure_temporaries",
     "op_times",
     "predicted_overhead",
     "training_step",
@@ -79,6 +86,13 @@ def measure_peak(sym: Any, graph: ExecGraph, plan: MemoryPlan, ctx: Context) -> 
     ``ctx`` should be a context nothing else allocates on meanwhile (a
     ``mx.cpu(n)`` of its own): every allocation on it is counted.
     """
+    return _bind_and_step(sym, graph, plan, ctx)[0]
+
+
+def _bind_and_step(
+    sym: Any, graph: ExecGraph, plan: MemoryPlan, ctx: Context
+) -> tuple[int, Executor]:
+    """:func:`measure_peak`'s figure, and the executor it bound."""
     args, grads, aux = bound_arrays(graph, ctx, None, None, None)
     _nd.waitall()
     manager = storage.get_manager(ctx)
@@ -87,15 +101,42 @@ def measure_peak(sym: Any, graph: ExecGraph, plan: MemoryPlan, ctx: Context) -> 
     exe = Executor(sym, ctx, graph, plan, args, grads, aux)
     heads = sum(_capacity(array) for array in exe._head_grads.values())
     training_step(exe)
-    return manager.stats().peak_bytes - before - heads
+    return manager.stats().peak_bytes - before - heads, exe
+
+
+def measure_temporaries(exe: Executor) -> int:
+    """The high-water mark of what a training step of ``exe`` allocates outside its plan (bytes).
+
+    Kernel temporaries, mostly: one step runs first (so the pool's blocks and
+    the temp space exist), then a second under :mod:`tracemalloc`; the figure
+    is its peak beyond what was allocated when it began.  Concurrent ops'
+    temporaries add up, as they would on a device.  Only arrays whose memory
+    numpy or Python allocate are seen (a CPU context); an already running
+    ``tracemalloc`` is left running.
+    """
+    training_step(exe)
+    running = tracemalloc.is_tracing()
+    if not running:
+        tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        training_step(exe)
+        return max(tracemalloc.get_traced_memory()[1] - before, 0)
+    finally:
+        if not running:
+            tracemalloc.stop()
 
 
 class PlanMeasurement(NamedTuple):
-    """A plan and what a real training step held: ``measured_bytes`` against ``plan.total_bytes``."""
+    """A plan and what a real training step held: ``measured_bytes`` against ``plan.total_bytes``,
+    and ``temporaries_bytes``, what its kernels allocated beside it (:func:`measure_temporaries`;
+    None when not measured)."""
 
     plan: MemoryPlan
     measured_bytes: int  # the pool's high-water mark beyond the bound arrays (measure_peak)
     ctx: Context  # where it was measured
+    temporaries_bytes: int | None = None  # kernel temporaries outside the plan, at their peak
 
     @property
     def ratio(self) -> float:
@@ -111,7 +152,9 @@ def measure_plan(
     sym: Any, shapes: Mapping[str, tuple], ctx: Context | None = None, **plan_args: Any
 ) -> PlanMeasurement:
     """Plan ``sym`` at ``shapes`` (``plan_args`` as :func:`~.planning.plan_memory` takes them)
-    and measure it: the plan beside the bytes one training step really held.
+    and measure it: the plan beside the bytes one training step really held, and the
+    kernels' temporaries beside them (:func:`measure_temporaries`, two steps more; not
+    on a real GPU, where cupy's memory is not traced).
 
     ``ctx``: where to measure (default: a CPU context of its own, so nothing
     else allocates there).  On a GPU, pass it, and run nothing else on it
@@ -126,11 +169,14 @@ def measure_plan(
             f"got {type(ctx).__name__} {ctx!r}"
         )
     graph, plan = plan_graph_and_memory(sym, shapes, **plan_args)
-    measured = measure_peak(sym, graph, plan, ctx)
+    measured, exe = _bind_and_step(sym, graph, plan, ctx)
+    # the kernels' temporaries, where tracemalloc sees them (numpy: not cupy's device memory)
+    temporaries = None if is_cupy(ctx.array_module) else measure_temporaries(exe)
+    del exe
     if own:  # the step's arrays are gone: hand the pool's cached blocks back
         _nd.waitall()
         storage.release_all(ctx)
-    return PlanMeasurement(plan, measured, ctx)
+    return PlanMeasurement(plan, measured, ctx, temporaries)
 
 
 def _capacity(array: Any) -> int:

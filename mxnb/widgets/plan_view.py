@@ -112,11 +112,15 @@ class MemoryPlanView(FigureView):
     ) -> None:
         self.strategies: dict[str, Any] = {}
         source = plan_or_executor
+        #: the kernels' temporaries beside the plan (a PlanMeasurement's), or None
+        self.temporaries_bytes: int | None = None
         if hasattr(source, "measured_bytes") and hasattr(source, "plan"):  # a PlanMeasurement
             measured_bytes = source.measured_bytes if measured_bytes is None else measured_bytes
+            self.temporaries_bytes = getattr(source, "temporaries_bytes", None)
             source = source.plan
         if measured_bytes is not None and (
-            isinstance(measured_bytes, bool) or not isinstance(measured_bytes, int)
+            isinstance(measured_bytes, bool)
+            or not isinstance(measured_bytes, int)
             or measured_bytes < 0
         ):
             raise ValueError(
@@ -173,14 +177,18 @@ class MemoryPlanView(FigureView):
         return {"naive": self.plan.naive_internal_bytes, label: self.plan.internal_bytes}
 
     def planned_against_measured(self) -> dict[str, int]:
-        """``{'planned': total bytes, 'measured': bytes}`` when a measurement is given, else ``{}``.
+        """``{'planned': total bytes, 'measured': bytes}`` when a measurement is given, else ``{}``,
+        with ``'temporaries'`` (the kernels' own, outside the plan) when it was measured.
 
         The planned total is the entries' blocks plus the largest temp space
         (:attr:`~mxnb.executor.MemoryPlan.total_bytes`), what the measurement counts.
         """
         if self.measured_bytes is None:
             return {}
-        return {"planned": self.plan.total_bytes, "measured": self.measured_bytes}
+        figures = {"planned": self.plan.total_bytes, "measured": self.measured_bytes}
+        if self.temporaries_bytes is not None:
+            figures["temporaries"] = self.temporaries_bytes
+        return figures
 
     def measured_line(self) -> str:
         """One line: planned total (with its workspace) against the measured peak, or ''."""
@@ -188,10 +196,14 @@ class MemoryPlanView(FigureView):
             return ""
         total = self.plan.total_bytes
         ratio = self.measured_bytes / total if total else 1.0
-        return (
+        line = (
             f"planned total {format_bytes(total)} (workspace {format_bytes(self.plan.workspace_bytes)})"
             f", measured {format_bytes(self.measured_bytes)} = {ratio:.2f}x the plan"
         )
+        if self.temporaries_bytes is not None:
+            line += (f"; kernel temporaries beside it (not planned) "
+                     f"{format_bytes(self.temporaries_bytes)} at their peak")  # fmt: skip
+        return line
 
     def largest(self) -> list[Any]:
         """The ``top`` largest planned entries, largest first."""
@@ -294,7 +306,8 @@ class MemoryPlanView(FigureView):
         values = [figures[n] / scale for n in names]
         palette = ["#bab0ac", "#f28e2b", "#76b7b2", "#4e79a7"]
         colours = [palette[i % len(palette)] for i in range(len(self.strategy_bytes()))]
-        colours += ["#59a14f", "#e15759"][: len(names) - len(colours)]  # planned total, measured
+        # planned total, measured, kernel temporaries
+        colours += ["#59a14f", "#e15759", "#b07aa1"][: len(names) - len(colours)]
         drawn = bars.bar(names, values, color=colours)
         for bar, value in zip(drawn, values):
             bars.text(

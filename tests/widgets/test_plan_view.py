@@ -104,12 +104,14 @@ def test_the_plan_drawn_beside_a_real_training_step():
     assert measured.measured_bytes == measured.plan.total_bytes  # the honest peak
     view = MemoryPlanView(measured)
     assert view.plan is measured.plan and view.measured_bytes == measured.measured_bytes
+    assert measured.temporaries_bytes > 0  # im2col's padded copies, the GEMMs' results, ...
     assert view.planned_against_measured() == {
         "planned": measured.plan.total_bytes,
         "measured": measured.measured_bytes,
+        "temporaries": measured.temporaries_bytes,
     }
     line = view.measured_line()
-    assert "= 1.00x the plan" in line and "workspace" in line
+    assert "= 1.00x the plan" in line and "workspace" in line and "kernel temporaries" in line
     assert line in view.to_text().splitlines()[1]
     svg = view.to_svg()
     assert "measured" in svg and "planned" in svg  # the two bars' labels
