@@ -47,13 +47,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base import ParamError
+from .milp import _GAP as _PROVEN_GAP  # the relative gap the exact planner stops at
 from .plan import MemoryPlan
 from .planning import plan_memory
 from .tradeoff import MemoryBudgetError
 
 __all__ = ["CurveStep", "OptimalCurve", "optimal_curve"]
 
-_PROVEN_GAP = 1e-6  # the relative gap the exact planner stops at (milp._GAP)
 _END_HALVINGS = 3  # budgets tried between the last plan and the first budget nothing met
 _BELOW = 0.001  # a step is asked about this share of the plain plan under its higher point
 
