@@ -76,7 +76,7 @@ import numpy as np
 import mxnb as mx
 from mxnb.executor import measure, sharing, zoo
 from mxnb.executor.executor import Executor
-from mxnb.executor.optimal import front_of
+from mxnb.executor.tradeoff import pareto
 from mxnb.executor.planning import plan_graph_and_memory
 from mxnb.executor.tradeoff import floor_bytes
 from mxnb.ndarray.invoke import invoke
@@ -91,7 +91,7 @@ LSTM_LM = HERE.parent / "tests" / "rnn" / "data" / "lstm_lm-symbol.json"  # MXNe
 
 def _widest_step(plans: list, plain) -> str:
     """The widest step between neighbouring points of the curve (its Pareto front), as text."""
-    front = front_of(plans)
+    front = pareto(plans)
     if len(front) < 2:
         return f"one point ({front[0].internal_bytes / MB:.1f} MiB)"
     high, low = max(

@@ -50,7 +50,7 @@ from ..base import ParamError
 from .milp import _GAP as _PROVEN_GAP  # the relative gap the exact planner stops at
 from .plan import MemoryPlan
 from .planning import plan_memory
-from .tradeoff import MemoryBudgetError
+from .tradeoff import MemoryBudgetError, pareto
 
 __all__ = ["CurveStep", "OptimalCurve", "optimal_curve"]
 
@@ -98,15 +98,6 @@ class OptimalCurve:
         """The widest step (``proven=False``: the widest open one); None when there is none."""
         steps = [s for s in self.steps if proven is None or s.proven == proven]
         return max(steps, key=lambda s: s.share, default=None)
-
-
-def front_of(plans: Sequence[MemoryPlan]) -> list[MemoryPlan]:
-    """The plans no other beats on both bytes and recompute FLOPs, by growing FLOPs."""
-    front: list[MemoryPlan] = []
-    for plan in sorted(plans, key=lambda p: (p.recompute_flops, p.internal_bytes)):
-        if not front or plan.internal_bytes < front[-1].internal_bytes:
-            front.append(plan)
-    return front
 
 
 def _steps(front: list[MemoryPlan], plain: int, asked: Mapping[int, MemoryPlan]) -> list[CurveStep]:
@@ -188,7 +179,7 @@ def optimal_curve(
             plans.append(plan)
     asked: dict[int, MemoryPlan] = {}
     for _ in range(refine):  # the wide steps, widest first, each asked once
-        wide = [s for s in _steps(front_of(plans), plain.internal_bytes, asked)
+        wide = [s for s in _steps(pareto(plans), plain.internal_bytes, asked)
                 if s.share > max_step and not s.asked]  # fmt: skip
         if not wide:
             break
@@ -197,6 +188,6 @@ def optimal_curve(
         assert plan is not None, "the lower point of a wide step fits under its higher point"
         asked[high] = plan
         plans.append(plan)
-    front = front_of(plans)
+    front = pareto(plans)
     return OptimalCurve(plain, tuple(plans), tuple(front),
                         tuple(_steps(front, plain.internal_bytes, asked)), failed)  # fmt: skip

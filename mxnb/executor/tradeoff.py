@@ -44,7 +44,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..base import ParamError
 from .graph import build_graph
@@ -198,9 +198,16 @@ def floor_bytes(graph: ExecGraph) -> tuple[int, str]:
     return best, where
 
 
-def pareto(points: Sequence[TradeoffPoint]) -> list[TradeoffPoint]:
-    """The points no other point beats on both bytes and recompute ratio, by growing ratio."""
-    frontier: list[TradeoffPoint] = []
+#: a TradeoffPoint or a MemoryPlan: anything with ``internal_bytes`` and ``recompute_ratio``
+Point = TypeVar("Point", TradeoffPoint, MemoryPlan)
+
+
+def pareto(points: Sequence[Point]) -> list[Point]:
+    """The points no other point beats on both bytes and recompute ratio, by growing ratio.
+
+    Points are :class:`TradeoffPoint` records or plans (:class:`~.plan.MemoryPlan`) of one graph.
+    """
+    frontier: list[Point] = []
     for point in sorted(points, key=lambda p: (p.recompute_ratio, p.internal_bytes)):
         if not frontier or point.internal_bytes < frontier[-1].internal_bytes:
             frontier.append(point)

@@ -14,7 +14,7 @@ import pytest
 import mxnb as mx
 from mxnb.base import ParamError
 from mxnb.executor import optimal_curve, plan_memory
-from mxnb.executor.optimal import front_of
+from mxnb.executor.tradeoff import pareto
 from mxnb.executor.recompute import candidates
 from mxnb.executor.tournament import plan_best
 
@@ -39,7 +39,7 @@ def test_the_curve_is_the_brute_force_front(mlp_curve):
         for size in range(len(names) + 1)
         for subset in itertools.combinations(names, size)
     ]
-    truth = [(p.internal_bytes, p.recompute_flops) for p in front_of(every)]
+    truth = [(p.internal_bytes, p.recompute_flops) for p in pareto(every)]
     assert [(p.internal_bytes, p.recompute_flops) for p in mlp_curve.front] == truth
 
 
