@@ -22,6 +22,7 @@ State kept:
     selected   the point explained in the strip and the text
     marks      label -> bytes drawn as reference lines (MXNet's figures)
     exact      the exact planner's plans (MemoryPlan), by growing recompute ratio
+    proven     the steps of an optimal curve the planner proved (CurveStep), drawn and listed
 
 Example::
 
@@ -59,9 +60,11 @@ class TradeoffView(FigureView):
     select : str or int, optional
         The point to explain: its label, or its index in ``points``; default the
         curve's point with the fewest bytes among those with at most one extra forward.
-    exact : sequence of MemoryPlan, optional
-        Plans of ``plan_memory(..., budget=b, solver='milp')`` at several budgets:
-        the optimal curve, drawn beside the greedy one.
+    exact : sequence of MemoryPlan, or OptimalCurve, optional
+        Plans of ``plan_memory(..., budget=b, solver='milp')`` at several budgets,
+        or ``mx.executor.optimal_curve(...)``: the optimal curve, drawn beside the
+        greedy one; an optimal curve's proven steps are marked (the graph's own:
+        nothing between the two points is worth having).
     """
 
     def __init__(
@@ -86,6 +89,10 @@ class TradeoffView(FigureView):
         self.front = pareto(self.points)
         self.marks = dict(marks or {})
         self.selected = self._pick(select)
+        self.proven: list[Any] = []
+        if hasattr(exact, "steps") and hasattr(exact, "front"):  # an OptimalCurve
+            self.proven = [step for step in exact.steps if step.proven]
+            exact = exact.front
         self.exact = sorted(exact, key=lambda p: (p.recompute_ratio, p.internal_bytes))
 
     def _pick(self, select: str | int | None) -> Any:
@@ -152,6 +159,13 @@ class TradeoffView(FigureView):
                 [p.internal_bytes / scale for p in self.exact],
                 "-s", color="#f28e2b", markersize=4, label="exact planner (MILP)",
             )  # fmt: skip
+        for step in self.proven:  # the step's drop, and what it costs in recomputation
+            x, y = (
+                step.low.recompute_ratio,
+                (step.high.internal_bytes + step.low.internal_bytes) / 2,
+            )
+            curve.annotate(f"proven step {step.share:.0%}", (x, y / scale), fontsize=6,
+                           color="#9c5d2e", xytext=(4, 0), textcoords="offset points")  # fmt: skip
         for index, (label, nbytes) in enumerate(self.marks.items()):
             curve.axhline(
                 nbytes / scale, color=("#e15759", "#f28e2b", "#59a14f")[index % 3], linestyle="--",
@@ -201,10 +215,13 @@ class TradeoffView(FigureView):
             )
         for plan in self.exact:
             gap = "-" if plan.mip_gap is None else f"{plan.mip_gap:.2g}"
+            solver = plan.solver or "plain (no solve)"
             lines.append(
-                f"  = {plan.solver:<22} {format_bytes(plan.internal_bytes):>11}  "
+                f"  = {solver:<22} {format_bytes(plan.internal_bytes):>11}  "
                 f"recompute/forward {plan.recompute_ratio:5.2f}  gap {gap}"
             )
+        for step in self.proven:
+            lines.append(f"  proven step: {step.describe()}")
         for label, nbytes in self.marks.items():
             lines.append(f"    mark: {label} {format_bytes(nbytes)}")
         lines.append(f"  segments recomputed at '{self.selected.label}':")

@@ -64,3 +64,20 @@ def test_exact_planner_curve_is_drawn_beside_the_greedy_one():
     text = view.to_text()
     assert text.count("  = milp") == 2 and "gap 0" in text
     assert "exact planner (MILP)" in view.to_svg()
+
+
+def test_an_optimal_curve_is_drawn_with_its_proven_steps():
+    net = mx.sym.Variable("data")
+    for i in range(4):
+        net = mx.sym.Activation(mx.sym.FullyConnected(net, num_hidden=64, name=f"fc{i}"),
+                                act_type="relu", name=f"relu{i}")  # fmt: skip
+    sym = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, num_hidden=10, name="out"), name="s")
+    shapes = {"data": (16, 64)}
+    curve = mx.executor.optimal_curve(sym, shapes, step=0.05, time_limit=20)
+    proven = [step for step in curve.steps if step.proven]
+    assert proven
+    view = TradeoffView(mx.executor.tradeoff_curve(sym, shapes), exact=curve)
+    assert view.exact == sorted(curve.front, key=lambda p: (p.recompute_ratio, p.internal_bytes))
+    assert view.proven == proven
+    assert view.to_text().count("proven step:") == len(proven)
+    assert "proven step" in view.to_svg()
