@@ -5,23 +5,27 @@ recompute FLOPs within ``budget`` bytes".  Asked at budgets every ``step`` of
 the plain plan, from the plain plan down until no plan fits, its answers are
 points of the optimal curve; the curve is their Pareto front (fewer bytes for
 more recomputation, nothing beaten on both).  Two neighbouring points of the
-front may still lie far apart in bytes.  Either a plan between them was
-missed, or there is none.  Asking the planner just under the higher point's
-bytes (0.1 % of the plain plan under: closer, the planner's model and the real
-plan differ by a few bytes of alignment, and misses cost rounds) tells which: it finds the missing plan (a new point splits the step), or
-it proves, with a gap of 0, that everything under those bytes costs at least
-the lower point.  Then the step is the graph's own, not the search's: no plan
-between the two points is worth having, and a budget between them gets the
-lower point's plan at the lower point's cost.
+front may still lie far apart in bytes.  Either plans between them were
+missed, or there are none.  Two more solves tell which.  A *probe* half of
+``max_step`` under the higher point finds the next points where the curve is
+dense (each answer is a new point, and the step shrinks).  A *proof* just under
+the higher point (0.1 % of the plain plan under: closer, the planner's model
+and the real plan differ by bytes of alignment, and misses cost rounds) either
+finds a plan between the two points, or proves, with a gap of 0, that
+everything under the higher point costs at least the lower point.  Then the
+step is the graph's own, not the search's: no plan between the two points is
+worth having, and a budget between them gets the lower point's plan at the
+lower point's cost.
 
-Rule: a step is *proven* when a solve 0.1 % of plain under its higher point returned
-a plan the exact planner proved optimal (``solver == 'milp'``, gap 0) that
-costs as much as the lower point (the lower point fits that budget, so it
-cannot cost more: everything under the higher point costs at least the lower).  Proven means proven for the program the
-planner solves (:mod:`.milp`'s model, which never promises less memory than the
+Rule: a step is *proven* when the proof under its higher point returned a
+plan the exact planner proved optimal (``solver == 'milp'``, gap 0) that
+costs as much as the lower point (which fits that budget, so it cannot cost
+more: everything under the higher point costs at least the lower).  Proven
+means proven for the program the planner solves (:mod:`.milp`'s model, which never promises less memory than the
 real schedule keeps alive).  Steps wider than ``max_step`` of the plain plan
-are asked about, widest first, until all are proven, a solve runs out of time
-(the step stays open, and says so), or ``refine`` solves are spent.
+are probed, then proven, widest first, until every one is proven, or its proof
+ran out of time (the step stays open, and says so), or ``refine`` solves are
+spent.
 
 State kept: none; :class:`OptimalCurve` and :class:`CurveStep` are plain data.
 
@@ -65,7 +69,7 @@ class CurveStep:
     ``share``: the bytes between them as a share of the plain plan;
     ``rise``: the extra recomputation of the lower point, in forward passes;
     ``proven``: no plan under ``high``'s bytes (less 0.1 % of plain) costs less than ``low``;
-    ``asked``: a solve just under ``high`` was made (an open, asked step ran out of time).
+    ``asked``: the proof just under ``high`` was made (an open, asked step ran out of time).
     """
 
     high: MemoryPlan
@@ -177,16 +181,21 @@ def optimal_curve(
             failed = (low + failed) // 2
         else:
             plans.append(plan)
-    asked: dict[int, MemoryPlan] = {}
-    for _ in range(refine):  # the wide steps, widest first, each asked once
+    asked: dict[int, MemoryPlan] = {}  # a wide step's higher point -> the proof's answer
+    probed: set[int] = set()  # the higher points probed half a max_step under
+    for _ in range(refine):  # the wide steps, widest first: a probe, then a proof
         wide = [s for s in _steps(pareto(plans), plain.internal_bytes, asked)
                 if s.share > max_step and not s.asked]  # fmt: skip
         if not wide:
             break
         high = max(wide, key=lambda s: s.share).high.internal_bytes
-        plan = solve(high - int(_BELOW * plain.internal_bytes))
+        proof = high in probed
+        probed.add(high)
+        below = _BELOW if proof else max_step / 2
+        plan = solve(high - int(below * plain.internal_bytes))
         assert plan is not None, "the lower point of a wide step fits under its higher point"
-        asked[high] = plan
+        if proof:
+            asked[high] = plan
         plans.append(plan)
     front = pareto(plans)
     return OptimalCurve(plain, tuple(plans), tuple(front),
