@@ -408,6 +408,31 @@ for budget in budgets:
 show(widgets.TradeoffView(greedy_points, exact=exact).figure())
 
 # %% [markdown]
+# **The optimal curve, and why it has steps.** `mx.executor.optimal_curve` asks the exact
+# planner at budgets every `step` of the plain plan. Then, for every step of the curve wider
+# than `max_step`, it probes half a `max_step` under the step's higher point (a plan there
+# splits the step) and, when that finds nothing in between, asks just under the higher point.
+# Either a plan turns up between the two points, or the solver proves (gap 0) that everything
+# under the higher point costs at least the lower point: the step is then the graph's own, and
+# a budget inside it gets the lower point's plan at the lower point's cost. On a deep MLP every
+# activation is a big, equal block, so the curve moves in steps of one activation each, and
+# each is proven.
+
+# %%
+deep = mx.sym.Variable("data")
+for i in range(6):
+    deep = mx.sym.FullyConnected(deep, num_hidden=128, name=f"fc{i}")
+    deep = mx.sym.Activation(deep, act_type="relu", name=f"relu{i}")
+deep = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(deep, num_hidden=10, name="out"), name="softmax")
+deep_shapes = {"data": (16, 64)}
+optimal = mx.executor.optimal_curve(deep, deep_shapes, step=0.1, time_limit=20)
+for step in optimal.steps:
+    print(step.describe())
+assert all(step.proven or step.share <= 0.05 for step in optimal.steps)
+show(widgets.TradeoffView(mx.executor.tradeoff_curve(deep, deep_shapes),
+                          exact=optimal).figure())
+
+# %% [markdown]
 # **Summary.** A plan is data: entries with lifetimes, blocks, in-place pairs. In-place needs
 # an op's permission *and* an input no one else reads; co-share needs only lifetimes. What
 # backward reads (notebook 03) decides how long forward outputs live — which is why training
