@@ -123,6 +123,55 @@ def _steps(front: list[MemoryPlan], plain: int, asked: Mapping[int, MemoryPlan])
     return steps
 
 
+Solve = Callable[[int], "MemoryPlan | None"]  # a budget in bytes -> the exact plan, or None
+
+
+def _sweep(solve: Solve, plain: MemoryPlan, step: float) -> tuple[list[MemoryPlan], int]:
+    """Budgets every ``step`` of plain from the plain plan down, then halvings towards the
+    first budget nothing met: the plans found, and the highest failed budget (0: none)."""
+    plans, failed, share = [plain], 0, 1.0 - step  # the curve starts with no recomputation
+    while share > step / 2:
+        plan = solve(int(plain.internal_bytes * share))
+        if plan is None:
+            failed = int(plain.internal_bytes * share)
+            break
+        plans.append(plan)
+        share -= step
+    for _ in range(_END_HALVINGS):  # the curve's end: half-way between its last plan and failure
+        low = plans[-1].internal_bytes
+        if low - failed < 0.01 * plain.internal_bytes:
+            break
+        plan = solve((low + failed) // 2)
+        if plan is None:
+            failed = (low + failed) // 2
+        else:
+            plans.append(plan)
+    return plans, failed
+
+
+def _refine(solve: Solve, plans: list[MemoryPlan], plain: int, max_step: float,
+            refine: int) -> dict[int, MemoryPlan]:  # fmt: skip
+    """The wide steps, widest first: a probe half a ``max_step`` under the higher point, then a
+    proof just under it.  Appends every answer to ``plans``; returns the proofs' answers, keyed
+    by the higher point's bytes."""
+    asked: dict[int, MemoryPlan] = {}
+    probed: set[int] = set()  # the higher points probed half a max_step under
+    for _ in range(refine):
+        wide = [s for s in _steps(pareto(plans), plain, asked)
+                if s.share > max_step and not s.asked]  # fmt: skip
+        if not wide:
+            break
+        high = max(wide, key=lambda s: s.share).high.internal_bytes
+        proof = high in probed
+        probed.add(high)
+        plan = solve(high - int((_BELOW if proof else max_step / 2) * plain))
+        assert plan is not None, "the lower point of a wide step fits under its higher point"
+        if proof:
+            asked[high] = plan
+        plans.append(plan)
+    return asked
+
+
 def optimal_curve(
     sym: Any,
     shapes: Mapping[str, tuple],
@@ -164,39 +213,8 @@ def optimal_curve(
             )
         return plan
 
-    plans, failed, share = [plain], 0, 1.0 - step  # the curve starts with no recomputation
-    while share > step / 2:  # the sweep, from the plain plan down
-        plan = solve(int(plain.internal_bytes * share))
-        if plan is None:
-            failed = int(plain.internal_bytes * share)
-            break
-        plans.append(plan)
-        share -= step
-    for _ in range(_END_HALVINGS):  # the curve's end: half-way between its last plan and failure
-        low = plans[-1].internal_bytes if plans else plain.internal_bytes
-        if low - failed < 0.01 * plain.internal_bytes:
-            break
-        plan = solve((low + failed) // 2)
-        if plan is None:
-            failed = (low + failed) // 2
-        else:
-            plans.append(plan)
-    asked: dict[int, MemoryPlan] = {}  # a wide step's higher point -> the proof's answer
-    probed: set[int] = set()  # the higher points probed half a max_step under
-    for _ in range(refine):  # the wide steps, widest first: a probe, then a proof
-        wide = [s for s in _steps(pareto(plans), plain.internal_bytes, asked)
-                if s.share > max_step and not s.asked]  # fmt: skip
-        if not wide:
-            break
-        high = max(wide, key=lambda s: s.share).high.internal_bytes
-        proof = high in probed
-        probed.add(high)
-        below = _BELOW if proof else max_step / 2
-        plan = solve(high - int(below * plain.internal_bytes))
-        assert plan is not None, "the lower point of a wide step fits under its higher point"
-        if proof:
-            asked[high] = plan
-        plans.append(plan)
+    plans, failed = _sweep(solve, plain, step)
+    asked = _refine(solve, plans, plain.internal_bytes, max_step, refine)
     front = pareto(plans)
     return OptimalCurve(plain, tuple(plans), tuple(front),
                         tuple(_steps(front, plain.internal_bytes, asked)), failed)  # fmt: skip
