@@ -8,11 +8,14 @@ change that breaks one does not land:
 * at most six functions over the complexity limit, each marked
   ``# noqa: C901 -- why`` on its ``def`` line;
 * no module over 600 lines, except those listed below, which may not grow;
+* at most twelve functions over 60 lines (a long function is a chapter's
+  worth of steps: name them);
 * ``mypy`` on ``engine/`` and ``executor/``, with no error.
 """
 
 from __future__ import annotations
 
+import ast
 import pathlib
 import re
 import shutil
@@ -35,6 +38,10 @@ LARGE_MODULES = {
 }
 #: Functions allowed over ruff's complexity limit (each says why on its def line).
 MAX_COMPLEXITY_EXCEPTIONS = 6
+#: A function longer than this many lines (decorators and docstring included) is long ...
+FUNCTION_LINES = 60
+#: ... and at most this many may be (issue 38's target; there were 34).
+MAX_LONG_FUNCTIONS = 12
 
 
 def _tool(name: str) -> str:
@@ -103,6 +110,21 @@ def test_a_listed_large_module_does_not_grow(name):
     assert lines <= LARGE_MODULES[name], (
         f"{name} grew from {LARGE_MODULES[name]} to {lines} lines; move the new code to a "
         f"module of its own"
+    )
+
+
+def test_long_functions_are_few():
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                lines = node.end_lineno - first + 1
+                if lines > FUNCTION_LINES:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({lines})")
+    assert len(long) <= MAX_LONG_FUNCTIONS, (
+        f"{len(long)} functions are over {FUNCTION_LINES} lines (at most {MAX_LONG_FUNCTIONS}): "
+        f"{long}; split the new one into named steps"
     )
 
 
