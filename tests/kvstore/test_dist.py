@@ -452,8 +452,23 @@ def _marked(marker):
     return pids
 
 
-def test_ctrl_c_while_the_launcher_starts_ray_leaves_no_process():
-    """Before: Ray's agents (the dashboard and runtime-env agents) outlived the launcher."""
+def _runs(marker, prefix):
+    """True once a process of the job marked ``marker`` has a command line starting with ``prefix``."""
+    for pid in _marked(marker):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if handle.read().startswith(prefix.encode()):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def _interrupt_launcher(until):
+    """Start ``mxnb.launch -n 1 sleep 60``, Ctrl-C it once ``until(marker)``; its code and leftovers.
+
+    Whatever fails, the launcher is reaped and every process of the job killed.
+    """
     marker = f"{os.getpid()}-{time.time()}"
     launcher = subprocess.Popen(
         [sys.executable, "-m", "mxnb.launch", "-n", "1", "sleep", "60"],
@@ -464,18 +479,41 @@ def test_ctrl_c_while_the_launcher_starts_ray_leaves_no_process():
         # SIGINT raises in the launcher even when this run ignores it (a background job)
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )
-    deadline = time.time() + 90
-    while len(_marked(marker)) < 6 and time.time() < deadline:  # Ray's node is starting
-        time.sleep(0.05)
-    assert len(_marked(marker)) >= 6, "Ray did not start"
-    launcher.send_signal(signal.SIGINT)
     try:
-        assert launcher.wait(60) == 130
-        assert "interrupted" in launcher.stderr.read()
+        deadline = time.time() + 90
+        while not until(marker) and time.time() < deadline:
+            time.sleep(0.05)
+        assert until(marker), "the launcher never reached the point to interrupt"
+        launcher.send_signal(signal.SIGINT)
+        code = launcher.wait(60)
+        stderr = launcher.stderr.read()
     finally:
         launcher.kill()
+        launcher.wait()
         launcher.stderr.close()
-    left = _marked(marker)
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
+        left = _marked(marker)
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    return code, stderr, left
+
+
+def test_ctrl_c_while_the_launcher_starts_ray_leaves_no_process():
+    """Before: Ray's agents (the dashboard and runtime-env agents) outlived the launcher."""
+    code, stderr, left = _interrupt_launcher(lambda marker: len(_marked(marker)) >= 6)
+    assert code == 130, stderr
+    assert "interrupted" in stderr
+    assert not left, f"{len(left)} processes of the job left running"
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    ["ray::", "sleep"],
+    ids=["while-the-servers-start", "while-the-job-runs"],
+)
+def test_ctrl_c_after_ray_started_exits_130_and_leaves_no_process(prefix):
+    """Before: Ctrl-C while the servers started stopped the job, then the launcher
+    crashed in Ray's exit hooks (exit code -11, not 130)."""
+    code, stderr, left = _interrupt_launcher(lambda marker: _runs(marker, prefix))
+    assert code == 130, stderr
+    assert "interrupted" in stderr
     assert not left, f"{len(left)} processes of the job left running"
