@@ -450,10 +450,10 @@ def _exit_without_ray_hooks(code: int) -> None:
     """Leave with ``code`` once :func:`main` has stopped every process of the job.
 
     Ray's exit hooks talk to the processes ``main`` has just killed (its GCS,
-    its raylet): after a Ctrl-C while Ray started they waited for a GCS that
-    would not come back (60 s and more), and after one during the job the
-    interpreter's clean-up crashed (exit -11, not 130).  Nothing is left to
-    clean up, so the launcher flushes its output and leaves without them.
+    its raylet): after a Ctrl-C while the servers started, the interpreter's
+    clean-up crashed in them (exit -11, not 130), and one CI run saw the
+    launcher still alive 60 s after a Ctrl-C while Ray started.  Nothing is
+    left to clean up, so the launcher flushes its output and leaves without them.
     """
     sys.stdout.flush()
     sys.stderr.flush()
