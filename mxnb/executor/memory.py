@@ -237,17 +237,24 @@ def make_plan(graph: ExecGraph, placement: Placement, inplace: bool, coshare: bo
 def workspace_bytes(graph: ExecGraph) -> int:
     """The largest TEMP_SPACE request of the graph's ops (``temp_space_bytes``), in bytes.
 
-    The context's temp space grows to it; an op's backward and recompute
-    ask for what its forward asks (the im2col columns), so the forward steps say it all.
+    The context's temp space grows to it.  Each op is asked at its forward's
+    input shapes, for the forward (which a recompute repeats) and for its
+    backward step's requests (a gradient not wanted needs no scratch).
     """
     entries = graph.entries
+    backward_req = {
+        id(step.node): step.req for step in graph.steps if step.kind is StepKind.BACKWARD
+    }
     most = 0
     for step in graph.steps[: graph.num_forward_steps]:
         if step.prop is None:
             continue
         inputs = [entries[e] for e in step.in_data if e is not None]
-        asked = step.prop.temp_space_bytes([e.shape for e in inputs], [e.dtype for e in inputs])
-        most = max(most, asked)
+        shapes, types = [e.shape for e in inputs], [e.dtype for e in inputs]
+        most = max(most, step.prop.temp_space_bytes(shapes, types))
+        req = backward_req.get(id(step.node))
+        if req is not None:
+            most = max(most, step.prop.temp_space_bytes(shapes, types, req))
     return most
 
 

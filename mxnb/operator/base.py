@@ -328,8 +328,17 @@ class OperatorProperty:
         """Resources backward needs (default none)."""
         return []
 
-    def temp_space_bytes(self, in_shape: Sequence[tuple], in_type: Sequence[Any]) -> int:
-        """Bytes the op's TEMP_SPACE requests take at most, in any pass (default 0).
+    def temp_space_bytes(
+        self,
+        in_shape: Sequence[tuple],
+        in_type: Sequence[Any],
+        req: Sequence[OpReqType] | None = None,
+    ) -> int:
+        """Bytes of TEMP_SPACE one pass asks for (default 0), at the forward's input shapes.
+
+        ``req`` None: the forward (and a recompute); else the backward, with
+        one request per argument (``OpReqType.NULL``: that gradient is not
+        computed, and its scratch not asked for).
 
         The memory plan counts them (``MemoryPlan.workspace_bytes``), so the
         bytes a bound executor holds are known before it runs; an op that

@@ -128,10 +128,20 @@ def test_the_pooled_manager_holds_no_more_than_planned():
         assert measure_peak(sym, graph, plan, fresh_context("pooled")) == plan.total_bytes
 
 
-def test_workspace_is_the_largest_column_block():
-    """LeNet's second convolution: 20 channels x 5x5 kernel rows, 8x8 positions x batch 4 columns."""
+def test_workspace_is_the_largest_scratch_phase():
+    """LeNet's second convolution (data (4, 20, 12, 12), 50 filters of 5x5, output 8x8), its
+    float32 scratch, each part a multiple of 256 bytes here.  Every phase starts with the
+    columns (20 x 5x5 rows, 8x8 positions x batch 4).  The largest phase is backward's second:
+    the columns, then col2im's sums, along the last axis (20, 5, 8, 12, 4) then the first
+    (20, 12, 12, 4); they reuse the first phase's padded input (20, 12, 12, 4) and output
+    gradient (50, 8x8 x 4), as forward's output (50, 8x8 x 4) reuses its padded input.  The
+    first convolution computes no data gradient (the data has none): no sums, smaller."""
     plan = mx.executor.plan_memory(zoo.lenet(), {"data": (4, 1, 28, 28)})
-    assert plan.workspace_bytes == 20 * 25 * (8 * 8 * 4) * 4
+    columns, padded, out = 20 * 25 * 8 * 8 * 4, 20 * 12 * 12 * 4, 50 * 8 * 8 * 4
+    sums = 20 * 5 * 8 * 12 * 4 + 20 * 12 * 12 * 4
+    assert all(part * 4 % 256 == 0 for part in (columns, padded, out, sums))
+    assert columns + sums > columns + padded + out > columns + max(padded, out)
+    assert plan.workspace_bytes == 4 * (columns + sums)
     assert plan.total_bytes == plan.internal_bytes + plan.workspace_bytes
     assert mx.executor.plan_memory(zoo.mlp(), {"data": (4, 784)}).workspace_bytes == 0
 

@@ -37,7 +37,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 
 from ...base import NotSupportedError
 from ..base import OpReqType, ResourceRequest
@@ -45,9 +44,10 @@ from ..param import Param, Shape
 from ..partial import is_known, merge, partial_shape
 from ..registry import register
 from . import _common
+from ..workspace import Layout, carve, layout_bytes
 from ._common import KernelProp, fmt, parallel_chunks, strided_view, write
 
-__all__ = ["ConvolutionProp", "copy_batched", "fold", "unfold"]
+__all__ = ["ConvolutionProp", "copy_batched", "fold", "fold_shapes", "padded_shape", "unfold"]
 
 
 # ---------------------------------------------------------------------------
@@ -64,14 +64,6 @@ def _offsets(kernel: Sequence[int]) -> list[tuple]:
 
 def _fill(param: tuple, nd: int, value: int) -> tuple:
     return tuple(param) if param else (value,) * nd
-
-
-def _scratch(ctx: Any, xp: Any, shape: tuple, dtype: Any) -> Any:
-    """Scratch memory from the TEMP_SPACE resource when the caller provided it, else fresh."""
-    for resource in ctx.requested or ():
-        if hasattr(resource, "get_space"):
-            return resource.get_space(shape, dtype)
-    return xp.empty(shape, dtype=dtype)
 
 
 def copy_batched(xp: Any, dst: Any, src: Any, req: OpReqType = OpReqType.WRITE_TO) -> None:
@@ -108,22 +100,31 @@ def _to_front(a: Any) -> Any:
     return a.transpose((a.ndim - 1,) + tuple(range(a.ndim - 1)))
 
 
-def _batch_last(xp: Any, x: Any, pad: Sequence[int]) -> Any:
-    """``(N, C, *S)`` -> zero-padded ``(C, *(S + 2 pad), N)``: one transposing copy."""
-    spatial = x.shape[2:]
-    shape = (x.shape[1],) + tuple(s + 2 * p for s, p in zip(spatial, pad)) + (x.shape[0],)
+def padded_shape(data_shape: Sequence[int], pad: Sequence[int]) -> tuple[int, ...]:
+    """``(C, *(S + 2 pad), N)``: data ``(N, C, *S)`` zero-padded with the batch last."""
+    spatial = tuple(s + 2 * p for s, p in zip(data_shape[2:], pad))
+    return (data_shape[1],) + spatial + (data_shape[0],)
+
+
+def _batch_last(xp: Any, x: Any, pad: Sequence[int], out: Any) -> Any:
+    """``out`` = ``x (N, C, *S)`` zero-padded as ``(C, *(S + 2 pad), N)``: one transposing copy."""
     if not any(pad):
-        result = xp.empty(shape, dtype=x.dtype)
-        copy_batched(xp, result, _to_back(x))
-        return result
-    result = xp.zeros(shape, dtype=x.dtype)
+        copy_batched(xp, out, _to_back(x))
+        return out
+    spatial = x.shape[2:]
+    for axis, (p, s) in enumerate(zip(pad, spatial)):  # the padding only: the inside is copied
+        lead = (slice(None),) * (1 + axis)
+        out[lead + (slice(0, p),)] = 0
+        out[lead + (slice(p + s, None),)] = 0
     inner = (slice(None),) + tuple(slice(p, p + s) for p, s in zip(pad, spatial))
-    copy_batched(xp, result[inner], _to_back(x))
-    return result
+    copy_batched(xp, out[inner], _to_back(x))
+    return out
 
 
-def unfold(xp: Any, cols: Any, x: Any, kernel, stride, dilate, pad) -> Any:
+def unfold(xp: Any, cols: Any, padded: Any, x: Any, kernel, stride, dilate, pad) -> Any:
     """Fill ``cols (C*K, P*N)`` with the windows of ``x (N, C, *S)``; return ``cols``.
+
+    ``padded``: scratch of :func:`padded_shape`, where ``x`` is laid out first.
 
     MXNet's im2col (one ``(C*K, P)`` block per image), with the images side by
     side and the batch innermost: row ``c*K + k`` holds channel ``c`` at kernel
@@ -133,7 +134,7 @@ def unfold(xp: Any, cols: Any, x: Any, kernel, stride, dilate, pad) -> Any:
     contiguous values (long even for small feature maps), and the whole
     convolution is then ONE GEMM, ``W (F, C*K) @ cols``.
     """
-    padded = _batch_last(xp, x, pad)
+    padded = _batch_last(xp, x, pad, padded)
     nd = len(kernel)
     strides = padded.strides
     out_spatial = tuple(
@@ -153,31 +154,51 @@ def unfold(xp: Any, cols: Any, x: Any, kernel, stride, dilate, pad) -> Any:
     return cols
 
 
-def fold(xp: Any, cols: Any, target: Any, req: OpReqType, kernel, stride, dilate, pad) -> None:
+def _out_spatial(spatial: Sequence[int], kernel, stride, dilate, pad) -> tuple[int, ...]:
+    """Output size per spatial axis: ``(in + 2p - d(k-1) - 1) // s + 1``."""
+    return tuple(
+        (s + 2 * p - d * (k - 1) - 1) // st + 1
+        for s, p, d, k, st in zip(spatial, pad, dilate, kernel, stride)
+    )
+
+
+def fold_shapes(target_shape: Sequence[int], kernel, stride, dilate, pad) -> list[tuple[int, ...]]:
+    """The sums :func:`fold` makes, last spatial axis first: its scratch (what the plan counts)."""
+    n, c = target_shape[:2]
+    spatial = tuple(target_shape[2:])
+    current = (c,) + tuple(kernel) + _out_spatial(spatial, kernel, stride, dilate, pad) + (n,)
+    shapes = []
+    for axis in reversed(range(len(kernel))):
+        shape = list(current)
+        del shape[1 + axis]  # the kernel axis summed now
+        shape[1 + 2 * axis] = spatial[axis] + 2 * pad[axis]  # its output axis, now padded input
+        current = tuple(shape)
+        shapes.append(current)
+    return shapes
+
+
+def fold(
+    xp: Any, cols: Any, target: Any, req: OpReqType, kernel, stride, dilate, pad, sums: list
+) -> None:
     """``target (N, C, *S) (=|+=)`` the columns ``(C*K, P*N)`` summed over their windows (col2im).
 
     One spatial axis at a time: its ``k`` kernel offsets are added as strided
     slices into an array whose output axis has become the padded input axis
     (5 + 5 adds for a 5x5 kernel, not 25, each over long contiguous runs as
     the batch is innermost); the padding is then cropped off and the batch
-    moved back to the front by the write into ``target``.
+    moved back to the front by the write into ``target``.  ``sums``: scratch
+    arrays of :func:`fold_shapes`.
     """
     nd = len(kernel)
     n, c = target.shape[:2]
     spatial = target.shape[2:]
-    out_spatial = tuple(
-        (s + 2 * p - d * (k - 1) - 1) // st + 1
-        for s, p, d, k, st in zip(spatial, pad, dilate, kernel, stride)
-    )
+    out_spatial = _out_spatial(spatial, kernel, stride, dilate, pad)
     current = cols.reshape((c,) + tuple(kernel) + out_spatial + (n,))
-    for axis in reversed(range(nd)):
+    for axis, summed in zip(reversed(range(nd)), sums):
         # current: (C, k_0..k_axis, out_0..out_axis, padded_{axis+1}.., N)
         lead = 1 + axis  # the kernel axis summed now
         place = 1 + 2 * axis  # where its spatial axis sits once the kernel axis is gone
-        shape = list(current.shape)
-        del shape[lead]
-        shape[place] = spatial[axis] + 2 * pad[axis]
-        summed = xp.zeros(tuple(shape), dtype=cols.dtype)
+        summed[...] = 0
         step, size = stride[axis], out_spatial[axis]
         for offset in range(kernel[axis]):
             start = offset * dilate[axis]
@@ -321,21 +342,44 @@ class ConvolutionProp(_ConvBase):
         return shapes, [batch + (filters,) + tuple(out_spatial)], []
 
     def forward_resource(self, in_shape):
-        """TEMP_SPACE holds the im2col columns."""
+        """TEMP_SPACE holds the scratch (:meth:`_layout`)."""
         return [ResourceRequest.TEMP_SPACE]
 
     def backward_resource(self, in_shape):
-        """TEMP_SPACE holds the im2col columns."""
+        """TEMP_SPACE holds the scratch (:meth:`_layout`)."""
         return [ResourceRequest.TEMP_SPACE]
 
-    def temp_space_bytes(self, in_shape, in_type):
-        """The ``(C*K, P*N)`` columns (:meth:`_columns`), forward, backward and recompute alike."""
+    def temp_space_bytes(self, in_shape, in_type, req=None):
+        """The pass's :meth:`_phases` (a recompute runs the forward's)."""
         inferred = self.infer_shape([tuple(s) for s in in_shape])
         if inferred is None:
             return 0
-        out = inferred[1][0]
-        shape = self._columns_shape(tuple(in_shape[0]), math.prod(out[2:]))
-        return math.prod(shape) * np.dtype(in_type[0]).itemsize
+        data, out = tuple(in_shape[0]), tuple(inferred[1][0])
+        return layout_bytes(*self._phases(data, out, in_type[0], req))
+
+    def _phases(self, data: tuple, out: tuple, dtype: Any, req: Any = None) -> list[Layout]:
+        """The scratch of one pass (``req`` None: forward), carved from TEMP_SPACE and planned.
+
+        The ``(C*K, P*N)`` columns come first in every phase.  Forward: the
+        padded input they are cut from (:func:`padded_shape`), then the
+        output as ``(F, P*N)`` over it.  Backward: the padded input (for the
+        weight gradient only) and the output gradient as ``(F, P*N)``; then,
+        for the data gradient, :func:`fold`'s sums over both, once the columns
+        hold the data gradient's.
+        """
+        kernel, stride, dilate, pad = self._geometry()
+        positions = math.prod(out[2:])
+        columns = (self._columns_shape(data, positions), dtype)
+        padded = (padded_shape(data, pad), dtype)
+        result = ((out[1], positions * out[0]), dtype)
+        if req is None:
+            return [[columns, padded], [columns, result]]
+        weight_grad, data_grad = req[1] != OpReqType.NULL, req[0] != OpReqType.NULL
+        first = [columns, padded if weight_grad else ((0,), dtype), result]
+        if not data_grad:
+            return [first]
+        sums = fold_shapes(data, kernel, stride, dilate, pad)
+        return [first, [columns, *[(shape, dtype) for shape in sums]]]
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """Columns ``(C*K, P*N)`` (:func:`unfold`), ONE GEMM per group with the weight ``(F, C*K)``.
@@ -349,10 +393,10 @@ class ConvolutionProp(_ConvBase):
         n, f = out.shape[:2]
         positions = math.prod(out.shape[2:])
         groups = self.num_group
-        cols = unfold(xp, self._columns(ctx, x, positions), x, kernel, stride, dilate, pad)
+        (cols, padded), (_, result) = carve(ctx, *self._phases(x.shape, out.shape, x.dtype))
+        unfold(xp, cols, padded, x, kernel, stride, dilate, pad)
         weights = weight.reshape(f, -1)  # (F, C/G*K): the weight's own layout
         rows, f_group = weights.shape[1], f // groups
-        result = xp.empty((f, positions * n), dtype=out.dtype)
         for g in range(groups):
             xp.dot(
                 weights[g * f_group : (g + 1) * f_group],
@@ -360,8 +404,11 @@ class ConvolutionProp(_ConvBase):
                 out=result[g * f_group : (g + 1) * f_group],
             )
         moved = _to_front(result.reshape(f, positions, n))  # (N, F, P)
-        if req[0] == OpReqType.WRITE_TO and out.flags.c_contiguous and not self.no_bias:
-            xp.add(moved, in_data[2].reshape(f, 1), out=out.reshape(n, f, positions))
+        if req[0] == OpReqType.WRITE_TO and out.flags.c_contiguous:  # no (N, F, P) temporary
+            if self.no_bias:
+                copy_batched(xp, out.reshape(n, f, positions), moved)
+            else:
+                xp.add(moved, in_data[2].reshape(f, 1), out=out.reshape(n, f, positions))
             return
         if not self.no_bias:
             result += in_data[2].reshape(f, 1)
@@ -372,13 +419,8 @@ class ConvolutionProp(_ConvBase):
         when their sizes agree): :meth:`backward` copies ``dy`` before it writes ``dx``."""
         return [(out_grad[0], in_grad[0])]
 
-    def _columns(self, ctx: Any, x: Any, positions: int) -> Any:
-        """The ``(C*K, P*N)`` column block, from TEMP_SPACE when the caller provides it."""
-        return _scratch(ctx, ctx.xp, self._columns_shape(x.shape, positions), x.dtype)
-
     def _columns_shape(self, data_shape: tuple, positions: int) -> tuple[int, int]:
-        """``(C*K, P*N)``: the columns of data ``(N, C, ...)`` over ``positions`` output positions
-        (what the run takes from TEMP_SPACE, and what the plan counts)."""
+        """``(C*K, P*N)``: the columns of data ``(N, C, ...)`` over ``positions`` output positions."""
         return data_shape[1] * math.prod(self.kernel), positions * data_shape[0]
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
@@ -394,9 +436,9 @@ class ConvolutionProp(_ConvBase):
         positions = math.prod(g_out.shape[2:])
         groups = self.num_group
         f_group = f // groups
-        dy = xp.empty((f, positions, n), dtype=g_out.dtype)
-        copy_batched(xp, dy, _to_back(g_out.reshape(n, f, positions)))
-        dy = dy.reshape(f, -1)  # (F, P*N)
+        phases = self._phases(x.shape, g_out.shape, x.dtype, req)
+        (cols, padded, dy), *later = carve(ctx, *phases)
+        copy_batched(xp, dy.reshape(f, positions, n), _to_back(g_out.reshape(n, f, positions)))
         if not self.no_bias:
             if req[2] == OpReqType.WRITE_TO and in_grad[2].dtype == dy.dtype:
                 xp.sum(dy, axis=1, out=in_grad[2])
@@ -405,7 +447,7 @@ class ConvolutionProp(_ConvBase):
         weights = weight.reshape(f, -1)  # (F, C/G*K)
         rows = weights.shape[1]
         if req[1] != OpReqType.NULL:
-            cols = unfold(xp, self._columns(ctx, x, positions), x, kernel, stride, dilate, pad)
+            unfold(xp, cols, padded, x, kernel, stride, dilate, pad)
             direct = (
                 req[1] == OpReqType.WRITE_TO
                 and in_grad[1].flags.c_contiguous
@@ -426,11 +468,12 @@ class ConvolutionProp(_ConvBase):
                 write(in_grad[1], req[1], grad_w.reshape(weight.shape))
         if req[0] == OpReqType.NULL:
             return
-        dcols = self._columns(ctx, x, positions)  # the columns are not needed any more
+        dcols = cols  # the columns are not needed any more
         for g in range(groups):
             xp.dot(
                 weights[g * f_group : (g + 1) * f_group].T,
                 dy[g * f_group : (g + 1) * f_group],
                 out=dcols[g * rows : (g + 1) * rows],
             )
-        fold(xp, dcols, in_grad[0], req[0], kernel, stride, dilate, pad)
+        sums = later[0][1:]  # over the padded input and dy, which are done with
+        fold(xp, dcols, in_grad[0], req[0], kernel, stride, dilate, pad, sums)

@@ -34,13 +34,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 
 from ..base import ResourceRequest
 from ..param import Param, Shape
 from ..registry import register
 from ._common import fmt, strided_view, write
-from .conv import _ConvBase, _fill, _offsets, _scratch, copy_batched
+from ..workspace import Layout, carve, layout_bytes
+from .conv import _ConvBase, _fill, _offsets, copy_batched
 
 __all__ = ["DeconvolutionProp", "channel_last_padded", "col2im", "im2col"]
 
@@ -195,9 +195,13 @@ class DeconvolutionProp(_ConvBase):
         """TEMP_SPACE holds the columns."""
         return [ResourceRequest.TEMP_SPACE]
 
-    def temp_space_bytes(self, in_shape, in_type):
-        """The ``(N*I, K*F/g)`` channel-last columns, forward and backward alike."""
-        return math.prod(self._columns_shape(tuple(in_shape[0]))) * np.dtype(in_type[0]).itemsize
+    def temp_space_bytes(self, in_shape, in_type, req=None):
+        """The :meth:`_layout`, forward and backward alike."""
+        return layout_bytes(self._layout(tuple(in_shape[0]), in_type[0]))
+
+    def _layout(self, data_shape: tuple, dtype: Any) -> Layout:
+        """The scratch carved from TEMP_SPACE (and counted in the plan): the columns alone."""
+        return [(self._columns_shape(data_shape), dtype)]
 
     def _columns_shape(self, data_shape: tuple) -> tuple[int, int]:
         """``(N*I, K*F/g)``: the channel-last columns of data ``(N, C, *I)`` (what the run takes
@@ -222,7 +226,7 @@ class DeconvolutionProp(_ConvBase):
         x_cl = xp.ascontiguousarray(xp.moveaxis(x, 1, -1)).reshape(-1, c)  # (N*I, C)
         padded_spatial = tuple(o + 2 * p for o, p in zip(out_spatial, pad))
         result = xp.zeros((n,) + padded_spatial + (f,), dtype=x.dtype)
-        cols = _scratch(ctx, xp, self._columns_shape(x.shape), x.dtype)
+        ((cols,),) = carve(ctx, self._layout(x.shape, x.dtype))
         for g in range(groups):
             w = self._weight_matrix(xp, weight[g * c_group : (g + 1) * c_group])
             xp.matmul(x_cl[:, g * c_group : (g + 1) * c_group], w, out=cols)
@@ -257,7 +261,7 @@ class DeconvolutionProp(_ConvBase):
         x_cl = xp.ascontiguousarray(xp.moveaxis(x, 1, -1)).reshape(-1, c)
         grad_x = xp.empty(x_cl.shape, dtype=x.dtype)
         grad_w = xp.empty(weight.shape, dtype=weight.dtype)
-        cols = _scratch(ctx, xp, self._columns_shape(x.shape), x.dtype)
+        ((cols,),) = carve(ctx, self._layout(x.shape, x.dtype))
         for g in range(groups):
             im2col(
                 xp,

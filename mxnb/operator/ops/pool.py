@@ -36,10 +36,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...base import NotSupportedError, ParamError
-from ..base import OpReqType
+from ..base import OpReqType, ResourceRequest
 from ..param import Param, Shape
 from ..partial import merge, partial_shape
 from ..registry import register
+from ..workspace import Layout, carve, layout_bytes
 from ._common import KernelProp, fmt, parallel_chunks, write
 from .conv import _fill, _offsets
 
@@ -213,20 +214,80 @@ class PoolingProp(KernelProp):
             for k, s_, b, size, o in zip(kernel, stride, before, spatial, out)
         ]
 
-    def _max_stages(self, xp: Any, x: Any, axes: list, out: Sequence[int]) -> list[Any]:
+    def _max_stages(self, xp: Any, x: Any, axes: list, scratch: Sequence[Any]) -> list[Any]:
         """``[x, max along the last axis, along the last two, ...]``: all but axis 0 reduced.
 
         Last axis first, so that backward (:meth:`_route_max`), which undoes the
         stages from axis 0 on, picks the first row holding the max before the
-        first cell of that row: MXNet's row-major first maximum.
+        first cell of that row: MXNet's row-major first maximum.  ``scratch``:
+        the stages after ``x``, of :meth:`_stage_shapes`.
         """
         stages = [x]
-        for axis in range(len(axes) - 1, 0, -1):
-            shape = list(stages[-1].shape)
-            shape[2 + axis] = out[axis]
-            stage = xp.empty(tuple(shape), dtype=x.dtype)
+        for axis, stage in zip(range(len(axes) - 1, 0, -1), scratch):
             stages.append(self._max_stage(xp, stages[-1], axis, axes[axis], stage))
         return stages
+
+    @staticmethod
+    def _stage_shapes(shape: Sequence[int], out: Sequence[int]) -> list[tuple[int, ...]]:
+        """``[x's shape, then each stage's]`` of :meth:`_max_stages` for data of ``shape``."""
+        shapes = [tuple(shape)]
+        for axis in range(len(out) - 1, 0, -1):
+            reduced = list(shapes[-1])
+            reduced[2 + axis] = out[axis]
+            shapes.append(tuple(reduced))
+        return shapes
+
+    def _phases(self, shape: Sequence[int], dtype: Any, req: Any = None) -> list[Layout]:
+        """Max pooling's scratch for data of ``shape`` (``req`` None: forward), carved and planned.
+
+        Forward: the stages after ``x`` (:meth:`_stage_shapes`).  Backward:
+        those, and the gradient of each stage but the first (``x``'s is the
+        input gradient); then one phase per axis for :meth:`_route_max`: the
+        window masks ``found`` and ``pending`` and, unless the windows tile
+        the axis, ``head * found``, each the shape of the values routed back.
+        """
+        if req is not None and req[0] == OpReqType.NULL:
+            return []  # no gradient wanted: backward does nothing
+        kernel, stride, pad, out = self._geometry(shape[2:])
+        full = self._stage_shapes(shape, out)
+        stages = [(stage, dtype) for stage in full[1:]]
+        if req is None:
+            return [stages]
+        nd = len(out)
+        prefix = stages + [(full[nd - 1 - axis], dtype) for axis in range(nd - 1)]
+        tiled = self._tiled(shape[2:], kernel, stride, pad, out)
+        phases = []
+        for axis in range(nd):
+            value = tuple(shape[:2]) + tuple(out) if axis == 0 else full[nd - axis]
+            product = (0,) if tiled[axis] else value
+            phases.append(prefix + [(value, bool), (value, bool), (product, dtype)])
+        return phases
+
+    def _tiled(self, spatial, kernel, stride, pad, out) -> list[bool]:
+        """Per axis: the windows' input slices tile it (every input cell in exactly one window)."""
+        before = self._before(spatial, kernel, stride, pad, out)
+        return [
+            s_ == k and b == 0 and size == o * k
+            for k, s_, b, size, o in zip(kernel, stride, before, spatial, out)
+        ]
+
+    def _uses_scratch(self) -> bool:
+        """Windowed max pooling computes in TEMP_SPACE (:meth:`_phases`); the others need none."""
+        return self.pool_type == "max" and not self.global_pool
+
+    def forward_resource(self, in_shape):
+        """TEMP_SPACE for windowed max pooling's stages."""
+        return [ResourceRequest.TEMP_SPACE] if self._uses_scratch() else []
+
+    def backward_resource(self, in_shape):
+        """TEMP_SPACE for windowed max pooling's stages, their gradients and the window masks."""
+        return [ResourceRequest.TEMP_SPACE] if self._uses_scratch() else []
+
+    def temp_space_bytes(self, in_shape, in_type, req=None):
+        """The pass's :meth:`_phases` (0 unless windowed max pooling)."""
+        if not self._uses_scratch():
+            return 0
+        return layout_bytes(*self._phases(tuple(in_shape[0]), in_type[0], req))
 
     def _divisor(self, xp: Any, spatial, kernel, stride, pad, out, dtype) -> Any:
         """Window sizes per output position (MXNet's pool_size with or without padding)."""
@@ -260,9 +321,11 @@ class PoolingProp(KernelProp):
         before = self._before(x.shape[2:], kernel, stride, pad, out)
         if self.pool_type == "max":
             axes = self._axes(x.shape[2:], kernel, stride, before, out)
+            ((*scratch,),) = carve(ctx, *self._phases(x.shape, x.dtype))
 
             def chunk(start: int, stop: int) -> None:
-                stages = self._max_stages(xp, x[start:stop], axes, out)
+                part = [stage[start:stop] for stage in scratch]
+                stages = self._max_stages(xp, x[start:stop], axes, part)
                 self._max_stage(xp, stages[-1], 0, axes[0], result[start:stop])
 
             parallel_chunks(xp, x.shape[0], x.size, chunk)
@@ -285,6 +348,8 @@ class PoolingProp(KernelProp):
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """Scatter the head gradient back over the windows (max: to the first maximum only)."""
+        if req[0] == OpReqType.NULL:
+            return
         xp = ctx.xp
         grad_shape = in_grad[0].shape
         spatial = grad_shape[2:]
@@ -299,20 +364,24 @@ class PoolingProp(KernelProp):
         before = self._before(spatial, kernel, stride, pad, out)
         if self.pool_type == "max":
             axes = self._axes(spatial, kernel, stride, before, out)
-            tiled = [  # the offsets' input slices tile the axis: every cell written once
-                s_ == k and b == 0 and size == o * k
-                for k, s_, b, size, o in zip(kernel, stride, before, spatial, out)
-            ]
-            x, y = in_data[0], out_data[0]
+            tiled = self._tiled(spatial, kernel, stride, pad, out)
+            x, y, nd = in_data[0], out_data[0], len(axes)
+            phases = carve(ctx, *self._phases(x.shape, x.dtype, req))
+            stage_scratch, below_scratch = phases[0][: nd - 1], phases[0][nd - 1 : 2 * nd - 2]
+            masks = [phase[2 * nd - 2 :] for phase in phases]  # found, pending, head * found
 
             def chunk(start: int, stop: int) -> None:
-                stages = self._max_stages(xp, x[start:stop], axes, out)
-                head = g[start:stop]
-                above = y[start:stop]
-                for axis in range(len(axes)):  # stages[-1] was reduced along axis 0 into y
-                    source = stages[len(axes) - 1 - axis]
-                    below = grad[start:stop] if axis == len(axes) - 1 else xp.empty_like(source)
-                    self._route_max(xp, source, above, head, axis, axes[axis], below, tiled[axis])
+                cut = slice(start, stop)
+                stages = self._max_stages(xp, x[cut], axes, [a[cut] for a in stage_scratch])
+                head = g[cut]
+                above = y[cut]
+                for axis in range(nd):  # stages[-1] was reduced along axis 0 into y
+                    source = stages[nd - 1 - axis]
+                    below = grad[cut] if axis == nd - 1 else below_scratch[axis][cut]
+                    scratch = [a[cut] for a in masks[axis]]
+                    self._route_max(
+                        xp, source, above, head, axis, axes[axis], below, tiled[axis], scratch
+                    )
                     head, above = below, source
 
             parallel_chunks(xp, grad.shape[0], grad.size, chunk)
@@ -335,7 +404,7 @@ class PoolingProp(KernelProp):
 
     @staticmethod
     def _route_max(
-        xp: Any, source, value, head, axis: int, pairs: list, below, tiled: bool
+        xp: Any, source, value, head, axis: int, pairs: list, below, tiled: bool, scratch: list
     ) -> None:
         """``below`` = ``head`` sent back along spatial ``axis`` to the first max of each window.
 
@@ -345,15 +414,18 @@ class PoolingProp(KernelProp):
         axis 0 to the last, this is MXNet's rule, the first maximum in
         row-major order: the first row holding the max, then the first cell
         of that row.  ``tiled``: each input cell is in exactly one window.
+        ``scratch``: the masks ``found`` and ``pending`` (bool) and ``head *
+        found`` (unused when tiled), each shaped as ``value``.
         """
         lead = (slice(None),) * (2 + axis)
+        found_all, pending_all, product_all = scratch
         if not tiled:
             below[...] = 0
         pending = None  # outputs whose first max is not found yet (None: all)
         last = len(pairs) - 1
         for index, (out_slice, in_slice) in enumerate(pairs):
             at_out, at_in = lead + (out_slice,), lead + (in_slice,)
-            found = xp.equal(source[at_in], value[at_out])
+            found = xp.equal(source[at_in], value[at_out], out=found_all[at_out])
             if pending is not None:
                 xp.logical_and(found, pending[at_out], out=found)
             if index < last:
@@ -362,14 +434,16 @@ class PoolingProp(KernelProp):
                     and out_slice.start == 0
                     and out_slice.stop == value.shape[2 + axis]
                 ):
-                    pending = xp.logical_not(found)
+                    pending = xp.logical_not(found, out=pending_all)
                 else:
                     if pending is None:
-                        pending = xp.ones(value.shape, dtype=bool)
+                        pending = pending_all
+                        pending[...] = True
                     rows = pending[at_out]
                     xp.logical_xor(rows, found, out=rows)
             part = below[at_in]
             if tiled:
                 xp.multiply(head[at_out], found, out=part)
             else:
-                xp.add(part, head[at_out] * found, out=part)
+                product = xp.multiply(head[at_out], found, out=product_all[at_out])
+                xp.add(part, product, out=part)

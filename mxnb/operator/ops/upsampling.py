@@ -83,8 +83,8 @@ class UpSamplingProp(KernelProp):
         """Bilinear: TEMP_SPACE for the Deconvolution's columns."""
         return self.forward_resource(in_shape)
 
-    def temp_space_bytes(self, in_shape, in_type):
-        """Bilinear: the Deconvolution's columns (nearest needs none)."""
+    def temp_space_bytes(self, in_shape, in_type, req=None):
+        """Bilinear: the Deconvolution's columns, either pass (nearest needs none)."""
         if self.sample_type != "bilinear":
             return 0
         return self._bilinear().temp_space_bytes(in_shape[:1], in_type[:1])
