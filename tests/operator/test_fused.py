@@ -173,3 +173,43 @@ def test_an_output_that_is_an_inputs_memory_is_written_after_it_is_read():
     x = np.arange(4.0)
     assert squares(np, x, axis=(0,), scratch=x[...]) == 4 * (x * x).sum()  # scratch refused
     assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("act_type", ["tanh", "sigmoid"])
+@pytest.mark.parametrize("through", ["Activation", "unary op"])
+def test_activation_gradients_are_one_fused_kernel_in_mxnets_order(act_type, through):
+    """``dy * tanh_grad(y)`` / ``dy * sigmoid_grad(y)`` as MXNet orders them, bit for bit, on the
+    CPU (into the gradient, no temporary, aliasing the head gradient too) and one launch on a
+    GPU (the forward is one more)."""
+    from mxnb.operator.ops.elemwise import SIGMOID_GRAD, TANH_GRAD
+
+    g = RNG.standard_normal((6, 5, 7)).astype("float32")
+    y = np.tanh(RNG.standard_normal(g.shape)).astype("float32")
+    expected = g * (1 - y * y) if act_type == "tanh" else g * (y * (1 - y))
+    fused = TANH_GRAD if act_type == "tanh" else SIGMOID_GRAD
+    out, alias = np.empty_like(g), g.copy()
+    fused(np, g, y, out=[out])
+    fused(np, alias, y, out=[alias])
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(alias, expected)
+
+    def step(ctx):
+        x = mx.nd.array(np.random.default_rng(5).standard_normal((4, 6)).astype("float32"), ctx=ctx)
+        head = mx.nd.array(np.linspace(-1, 1, 24, dtype="float32").reshape(4, 6), ctx=ctx)
+        x.attach_grad()
+        with mx.autograd.record():
+            if through == "Activation":
+                y = mx.nd.Activation(x, act_type=act_type)
+            else:
+                y = getattr(mx.nd, act_type)(x)
+        y.backward(head)
+        return x.grad.asnumpy()
+
+    want = step(mx.cpu())
+    with fake_virtual_gpus() as xp:
+        step(mx.gpu(0))  # the first call verifies the kernel
+        launches = xp.launches
+        got = step(mx.gpu(0))
+        launches = xp.launches - launches
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert launches == 1

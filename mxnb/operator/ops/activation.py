@@ -30,6 +30,7 @@ from ..param import ANY, Param
 from ..partial import merge, partial_shape
 from ..registry import register
 from ._common import KernelProp, ufunc_into, write
+from .elemwise import SIGMOID_GRAD, TANH_GRAD
 
 __all__ = ["ActivationProp", "LeakyReLUProp", "erf"]
 
@@ -49,10 +50,14 @@ def erf(xp: Any, x: Any) -> Any:
 # Activation and LeakyReLU
 # ---------------------------------------------------------------------------
 
+_FUSED_GRADS = {"sigmoid": SIGMOID_GRAD, "tanh": TANH_GRAD}  # written once, in .elemwise
 _ACTIVATIONS = {
     "relu": (lambda xp, x: xp.maximum(x, 0), lambda xp, g, x, y: g * (y > 0)),
-    "sigmoid": (lambda xp, x: 1 / (1 + xp.exp(-x)), lambda xp, g, x, y: g * y * (1 - y)),
-    "tanh": (lambda xp, x: xp.tanh(x), lambda xp, g, x, y: g * (1 - y * y)),
+    "sigmoid": (
+        lambda xp, x: 1 / (1 + xp.exp(-x)),
+        lambda xp, g, x, y: SIGMOID_GRAD(xp, g, y)[0],
+    ),
+    "tanh": (lambda xp, x: xp.tanh(x), lambda xp, g, x, y: TANH_GRAD(xp, g, y)[0]),
     "softrelu": (lambda xp, x: xp.logaddexp(x, 0), lambda xp, g, x, y: g * -xp.expm1(-y)),
     "softsign": (lambda xp, x: x / (1 + xp.abs(x)), lambda xp, g, x, y: g / ((1 + xp.abs(x)) ** 2)),
 }
@@ -87,15 +92,20 @@ class ActivationProp(KernelProp):
         write(out_data[0], req[0], _ACTIVATIONS[self.act_type][0](ctx.xp, in_data[0]))
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
-        """dx = act'(.) * dy; relu multiplies by ``y > 0`` straight into the gradient."""
+        """dx = act'(.) * dy; relu multiplies by ``y > 0``, sigmoid and tanh run their fused
+        map, straight into the gradient."""
         xp, grad, head = ctx.xp, in_grad[0], out_grad[0]
-        if (
-            self.act_type == "relu"
-            and req[0] in (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
+        direct = (
+            req[0] in (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
             and grad.dtype == head.dtype
             and grad.dtype.kind == "f"
-        ):
+        )
+        if direct and self.act_type == "relu":
             xp.multiply(head, xp.greater(out_data[0], 0), out=grad)
+            return
+        fused = _FUSED_GRADS.get(self.act_type)
+        if direct and fused is not None and out_data[0].dtype == grad.dtype:
+            fused(xp, head, out_data[0], out=[grad])
             return
         value = _ACTIVATIONS[self.act_type][1](xp, out_grad[0], in_data[0], out_data[0])
         write(in_grad[0], req[0], value)

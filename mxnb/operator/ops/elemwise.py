@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from ..fused import FusedMap
 from ..param import DType, Param
 from ..registry import register, register_alias
 from ._common import (
@@ -96,6 +97,14 @@ def mod_grad(xp: Any, g: Any, value: Callable[[], Any]) -> Any:
     return value()
 
 
+#: The gradients of sigmoid and tanh (the ops here and ``Activation``'s), written once as fused
+#: maps: one kernel on a GPU; on the CPU each computed into its output with no temporary of its
+#: size unless the output shares the head gradient's memory.  MXNet's order of operations:
+#: ``out_grad * sigmoid_grad(y)`` and ``out_grad * tanh_grad(y)``.
+SIGMOID_GRAD = FusedMap("sigmoid_backward", ("g", "y"), ("dx",), "dx = g * (y * (1 - y))")
+TANH_GRAD = FusedMap("tanh_backward", ("g", "y"), ("dx",), "dx = g * (1 - y * y)")
+
+
 def _sigmoid(xp: Any, x: Any) -> Any:
     return 1 / (1 + xp.exp(-x))
 
@@ -109,12 +118,15 @@ UNARY: dict[str, UnaryRule] = {
     ),
     "sigmoid": UnaryRule(
         _sigmoid,
-        lambda xp, g, x, y: g * y * (1 - y),
+        lambda xp, g, x, y: SIGMOID_GRAD(xp, g, y)[0],
         OUTPUT,
         "Logistic sigmoid, 1 / (1 + exp(-x)).",
     ),
     "tanh": UnaryRule(
-        lambda xp, x: xp.tanh(x), lambda xp, g, x, y: g * (1 - y * y), OUTPUT, "Hyperbolic tangent."
+        lambda xp, x: xp.tanh(x),
+        lambda xp, g, x, y: TANH_GRAD(xp, g, y)[0],
+        OUTPUT,
+        "Hyperbolic tangent.",
     ),
     "exp": UnaryRule(lambda xp, x: xp.exp(x), lambda xp, g, x, y: g * y, OUTPUT, "Exponential."),
     "expm1": UnaryRule(
