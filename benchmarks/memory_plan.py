@@ -35,7 +35,8 @@ then the exact planner (issue #35, ``solver='milp'``) against the greedy search
 on Gluon's ``resnet18_v1`` and ``vgg16`` as MXNet 1.9.1 exported them
 (tests/executor/data/), batch 32: each budget's plan, solve time and proven gap,
 and the best plan within 0.35 and 1.0 of an extra forward against MXNet's own plan,
-then the exact curves of both (:func:`exact_curve`): the plain plan, the plain plan
+then (``--proofs`` alone) proofs at 8 budgets on the zoo's ResNet-18 and MXNet's resnet18_v1
+(:func:`proofs_at_eight_budgets`), then the exact curves of both (:func:`exact_curve`): the plain plan, the plain plan
 packed into one arena (no recomputation: a budget may use it), the floor no plan
 goes under (the largest step's working set), the greedy curve, the exact plans at
 budgets every 4 % of plain (30 s each, wall and CPU seconds), the widest step
@@ -261,6 +262,43 @@ def exact_planner_table(time_limit: float = 120.0) -> None:
                   f"({greedy.recompute_ratio:.2f}), of the budgets tried {best.internal_bytes / MB:.1f}"
                   f" ({best.recompute_ratio:.2f}) = {best.internal_bytes / MB / theirs['mirror_0_mb']:.2f}"
                   f"x MXNet, {best.internal_bytes / plain.internal_bytes:.2f}x plain")  # fmt: skip
+
+
+def proofs_at_eight_budgets(time_limit: float = 120.0) -> None:
+    """Issue #35's "proves optimality at >= 8 budgets", on the full-size ResNet-18s, batch 32.
+
+    Eight budgets evenly spaced from the smallest greedy plan to the packed plan (as
+    tests/executor/test_milp.py spaces them on its small networks), every argument with a
+    gradient; per budget the solver, its proven gap, the recompute FLOPs against the greedy
+    search's, and wall and CPU seconds.
+    """
+    print(
+        f"\nexact planner proofs at 8 budgets (time limit {time_limit:.0f} s), training, batch 32"
+    )
+    graphs = {
+        "zoo resnet (v2, 18 layers)": mx.executor.zoo.resnet(),
+        "resnet18_v1 (MXNet's export)": mx.sym.load(str(EXPORTS / "resnet18_v1_train-symbol.json")),
+    }
+    shapes = {"data": (32, 3, 224, 224)}
+    for name, sym in graphs.items():
+        points = mx.executor.tradeoff_curve(sym, shapes)
+        low = min(point.internal_bytes for point in points)
+        high = min(point.internal_bytes for point in points if point.recompute_ratio == 0)
+        proven = 0
+        print(f"{name}: budgets {low / MB:.1f} .. {high / MB:.1f} MiB")
+        for i in range(8):
+            budget = low + (high - 1 - low) * i // 7
+            greedy = mx.executor.plan_memory(sym, shapes, budget=budget)
+            wall, cpu = time.perf_counter(), time.process_time()
+            plan = mx.executor.plan_memory(sym, shapes, budget=budget, solver="milp",
+                                           time_limit=time_limit)  # fmt: skip
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            proven += plan.solver == "milp" and plan.mip_gap is not None and plan.mip_gap <= 1e-6
+            gap = "-" if plan.mip_gap is None else f"{plan.mip_gap:.2g}"
+            print(f"  budget {budget / MB:6.1f}: {plan.internal_bytes / MB:6.1f} MiB, {plan.solver}, "
+                  f"gap {gap}, {plan.recompute_flops:.3g} FLOPs (greedy {greedy.recompute_flops:.3g}),"
+                  f" {wall:.0f} s wall, {cpu:.0f} s CPU")  # fmt: skip
+        print(f"  proven optimal at {proven} of 8 budgets")
 
 
 def _export(name: str) -> tuple:
@@ -649,14 +687,19 @@ def main() -> None:
     if "--peak" in sys.argv:
         honest_peak()
         return
+    if "--proofs" in sys.argv:
+        proofs_at_eight_budgets()
+        return
     if "--milp" in sys.argv:
         exact_planner_table()
+        proofs_at_eight_budgets()
         exact_curves()
         return
     batches = (32,) if "--quick" in sys.argv else (1, 32, 64)
     plan_table(batches)
     recompute_table()
     exact_planner_table()
+    proofs_at_eight_budgets()
     exact_curves()
     honest_peak()
     held_out_curves()
