@@ -109,3 +109,23 @@ def test_scratch_is_what_the_plan_counts_and_nothing_else_is_allocated(case, dat
     assert data_bytes >= 2 * 2**20
     for extra in (forward_extra, backward_extra):  # views, and numpy's own ufunc buffers
         assert extra < 0.1 * data_bytes, (case, forward_extra, backward_extra, data_bytes)
+
+
+@pytest.mark.parametrize("params", [
+    {"kernel": (3, 3), "stride": (2, 2), "pad": (1, 1)},
+    {"kernel": (2, 3, 2), "stride": (2, 1, 2), "pad": (1, 1, 0)},
+], ids=["2d", "3d"])  # fmt: skip
+def test_max_pooling_chunks_running_at_once_share_no_scratch(monkeypatch, params):
+    """Batch chunks of one backward run on several threads, each at its own axis: the
+    gradient is the same with four threads as with one (the axes' masks never overlap)."""
+    shape = (8, 16, 130, 128) if len(params["kernel"]) == 2 else (8, 8, 34, 33, 40)
+    rng = np.random.default_rng(2)
+    x = np.round(rng.standard_normal(shape) * 2).astype(np.float32)  # ties: the first max wins
+    outputs, _, state = eager.run_forward("Pooling", [x], params, is_train=True)
+    head = rng.standard_normal(outputs[0].shape).astype(np.float32)
+    grads = {}
+    for threads in ("1", "4"):
+        monkeypatch.setenv("MXNB_OP_THREADS", threads)
+        grads[threads] = eager.run_backward(state, [head])[0]
+    assert x.size >= 1 << 20  # large enough to be split into chunks
+    np.testing.assert_array_equal(grads["4"], grads["1"])

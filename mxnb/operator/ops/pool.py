@@ -241,10 +241,12 @@ class PoolingProp(KernelProp):
         """Max pooling's scratch for data of ``shape`` (``req`` None: forward), carved and planned.
 
         Forward: the stages after ``x`` (:meth:`_stage_shapes`).  Backward:
-        those, and the gradient of each stage but the first (``x``'s is the
-        input gradient); then one phase per axis for :meth:`_route_max`: the
-        window masks ``found`` and ``pending`` and, unless the windows tile
-        the axis, ``head * found``, each the shape of the values routed back.
+        those, the gradient of each stage but the first (``x``'s is the input
+        gradient), and per axis for :meth:`_route_max` the window masks
+        ``found`` and ``pending`` and, unless the windows tile the axis,
+        ``head * found``, each the shape of the values routed back.  One phase
+        each: the batch chunks run at once, each on its own axis, so no two
+        axes' masks may share memory.
         """
         if req is not None and req[0] == OpReqType.NULL:
             return []  # no gradient wanted: backward does nothing
@@ -254,14 +256,13 @@ class PoolingProp(KernelProp):
         if req is None:
             return [stages]
         nd = len(out)
-        prefix = stages + [(full[nd - 1 - axis], dtype) for axis in range(nd - 1)]
+        layout = stages + [(full[nd - 1 - axis], dtype) for axis in range(nd - 1)]
         tiled = self._tiled(shape[2:], kernel, stride, pad, out)
-        phases = []
         for axis in range(nd):
             value = tuple(shape[:2]) + tuple(out) if axis == 0 else full[nd - axis]
             product = (0,) if tiled[axis] else value
-            phases.append(prefix + [(value, bool), (value, bool), (product, dtype)])
-        return phases
+            layout += [(value, bool), (value, bool), (product, dtype)]
+        return [layout]
 
     def _tiled(self, spatial, kernel, stride, pad, out) -> list[bool]:
         """Per axis: the windows' input slices tile it (every input cell in exactly one window)."""
@@ -366,9 +367,9 @@ class PoolingProp(KernelProp):
             axes = self._axes(spatial, kernel, stride, before, out)
             tiled = self._tiled(spatial, kernel, stride, pad, out)
             x, y, nd = in_data[0], out_data[0], len(axes)
-            phases = carve(ctx, *self._phases(x.shape, x.dtype, req))
-            stage_scratch, below_scratch = phases[0][: nd - 1], phases[0][nd - 1 : 2 * nd - 2]
-            masks = [phase[2 * nd - 2 :] for phase in phases]  # found, pending, head * found
+            ((*scratch,),) = carve(ctx, *self._phases(x.shape, x.dtype, req))
+            stage_scratch, below_scratch = scratch[: nd - 1], scratch[nd - 1 : 2 * nd - 2]
+            masks = [scratch[2 * nd - 2 + 3 * axis : 2 * nd + 1 + 3 * axis] for axis in range(nd)]
 
             def chunk(start: int, stop: int) -> None:
                 cut = slice(start, stop)
@@ -378,9 +379,9 @@ class PoolingProp(KernelProp):
                 for axis in range(nd):  # stages[-1] was reduced along axis 0 into y
                     source = stages[nd - 1 - axis]
                     below = grad[cut] if axis == nd - 1 else below_scratch[axis][cut]
-                    scratch = [a[cut] for a in masks[axis]]
+                    own = [a[cut] for a in masks[axis]]  # this chunk's rows of the masks
                     self._route_max(
-                        xp, source, above, head, axis, axes[axis], below, tiled[axis], scratch
+                        xp, source, above, head, axis, axes[axis], below, tiled[axis], own
                     )
                     head, above = below, source
 
