@@ -16,7 +16,9 @@ Rule: a pass of an op is one or more *phases*, each a layout
 from the block's start, so a later phase overlaps the earlier ones: what it
 shares with them is a common first part (the same shapes give the same
 views, contents kept), and the rest of it reuses memory that an earlier phase
-no longer needs.  The block holds the largest phase.  Views are valid until
+no longer needs, so phases are for steps that run one after another: work
+split over threads at once (``parallel_chunks``) keeps its arrays in one
+phase.  The block holds the largest phase.  Views are valid until
 the op returns (the next op that holds the temp space's engine var
 overwrites them), and their contents are garbage, so a kernel fills what must
 start at zero.  Without a TEMP_SPACE resource in ``ctx.requested`` (an op
