@@ -32,6 +32,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -134,7 +135,7 @@ class TempSpaceResource(Resource):
             (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
         )
         dtype = np_dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize
         if self.handle is None or self.handle.capacity < nbytes:
             if self.handle is not None:
                 storage.free(self.handle)

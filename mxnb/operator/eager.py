@@ -32,6 +32,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,7 +79,7 @@ class EagerTempSpace:
         """Return an uninitialised array of ``shape`` and ``dtype`` over the scratch block."""
         shape = tuple(int(s) for s in shape)
         dtype = np.dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize
         if self._block is None or self._block.size < nbytes:
             self._block = self.xp.empty(max(nbytes, 1), dtype=np.uint8)
         return self._block[:nbytes].view(dtype).reshape(shape)

@@ -37,14 +37,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-
 from ...base import NotSupportedError
 from ..base import OpReqType, ResourceRequest
 from ..param import Param, Shape
 from ..partial import is_known, merge, partial_shape
 from ..registry import register
-from . import _common
 from ..workspace import Layout, carve, layout_bytes
+from . import _common
 from ._common import KernelProp, fmt, parallel_chunks, strided_view, write
 
 __all__ = ["ConvolutionProp", "copy_batched", "fold", "fold_shapes", "padded_shape", "unfold"]
@@ -106,11 +105,11 @@ def padded_shape(data_shape: Sequence[int], pad: Sequence[int]) -> tuple[int, ..
     return (data_shape[1],) + spatial + (data_shape[0],)
 
 
-def _batch_last(xp: Any, x: Any, pad: Sequence[int], out: Any) -> Any:
+def _batch_last(xp: Any, x: Any, pad: Sequence[int], out: Any) -> None:
     """``out`` = ``x (N, C, *S)`` zero-padded as ``(C, *(S + 2 pad), N)``: one transposing copy."""
     if not any(pad):
         copy_batched(xp, out, _to_back(x))
-        return out
+        return
     spatial = x.shape[2:]
     for axis, (p, s) in enumerate(zip(pad, spatial)):  # the padding only: the inside is copied
         lead = (slice(None),) * (1 + axis)
@@ -118,7 +117,6 @@ def _batch_last(xp: Any, x: Any, pad: Sequence[int], out: Any) -> Any:
         out[lead + (slice(p + s, None),)] = 0
     inner = (slice(None),) + tuple(slice(p, p + s) for p, s in zip(pad, spatial))
     copy_batched(xp, out[inner], _to_back(x))
-    return out
 
 
 def unfold(xp: Any, cols: Any, padded: Any, x: Any, kernel, stride, dilate, pad) -> Any:
@@ -134,13 +132,10 @@ def unfold(xp: Any, cols: Any, padded: Any, x: Any, kernel, stride, dilate, pad)
     contiguous values (long even for small feature maps), and the whole
     convolution is then ONE GEMM, ``W (F, C*K) @ cols``.
     """
-    padded = _batch_last(xp, x, pad, padded)
+    _batch_last(xp, x, pad, padded)
     nd = len(kernel)
     strides = padded.strides
-    out_spatial = tuple(
-        (s - d * (k - 1) - 1) // st + 1
-        for s, d, k, st in zip(padded.shape[1:-1], dilate, kernel, stride)
-    )
+    out_spatial = _out_spatial(x.shape[2:], kernel, stride, dilate, pad)
     view = strided_view(
         xp,
         padded,
@@ -342,11 +337,11 @@ class ConvolutionProp(_ConvBase):
         return shapes, [batch + (filters,) + tuple(out_spatial)], []
 
     def forward_resource(self, in_shape):
-        """TEMP_SPACE holds the scratch (:meth:`_layout`)."""
+        """TEMP_SPACE holds the scratch (:meth:`_phases`)."""
         return [ResourceRequest.TEMP_SPACE]
 
     def backward_resource(self, in_shape):
-        """TEMP_SPACE holds the scratch (:meth:`_layout`)."""
+        """TEMP_SPACE holds the scratch (:meth:`_phases`)."""
         return [ResourceRequest.TEMP_SPACE]
 
     def temp_space_bytes(self, in_shape, in_type, req=None):
@@ -375,6 +370,8 @@ class ConvolutionProp(_ConvBase):
         if req is None:
             return [[columns, padded], [columns, result]]
         weight_grad, data_grad = req[1] != OpReqType.NULL, req[0] != OpReqType.NULL
+        if not weight_grad and not data_grad:
+            columns = ((0, 0), dtype)  # the bias gradient alone needs only the output gradient
         first = [columns, padded if weight_grad else ((0,), dtype), result]
         if not data_grad:
             return [first]

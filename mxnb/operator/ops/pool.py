@@ -237,20 +237,23 @@ class PoolingProp(KernelProp):
             shapes.append(tuple(reduced))
         return shapes
 
-    def _phases(self, shape: Sequence[int], dtype: Any, req: Any = None) -> list[Layout]:
+    def _phases(
+        self, shape: Sequence[int], dtype: Any, geometry: tuple, req: Any = None
+    ) -> list[Layout]:
         """Max pooling's scratch for data of ``shape`` (``req`` None: forward), carved and planned.
 
-        Forward: the stages after ``x`` (:meth:`_stage_shapes`).  Backward:
-        those, the gradient of each stage but the first (``x``'s is the input
-        gradient), and per axis for :meth:`_route_max` the window masks
-        ``found`` and ``pending`` and, unless the windows tile the axis,
-        ``head * found``, each the shape of the values routed back.  One phase
-        each: the batch chunks run at once, each on its own axis, so no two
-        axes' masks may share memory.
+        ``geometry``: :meth:`_geometry` of ``shape``.  Forward: the stages
+        after ``x`` (:meth:`_stage_shapes`).  Backward: those, the gradient of
+        each stage but the first (``x``'s is the input gradient), and per axis
+        for :meth:`_route_max` the window masks ``found`` and ``pending`` and,
+        unless the windows tile the axis, ``head * found``, each the shape of
+        the values routed back (:meth:`_backward_scratch` splits them again).
+        All in one phase: the batch chunks run at once, each at its own axis,
+        so no two axes' masks may share memory.
         """
         if req is not None and req[0] == OpReqType.NULL:
             return []  # no gradient wanted: backward does nothing
-        kernel, stride, pad, out = self._geometry(shape[2:])
+        kernel, stride, pad, out = geometry
         full = self._stage_shapes(shape, out)
         stages = [(stage, dtype) for stage in full[1:]]
         if req is None:
@@ -263,6 +266,17 @@ class PoolingProp(KernelProp):
             product = (0,) if tiled[axis] else value
             layout += [(value, bool), (value, bool), (product, dtype)]
         return [layout]
+
+    @staticmethod
+    def _backward_scratch(scratch: list, nd: int) -> tuple[list, list, list[list]]:
+        """Backward's carved arrays in :meth:`_phases`' order: the stages after ``x``, their
+        gradients, and per axis its masks (``found``, ``pending``, ``head * found``)."""
+        stages, belows, masks = (
+            scratch[: nd - 1],
+            scratch[nd - 1 : 2 * nd - 2],
+            scratch[2 * nd - 2 :],
+        )
+        return stages, belows, [masks[3 * axis : 3 * axis + 3] for axis in range(nd)]
 
     def _tiled(self, spatial, kernel, stride, pad, out) -> list[bool]:
         """Per axis: the windows' input slices tile it (every input cell in exactly one window)."""
@@ -288,7 +302,8 @@ class PoolingProp(KernelProp):
         """The pass's :meth:`_phases` (0 unless windowed max pooling)."""
         if not self._uses_scratch():
             return 0
-        return layout_bytes(*self._phases(tuple(in_shape[0]), in_type[0], req))
+        shape = tuple(in_shape[0])
+        return layout_bytes(*self._phases(shape, in_type[0], self._geometry(shape[2:]), req))
 
     def _divisor(self, xp: Any, spatial, kernel, stride, pad, out, dtype) -> Any:
         """Window sizes per output position (MXNet's pool_size with or without padding)."""
@@ -322,7 +337,8 @@ class PoolingProp(KernelProp):
         before = self._before(x.shape[2:], kernel, stride, pad, out)
         if self.pool_type == "max":
             axes = self._axes(x.shape[2:], kernel, stride, before, out)
-            ((*scratch,),) = carve(ctx, *self._phases(x.shape, x.dtype))
+            geometry = (kernel, stride, pad, out)
+            ((*scratch,),) = carve(ctx, *self._phases(x.shape, x.dtype, geometry))
 
             def chunk(start: int, stop: int) -> None:
                 part = [stage[start:stop] for stage in scratch]
@@ -367,9 +383,9 @@ class PoolingProp(KernelProp):
             axes = self._axes(spatial, kernel, stride, before, out)
             tiled = self._tiled(spatial, kernel, stride, pad, out)
             x, y, nd = in_data[0], out_data[0], len(axes)
-            ((*scratch,),) = carve(ctx, *self._phases(x.shape, x.dtype, req))
-            stage_scratch, below_scratch = scratch[: nd - 1], scratch[nd - 1 : 2 * nd - 2]
-            masks = [scratch[2 * nd - 2 + 3 * axis : 2 * nd + 1 + 3 * axis] for axis in range(nd)]
+            geometry = (kernel, stride, pad, out)
+            ((*scratch,),) = carve(ctx, *self._phases(x.shape, x.dtype, geometry, req))
+            stage_scratch, below_scratch, masks = self._backward_scratch(scratch, nd)
 
             def chunk(start: int, stop: int) -> None:
                 cut = slice(start, stop)
