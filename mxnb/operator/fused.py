@@ -23,9 +23,15 @@ Rule:
       both are), the other applied with ``out=``, so no
       temporary of the output's size is made (unless the other side reads
       memory the output shares: ``out=weight`` is safe).  An output may be
-      the same memory as an input, not a shifted part of one.
+      the same memory as an input, not a shifted part of one.  A temporary
+      the evaluation made itself takes the next result that fits it, so
+      ``1 - y * y`` makes one temporary, not two.
       A sum of a product ``a * b`` is a dot (``einsum``): the product is
       never stored.
+    * On numpy, a call given its outputs runs one block at a time
+      (:func:`.split.in_blocks`): what an operand needs computed apart from
+      the output (``g * (1 - y * y)`` when ``out`` is ``g``) takes a block's
+      memory, not the array's, and the block stays in the cache.
     * On a GPU the compiled kernel is the fast path and the statement-by-
       statement evaluation on cupy the plain one: the first call for each
       dtype runs both and compares (``_Guarded._verify``); a kernel that
@@ -51,10 +57,13 @@ Example::
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 import warnings
 from collections.abc import Sequence
 from typing import Any
+
+from .split import in_blocks
 
 __all__ = ["FUNCTIONS", "FusedMap", "FusedSum", "is_cupy"]
 
@@ -156,14 +165,21 @@ def _compile(node: ast.AST) -> Any:
         def unary(values: dict[str, Any], xp: Any, out: Any) -> Any:
             value = inner.run(values, xp, out if computed else None)  # type: ignore[attr-defined]
             ufunc = getattr(xp, function)
+            if out is None and computed and _holds(value, None):
+                out = value  # a temporary of this evaluation's own: reused
             return ufunc(value) if out is None else ufunc(value, out=out)
 
         return unary
     assert isinstance(node, ast.BinOp)
+    return _compile_binary(node)
+
+
+def _compile_binary(node: ast.BinOp) -> Any:
+    """:func:`_compile` of ``a op b``: which side goes into ``out``, and which temporary is reused."""
     left, right, name = node.left, node.right, _UFUNCS[type(node.op)]
     number, same = _NUMBERS[type(node.op)], node.same_sides  # type: ignore[attr-defined]
     right_first = _leaf(left) and not _leaf(right)  # ``x - (a * b)``: the right side into ``out``
-    left_computed = not _leaf(left)
+    left_computed, right_computed = not _leaf(left), not _leaf(right)
 
     def binary(values: dict[str, Any], xp: Any, out: Any) -> Any:
         ufunc = getattr(xp, name)
@@ -184,9 +200,27 @@ def _compile(node: ast.AST) -> Any:
                 return value
             out[...] = value
             return out
+        if out is None:  # a temporary of this evaluation's own takes the result, where it fits
+            out = a if left_computed and _holds(a, b) else None
+            out = b if out is None and not same and right_computed and _holds(b, a) else out
         return ufunc(a, b) if out is None else ufunc(a, b, out=out)
 
     return binary
+
+
+def _holds(value: Any, other: Any) -> bool:
+    """Whether ``value``, a fresh result, can hold ``op(value, other)``: a float array of the
+    result's shape and dtype (``other`` a number, None, or an array no larger of that dtype)."""
+    shape, dtype = getattr(value, "shape", ()), getattr(value, "dtype", None)
+    if not shape or dtype is None or dtype.kind != "f":  # a number or a numpy scalar
+        return False
+    if not hasattr(other, "dtype"):
+        return True
+    other_shape = tuple(other.shape)
+    return other.dtype == dtype and (
+        len(other_shape) <= len(shape)
+        and all(o in (1, s) for o, s in zip(reversed(other_shape), reversed(shape)))
+    )
 
 
 def _leaf(node: ast.AST) -> bool:
@@ -310,7 +344,11 @@ class FusedMap(_Guarded):
                             f"{list(self.inputs)}, got {len(args)}")  # fmt: skip
         kernel, verify = self._kernel(xp, args)
         if kernel is None and not verify:
-            return self.evaluate(xp, *args, out=out)
+            if not out:
+                return self.evaluate(xp, *args)
+            block = functools.partial(self._evaluate_block, xp)
+            in_blocks(xp, block, args, out)  # on numpy, a block at a time
+            return tuple(out)
         outs = list(out) if out else self.empty_outputs(xp, args)
         if not verify:
             kernel(*args, *outs)
@@ -325,6 +363,11 @@ class FusedMap(_Guarded):
             for target, value in zip(outs, expected):
                 target[...] = value
         return tuple(outs)
+
+    def _evaluate_block(self, xp: Any, *arrays: Any) -> None:
+        """:meth:`evaluate` of one block: the inputs' parts, then the outputs' (``in_blocks``)."""
+        count = len(self.inputs)
+        self.evaluate(xp, *arrays[:count], out=arrays[count:])
 
     def empty_outputs(self, xp: Any, args: Sequence[Any]) -> list:
         """An empty array per output: the inputs' broadcast shape, the first array's dtype."""

@@ -278,14 +278,14 @@ def test_lrn_value_and_gradient():
 )
 def test_chunked_parallel_kernels_equal_the_single_thread_result(monkeypatch, name, params, shapes):
     """Large inputs are split into chunks on the op thread pool; the result must not change."""
-    from mxnb.operator.ops import _common
+    from mxnb.operator import split
 
     inputs = [_rand(*shape, seed=i) for i, shape in enumerate(shapes)]
     aux = [np.zeros(5), np.ones(5)] if name == "BatchNorm" else None
     heads = None
     results = []
     for minimum, threads in [(1 << 40, "1"), (1, "3")]:
-        monkeypatch.setattr(_common, "PARALLEL_MIN_ELEMENTS", minimum)
+        monkeypatch.setattr(split, "PARALLEL_MIN_ELEMENTS", minimum)
         monkeypatch.setenv("MXNB_OP_THREADS", threads)
         outs, aux_out, state = eager.run_forward(name, inputs, params, aux=aux, is_train=True)
         heads = heads or [_rand(*o.shape, seed=9) for o in outs[:1]]

@@ -38,13 +38,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...base import NotSupportedError
+from .. import split
 from ..base import OpReqType, ResourceRequest
 from ..param import Param, Shape
 from ..partial import is_known, merge, partial_shape
 from ..registry import register
+from ..split import parallel_chunks
 from ..workspace import Layout, carve, layout_bytes
-from . import _common
-from ._common import KernelProp, fmt, parallel_chunks, strided_view, write
+from ._common import KernelProp, fmt, strided_view, write
 
 __all__ = ["ConvolutionProp", "copy_batched", "fold", "fold_shapes", "padded_shape", "unfold"]
 
@@ -74,7 +75,7 @@ def copy_batched(xp: Any, dst: Any, src: Any, req: OpReqType = OpReqType.WRITE_T
     """
     if req == OpReqType.NULL:
         return
-    if dst.size < _common.PARALLEL_MIN_ELEMENTS:  # no chunking: saves microseconds per call
+    if dst.size < split.PARALLEL_MIN_ELEMENTS:  # no chunking: saves microseconds per call
         write(dst, req, src)
         return
 

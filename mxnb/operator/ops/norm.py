@@ -36,7 +36,8 @@ from ..fused import FusedMap, FusedSum
 from ..param import AXIS, UNUSED, Param, Shape
 from ..partial import is_known, merge, partial_shape
 from ..registry import register
-from ._common import KernelProp, fmt, normalize_axis, parallel_chunks, write
+from ..split import parallel_chunks
+from ._common import KernelProp, fmt, normalize_axis, write
 
 __all__ = ["BatchNormProp", "DropoutProp"]
 

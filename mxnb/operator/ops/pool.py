@@ -40,8 +40,9 @@ from ..base import OpReqType, ResourceRequest
 from ..param import Param, Shape
 from ..partial import merge, partial_shape
 from ..registry import register
+from ..split import parallel_chunks
 from ..workspace import Layout, carve, layout_bytes
-from ._common import KernelProp, fmt, parallel_chunks, write
+from ._common import KernelProp, fmt, write
 from .conv import _fill, _offsets
 
 __all__ = ["PoolingProp"]
