@@ -180,7 +180,7 @@ def test_an_output_that_is_an_inputs_memory_is_written_after_it_is_read():
 def test_activation_gradients_are_one_fused_kernel_in_mxnets_order(act_type, through):
     """``dy * tanh_grad(y)`` / ``dy * sigmoid_grad(y)`` as MXNet orders them, bit for bit, on the
     CPU (into the gradient, no temporary, aliasing the head gradient too) and one launch on a
-    GPU (the forward is one more)."""
+    GPU; sigmoid's forward is a fused kernel too (tanh's is cupy's own ufunc)."""
     from mxnb.operator.ops.elemwise import SIGMOID_GRAD, TANH_GRAD
 
     g = RNG.standard_normal((6, 5, 7)).astype("float32")
@@ -212,4 +212,4 @@ def test_activation_gradients_are_one_fused_kernel_in_mxnets_order(act_type, thr
         got = step(mx.gpu(0))
         launches = xp.launches - launches
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
-    assert launches == 1
+    assert launches == (2 if act_type == "sigmoid" else 1)

@@ -4,12 +4,16 @@ kernel temporaries (issue 32, item 4)."""
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 
-from mxnb.operator import split
+from mxnb.operator import eager, split
+from mxnb.operator.base import OpContext, OpReqType
+from mxnb.operator.eager import EagerRandom, EagerTempSpace
 from mxnb.operator.ops import norm
-from mxnb.operator.ops.elemwise import SIGMOID_GRAD, TANH_GRAD
+from mxnb.operator.ops.elemwise import SIGMOID, SIGMOID_GRAD, TANH_GRAD
 
 RNG = np.random.default_rng(7)
 
@@ -58,7 +62,7 @@ def test_a_formula_in_blocks_equals_it_on_the_whole_array_bit_for_bit(monkeypatc
 
 @pytest.mark.parametrize(
     ("fused", "arity"),
-    [(TANH_GRAD, 2), (SIGMOID_GRAD, 2), (norm._NORMALIZE, 3), (norm._GRAD_DATA, 5)],
+    [(TANH_GRAD, 2), (SIGMOID_GRAD, 2), (SIGMOID, 1), (norm._NORMALIZE, 3), (norm._GRAD_DATA, 5)],
     ids=lambda v: getattr(v, "name", str(v)),
 )
 def test_fused_maps_in_blocks_equal_the_plain_path_bit_for_bit(fused, arity):
@@ -76,3 +80,96 @@ def test_fused_maps_in_blocks_equal_the_plain_path_bit_for_bit(fused, arity):
     in_place = args[0].copy()
     fused(np, in_place, *args[1:], out=(in_place,))
     np.testing.assert_array_equal(in_place, plain)
+
+
+# -- kernel temporaries: an op holds what the plan gave it, and a block or two besides --------
+
+
+def _peak(function) -> int:
+    tracemalloc.start()
+    try:
+        function()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _activation(act_type):
+    def case(n):
+        x = RNG.standard_normal((8, n)).astype(np.float32)
+        return "Activation", [x], {"act_type": act_type}, True
+
+    return case
+
+
+def _softmax(name):
+    def case(n):
+        x = RNG.standard_normal((n // 100, 800)).astype(np.float32)
+        inputs = (
+            [x] if name == "softmax" else [x, RNG.integers(0, 800, x.shape[0]).astype(np.float32)]
+        )
+        return name, inputs, {}, False
+
+    return case
+
+
+CASES = {
+    "relu": _activation("relu"),
+    "tanh": _activation("tanh"),
+    "sigmoid": _activation("sigmoid"),
+    "softmax": _softmax("softmax"),
+    "SoftmaxOutput": _softmax("SoftmaxOutput"),
+    "Concat": lambda n: ("Concat", [RNG.standard_normal((n // 64, 64)).astype(np.float32)] * 3,
+                         {"num_args": 3, "dim": 1}, False),
+    "SliceChannel": lambda n: ("SliceChannel", [RNG.standard_normal((n // 64, 256)).astype(np.float32)],
+                               {"num_outputs": 4}, False),
+    "Embedding": lambda n: ("Embedding", [RNG.integers(0, n // 32, (64, 35)).astype(np.float32),
+                                          RNG.standard_normal((n // 32, 256)).astype(np.float32)],
+                            {"input_dim": n // 32, "output_dim": 256}, False),
+    "Dropout": lambda n: ("Dropout", [RNG.standard_normal((8, n)).astype(np.float32)], {"p": 0.3}, False),
+    "avg Pooling": lambda n: ("Pooling", [RNG.standard_normal((n // 1024, 16, 32, 32)).astype(np.float32)],
+                              {"kernel": (3, 3), "pad": (1, 1), "pool_type": "avg"}, False),
+}  # fmt: skip
+
+
+def _temporaries(case: str, n: int) -> tuple[int, int, int]:
+    """Forward's and backward's allocation peaks (all outputs given), and the largest array."""
+    op, inputs, params, backward_in_place = CASES[case](n)
+    outputs, _, state = eager.run_forward(op, inputs, params, is_train=True)
+    heads = [RNG.standard_normal(out.shape).astype(np.float32) for out in outputs]
+    outs = [np.empty_like(out) for out in outputs]
+    grads = [np.empty_like(x) for x in inputs]
+    if backward_in_place:  # the planner's choice for Activation: the gradient over the head's
+        grads[0] = heads[0]
+    ctx = OpContext(
+        is_train=True, requested=[EagerRandom(0), EagerTempSpace()][: len(state.ctx.requested)]
+    )
+    ctx.requested[:] = [
+        r if not isinstance(r, EagerTempSpace) else EagerTempSpace() for r in state.ctx.requested
+    ]
+    write = [OpReqType.WRITE_TO] * len(outs)
+    forward = _peak(lambda: state.operator.forward(ctx, inputs, write, outs, []))
+    req = [OpReqType.WRITE_TO] * len(grads)
+    backward = _peak(lambda: state.operator.backward(ctx, heads, inputs, outs, req, grads, []))
+    largest = max(a.nbytes for a in [*inputs, *outs, *grads])
+    return forward, backward, largest
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_kernel_temporaries_do_not_grow_with_the_data(monkeypatch, case):
+    """At 4x the data, an op allocates hardly more than at 1x (a block per thread, a few rows,
+    a label's worth of indices), and under a fifth of its largest array: nothing the plan did
+    not count grows with the batch.  Each case allocated a temporary of its data's size, or
+    several, before."""
+    monkeypatch.setenv("MXNB_OP_THREADS", "2")
+    small = _temporaries(case, 1 << 18)
+    large = _temporaries(case, 1 << 20)
+    assert large[2] >= 4 << 20
+    for kind, before, after in (("forward", small[0], large[0]), ("backward", small[1], large[1])):
+        assert after - before <= 0.01 * (large[2] - small[2]) + (64 << 10), (
+            case,
+            kind,
+            small,
+            large,
+        )
+        assert after < 0.2 * large[2], (case, kind, small, large)

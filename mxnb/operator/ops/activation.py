@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -29,8 +30,9 @@ from ..base import OpReqType, ResourceRequest
 from ..param import ANY, Param
 from ..partial import merge, partial_shape
 from ..registry import register
+from ..split import in_blocks
 from ._common import KernelProp, ufunc_into, write
-from .elemwise import SIGMOID_GRAD, TANH_GRAD
+from .elemwise import SIGMOID, SIGMOID_GRAD, TANH_GRAD
 
 __all__ = ["ActivationProp", "LeakyReLUProp", "erf"]
 
@@ -51,6 +53,24 @@ def erf(xp: Any, x: Any) -> Any:
 # ---------------------------------------------------------------------------
 
 _FUSED_GRADS = {"sigmoid": SIGMOID_GRAD, "tanh": TANH_GRAD}  # written once, in .elemwise
+_UFUNCS = {"relu": "maximum", "tanh": "tanh"}  # forward as one ufunc into the output
+_UFUNCS_MORE = {"relu": (0,), "tanh": ()}  # the ufunc's operands after x
+
+
+def _direct(req: OpReqType, out: Any, operand: Any) -> bool:
+    """Whether a kernel may compute into ``out``: written (not added), floats of one dtype."""
+    return (
+        req in (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
+        and out.dtype == operand.dtype
+        and out.dtype.kind == "f"
+    )
+
+
+def _relu_backward(xp: Any, g: Any, y: Any, dx: Any) -> None:
+    """``dx = g * (y > 0)`` into ``dx`` (of one block: :func:`.split.in_blocks`)."""
+    xp.multiply(g, xp.greater(y, 0), out=dx)
+
+
 _ACTIVATIONS = {
     "relu": (lambda xp, x: xp.maximum(x, 0), lambda xp, g, x, y: g * (y > 0)),
     "sigmoid": (
@@ -84,28 +104,28 @@ class ActivationProp(KernelProp):
         return [(out_grad[0], in_grad[0])]
 
     def forward(self, ctx, in_data, req, out_data, aux):
-        """out = act(x); relu is one ``maximum`` straight into the output."""
-        if self.act_type == "relu" and ufunc_into(
-            ctx.xp, "maximum", out_data[0], req[0], in_data[0], 0
-        ):
+        """out = act(x); relu and tanh as one ufunc and sigmoid as its fused map, straight into
+        the output."""
+        xp, x, out = ctx.xp, in_data[0], out_data[0]
+        act = self.act_type
+        if act in _UFUNCS and ufunc_into(xp, _UFUNCS[act], out, req[0], x, *_UFUNCS_MORE[act]):
             return
-        write(out_data[0], req[0], _ACTIVATIONS[self.act_type][0](ctx.xp, in_data[0]))
+        if act == "sigmoid" and _direct(req[0], out, x):
+            SIGMOID(xp, x, out=(out,))
+            return
+        write(out, req[0], _ACTIVATIONS[act][0](xp, x))
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """dx = act'(.) * dy; relu multiplies by ``y > 0``, sigmoid and tanh run their fused
         map, straight into the gradient."""
-        xp, grad, head = ctx.xp, in_grad[0], out_grad[0]
-        direct = (
-            req[0] in (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
-            and grad.dtype == head.dtype
-            and grad.dtype.kind == "f"
-        )
-        if direct and self.act_type == "relu":
-            xp.multiply(head, xp.greater(out_data[0], 0), out=grad)
+        xp, grad, head, y = ctx.xp, in_grad[0], out_grad[0], out_data[0]
+        direct = _direct(req[0], grad, head)
+        if direct and self.act_type == "relu":  # the mask of one block at a time
+            in_blocks(xp, functools.partial(_relu_backward, xp), (head, y), (grad,))
             return
         fused = _FUSED_GRADS.get(self.act_type)
-        if direct and fused is not None and out_data[0].dtype == grad.dtype:
-            fused(xp, head, out_data[0], out=[grad])
+        if direct and fused is not None and y.dtype == grad.dtype:
+            fused(xp, head, y, out=[grad])
             return
         value = _ACTIVATIONS[self.act_type][1](xp, out_grad[0], in_data[0], out_data[0])
         write(in_grad[0], req[0], value)

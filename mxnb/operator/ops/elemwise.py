@@ -103,10 +103,12 @@ def mod_grad(xp: Any, g: Any, value: Callable[[], Any]) -> Any:
 #: ``out_grad * sigmoid_grad(y)`` and ``out_grad * tanh_grad(y)``.
 SIGMOID_GRAD = FusedMap("sigmoid_backward", ("g", "y"), ("dx",), "dx = g * (y * (1 - y))")
 TANH_GRAD = FusedMap("tanh_backward", ("g", "y"), ("dx",), "dx = g * (1 - y * y)")
+#: sigmoid itself, the same way (computed into an output given, in blocks on the CPU).
+SIGMOID = FusedMap("sigmoid", ("x",), ("y",), "y = 1 / (1 + exp(-x))")
 
 
 def _sigmoid(xp: Any, x: Any) -> Any:
-    return 1 / (1 + xp.exp(-x))
+    return SIGMOID(xp, x)[0]
 
 
 UNARY: dict[str, UnaryRule] = {

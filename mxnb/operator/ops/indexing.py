@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..base import OpReqType
 from ..param import ANY, AXIS, UNUSED, DType, Param
 from ..partial import is_known, merge, merge_all, partial_shape
 from ..registry import register
@@ -97,7 +98,9 @@ class EmbeddingProp(KernelProp):
         """Scatter-add rows into the weight gradient; indices get zero."""
         xp = ctx.xp
         index = _indices(xp, in_data[0], self.input_dim).reshape(-1)
-        grad = xp.zeros(in_grad[1].shape, dtype=in_grad[1].dtype)
+        written = req[1] in (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
+        grad = in_grad[1] if written else xp.empty(in_grad[1].shape, dtype=in_grad[1].dtype)
+        grad[...] = 0  # summed in the gradient itself when it is written, not added to
         xp.add.at(grad, index, out_grad[0].reshape(-1, self.output_dim))
         write(in_grad[1], req[1], grad)
         write(in_grad[0], req[0], 0)

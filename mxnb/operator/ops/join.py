@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base import OpReqType
 from ..param import AXIS, Param
 from ..partial import fmt_partial, is_known, merge, merge_all, partial_shape
 from ..registry import register, register_alias
@@ -39,6 +40,19 @@ class MoveProp(KernelProp):
     def declare_backward_dependency(self, out_grad, in_data, out_data):
         """Only the head gradients."""
         return list(out_grad)
+
+
+def _concatenate_into(xp: Any, parts: list, axis: int, out: Any, req: OpReqType) -> None:
+    """``out`` (as ``req`` says) = the parts joined along ``axis``; written parts are joined in it.
+
+    No joined copy is made when the output is written and every part has its dtype.
+    """
+    if req in (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE) and all(
+        part.dtype == out.dtype for part in parts
+    ):
+        xp.concatenate(parts, axis=axis, out=out)
+        return
+    write(out, req, xp.concatenate(parts, axis=axis))
 
 
 @register("Concat")
@@ -122,9 +136,9 @@ class ConcatProp(MoveProp):
         return [with_size(size) for size in sizes], [with_size(total)], []
 
     def forward(self, ctx, in_data, req, out_data, aux):
-        """xp.concatenate."""
+        """xp.concatenate, straight into the output when it is written."""
         dim = normalize_axis(self.dim, in_data[0].ndim, self.op_name, "dim")
-        write(out_data[0], req[0], ctx.xp.concatenate(list(in_data), axis=dim))
+        _concatenate_into(ctx.xp, list(in_data), dim, out_data[0], req[0])
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """Each input gets its slice of the head gradient."""
@@ -284,7 +298,7 @@ class SliceChannelProp(MoveProp):
             (g if g is not None else xp.zeros(part_shape, in_grad[0].dtype)).reshape(part_shape)
             for g in out_grad
         ]
-        write(in_grad[0], req[0], xp.concatenate(parts, axis=axis))
+        _concatenate_into(xp, parts, axis, in_grad[0], req[0])
 
 
 register_alias("split", "SliceChannel")

@@ -31,13 +31,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from ..base import OpReqType, ResourceRequest
 from ..fused import FusedMap, FusedSum
 from ..param import AXIS, UNUSED, Param, Shape
 from ..partial import is_known, merge, partial_shape
 from ..registry import register
 from ..split import parallel_chunks
-from ._common import KernelProp, fmt, normalize_axis, write
+from ._common import KernelProp, fmt, normalize_axis, ufunc_into, write
 
 __all__ = ["BatchNormProp", "DropoutProp"]
 
@@ -345,14 +347,27 @@ class DropoutProp(KernelProp):
         )
         generator = ctx.requested[0].generator
         keep = 1.0 - self.p
-        draws = xp.asarray(
-            generator.random(shape, dtype="float32" if x.dtype.itemsize <= 4 else "float64")
-        )
-        mask = (draws < keep).astype(x.dtype) * (1.0 / keep if keep > 0 else 0.0)
-        mask = xp.broadcast_to(mask, x.shape)
-        write(out_data[1], req[1], mask)
-        write(out_data[0], req[0], x * mask)
+        scale = 1.0 / keep if keep > 0 else 0.0
+        draw_type = "float32" if x.dtype.itemsize <= 4 else "float64"
+        mask = out_data[1]
+        if (
+            xp is np
+            and shape == x.shape
+            and req[1] == OpReqType.WRITE_TO
+            and (mask.dtype == draw_type and x.dtype == mask.dtype)
+        ):  # drawn (numpy's generator fills numpy arrays), compared and scaled in the mask: no
+            # temporaries, the same values
+            generator.random(shape, dtype=draw_type, out=mask)
+            xp.less(mask, keep, out=mask)
+            mask *= scale
+        else:
+            draws = xp.asarray(generator.random(shape, dtype=draw_type))
+            mask = xp.broadcast_to((draws < keep).astype(x.dtype) * scale, x.shape)
+            write(out_data[1], req[1], mask)
+        if not ufunc_into(xp, "multiply", out_data[0], req[0], x, mask):
+            write(out_data[0], req[0], x * mask)
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
-        """dx = dy * mask."""
-        write(in_grad[0], req[0], out_grad[0] * out_data[1])
+        """dx = dy * mask (into dx when it is written)."""
+        if not ufunc_into(ctx.xp, "multiply", in_grad[0], req[0], out_grad[0], out_data[1]):
+            write(in_grad[0], req[0], out_grad[0] * out_data[1])

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...base import NotSupportedError, ParamError
+from .. import split
 from ..base import OpReqType, ResourceRequest
 from ..param import Param, Shape
 from ..partial import merge, partial_shape
@@ -406,19 +407,32 @@ class PoolingProp(KernelProp):
             if grad is not target:
                 write(target, req[0], grad)
             return
-        grad[...] = 0
-        windows = self._windows(spatial, kernel, stride, before, out)
+        divisor = None
         if self.pool_type == "avg":
-            g = g / self._divisor(xp, spatial, kernel, stride, pad, out, g.dtype)
-
-        def chunk(start: int, stop: int) -> None:
-            grad_part, g_part = grad[start:stop], g[start:stop]
-            for out_index, in_index in windows:
-                grad_part[in_index] += g_part[out_index]
-
-        parallel_chunks(xp, grad.shape[0], grad.size, chunk)
+            divisor = self._divisor(xp, spatial, kernel, stride, pad, out, g.dtype)
+        self._scatter_windows(xp, g, divisor, grad, spatial, kernel, stride, before, out)
         if grad is not target:
             write(target, req[0], grad)
+
+    def _scatter_windows(self, xp, g, divisor, grad, spatial, kernel, stride, before, out) -> None:
+        """``grad`` = each window's head gradient (avg: over its ``divisor``) summed over its cells.
+
+        A block of samples at a time, so ``g / divisor`` is a block's temporary, not g's size.
+        """
+        grad[...] = 0
+        windows = self._windows(spatial, kernel, stride, before, out)
+        rows = max(1, split.BLOCK_ELEMENTS // max(1, math.prod(g.shape[1:])))
+
+        def chunk(start: int, stop: int) -> None:
+            for first in range(start, stop, rows):
+                part = slice(first, min(first + rows, stop))
+                grad_part, g_part = grad[part], g[part]
+                if divisor is not None:
+                    g_part = g_part / divisor
+                for out_index, in_index in windows:
+                    grad_part[in_index] += g_part[out_index]
+
+        parallel_chunks(xp, grad.shape[0], grad.size, chunk)
 
     @staticmethod
     def _route_max(

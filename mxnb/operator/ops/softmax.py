@@ -42,10 +42,26 @@ __all__ = ["LogSoftmaxProp", "MakeLossProp", "SoftmaxOutputProp", "SoftmaxProp"]
 # ---------------------------------------------------------------------------
 
 
-def _softmax(xp: Any, x: Any, axis: int, temperature: float = 1.0) -> Any:
-    shifted = (x - x.max(axis=axis, keepdims=True)) / temperature
-    e = xp.exp(shifted)
-    return e / e.sum(axis=axis, keepdims=True)
+def _softmax(xp: Any, x: Any, axis: int, temperature: float = 1.0, out: Any = None) -> Any:
+    """``exp((x - max) / t)``, normalized along ``axis``: computed in ``out`` (a new array when
+    None; ``out`` may be ``x``), so no temporary of x's size is made."""
+    peak = x.max(axis=axis, keepdims=True)
+    out = xp.empty_like(x) if out is None else out
+    xp.subtract(x, peak, out=out)
+    if temperature != 1:  # dividing by 1 changes nothing
+        xp.true_divide(out, temperature, out=out)
+    xp.exp(out, out=out)
+    xp.true_divide(out, out.sum(axis=axis, keepdims=True), out=out)
+    return out
+
+
+def _direct(req: Any, out: Any, x: Any) -> bool:
+    """Whether the kernel may compute in ``out``: written (not added), x's float dtype."""
+    return (
+        req in (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
+        and out.dtype == x.dtype
+        and (out.dtype.kind == "f")
+    )
 
 
 class _SoftmaxBase(KernelProp):
@@ -96,7 +112,8 @@ class _SoftmaxBase(KernelProp):
             shifted = (x - x.max(axis=axis, keepdims=True)) / t
             value = shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
         else:
-            value = _softmax(xp, x, axis, t)
+            direct = _direct(req[0], out_data[0], x)
+            value = _softmax(xp, x, axis, t, out_data[0] if direct else None)
         write(out_data[0], req[0], value)
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
@@ -107,9 +124,16 @@ class _SoftmaxBase(KernelProp):
         t = self.temperature or 1.0
         if self.log:
             value = g - xp.exp(y) * g.sum(axis=axis, keepdims=True)
+        elif _direct(req[0], in_grad[0], y) and not xp.may_share_memory(in_grad[0], g):
+            value = in_grad[0]  # the same operations, computed in the gradient
+            xp.multiply(g, y, out=value)
+            xp.subtract(g, value.sum(axis=axis, keepdims=True), out=value)
+            xp.multiply(y, value, out=value)
         else:
             value = y * (g - (g * y).sum(axis=axis, keepdims=True))
-        write(in_grad[0], req[0], value / t if t != 1.0 else value)
+        if t != 1.0:
+            value = xp.true_divide(value, t, out=value if value is in_grad[0] else None)
+        write(in_grad[0], req[0], value)
 
 
 @register("softmax")
@@ -209,7 +233,8 @@ class SoftmaxOutputProp(KernelProp):
         if not self.multi_output and not self.preserve_shape and x.ndim > 2:
             value = _softmax(xp, x.reshape(x.shape[0], -1), 1).reshape(x.shape)
         else:
-            value = _softmax(xp, x, self._class_axis(x.ndim))
+            out = out_data[0] if _direct(req[0], out_data[0], x) else None
+            value = _softmax(xp, x, self._class_axis(x.ndim), out=out)
         write(out_data[0], req[0], value)
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
