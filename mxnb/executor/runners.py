@@ -145,7 +145,25 @@ def _sum_runner(prepared: _Prepared, debug: bool) -> Callable[[Any], None]:
         else:
             out[...] = total
 
-    return run_sum
+    if add or len(parts) < 2 or not _sums_into(prepared.xp, out, parts):
+        return run_sum
+
+    add_into = prepared.xp.add
+
+    def run_sum_into(run_ctx: Any) -> None:  # the same additions, in the output: no temporary
+        add_into(parts[0], parts[1], out=out)
+        for part in parts[2:]:
+            add_into(out, part, out=out)
+
+    return run_sum_into
+
+
+def _sums_into(xp: Any, out: Any, parts: Sequence[Any]) -> bool:
+    """Whether a sum may add its parts up in ``out``: one dtype, and ``out`` none of the parts'
+    memory but the first's (the planner's in-place choice: it is read before it is written)."""
+    return all(part.dtype == out.dtype for part in parts) and not any(
+        xp.may_share_memory(out, part) for part in parts[1:]
+    )
 
 
 def _forward_runner(prepared: _Prepared, is_train: bool, debug: bool) -> Callable[[Any], None]:

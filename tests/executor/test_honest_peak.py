@@ -206,3 +206,36 @@ def test_kernel_temporaries_outside_the_plan_are_measured_beside_it():
     measured = mx.executor.measure_plan(sym, {"data": (8, 16)})
     assert SCRATCH <= measured.temporaries_bytes < SCRATCH + 2**20
     assert measured.plan.total_bytes < 2**20 and measured.measured_bytes < 2**20  # nor the pool
+
+
+def softmax_language_model(vocabulary: int = 4000):
+    """Words to their embedding to a softmax over the vocabulary: the LSTM models' last layers."""
+    sym = mx.sym
+    net = sym.Embedding(sym.Variable("data"), input_dim=vocabulary, output_dim=64, name="embed")
+    net = sym.FullyConnected(net, num_hidden=vocabulary, name="decode")
+    return sym.SoftmaxOutput(net, name="softmax")
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "shapes"),
+    [
+        ("residual sums", lambda: small_resnet(2, 32), {"data": (32, 3, 64, 64)}),
+        ("tanh", lambda: zoo.lenet(), {"data": (256, 1, 28, 28)}),
+        ("softmax", softmax_language_model, {"data": (1024,)}),
+    ],
+)
+def test_a_training_step_allocates_no_array_of_its_data_size_beside_the_plan(
+    monkeypatch, name, make, shapes
+):
+    """Kernels compute in the plan's arrays and workspace; what they allocate besides is a
+    block or two per op thread (mxnb/operator/split.py), whatever the batch.  Before, these
+    steps held temporaries of 1-3 of their largest arrays: the sums of residual gradients,
+    tanh's gradient in place, and softmax's shifted and exponentiated copies."""
+    from mxnb.operator import split
+
+    monkeypatch.setenv("MXNB_OP_THREADS", "2")
+    measured = mx.executor.measure_plan(make(), shapes)
+    bound = 2 * 2 * split.BLOCK_ELEMENTS * 4 + 2**20  # two float32 blocks a thread, and slack
+    largest = max(entry.nbytes for entry in measured.plan.entries)
+    assert largest > 2 * bound  # a temporary of the data's size would show
+    assert measured.temporaries_bytes < bound, (name, measured.temporaries_bytes / 2**20)
