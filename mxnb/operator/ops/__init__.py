@@ -25,9 +25,10 @@ through ``mx.nd.<name>`` / ``mx.sym.<name>``.
 
 Kernels are written once against the array module of the context
 (``ctx.xp``: numpy on the CPU, cupy on a GPU).  The cupy path has not run on
-GPU hardware.  Large BatchNorm and Pooling calls split their work over a
-small shared thread pool (``MXNB_OP_THREADS``, default: the CPU count), as
-MXNet's OpenMP loops do; :mod:`.eager` runs any op without engine or NDArray.
+GPU hardware.  Large BatchNorm, Convolution and Pooling calls split their
+work over a small shared thread pool (``MXNB_OP_THREADS``, default: the CPU
+count), as MXNet's OpenMP loops do, and elementwise formulas run in blocks
+(:mod:`mxnb.operator.split`); :mod:`.eager` runs any op without engine or NDArray.
 
 Example::
 
