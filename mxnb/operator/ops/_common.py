@@ -36,6 +36,7 @@ __all__ = [
     "PropOperator",
     "UfuncKernel",
     "broadcast_shape",
+    "computes_into",
     "fmt",
     "normalize_axes",
     "normalize_axis",
@@ -164,6 +165,17 @@ def ufunc_into(xp: Any, name: str, out: Any, req: OpReqType | int, *operands: An
             return False
     getattr(xp, name)(*operands, out=out)
     return True
+
+
+def computes_into(req: OpReqType | int, out: Any, operand: Any) -> bool:
+    """Whether a kernel may compute straight into ``out``: it is written (WRITE_TO or
+    WRITE_INPLACE, not added to) and holds floats of ``operand``'s dtype."""
+    return (
+        req in _DIRECT_REQS
+        and out is not None
+        and out.dtype == operand.dtype
+        and out.dtype.kind == "f"
+    )
 
 
 def ufunc_types_direct(in_types: Sequence[Any], out_types: Sequence[Any]) -> bool:

@@ -31,7 +31,7 @@ from ..param import ANY, Param
 from ..partial import merge, partial_shape
 from ..registry import register
 from ..split import in_blocks
-from ._common import KernelProp, ufunc_into, write
+from ._common import KernelProp, computes_into, ufunc_into, write
 from .elemwise import SIGMOID, SIGMOID_GRAD, TANH_GRAD
 
 __all__ = ["ActivationProp", "LeakyReLUProp", "erf"]
@@ -53,17 +53,10 @@ def erf(xp: Any, x: Any) -> Any:
 # ---------------------------------------------------------------------------
 
 _FUSED_GRADS = {"sigmoid": SIGMOID_GRAD, "tanh": TANH_GRAD}  # written once, in .elemwise
-_UFUNCS = {"relu": "maximum", "tanh": "tanh"}  # forward as one ufunc into the output
-_UFUNCS_MORE = {"relu": (0,), "tanh": ()}  # the ufunc's operands after x
-
-
-def _direct(req: OpReqType, out: Any, operand: Any) -> bool:
-    """Whether a kernel may compute into ``out``: written (not added), floats of one dtype."""
-    return (
-        req in (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
-        and out.dtype == operand.dtype
-        and out.dtype.kind == "f"
-    )
+_UFUNC_FORWARD = {
+    "relu": ("maximum", 0),
+    "tanh": ("tanh",),
+}  # one ufunc: its name, then x's partners
 
 
 def _relu_backward(xp: Any, g: Any, y: Any, dx: Any) -> None:
@@ -108,9 +101,10 @@ class ActivationProp(KernelProp):
         the output."""
         xp, x, out = ctx.xp, in_data[0], out_data[0]
         act = self.act_type
-        if act in _UFUNCS and ufunc_into(xp, _UFUNCS[act], out, req[0], x, *_UFUNCS_MORE[act]):
+        ufunc = _UFUNC_FORWARD.get(act)
+        if ufunc is not None and ufunc_into(xp, ufunc[0], out, req[0], x, *ufunc[1:]):
             return
-        if act == "sigmoid" and _direct(req[0], out, x):
+        if act == "sigmoid" and computes_into(req[0], out, x):
             SIGMOID(xp, x, out=(out,))
             return
         write(out, req[0], _ACTIVATIONS[act][0](xp, x))
@@ -119,7 +113,7 @@ class ActivationProp(KernelProp):
         """dx = act'(.) * dy; relu multiplies by ``y > 0``, sigmoid and tanh run their fused
         map, straight into the gradient."""
         xp, grad, head, y = ctx.xp, in_grad[0], out_grad[0], out_data[0]
-        direct = _direct(req[0], grad, head)
+        direct = computes_into(req[0], grad, head)
         if direct and self.act_type == "relu":  # the mask of one block at a time
             in_blocks(xp, functools.partial(_relu_backward, xp), (head, y), (grad,))
             return

@@ -32,7 +32,7 @@ from ..base import OpReqType
 from ..param import ANY, AXIS, DType, Param
 from ..partial import is_known, merge, partial_shape
 from ..registry import register
-from ._common import KernelProp, fmt, normalize_axis, write
+from ._common import KernelProp, computes_into, fmt, normalize_axis, write
 
 __all__ = ["LogSoftmaxProp", "MakeLossProp", "SoftmaxOutputProp", "SoftmaxProp"]
 
@@ -53,15 +53,6 @@ def _softmax(xp: Any, x: Any, axis: int, temperature: float = 1.0, out: Any = No
     xp.exp(out, out=out)
     xp.true_divide(out, out.sum(axis=axis, keepdims=True), out=out)
     return out
-
-
-def _direct(req: Any, out: Any, x: Any) -> bool:
-    """Whether the kernel may compute in ``out``: written (not added), x's float dtype."""
-    return (
-        req in (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
-        and out.dtype == x.dtype
-        and (out.dtype.kind == "f")
-    )
 
 
 class _SoftmaxBase(KernelProp):
@@ -112,7 +103,7 @@ class _SoftmaxBase(KernelProp):
             shifted = (x - x.max(axis=axis, keepdims=True)) / t
             value = shifted - xp.log(xp.exp(shifted).sum(axis=axis, keepdims=True))
         else:
-            direct = _direct(req[0], out_data[0], x)
+            direct = computes_into(req[0], out_data[0], x)
             value = _softmax(xp, x, axis, t, out_data[0] if direct else None)
         write(out_data[0], req[0], value)
 
@@ -124,7 +115,9 @@ class _SoftmaxBase(KernelProp):
         t = self.temperature or 1.0
         if self.log:
             value = g - xp.exp(y) * g.sum(axis=axis, keepdims=True)
-        elif _direct(req[0], in_grad[0], y) and not xp.may_share_memory(in_grad[0], g):
+        elif computes_into(req[0], in_grad[0], y) and not (
+            xp.may_share_memory(in_grad[0], g) or xp.may_share_memory(in_grad[0], y)
+        ):
             value = in_grad[0]  # the same operations, computed in the gradient
             xp.multiply(g, y, out=value)
             xp.subtract(g, value.sum(axis=axis, keepdims=True), out=value)
@@ -233,7 +226,7 @@ class SoftmaxOutputProp(KernelProp):
         if not self.multi_output and not self.preserve_shape and x.ndim > 2:
             value = _softmax(xp, x.reshape(x.shape[0], -1), 1).reshape(x.shape)
         else:
-            out = out_data[0] if _direct(req[0], out_data[0], x) else None
+            out = out_data[0] if computes_into(req[0], out_data[0], x) else None
             value = _softmax(xp, x, self._class_axis(x.ndim), out=out)
         write(out_data[0], req[0], value)
 
