@@ -209,8 +209,12 @@ def _compile_binary(node: ast.BinOp) -> Any:
 
 
 def _holds(value: Any, other: Any) -> bool:
-    """Whether ``value``, a fresh result, can hold ``op(value, other)``: a float array of the
-    result's shape and dtype (``other`` a number, None, or an array no larger of that dtype)."""
+    """Whether ``value``, a fresh result, can hold ``op(value, other)``: a numpy or cupy float
+    array of the result's shape and dtype (``other`` a number, None, or an array no larger of
+    that dtype).  Not an NDArray (higher-order gradients run maps on ``mx.nd``): its
+    functions take no ``out=``."""
+    if type(value).__module__.partition(".")[0] not in ("numpy", "cupy"):
+        return False
     shape, dtype = getattr(value, "shape", ()), getattr(value, "dtype", None)
     if not shape or dtype is None or dtype.kind != "f":  # a number or a numpy scalar
         return False
