@@ -16,11 +16,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
 
+from mxnb.executor import allocation_peak
 from mxnb.operator.ops import norm
 from mxnb.operator.ops.activation import _relu_backward
 from mxnb.operator.ops.elemwise import SIGMOID, SIGMOID_GRAD, TANH_GRAD
@@ -65,16 +65,6 @@ def measure(function: Callable[[], None]) -> tuple[float, float]:
     return wall, cpu
 
 
-def peak(function: Callable[[], None]) -> int:
-    """The allocation peak of one run (bytes)."""
-    tracemalloc.start()
-    try:
-        function()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def main() -> None:
     """Print one line per formula: blocks and whole (wall, CPU, temporaries), and the ratio."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -94,7 +84,7 @@ def main() -> None:
         for side, function in enumerate((blocks, whole)):
             wall = statistics.median(r[0] for r in runs[side])
             cpu = statistics.median(r[1] for r in runs[side])
-            figures.append((wall, cpu, peak(function)))
+            figures.append((wall, cpu, allocation_peak(function)))
         (bw, bc, bp), (ww, wc, wp) = figures
         print(f"{name:<28}{bw * 1e3:>11.2f}{bc * 1e3:>7.1f}{bp / 2**20:>10.2f}"
               f"{ww * 1e3:>10.2f}{wc * 1e3:>7.1f}{wp / 2**20:>10.2f}{bw / ww:>11.2f}x")  # fmt: skip

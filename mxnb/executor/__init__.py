@@ -32,7 +32,7 @@ Example::
 from . import zoo
 from .binding import bind, simple_bind
 from .executor import Executor
-from .measure import PlanMeasurement, measure_plan, measure_temporaries
+from .measure import PlanMeasurement, allocation_peak, measure_plan, measure_temporaries
 from .optimal import CurveStep, OptimalCurve, optimal_curve
 from .plan import EXTERNAL_STORAGE_ID, EntryKind, MemoryPlan, PlanEntry, StorageBlock
 from .planning import plan_memory
@@ -51,6 +51,7 @@ __all__ = [
     "PlanEntry",
     "StorageBlock",
     "TradeoffPoint",
+    "allocation_peak",
     "bind",
     "measure_plan",
     "measure_temporaries",

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import itertools
 import tracemalloc
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from .. import engine as _engine
@@ -66,6 +66,7 @@ from .steps import ExecGraph
 
 __all__ = [
     "PlanMeasurement",
+    "allocation_peak",
     "flops_overhead",
     "measure_peak",
     "measure_plan",
@@ -115,13 +116,22 @@ def measure_temporaries(exe: Executor) -> int:
     ``tracemalloc`` is left running.
     """
     training_step(exe)
+    return allocation_peak(lambda: training_step(exe))
+
+
+def allocation_peak(function: Callable[[], Any]) -> int:
+    """The most ``function()`` held allocated at once beyond what was allocated when it began.
+
+    In bytes, by :mod:`tracemalloc` (numpy reports its arrays to it); an
+    already running ``tracemalloc`` is left running.
+    """
     running = tracemalloc.is_tracing()
     if not running:
         tracemalloc.start()
     try:
         tracemalloc.reset_peak()
         before = tracemalloc.get_traced_memory()[0]
-        training_step(exe)
+        function()
         return max(tracemalloc.get_traced_memory()[1] - before, 0)
     finally:
         if not running:

@@ -4,14 +4,12 @@ kernel temporaries (issue 32, item 4)."""
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
+from mxnb.executor import allocation_peak
 from mxnb.operator import eager, split
-from mxnb.operator.base import OpContext, OpReqType
-from mxnb.operator.eager import EagerRandom, EagerTempSpace
+from mxnb.operator.base import OpReqType
 from mxnb.operator.ops import norm
 from mxnb.operator.ops.elemwise import SIGMOID, SIGMOID_GRAD, TANH_GRAD
 
@@ -85,15 +83,6 @@ def test_fused_maps_in_blocks_equal_the_plain_path_bit_for_bit(fused, arity):
 # -- kernel temporaries: an op holds what the plan gave it, and a block or two besides --------
 
 
-def _peak(function) -> int:
-    tracemalloc.start()
-    try:
-        function()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def _activation(act_type):
     def case(n):
         x = RNG.standard_normal((8, n)).astype(np.float32)
@@ -141,16 +130,13 @@ def _temporaries(case: str, n: int) -> tuple[int, int, int]:
     grads = [np.empty_like(x) for x in inputs]
     if backward_in_place:  # the planner's choice for Activation: the gradient over the head's
         grads[0] = heads[0]
-    ctx = OpContext(
-        is_train=True, requested=[EagerRandom(0), EagerTempSpace()][: len(state.ctx.requested)]
-    )
-    ctx.requested[:] = [
-        r if not isinstance(r, EagerTempSpace) else EagerTempSpace() for r in state.ctx.requested
-    ]
+    ctx = state.ctx  # the forward's resources: a temp space is grown already
     write = [OpReqType.WRITE_TO] * len(outs)
-    forward = _peak(lambda: state.operator.forward(ctx, inputs, write, outs, []))
+    forward = allocation_peak(lambda: state.operator.forward(ctx, inputs, write, outs, []))
     req = [OpReqType.WRITE_TO] * len(grads)
-    backward = _peak(lambda: state.operator.backward(ctx, heads, inputs, outs, req, grads, []))
+    backward = allocation_peak(
+        lambda: state.operator.backward(ctx, heads, inputs, outs, req, grads, [])
+    )
     largest = max(a.nbytes for a in [*inputs, *outs, *grads])
     return forward, backward, largest
 
