@@ -24,7 +24,7 @@ from mxnb.executor import allocation_peak
 from mxnb.operator.ops import norm
 from mxnb.operator.ops.activation import _relu_backward
 from mxnb.operator.ops.elemwise import SIGMOID, SIGMOID_GRAD, TANH_GRAD
-from mxnb.operator.split import BLOCK_ELEMENTS, _thread_count, in_blocks
+from mxnb.operator.split import BLOCK_ELEMENTS, op_threads, in_blocks
 
 SHAPE = (32, 64, 56, 56)
 
@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
     print(f"shape {SHAPE} float32, blocks of {BLOCK_ELEMENTS} elements, "
-          f"{_thread_count()} op threads; numpy {np.__version__}")  # fmt: skip
+          f"{op_threads()} op threads; numpy {np.__version__}")  # fmt: skip
     print(f"{'formula':<28}{'blocks ms':>11}{'cpu':>7}{'temp MiB':>10}"
           f"{'whole ms':>10}{'cpu':>7}{'temp MiB':>10}{'wall ratio':>12}")  # fmt: skip
     for name, (blocks, whole) in cases(np.random.default_rng(0)).items():

@@ -54,7 +54,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BLOCK_ELEMENTS", "PARALLEL_MIN_ELEMENTS", "block_index", "in_blocks", "parallel_chunks"]
+__all__ = [
+    "BLOCK_ELEMENTS",
+    "PARALLEL_MIN_ELEMENTS",
+    "block_index",
+    "in_blocks",
+    "op_threads",
+    "parallel_chunks",
+]
 
 #: arrays smaller than this many elements run on the calling thread only
 PARALLEL_MIN_ELEMENTS = 1 << 20
@@ -65,7 +72,8 @@ _POOL: Any = None
 _POOL_LOCK = threading.Lock()
 
 
-def _thread_count() -> int:
+def op_threads() -> int:
+    """The threads an op splits its work over: ``MXNB_OP_THREADS``, else the CPUs (at most 8)."""
     text = os.environ.get("MXNB_OP_THREADS", "")
     if text.strip():
         return max(1, int(text))
@@ -84,7 +92,7 @@ def parallel_chunks(xp: Any, size: int, work: int, function: Callable[[int, int]
     if work < PARALLEL_MIN_ELEMENTS or xp is not np:  # the common case first: a few tests only
         function(0, size)
         return
-    threads = min(_thread_count(), size)
+    threads = min(op_threads(), size)
     nested = threading.current_thread().name.startswith("mxnb-op")  # never wait on ourselves
     if threads <= 1 or nested:
         function(0, size)
@@ -94,9 +102,7 @@ def parallel_chunks(xp: Any, size: int, work: int, function: Callable[[int, int]
             if _POOL is None:
                 from concurrent.futures import ThreadPoolExecutor
 
-                _POOL = ThreadPoolExecutor(
-                    max_workers=_thread_count(), thread_name_prefix="mxnb-op"
-                )
+                _POOL = ThreadPoolExecutor(max_workers=op_threads(), thread_name_prefix="mxnb-op")
     bounds = [size * i // threads for i in range(threads + 1)]
     futures = [_POOL.submit(function, bounds[i], bounds[i + 1]) for i in range(1, threads)]
     function(bounds[0], bounds[1])  # the calling thread takes the first chunk
@@ -157,8 +163,11 @@ def in_blocks(
     ``outs``, which all have one shape.  Small arrays, other array modules
     and outputs of different shapes are given to ``function`` whole.
     """
+    if xp is not np or outs[0].size <= limit:  # the common case first: small arrays
+        function(*operands, *outs)
+        return
     shape = tuple(outs[0].shape)
-    if xp is not np or math.prod(shape) <= limit or any(tuple(o.shape) != shape for o in outs):
+    if any(tuple(out.shape) != shape for out in outs[1:]):
         function(*operands, *outs)
         return
     blocks = block_index(shape, limit)
