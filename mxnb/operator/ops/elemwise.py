@@ -241,6 +241,8 @@ _UNARY_UFUNCS = {
     **{name: name for name in ("rint", "trunc")},
     "fix": "trunc",
     "abs": "absolute",
+    "_copy": "positive",  # +x is the same bits: the copy made straight into the output
+    "BlockGrad": "positive",
 }
 for _name, _ufunc in _UNARY_UFUNCS.items():
     UNARY[_name] = replace(UNARY[_name], ufunc=_ufunc)
