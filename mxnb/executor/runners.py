@@ -40,6 +40,7 @@ import numpy as np
 from .. import engine as _engine_mod
 from ..ndarray.debug import check_written, poison_outputs, readonly_view
 from ..operator.base import OpContext, OpReqType
+from ..operator.ops.elemwise import sum_into
 from .recompute import REPLAYED_OPS
 from .steps import Step, StepKind
 
@@ -128,42 +129,17 @@ def make_runner(
 
 
 def _sum_runner(prepared: _Prepared, debug: bool) -> Callable[[Any], None]:
-    """A gradient sum: the parts added into the output (``ADD_TO``: onto it)."""
+    """A gradient sum: ElementWiseSum's kernel, the parts added into the output (``ADD_TO``: onto it)."""
     step = prepared.step
     parts = prepared.raw["in_data"]
     out = prepared.raw["out_data"][0]
-    add = step.req[0] == OpReqType.ADD_TO
     if debug:
         parts = [readonly_view(p, step.name, f"part{i}") for i, p in enumerate(parts)]
-
-    def run_sum(run_ctx: Any) -> None:
-        total = parts[0] + parts[1] if len(parts) > 1 else parts[0]
-        for part in parts[2:]:
-            total += part
-        if add:
-            out[...] += total
-        else:
-            out[...] = total
-
-    if add or len(parts) < 2 or not _sums_into(prepared.xp, out, parts):
-        return run_sum
-
-    add_into = prepared.xp.add
-
-    def run_sum_into(run_ctx: Any) -> None:  # the same additions, in the output: no temporary
-        add_into(parts[0], parts[1], out=out)
-        for part in parts[2:]:
-            add_into(out, part, out=out)
-
-    return run_sum_into
+    return partial(_run_sum, prepared.xp, parts, out, step.req[0])
 
 
-def _sums_into(xp: Any, out: Any, parts: Sequence[Any]) -> bool:
-    """Whether a sum may add its parts up in ``out``: one dtype, and ``out`` none of the parts'
-    memory but the first's (the planner's in-place choice: it is read before it is written)."""
-    return all(part.dtype == out.dtype for part in parts) and not any(
-        xp.may_share_memory(out, part) for part in parts[1:]
-    )
+def _run_sum(xp: Any, parts: Sequence[Any], out: Any, req: OpReqType, run_ctx: Any) -> None:
+    sum_into(xp, parts, out, req)
 
 
 def _forward_runner(prepared: _Prepared, is_train: bool, debug: bool) -> Callable[[Any], None]:

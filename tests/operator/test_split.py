@@ -115,6 +115,8 @@ CASES = {
     "Embedding": lambda n: ("Embedding", [RNG.integers(0, n // 32, (64, 35)).astype(np.float32),
                                           RNG.standard_normal((n // 32, 256)).astype(np.float32)],
                             {"input_dim": n // 32, "output_dim": 256}, False),
+    "ElementWiseSum": lambda n: ("ElementWiseSum", [RNG.standard_normal((8, n)).astype(np.float32)] * 3,
+                                 {"num_args": 3}, False),
     "_copy": lambda n: ("_copy", [RNG.standard_normal((8, n)).astype(np.float32)], {}, False),
     "Dropout": lambda n: ("Dropout", [RNG.standard_normal((8, n)).astype(np.float32)], {"p": 0.3}, False),
     "avg Pooling": lambda n: ("Pooling", [RNG.standard_normal((n // 1024, 16, 32, 32)).astype(np.float32)],

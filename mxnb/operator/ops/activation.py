@@ -53,10 +53,6 @@ def erf(xp: Any, x: Any) -> Any:
 # ---------------------------------------------------------------------------
 
 _FUSED_GRADS = {"sigmoid": SIGMOID_GRAD, "tanh": TANH_GRAD}  # written once, in .elemwise
-_UFUNC_FORWARD = {
-    "relu": ("maximum", 0),
-    "tanh": ("tanh",),
-}  # one ufunc: its name, then x's partners
 
 
 def _relu_backward(xp: Any, g: Any, y: Any, dx: Any) -> None:
@@ -101,8 +97,9 @@ class ActivationProp(KernelProp):
         the output."""
         xp, x, out = ctx.xp, in_data[0], out_data[0]
         act = self.act_type
-        ufunc = _UFUNC_FORWARD.get(act)
-        if ufunc is not None and ufunc_into(xp, ufunc[0], out, req[0], x, *ufunc[1:]):
+        if act == "relu" and ufunc_into(xp, "maximum", out, req[0], x, 0):
+            return
+        if act == "tanh" and ufunc_into(xp, "tanh", out, req[0], x):
             return
         if act == "sigmoid" and computes_into(req[0], out, x):
             SIGMOID(xp, x, out=(out,))

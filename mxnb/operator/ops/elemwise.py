@@ -31,12 +31,13 @@ Example::
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from ..base import OpReqType
 from ..fused import FusedMap
 from ..param import DType, Param
 from ..registry import register, register_alias
@@ -48,7 +49,7 @@ from ._common import (
     write,
 )
 
-__all__ = ["UNARY", "UnaryProp", "UnaryRule"]
+__all__ = ["UNARY", "UnaryProp", "UnaryRule", "sum_into"]
 
 NONE, INPUT, OUTPUT, BOTH = "none", "input", "output", "both"
 
@@ -352,6 +353,33 @@ class CastProp(KernelProp):
 register_alias("cast", "Cast")
 
 
+def sum_into(xp: Any, parts: Sequence[Any], out: Any, req: OpReqType | int) -> None:
+    """``out`` (as ``req`` says) = ``parts[0] + parts[1] + ...``, added in that order.
+
+    Added up in ``out`` itself, with no temporary, when it is written, every
+    part has its dtype and only the first part may share its memory (the
+    in-place option: it is read before ``out`` is written); else summed in a
+    new array and written.  ElementWiseSum's kernel, and the executor's
+    gradient sums.
+    """
+    if req == OpReqType.NULL:
+        return
+    if (
+        req in (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
+        and len(parts) > 1
+        and all(part.dtype == out.dtype for part in parts)
+        and not any(xp.may_share_memory(out, part) for part in parts[1:])
+    ):
+        xp.add(parts[0], parts[1], out=out)
+        for part in parts[2:]:
+            xp.add(out, part, out=out)
+        return
+    total = parts[0] + parts[1] if len(parts) > 1 else parts[0]
+    for part in parts[2:]:
+        total += part
+    write(out, req, total)
+
+
 @register("ElementWiseSum")
 class ElementWiseSumProp(KernelProp):
     """Sum of ``num_args`` arrays of the same shape (``add_n``)."""
@@ -376,11 +404,8 @@ class ElementWiseSumProp(KernelProp):
         return [(out_grad[0], in_grad[0])]
 
     def forward(self, ctx, in_data, req, out_data, aux):
-        """out = sum of the inputs (accumulated in a fresh buffer, in-place safe)."""
-        total = in_data[0].copy()
-        for array in in_data[1:]:
-            total += array
-        write(out_data[0], req[0], total)
+        """out = sum of the inputs, in order (:func:`sum_into`)."""
+        sum_into(ctx.xp, in_data, out_data[0], req[0])
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """Every input gradient is the head gradient; the one sharing its memory is written last."""
