@@ -108,7 +108,7 @@ test-gpu:
 	PYTHONPATH=$(CURDIR) $(GPU_PY) -m pytest -q -m gpu -p no:cacheprovider -W ignore::pytest.PytestConfigWarning tests/gpu
 
 # mxnet_reference.py is not here: it runs under real MXNet, by hand (see its docstring).
-BENCHMARKS := engine ndarray operators split memory_plan widgets extension io train bulk bucketing dist_kvstore exercises debugger
+BENCHMARKS := engine ndarray operators split updates memory_plan widgets extension io train bulk bucketing dist_kvstore exercises debugger
 
 bench: setup
 	$(PIP) install --quiet -e '.[bench]'  # PyTorch (CPU) is the peer of the operator benchmark

@@ -54,22 +54,34 @@ def _params(text: str, what: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _check_preamble(kernel: Any, preamble: str) -> None:
+    """Refuse, as nvrtc would, a call of a function that neither CUDA nor ``preamble`` defines."""
+    from ..operator.fused import PREAMBLE
+
+    for name in PREAMBLE:
+        if f"{name}(" in kernel.source() and PREAMBLE[name] not in preamble:
+            raise ValueError(f"{kernel.name}: {name}() is called but not defined in the preamble")
+
+
 class _ElementwiseKernel:
     """``cupy.ElementwiseKernel`` on numpy: the C statements read back as Python."""
 
     def __init__(self, module: FakeCupy, in_params: str, out_params: str, operation: str,
-                 name: str = "kernel") -> None:  # fmt: skip
+                 name: str = "kernel", preamble: str = "") -> None:  # fmt: skip
         from ..operator.fused import FusedMap
 
         self.module = module
         self.inputs = _params(in_params, name)
         self.outputs = _params(out_params, name)
+        if len(set(self.inputs + self.outputs)) < len(self.inputs + self.outputs):
+            raise ValueError(f"{name}: a parameter is declared twice: {in_params}; {out_params}")
         lines = []
         for line in filter(None, (part.strip() for part in operation.splitlines())):
             if not line.endswith(";"):
                 raise ValueError(f"{name}: {line!r} does not end with ';'")
             lines.append(line[:-1].removeprefix("T "))
         self.map = FusedMap(name, self.inputs, self.outputs, "\n".join(lines))
+        _check_preamble(self.map, preamble)
 
     def __call__(self, *args: Any) -> Any:
         inputs, outputs = args[: len(self.inputs)], list(args[len(self.inputs) :])
@@ -88,7 +100,7 @@ class _ReductionKernel:
 
     def __init__(self, module: FakeCupy, in_params: str, out_params: str, map_expr: str,
                  reduce_expr: str, post_map_expr: str, identity: str,
-                 name: str = "reduce_kernel") -> None:  # fmt: skip
+                 name: str = "reduce_kernel", preamble: str = "") -> None:  # fmt: skip
         from ..operator.fused import FusedMap
 
         (out,) = _params(out_params, name)
@@ -97,6 +109,7 @@ class _ReductionKernel:
                              f"identity {identity!r}, post-map {post_map_expr!r}")  # fmt: skip
         self.module = module
         self.map = FusedMap(name, _params(in_params, name), ("mapped",), f"mapped = {map_expr}")
+        _check_preamble(self.map, preamble)
 
     def __call__(self, *args: Any, axis: Any = None) -> Any:
         self.module.launches += 1

@@ -384,6 +384,30 @@ print(f"three calls on a GPU: {gpu_like.launches} launches (the first also ran t
 assert gpu_like.launches == 3
 
 # %% [markdown]
+# The optimizer's updates are written the same way. `sgd_mom_update` with gradient clipping is
+# three statements: one kernel on a GPU (with `clip`, which CUDA's math library lacks, defined in
+# the kernel's preamble). On the CPU, numpy runs them a block at a time for a large weight, so no
+# temporary of the weight's size is made, and as one Python function of array expressions for a
+# small one (a bias), where that is faster.
+
+# %%
+from mxnb.operator.registry import get  # noqa: E402
+from mxnb.testing.fake_cupy import fake_virtual_gpus  # noqa: E402
+
+update = get("sgd_mom_update").create_property(lr=0.1, momentum=0.9, clip_gradient=1.0)
+print("the statements:\n" + update.statements())
+with fake_virtual_gpus() as gpu_like:
+    weight, grad, mom = (mx.nd.ones((4, 3), ctx=mx.gpu(0)) for _ in range(3))
+    for step in range(3):
+        mx.nd.sgd_mom_update(weight, grad, mom, lr=0.1, momentum=0.9, clip_gradient=1.0, out=weight)
+    weight.wait_to_read()
+kernel = update.fused_map()  # the map the three calls ran: one per text
+print("\nthe CUDA C a GPU compiles:\n" + kernel.preamble() + "\n" + kernel.source())
+print("\nthe Python numpy runs on a small weight:\n" + kernel.python_source)
+print(f"\nthree updates on a GPU: {gpu_like.launches} kernel launches")
+assert gpu_like.launches == 3
+
+# %% [markdown]
 # **Summary.** Prototype in Python against NDArrays; run under `mx.engine.debug()` to catch
 # writes to inputs; gate every draft on `check_numeric_gradient`; then declare exactly what
 # backward reads — the planner turns an honest declaration into memory.

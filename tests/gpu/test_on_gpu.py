@@ -184,3 +184,43 @@ def test_batch_norms_fused_kernels_agree_with_the_cpu_and_are_kept(gpu):
         used = (norm._SQUARES, norm._STATS, norm._NORMALIZE, norm._CENTERED_DOT,
                 norm._BACKWARD_STATS, norm._GRAD_DATA)  # fmt: skip
         assert all(kernel._compiled.get(id(xp)) not in (None, False) for kernel in used)
+
+
+@pytest.mark.parametrize("clip", [-1.0, 0.1])
+def test_update_ops_agree_with_the_cpu_and_their_kernels_are_kept(gpu, clip):
+    """The optimizer updates written as fused maps (``ops/optimizer_ops.py``): on ``gpu`` the
+    weight and states are the CPU's, and on a real GPU each op's kernel (with ``clip`` from
+    the preamble when clipping) compiled, passed its first-call check and was kept."""
+    import warnings
+
+    from mxnb.operator.fused import is_cupy
+    from mxnb.operator.ops import optimizer_ops
+
+    ops = {
+        "sgd_update": 0, "sgd_mom_update": 1, "adam_update": 2, "rmsprop_update": 1,
+        "rmspropalex_update": 3,
+    }  # fmt: skip
+    rng = np.random.default_rng(11)
+    for op, count in ops.items():
+        start = [rng.standard_normal((64, 33)).astype(np.float32) for _ in range(2)]
+        states = [
+            1 + np.abs(rng.standard_normal((64, 33))).astype(np.float32) for _ in range(count)
+        ]
+        if op == "rmspropalex_update":
+            states[1] = 0.1 * states[1]  # its mean gradient: n - g * g stays positive
+        results = []
+        for ctx in (mx.cpu(), gpu):
+            weight, grad, *arrays = (mx.nd.array(a, ctx=ctx) for a in (*start, *states))
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", RuntimeWarning)  # a dropped kernel fails here
+                for _ in range(2):
+                    getattr(mx.nd, op)(weight, grad, *arrays, out=weight, lr=0.05, wd=1e-3,
+                                       rescale_grad=0.5, clip_gradient=clip)  # fmt: skip
+            results.append([a.asnumpy() for a in (weight, *arrays)])
+        for mine, theirs in zip(results[1], results[0]):
+            np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6, err_msg=op)
+    xp = gpu.array_module
+    if is_cupy(xp):
+        compiled = [k for k in optimizer_ops.MAPS.values() if id(xp) in k._compiled]
+        assert len(compiled) >= len(ops)
+        assert all(kernel._compiled[id(xp)] is not False for kernel in compiled), compiled

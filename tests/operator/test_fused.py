@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -47,6 +49,25 @@ def test_locals_broadcasting_and_functions():
     assert "y = x * invstd;" in normalize.source().splitlines()
 
 
+def test_clip_is_numpys_with_its_c_in_the_preamble():
+    """``clip(x, low, high)`` is numpy's clip on the plain path (a NaN stays NaN) and a function
+    of the kernel's preamble in C; the kernel is refused without it, as nvrtc would."""
+    bounded = FusedMap("bounded", ("x", "c"), ("y",), "y = clip(x * 2, -c, c)")
+    x = np.array([np.nan, -np.inf, -3.0, -0.25, 0.0, 0.25, 3.0, np.inf], dtype="float32")
+    expected = np.clip(x * 2, np.float32(-1.5), np.float32(1.5))
+    (y,) = bounded(np, x, np.float32(1.5))
+    np.testing.assert_array_equal(y, expected)  # NaN at the same place, the rest equal
+    assert bounded.source() == "y = clip(x * 2, -c, c);"
+    assert "__device__ T clip(T x, T low, T high)" in bounded.preamble()
+    assert FusedMap("plain", ("x",), ("y",), "y = sqrt(x)").preamble() == ""
+    xp = FakeCupy()
+    (z,) = bounded(xp, x, np.float32(1.5), out=[np.empty_like(x)])
+    np.testing.assert_array_equal(z, expected)
+    assert xp.launches == 1  # compiled (with the preamble) and verified against the plain path
+    with pytest.raises(ValueError, match="clip"):
+        xp.ElementwiseKernel("T x", "T y", "y = clip(x, x, x);", "no_preamble")
+
+
 def test_a_sum_with_scratch_spares_the_temporary():
     squares = FusedSum("squares", ("x", "mean"), "(x - mean) * (x - mean)")
     x = RNG.standard_normal((4, 3, 5)).astype("float32")
@@ -64,13 +85,15 @@ def test_a_sum_with_scratch_spares_the_temporary():
         ("y = x * 0.5", "not both Python and CUDA C"),  # a double literal in C
         ("y = 1 / 2 * x", "literal on both sides"),  # 0 in C, 0.5 in Python
         ("y = abs(x)", "not both Python and CUDA C"),
+        ("y = clip(x, x)", "clip(x, low, high)"),  # clip takes its two bounds
+        ("y = sqrt(x, x)", "not both Python and CUDA C"),
         ("y = x + z", "reads ['z'] before any statement sets them"),
         ("z = x", "no statement sets outputs ['y']"),
         ("y x", "one 'name = expression' per line"),
     ],
 )
 def test_refuses_what_is_not_the_same_in_python_and_c(statements, says):
-    with pytest.raises(ValueError, match=says.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(ValueError, match=re.escape(says)):
         FusedMap("bad", ("x",), ("y",), statements)
 
 
@@ -213,3 +236,52 @@ def test_activation_gradients_are_one_fused_kernel_in_mxnets_order(act_type, thr
         launches = xp.launches - launches
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
     assert launches == (2 if act_type == "sigmoid" else 1)
+
+
+def _every_fused_map():
+    """The library's fused maps: BatchNorm's, the activations', and each update op's."""
+    from mxnb.operator.ops import elemwise, norm
+    from mxnb.operator.registry import get
+
+    maps = [
+        m for module in (norm, elemwise) for m in vars(module).values() if isinstance(m, FusedMap)
+    ]
+    for op in ("sgd_update", "sgd_mom_update", "adam_update", "rmsprop_update",
+               "rmspropalex_update"):  # fmt: skip
+        for clip in (-1.0, 0.5):
+            extra = {"clip_weights": clip} if op.startswith("rms") else {}
+            prop = get(op).create_property(lr=0.1, clip_gradient=clip, **extra)
+            maps.append(prop.fused_map())
+    return maps
+
+
+@pytest.mark.parametrize("fused", _every_fused_map(), ids=repr)
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_small_array_path_is_the_plain_path_bit_for_bit(fused, dtype):
+    """Small outputs run ``python_source`` (the statements as numpy expressions): the same
+    values, bit for bit and NaN for NaN, as ``evaluate``, for every fused map of the library,
+    with arrays, numpy scalars and Python numbers as inputs, and an output over an input."""
+    shape = (3, 5)
+    args = []
+    for index, _ in enumerate(fused.inputs):
+        if index % 3 == 2:
+            args.append(0.25 + index)  # a Python number
+        elif index % 3 == 1:
+            args.append(np.asarray(0.5 + index / 7, dtype=dtype)[()])  # a numpy scalar
+        else:
+            args.append((RNG.standard_normal(shape) * 2).astype(dtype))
+    starts = [RNG.standard_normal(shape).astype(dtype) for _ in fused.outputs]
+    with np.errstate(all="ignore"):
+        expected = fused.evaluate(np, *args, out=[start.copy() for start in starts])
+        got = [start.copy() for start in starts]
+        fused(np, *args, out=got)
+        for mine, theirs in zip(got, expected):
+            np.testing.assert_array_equal(mine, theirs)
+        if hasattr(args[0], "shape"):  # the last output over the first input, as out=weight is
+            runs = []
+            for run in (fused, fused.evaluate):
+                outs = [start.copy() for start in starts[:-1]] + [args[0].copy()]
+                run(np, outs[-1], *args[1:], out=outs)
+                runs.append(outs)
+            for mine, theirs in zip(*runs):
+                np.testing.assert_array_equal(mine, theirs)

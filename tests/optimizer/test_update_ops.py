@@ -7,6 +7,10 @@ import numpy as np
 import pytest
 
 import mxnb as mx
+from mxnb.executor import allocation_peak
+from mxnb.operator import eager, split
+from mxnb.operator.base import OpReqType
+from mxnb.testing.fake_cupy import fake_virtual_gpus
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "optimizer_vectors.json")
 with open(DATA) as handle:
@@ -84,3 +88,77 @@ def test_sgd_mom_update_is_the_formula_bit_for_bit(clip, into):
     np.testing.assert_array_equal(out.asnumpy(), out_expected)
     if into == "other":
         np.testing.assert_array_equal(weight.asnumpy(), w)  # the input weight is untouched
+
+
+# The updates written as one fused map, with their states and the options that change the map.
+FUSED = {
+    "sgd_update": ([], {}),
+    "sgd_mom_update": (["mom"], {"momentum": 0.9}),
+    "adam_update": (["mean", "var"], {"beta1": 0.9, "beta2": 0.99, "epsilon": 1e-6}),
+    "rmsprop_update": (["n"], {"gamma1": 0.9, "epsilon": 1e-6, "clip_weights": 0.5}),
+    "rmspropalex_update": (["n", "g", "delta"], {"gamma1": 0.9, "gamma2": 0.8, "epsilon": 1.0}),
+}
+
+
+def _states(rng, op, shape):
+    """Starting states: positive ones, and centred RMSProp's mean gradient ``g`` small
+    (its ``n - g * g`` stays positive)."""
+    return [
+        (
+            0.1 * rng.standard_normal(shape)
+            if name == "g"
+            else 1 + np.abs(rng.standard_normal(shape))
+        ).astype("float32")
+        for name in FUSED[op][0]
+    ]
+
+
+def _update(ctx, op, shape, clip, steps=1, seed=3):
+    """``steps`` calls of ``op`` with ``out=weight`` on ``ctx``: the weight and states after."""
+    states, params = FUSED[op]
+    rng = np.random.default_rng(seed)
+    weight = mx.nd.array(rng.standard_normal(shape).astype("float32"), ctx=ctx)
+    grad = mx.nd.array(rng.standard_normal(shape).astype("float32"), ctx=ctx)
+    arrays = [mx.nd.array(value, ctx=ctx) for value in _states(rng, op, shape)]
+    for _ in range(steps):
+        getattr(mx.nd, op)(weight, grad, *arrays, out=weight, lr=0.05, wd=1e-3,
+                           rescale_grad=0.5, clip_gradient=clip, **params)  # fmt: skip
+    return [weight.asnumpy(), *(array.asnumpy() for array in arrays)]
+
+
+@pytest.mark.parametrize("clip", [-1.0, 0.1])
+@pytest.mark.parametrize("op", sorted(FUSED))
+def test_a_fused_update_is_one_kernel_on_a_gpu_and_agrees_with_the_cpu(op, clip):
+    """On a GPU (FakeCupy behind a virtual GPU: the CUDA C text read back and run) an update is
+    ONE kernel launch once its first call has checked the kernel, with the clipping options'
+    ``clip`` from the preamble; the weight and states equal the CPU's bit for bit."""
+    expected = _update(mx.cpu(0), op, (6, 7), clip, steps=2)
+    with fake_virtual_gpus() as xp:
+        _update(mx.gpu(0), op, (6, 7), clip)  # the first call for float32 verifies the kernel
+        launches = xp.launches
+        got = _update(mx.gpu(0), op, (6, 7), clip, steps=2)
+        launches = xp.launches - launches
+    for mine, theirs in zip(got, expected):
+        np.testing.assert_array_equal(mine, theirs)
+    assert launches == 2
+
+
+@pytest.mark.parametrize("op", sorted(FUSED))
+def test_a_fused_update_allocates_blocks_not_weights(monkeypatch, op):
+    """With 2 op threads, a large update allocates at most three blocks of floats a thread
+    beside its arrays, at 1 and at 4 times the weight: the array expressions made 2-5
+    temporaries of the weight's size (16-40 MiB at 1x)."""
+    monkeypatch.setenv("MXNB_OP_THREADS", "2")
+    bound = 2 * 3 * split.BLOCK_ELEMENTS * 4 + (64 << 10)
+    params = dict(FUSED[op][1], lr=0.05, wd=1e-3, clip_gradient=0.1)
+    rng = np.random.default_rng(5)
+    for rows in (2048, 8192):
+        weight, grad = (rng.standard_normal((rows, 1024)).astype("float32") for _ in range(2))
+        arrays = _states(rng, op, weight.shape)
+        _, _, state = eager.run_forward(op, [weight, grad], params, aux=arrays)
+        write = [OpReqType.WRITE_INPLACE]
+        peak = allocation_peak(
+            lambda: state.operator.forward(state.ctx, [weight, grad], write, [weight], arrays)
+        )
+        assert peak <= bound, (rows, peak)
+    assert weight.nbytes >= 2 * bound  # at 4x, one temporary of the weight's size would show

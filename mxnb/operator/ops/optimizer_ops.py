@@ -10,13 +10,19 @@ calls these ops with ``out=weight``; users may call them too
 Rule: the arguments are ``weight, grad``; the states the op rewrites
 (``mom``, ``mean``/``var``, ``n``, ``z``, ...) are declared as auxiliary
 states, which is how mxnb marks inputs an op mutates (MXNet's
-``FMutateInputs``).  The gradient is first rescaled, then clipped to
-``[-clip_gradient, clip_gradient]`` when ``clip_gradient >= 0``; kernels
-compute in the weight's dtype with the scalars rounded to it, as MXNet's
-``DType`` kernels do.  Every value is computed before the output is written,
-so ``out=weight`` is safe.
+``FMutateInputs``).  The gradient is first rescaled (Adam and RMSProp add
+the weight decay to it), then clipped to ``[-clip_gradient, clip_gradient]``
+when ``clip_gradient >= 0``; kernels compute in the weight's dtype with the
+scalars rounded to it, as MXNet's ``DType`` kernels do.  The updates made
+of arithmetic, ``sqrt`` and ``clip`` (SGD, momentum SGD, Adam, RMSProp) are
+written once as a :class:`~mxnb.operator.fused.FusedMap`: one kernel on a
+GPU, and on numpy the same statements a block at a time, so no temporary
+of the weight's size is made.  The others (NAG, FTRL, sign SGD, Signum) are
+array expressions.  The states are written before the weight, each element
+from its own old values, so ``out=weight`` is safe.
 
-State kept: none (the states are the caller's arrays).
+State kept: :data:`MAPS`, the fused maps made so far (the states are the
+caller's arrays).
 
 Example::
 
@@ -24,23 +30,52 @@ Example::
     >>> w = mx.nd.ones(2); g = mx.nd.ones(2)
     >>> mx.nd.sgd_update(w, g, lr=0.5, out=w).asnumpy().tolist()
     [0.5, 0.5]
+    >>> from mxnb.operator.registry import get
+    >>> print(get("sgd_mom_update").create_property(lr=0.1, clip_gradient=1.0).statements())
+    rescaled = clip(rescale_grad * grad, -clip_gradient, clip_gradient)
+    mom = momentum * mom - lr_wd * weight - lr * rescaled
+    out = weight + mom
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..fused import FusedMap
 from ..param import ANY, Param
 from ..registry import register
-from ._common import KernelProp, ufunc_into, write
+from ._common import KernelProp, computes_into, write
 
-__all__ = ["UpdateProp"]
+__all__ = ["MAPS", "ArrayUpdateProp", "UpdateProp"]
+
+
+#: The updates' fused maps, one per op and text (its clipping options): each dtype's kernel is
+#: compiled and checked once, however many properties share it.
+MAPS: dict[tuple[str, str], FusedMap] = {}
+
+
+def _fused(name: str, states: tuple[str, ...], scalars: tuple[str, ...], text: str) -> FusedMap:
+    """The update's map: inputs ``weight, grad`` and the scalars; outputs the states (read, then
+    rewritten) and ``out``."""
+    kernel = MAPS.get((name, text))
+    if kernel is None:
+        kernel = MAPS[name, text] = FusedMap(
+            name, ("weight", "grad", *scalars), (*states, "out"), text
+        )
+    return kernel
 
 
 class UpdateProp(KernelProp):
-    """Base of the update ops: inputs ``weight, grad``, mutated states as aux, one output."""
+    """Base of the update ops: inputs ``weight, grad``, mutated states as aux, one output.
+
+    A subclass gives its update as :meth:`formula`, statements of a fused map
+    that read ``rescaled`` (the gradient rescaled and clipped), the weight,
+    the states and the scalars, and set the states and ``out``.
+    """
 
     states: tuple[str, ...] = ()
+    #: Whether the weight decay joins the gradient before it is clipped (Adam, RMSProp).
+    decay_in_gradient = False
 
     lr = Param(float, unbounded=ANY, doc="Learning rate (a negative rate ascends).")
     wd = Param(float, unbounded=ANY, default=0.0, doc="Weight decay (L2 penalty).")
@@ -67,9 +102,10 @@ class UpdateProp(KernelProp):
         return []
 
     def init(self, kwargs: dict[str, Any]) -> None:
-        """Parse the parameters (and forget the scalars made from earlier ones)."""
+        """Parse the parameters (and forget the scalars and the map made from earlier ones)."""
         super().init(kwargs)
         self._scalars: dict[Any, dict[str, Any]] = {}
+        self._kernel: FusedMap | None = None
 
     def scalar(self, xp: Any, value: float, dtype: Any) -> Any:
         """``value`` rounded to the kernel's dtype (MXNet's ``DType(param)``)."""
@@ -85,14 +121,50 @@ class UpdateProp(KernelProp):
         key = (xp, dtype)
         values = self._scalars.get(key)
         if values is None:
-            values = {
-                name: self.scalar(xp, getattr(self, name), dtype)
-                for name in self.params
-                if isinstance(getattr(self, name), float)
-            }
+            values = {name: self.scalar(xp, getattr(self, name), dtype) for name in self.params
+                      if isinstance(getattr(self, name), float)}  # fmt: skip
             values["lr_wd"] = values["lr"] * values["wd"]
             self._scalars[key] = values
         return values
+
+    def fused_map(self) -> FusedMap:
+        """This update as one fused map: inputs ``weight, grad`` and :meth:`scalars`' names,
+        outputs the states and ``out`` (made on first use, shared by updates of one text)."""
+        if self._kernel is None:
+            names = (*(n for n in self.params if isinstance(getattr(self, n), float)), "lr_wd")
+            self._kernel = _fused(self.op_name, self.states, names, self.statements())
+        return self._kernel
+
+    def formula(self) -> str:
+        """The statements that set the states and ``out`` (see the class docstring)."""
+        raise NotImplementedError(self.op_name)
+
+    def statements(self) -> str:
+        """The whole update: ``rescaled`` as these parameters make it, then :meth:`formula`."""
+        gradient = "rescale_grad * grad" + (" + wd * weight" if self.decay_in_gradient else "")
+        if self.clip_gradient >= 0:
+            gradient = f"clip({gradient}, -clip_gradient, clip_gradient)"
+        lines = (line.strip() for line in self.formula().strip().splitlines())
+        return "\n".join((f"rescaled = {gradient}", *lines))
+
+    def forward(self, ctx, in_data, req, out_data, aux):
+        """Rewrite the states in ``aux`` and compute the new weight: one fused map.
+
+        The new weight goes straight into the output when it is written
+        (WRITE_TO / WRITE_INPLACE) in the weight's dtype; else into a
+        temporary that :func:`write` then stores as ``req`` says.
+        """
+        weight, grad = in_data
+        xp, out = ctx.xp, out_data[0]
+        values = self.scalars(xp, weight.dtype)
+        into = out if computes_into(req[0], out, weight) else xp.empty_like(weight)
+        self.fused_map()(xp, weight, grad, *values.values(), out=(*aux, into))
+        write(out, req[0], into)
+
+
+class ArrayUpdateProp(UpdateProp):
+    """An update written as array expressions (:meth:`step`): the ops that need ``sign``,
+    ``abs`` or a comparison, which a fused map does not have."""
 
     def rescaled(self, xp: Any, grad: Any) -> Any:
         """``clip(rescale_grad * grad, clip_gradient)`` (no clip when clip_gradient < 0)."""
@@ -121,41 +193,29 @@ class SGDUpdateProp(UpdateProp):
 
     lazy_update = Param(bool, default=True, doc="Only for row_sparse gradients (unused).")
 
-    def step(self, xp, weight, grad, states, s):
+    def formula(self) -> str:
         """Plain SGD."""
-        return (1 - s["lr"] * s["wd"]) * weight - s["lr"] * grad
+        return "out = (1 - lr_wd) * weight - lr * rescaled"
 
 
 @register("sgd_mom_update")
 class SGDMomUpdateProp(UpdateProp):
-    """``mom = momentum * mom - lr * wd * weight - lr * grad; weight += mom``."""
+    """``mom = momentum * mom - lr * wd * weight - lr * grad; weight += mom`` (MXNet's order)."""
 
     states = ("mom",)
     momentum = Param(float, low=0.0, high=1.0, default=0.0, doc="Decay of the momentum.")
     lazy_update = Param(bool, default=True, doc="Only for row_sparse gradients (unused).")
 
-    def forward(self, ctx, in_data, req, out_data, aux):
-        """SGD with momentum, the momentum rewritten in place and the weight written once.
-
-        The same float operations in the same order as
-        ``mom = momentum * mom - lr * wd * weight - lr * grad; out = weight + mom``
-        (MXNet's kernel), with two temporaries instead of six: the update runs
-        on every key of every step, between the devices' kernels.
+    def formula(self) -> str:
+        """SGD with momentum."""
+        return """
+            mom = momentum * mom - lr_wd * weight - lr * rescaled
+            out = weight + mom
         """
-        weight, grad = in_data
-        xp = ctx.xp
-        s = self.scalars(xp, weight.dtype)
-        grad = self.rescaled(xp, grad)
-        mom = aux[0]
-        mom *= s["momentum"]
-        mom -= s["lr_wd"] * weight
-        mom -= s["lr"] * grad
-        if not ufunc_into(xp, "add", out_data[0], req[0], weight, mom):  # safe when out is weight
-            write(out_data[0], req[0], weight + mom)
 
 
 @register("nag_mom_update")
-class NAGMomUpdateProp(UpdateProp):
+class NAGMomUpdateProp(ArrayUpdateProp):
     """Nesterov momentum, as MXNet 1.9.1's kernel computes it.
 
     ``m = momentum * mom; weight' = weight - m + (momentum + 1) * (m - lr * (grad + wd * weight));
@@ -189,29 +249,25 @@ class AdamUpdateProp(UpdateProp):
     """``mean = b1*mean + (1-b1)*g; var = b2*var + (1-b2)*g^2; w -= lr * mean / (sqrt(var) + eps)``, g with wd."""
 
     states = ("mean", "var")
+    decay_in_gradient = True
     beta1 = Param(float, low=0.0, high=1.0, default=0.9, doc="Decay of the first moment.")
     beta2 = Param(float, low=0.0, high=1.0, default=0.999, doc="Decay of the second moment.")
     epsilon = Param(float, low=0.0, default=1e-8, doc="Added to the denominator.")
     lazy_update = Param(bool, default=True, doc="Only for row_sparse gradients (unused).")
 
-    def rescaled(self, xp, grad):
-        """Adam clips after adding weight decay: see :meth:`step`."""
-        return grad
-
-    def step(self, xp, weight, grad, states, s):
+    def formula(self) -> str:
         """Adam (bias correction is folded into ``lr`` by the optimizer)."""
-        mean, var = states
-        grad = s["rescale_grad"] * grad + s["wd"] * weight
-        if self.clip_gradient >= 0:
-            grad = xp.clip(grad, -s["clip_gradient"], s["clip_gradient"])
-        mean[...] = s["beta1"] * mean + (1 - s["beta1"]) * grad
-        var[...] = s["beta2"] * var + (1 - s["beta2"]) * grad * grad
-        return weight - s["lr"] * mean / (xp.sqrt(var) + s["epsilon"])
+        return """
+            mean = beta1 * mean + (1 - beta1) * rescaled
+            var = beta2 * var + (1 - beta2) * rescaled * rescaled
+            out = weight - lr * mean / (sqrt(var) + epsilon)
+        """
 
 
 class _RMSPropBase(UpdateProp):
     """Shared parameters of the RMSProp updates; the weight decay joins the gradient before clipping."""
 
+    decay_in_gradient = True
     gamma1 = Param(
         float, low=0.0, high=1.0, default=0.95, doc="Decay of the squared-gradient average."
     )
@@ -223,22 +279,11 @@ class _RMSPropBase(UpdateProp):
         doc="Clip the weight to [-c, c]; c < 0: no clipping.",
     )
 
-    def rescaled(self, xp, grad):
-        """The gradient is rescaled together with the weight decay in :meth:`step`."""
-        return grad
-
-    def decayed(self, xp, weight, grad, s):
-        """``clip(rescale_grad * grad + wd * weight)``."""
-        grad = s["rescale_grad"] * grad + s["wd"] * weight
-        if self.clip_gradient >= 0:
-            grad = xp.clip(grad, -s["clip_gradient"], s["clip_gradient"])
-        return grad
-
-    def clipped_weight(self, xp, weight, s):
-        """The weight clipped to ``clip_weights`` when that is >= 0."""
+    def clipped_weight(self, expression: str) -> str:
+        """``expression``, the new weight, clipped to ``clip_weights`` when that is >= 0."""
         if self.clip_weights >= 0:
-            return xp.clip(weight, -s["clip_weights"], s["clip_weights"])
-        return weight
+            return f"clip({expression}, -clip_weights, clip_weights)"
+        return expression
 
 
 @register("rmsprop_update")
@@ -247,12 +292,12 @@ class RMSPropUpdateProp(_RMSPropBase):
 
     states = ("n",)
 
-    def step(self, xp, weight, grad, states, s):
+    def formula(self) -> str:
         """Plain RMSProp."""
-        n = states[0]
-        grad = self.decayed(xp, weight, grad, s)
-        n[...] = (1 - s["gamma1"]) * grad * grad + s["gamma1"] * n
-        return self.clipped_weight(xp, weight - s["lr"] * (grad / xp.sqrt(n + s["epsilon"])), s)
+        return f"""
+            n = (1 - gamma1) * rescaled * rescaled + gamma1 * n
+            out = {self.clipped_weight("weight - lr * (rescaled / sqrt(n + epsilon))")}
+        """
 
 
 @register("rmspropalex_update")
@@ -262,18 +307,18 @@ class RMSPropAlexUpdateProp(_RMSPropBase):
     states = ("n", "g", "delta")
     gamma2 = Param(float, low=0.0, high=1.0, default=0.9, doc="Decay of the update (momentum).")
 
-    def step(self, xp, weight, grad, states, s):
-        """Centred RMSProp."""
-        n, g, delta = states
-        grad = self.decayed(xp, weight, grad, s)
-        n[...] = (1 - s["gamma1"]) * grad * grad + s["gamma1"] * n
-        g[...] = (1 - s["gamma1"]) * grad + s["gamma1"] * g
-        delta[...] = s["gamma2"] * delta - s["lr"] * (grad / xp.sqrt(n - g * g + s["epsilon"]))
-        return self.clipped_weight(xp, weight + delta, s)
+    def formula(self) -> str:
+        """Centred RMSProp (``g`` is the state: the average gradient)."""
+        return f"""
+            n = (1 - gamma1) * rescaled * rescaled + gamma1 * n
+            g = (1 - gamma1) * rescaled + gamma1 * g
+            delta = gamma2 * delta - lr * (rescaled / sqrt(n - g * g + epsilon))
+            out = {self.clipped_weight("weight + delta")}
+        """
 
 
 @register("ftrl_update")
-class FtrlUpdateProp(UpdateProp):
+class FtrlUpdateProp(ArrayUpdateProp):
     """FTRL-proximal: ``z``, ``n`` accumulate; ``w = (sign(z)*lamda1 - z) / ((beta + sqrt(n))/lr + wd) * (|z| > lamda1)``."""
 
     states = ("z", "n")
@@ -291,7 +336,7 @@ class FtrlUpdateProp(UpdateProp):
 
 
 @register("signsgd_update")
-class SignSGDUpdateProp(UpdateProp):
+class SignSGDUpdateProp(ArrayUpdateProp):
     """``weight = (1 - lr * wd) * weight - lr * sign(grad)``."""
 
     def step(self, xp, weight, grad, states, s):
@@ -300,7 +345,7 @@ class SignSGDUpdateProp(UpdateProp):
 
 
 @register("signum_update")
-class SignumUpdateProp(UpdateProp):
+class SignumUpdateProp(ArrayUpdateProp):
     """``mom = momentum*mom - (1-momentum)*(wd*weight + grad); weight = (1 - lr*wd_lh)*weight + lr*sign(mom)``."""
 
     states = ("mom",)

@@ -1,0 +1,269 @@
+"""The statements fused kernels are written in: one text, valid Python and valid CUDA C.
+
+Idea: a fused kernel (:mod:`.fused`) is written once as lines ``name =
+expression`` and run three ways: compiled as CUDA C on a GPU, evaluated
+operator by operator into its outputs on any array module (the plain path),
+and, for small arrays, as one Python function of array expressions.  This
+module is the language: what a statement may say, and the two ways Python
+runs it.
+
+Rule:
+    * An expression is made of names, integer literals, ``+ - * /``, unary
+      minus, parentheses and the functions of :data:`FUNCTIONS`.  Anything
+      that means something else in C is refused, with the line and the
+      reason: ``x ** 2``, ``0.5`` (a double in C), ``1 / 2`` (0 in C).
+      ``clip``, which CUDA's math library lacks, is defined by
+      :data:`PREAMBLE` for the kernels that call it.
+    * **The plain path** (:func:`evaluate`): an expression given ``out`` is
+      computed *into* it.  An operand that is itself an expression is
+      evaluated into ``out`` (the left one when both are), the other applied
+      with ``out=``, so no temporary of the output's size is made, unless the
+      other side reads memory ``out`` shares (:func:`reads`): then
+      ``out=weight`` goes through a temporary and stays correct.  A temporary
+      the evaluation made itself takes the next result that fits it
+      (:func:`holds`), so ``1 - y * y`` makes one temporary, not two.  Two
+      numbers combine as Python numbers (weak, as C's T scalars are).
+    * **The Python form** (:func:`python_source`): the same expressions as
+      numpy evaluates them, each output assigned with ``[...] =``.  It gives
+      the plain path's values bit for bit (a test runs every kernel of the
+      library both ways) at a fraction of its bookkeeping, and a temporary
+      per operator.
+
+State kept: on each checked node, the names it reads (``reads``), whether
+its two sides are one expression (``same_sides``), and its plain path
+(``run``), compiled once.
+
+Example::
+
+    >>> import ast, numpy as np
+    >>> node = ast.parse("g * (1 - y * y)", mode="eval").body
+    >>> check(node, "tanh_grad")
+    >>> out = np.empty(3)
+    >>> evaluate(node, {"g": np.ones(3), "y": np.array([0.0, 0.5, 1.0])}, np, out).tolist()
+    [1.0, 0.75, 0.0]
+    >>> print(python_source("tanh_grad", ("g", "y"), ("dx",), [("dx", node)]))
+    def tanh_grad(xp, g, y, dx):
+        dx[...] = g * (1 - y * y)
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "FUNCTIONS",
+    "PREAMBLE",
+    "check",
+    "evaluate",
+    "holds",
+    "is_leaf",
+    "names",
+    "python_source",
+    "reads",
+]
+
+#: Functions a statement may call, with their number of arguments: the same name on ``xp``
+#: and in CUDA C (its math library, or :data:`PREAMBLE` for ``clip``).
+FUNCTIONS = {"sqrt": 1, "exp": 1, "log": 1, "tanh": 1, "clip": 3}
+
+#: CUDA C for the functions CUDA's math library lacks, given to a kernel that calls them.
+#: ``clip(x, low, high)`` is numpy's: a NaN stays NaN (CUDA's ``fminf`` / ``fmaxf`` drop it).
+PREAMBLE = {
+    "clip": "template <typename T> __device__ T clip(T x, T low, T high) "
+    "{ return x > high ? high : (x < low ? low : x); }",
+}
+
+_UFUNCS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "true_divide"}
+_NUMBERS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+            ast.Div: operator.truediv}  # fmt: skip
+
+
+def names(node: ast.AST) -> set[str]:
+    """The names an expression reads (the functions it calls are not names: they are reserved)."""
+    return {
+        child.id
+        for child in ast.walk(node)
+        if isinstance(child, ast.Name) and child.id not in FUNCTIONS
+    }
+
+
+def check(node: ast.AST, where: str) -> None:
+    """Refuse anything that is not the same expression in Python and in CUDA C.
+
+    Notes on each node the names it reads (``reads``) and its plain path (``run``).
+    """
+    _check_node(node, where)
+    for child in ast.walk(node):
+        if isinstance(child, (ast.Name, ast.Constant, ast.UnaryOp, ast.Call, ast.BinOp)):
+            child.run = _compile(child)  # type: ignore[attr-defined]
+
+
+def _check_node(node: ast.AST, where: str) -> None:
+    """:func:`_check` of one node and its operands (``reads`` noted on each)."""
+    node.reads = frozenset(names(node))  # type: ignore[attr-defined]
+    if isinstance(node, ast.Name):
+        return
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return
+    if isinstance(node, ast.BinOp) and type(node.op) in _UFUNCS:
+        if isinstance(node.left, ast.Constant) and isinstance(node.right, ast.Constant):
+            raise ValueError(f"{where}: a literal on both sides ({ast.unparse(node)}) "
+                             "divides differently in C; write its value")  # fmt: skip
+        _check_node(node.left, where)
+        _check_node(node.right, where)
+        # ``d * d``: the plain path computes the side once (a square needs no temporary)
+        node.same_sides = ast.dump(node.left) == ast.dump(node.right)  # type: ignore[attr-defined]
+        return
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        _check_node(node.operand, where)
+        return
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in FUNCTIONS
+        and len(node.args) == FUNCTIONS[node.func.id]
+        and not node.keywords
+    ):
+        for argument in node.args:
+            _check_node(argument, where)
+        return
+    raise ValueError(
+        f"{where}: {ast.unparse(node)!r} is not both Python and CUDA C; use names, integer "
+        f"literals, + - * /, unary minus, sqrt(x), exp(x), log(x), tanh(x) and clip(x, low, high)"
+    )
+
+
+def evaluate(node: ast.AST, values: dict[str, Any], xp: Any, out: Any = None) -> Any:
+    """The value of ``node`` on ``xp``; computed into ``out`` when it is given (see the rule)."""
+    return node.run(values, xp, out)  # type: ignore[attr-defined]
+
+
+def _compile(node: ast.AST) -> Any:
+    """``run(values, xp, out)`` for a checked node: the plain path's evaluation of it, made once.
+
+    The rule's choices that depend only on the expression (which side is a
+    leaf, whether both sides are the same) are made here; the ones that
+    depend on the arrays (does a side read ``out``?) when it runs.
+    """
+    if isinstance(node, (ast.Name, ast.Constant)):
+        name, constant = getattr(node, "id", None), getattr(node, "value", None)
+
+        def leaf(values: dict[str, Any], xp: Any, out: Any) -> Any:
+            value = constant if name is None else values[name]
+            if out is None:
+                return value
+            out[...] = value
+            return out
+
+        return leaf
+    if isinstance(node, (ast.UnaryOp, ast.Call)):
+        inner, *rest = (node.operand,) if isinstance(node, ast.UnaryOp) else node.args  # type: ignore[attr-defined]
+        function = "negative" if isinstance(node, ast.UnaryOp) else node.func.id  # type: ignore[attr-defined]
+        computed = not is_leaf(inner)
+
+        def call(values: dict[str, Any], xp: Any, out: Any) -> Any:
+            # the first argument goes into ``out`` when it is computed and no other reads it
+            into = out if computed else None
+            if rest and into is not None and any(reads(a, values, into, xp) for a in rest):
+                into = None
+            value = inner.run(values, xp, into)  # type: ignore[attr-defined]
+            if out is None and not rest and not hasattr(value, "dtype") and function == "negative":
+                return -value  # a number stays a Python number (weak, as in the Python form)
+            others = [argument.run(values, xp, None) for argument in rest]
+            if out is None and computed and all(holds(value, o) for o in others or [None]):
+                out = value  # a temporary of this evaluation's own: reused
+            function_of = getattr(xp, function)
+            return (
+                function_of(value, *others) if out is None else function_of(value, *others, out=out)
+            )
+
+        return call
+    assert isinstance(node, ast.BinOp)
+    return _compile_binary(node)
+
+
+def _compile_binary(node: ast.BinOp) -> Any:
+    """:func:`_compile` of ``a op b``: which side goes into ``out``, and which temporary is reused."""
+    left, right, name = node.left, node.right, _UFUNCS[type(node.op)]
+    number, same = _NUMBERS[type(node.op)], node.same_sides  # type: ignore[attr-defined]
+    right_first = is_leaf(left) and not is_leaf(
+        right
+    )  # ``x - (a * b)``: the right side into ``out``
+    left_computed, right_computed = not is_leaf(left), not is_leaf(right)
+
+    def binary(values: dict[str, Any], xp: Any, out: Any) -> Any:
+        ufunc = getattr(xp, name)
+        if out is not None and right_first and not reads(left, values, out, xp):
+            b = right.run(values, xp, out)  # type: ignore[attr-defined]
+            return ufunc(left.run(values, xp, None), b, out=out)  # type: ignore[attr-defined]
+        # the left side goes into ``out`` when it is computed and the right side does not read it
+        into = (
+            out if left_computed and out is not None and not reads(right, values, out, xp) else None
+        )
+        a = left.run(values, xp, into)  # type: ignore[attr-defined]
+        b = a if same else right.run(values, xp, None)  # type: ignore[attr-defined]
+        if not hasattr(a, "dtype") and not hasattr(b, "dtype"):  # two numbers: as C would
+            value = number(a, b)
+            if out is None:
+                return value
+            out[...] = value
+            return out
+        if out is None:  # a temporary of this evaluation's own takes the result, where it fits
+            out = a if left_computed and holds(a, b) else None
+            out = b if out is None and not same and right_computed and holds(b, a) else out
+        return ufunc(a, b) if out is None else ufunc(a, b, out=out)
+
+    return binary
+
+
+def holds(value: Any, other: Any) -> bool:
+    """Whether ``value``, a fresh result, can hold ``op(value, other)``: a numpy or cupy float
+    array of the result's shape and dtype (``other`` a number, None, or an array no larger of
+    that dtype).  Not an NDArray (higher-order gradients run maps on ``mx.nd``): its
+    functions take no ``out=``."""
+    if type(value).__module__.partition(".")[0] not in ("numpy", "cupy"):
+        return False
+    shape, dtype = getattr(value, "shape", ()), getattr(value, "dtype", None)
+    if not shape or dtype is None or dtype.kind != "f":  # a number or a numpy scalar
+        return False
+    if not hasattr(other, "dtype"):
+        return True
+    other_shape = tuple(other.shape)
+    return other.dtype == dtype and (
+        len(other_shape) <= len(shape)
+        and all(o in (1, s) for o, s in zip(reversed(other_shape), reversed(shape)))
+    )
+
+
+def is_leaf(node: ast.AST) -> bool:
+    return isinstance(node, (ast.Name, ast.Constant))
+
+
+def reads(node: ast.AST, values: dict[str, Any], out: Any, xp: Any) -> bool:
+    """Whether ``node`` reads memory ``out`` may share (so ``out`` cannot hold a value before it)."""
+    for name in node.reads:  # type: ignore[attr-defined]
+        value = values[name]
+        if value is out or (hasattr(value, "shape") and xp.may_share_memory(value, out)):
+            return True
+    return False
+
+
+def python_source(name: str, inputs: Sequence[str], outputs: Sequence[str],
+                   statements: Sequence[tuple[str, ast.expr]]) -> str:  # fmt: skip
+    """The statements as one Python function ``name(xp, *inputs, *outputs)``: each expression as
+    numpy evaluates it (``xp.sqrt`` for ``sqrt``), each output assigned with ``[...] =``."""
+
+    class OnXp(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:  # noqa: N802 - ast's name
+            self.generic_visit(node)
+            node.func = ast.Attribute(ast.Name("xp", ast.Load()), node.func.id, ast.Load())  # type: ignore[attr-defined]
+            return node
+
+    lines = [f"def {name}(xp, {', '.join((*inputs, *outputs))}):"]
+    for target, expression in statements:
+        text = ast.unparse(OnXp().visit(ast.parse(ast.unparse(expression), mode="eval")))
+        lines.append(f"    {target}{'[...]' if target in outputs else ''} = {text}")
+    return "\n".join(lines)
