@@ -8,6 +8,8 @@ Issue 32's figures, each as a ratio against its peer measured here:
   ``add_`` (target: mxnb <= 1.3x bare cupy);
 * a training BatchNorm (forward + backward, (32, 64, 56, 56)): mxnb's fused kernels
   against PyTorch's ``batch_norm``;
+* an optimizer pass (SGD with momentum over ResNet-18's parameters): one fused kernel per
+  parameter against PyTorch's ``SGD`` step;
 * memory during the step: mxnb's planned bytes (internal + arguments +
   gradients + aux), the device pool's peak, PyTorch's peak
   (targets: pool peak <= 1.15x the plan and <= 1.3x PyTorch's).
@@ -295,6 +297,39 @@ def batch_norm_row(repeat: int, ctx: mx.Context, xp: Any, torch: Any) -> None:
     print()
 
 
+def optimizer_row(repeat: int, ctx: mx.Context, xp: Any, torch: Any) -> None:
+    """One SGD-with-momentum pass over ResNet-18's 61 parameters: mxnb's ``sgd_mom_update``
+    (one fused kernel each, ``ops/optimizer_ops.py``) against PyTorch's ``SGD`` step (its
+    default ``foreach`` form) on the same device."""
+    from updates import LR, MOMENTUM, WD, parameter_shapes  # benchmarks/updates.py
+
+    rng = np.random.default_rng(0)
+    starts = [(rng.standard_normal(s, dtype=np.float32), rng.standard_normal(s, dtype=np.float32))
+              for s in parameter_shapes()]  # fmt: skip
+    arrays = [(mx.nd.array(w, ctx=ctx), mx.nd.array(g, ctx=ctx), mx.nd.zeros(w.shape, ctx=ctx))
+              for w, g in starts]  # fmt: skip
+
+    def ours() -> None:
+        for weight, grad, mom in arrays:
+            mx.nd.sgd_mom_update(weight, grad, mom, out=weight, lr=LR, wd=WD, momentum=MOMENTUM)
+        arrays[-1][0].wait_to_read()
+
+    runs = {"mxnb": ours}
+    if torch is not None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        params = []
+        for w, g in starts:
+            tensor = torch.tensor(w, device=device)
+            tensor.grad = torch.tensor(g, device=device)
+            params.append(tensor)
+        runs["torch"] = torch.optim.SGD(params, lr=LR, momentum=MOMENTUM, weight_decay=WD).step
+    ms = _median_ms(runs, repeat, xp, torch)
+    print(f"\nSGD with momentum over ResNet-18's 61 parameters (ms): mxnb {ms['mxnb']:.2f}", end="")
+    if "torch" in ms:
+        print(f", torch {ms['torch']:.2f}; mxnb / torch {ms['mxnb'] / ms['torch']:.2f}x", end="")
+    print()
+
+
 def small_nets(repeat: int, ctx: mx.Context, xp: Any, torch: Any) -> None:
     print(f"\n{'other networks':<22}{'mxnb ms':>10}")
     for name, batch in (("lenet", 64), ("mlp", 64), ("lstm", 32)):
@@ -320,6 +355,7 @@ def main() -> None:
     resnet_rows([32] if args.quick else [32, 128], repeat, ctx, xp, torch)
     tiny_op_row(repeat, ctx, xp, torch)
     batch_norm_row(repeat, ctx, xp, torch)
+    optimizer_row(repeat, ctx, xp, torch)
     small_nets(repeat, ctx, xp, torch)
 
 

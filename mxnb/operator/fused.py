@@ -19,7 +19,7 @@ Rule:
       ``moving = moving * momentum + mean * rest`` updates in place.  An
       output may be the same memory as an input, not a shifted part of one.
     * On numpy, a call given its outputs runs one of two ways:
-      - outputs of at most :data:`SMALL_ELEMENTS` elements: the statements
+      - outputs of at most :data:`SMALL_BYTES` bytes: the statements
         as one Python function (:attr:`FusedMap.python_source`), the fast
         path where the plain path's bookkeeping would cost more than the
         passes over memory it saves;
@@ -62,13 +62,15 @@ from typing import Any
 from .split import in_blocks
 from .statements import FUNCTIONS, PREAMBLE, check, evaluate, is_leaf, names, python_source, reads
 
-__all__ = ["FUNCTIONS", "PREAMBLE", "SMALL_ELEMENTS", "FusedMap", "FusedSum", "is_cupy"]
+__all__ = ["FUNCTIONS", "PREAMBLE", "SMALL_BYTES", "FusedMap", "FusedSum", "is_cupy"]
 
-#: Outputs of at most this many elements are computed by :attr:`FusedMap.python_source`, the
+#: Outputs of at most this many bytes are computed by :attr:`FusedMap.python_source`, the
 #: statements as one Python function of array expressions: on arrays this small, the plain
-#: path's choices per operator cost more time than the temporaries they spare (an Adam update
-#: of 16K floats: 44 us against 63; of 64K: 161 against 154).
-SMALL_ELEMENTS = 1 << 15
+#: path's choices per operator cost more time than the temporaries they spare (an SGD update
+#: with momentum of 4K floats: 11 us against 23).  Its temporaries stay well under malloc's
+#: mmap threshold (128 KiB): at that size each took fresh pages on every call, and an update
+#: of 32K floats took 220 us instead of 40.
+SMALL_BYTES = 64 << 10
 
 
 def is_cupy(xp: Any) -> bool:
@@ -210,7 +212,7 @@ class FusedMap(_Guarded):
         if kernel is None and not verify:
             if not out:
                 return self.evaluate(xp, *args)
-            if max(array.size for array in out) <= SMALL_ELEMENTS:  # the small-array fast path
+            if max(array.nbytes for array in out) <= SMALL_BYTES:  # the small-array fast path
                 self._python(xp, *args, *out)
                 return tuple(out)
             block = functools.partial(self._evaluate_block, xp)

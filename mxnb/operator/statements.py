@@ -239,6 +239,7 @@ def holds(value: Any, other: Any) -> bool:
 
 
 def is_leaf(node: ast.AST) -> bool:
+    """Whether ``node`` is a name or a literal (nothing to compute)."""
     return isinstance(node, (ast.Name, ast.Constant))
 
 
@@ -246,7 +247,7 @@ def reads(node: ast.AST, values: dict[str, Any], out: Any, xp: Any) -> bool:
     """Whether ``node`` reads memory ``out`` may share (so ``out`` cannot hold a value before it)."""
     for name in node.reads:  # type: ignore[attr-defined]
         value = values[name]
-        if value is out or (hasattr(value, "shape") and xp.may_share_memory(value, out)):
+        if value is out or (getattr(value, "ndim", 0) and xp.may_share_memory(value, out)):
             return True
     return False
 

@@ -49,20 +49,10 @@ from ._common import KernelProp, computes_into, write
 __all__ = ["MAPS", "ArrayUpdateProp", "UpdateProp"]
 
 
-#: The updates' fused maps, one per op and text (its clipping options): each dtype's kernel is
-#: compiled and checked once, however many properties share it.
-MAPS: dict[tuple[str, str], FusedMap] = {}
-
-
-def _fused(name: str, states: tuple[str, ...], scalars: tuple[str, ...], text: str) -> FusedMap:
-    """The update's map: inputs ``weight, grad`` and the scalars; outputs the states (read, then
-    rewritten) and ``out``."""
-    kernel = MAPS.get((name, text))
-    if kernel is None:
-        kernel = MAPS[name, text] = FusedMap(
-            name, ("weight", "grad", *scalars), (*states, "out"), text
-        )
-    return kernel
+#: The updates' fused maps, one per op and clipping options (:meth:`UpdateProp.clipping`): each
+#: dtype's kernel is compiled and checked once, however many properties share it (Adam's
+#: learning rate, and so its property, changes every step).
+MAPS: dict[tuple, FusedMap] = {}
 
 
 class UpdateProp(KernelProp):
@@ -129,11 +119,21 @@ class UpdateProp(KernelProp):
 
     def fused_map(self) -> FusedMap:
         """This update as one fused map: inputs ``weight, grad`` and :meth:`scalars`' names,
-        outputs the states and ``out`` (made on first use, shared by updates of one text)."""
+        outputs the states and ``out`` (made on first use, one per op and :meth:`clipping`)."""
         if self._kernel is None:
-            names = (*(n for n in self.params if isinstance(getattr(self, n), float)), "lr_wd")
-            self._kernel = _fused(self.op_name, self.states, names, self.statements())
+            key = (self.op_name, self.clipping())
+            self._kernel = MAPS.get(key)
+            if self._kernel is None:
+                names = (*(n for n in self.params if isinstance(getattr(self, n), float)), "lr_wd")
+                inputs, outputs = ("weight", "grad", *names), (*self.states, "out")
+                self._kernel = MAPS[key] = FusedMap(
+                    self.op_name, inputs, outputs, self.statements()
+                )
         return self._kernel
+
+    def clipping(self) -> tuple[bool, ...]:
+        """Which clips the statements hold (the gradient's): they are all that varies them."""
+        return (self.clip_gradient >= 0,)
 
     def formula(self) -> str:
         """The statements that set the states and ``out`` (see the class docstring)."""
@@ -278,6 +278,10 @@ class _RMSPropBase(UpdateProp):
         default=-1.0,
         doc="Clip the weight to [-c, c]; c < 0: no clipping.",
     )
+
+    def clipping(self) -> tuple[bool, ...]:
+        """The gradient's clip and the weight's."""
+        return (self.clip_gradient >= 0, self.clip_weights >= 0)
 
     def clipped_weight(self, expression: str) -> str:
         """``expression``, the new weight, clipped to ``clip_weights`` when that is >= 0."""
