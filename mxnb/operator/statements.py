@@ -13,7 +13,10 @@ Rule:
       that means something else in C is refused, with the line and the
       reason: ``x ** 2``, ``0.5`` (a double in C), ``1 / 2`` (0 in C).
       ``clip``, which CUDA's math library lacks, is defined by
-      :data:`PREAMBLE` for the kernels that call it.
+      :data:`PREAMBLE` for the kernels that call it.  A function of a Python
+      number alone (``sqrt(eps)``, ``eps`` given as ``1e-5``) is computed
+      in double by numpy and in T by C, so the plain path refuses it: pass
+      ``eps`` as a numpy scalar of the arrays' dtype (C's T), or the value in.
     * **The plain path** (:func:`evaluate`): an expression given ``out`` is
       computed *into* it.  An operand that is itself an expression is
       evaluated into ``out`` (the left one when both are), the other applied
@@ -137,8 +140,16 @@ def _check_node(node: ast.AST, where: str) -> None:
 
 
 def evaluate(node: ast.AST, values: dict[str, Any], xp: Any, out: Any = None) -> Any:
-    """The value of ``node`` on ``xp``; computed into ``out`` when it is given (see the rule)."""
-    return node.run(values, xp, out)  # type: ignore[attr-defined]
+    """The value of ``node`` on ``xp``; computed into ``out`` when it is given (see the rule).
+
+    Inside, a part that is a number stays a number (``(1 - beta1)``, ``sqrt(eps)``), as in the
+    Python form; only here, at the statement, is it written into ``out``.
+    """
+    value = node.run(values, xp, out)  # type: ignore[attr-defined]
+    if out is None or value is out:
+        return value
+    out[...] = value
+    return out
 
 
 def _compile(node: ast.AST) -> Any:
@@ -152,11 +163,7 @@ def _compile(node: ast.AST) -> Any:
         name, constant = getattr(node, "id", None), getattr(node, "value", None)
 
         def leaf(values: dict[str, Any], xp: Any, out: Any) -> Any:
-            value = constant if name is None else values[name]
-            if out is None:
-                return value
-            out[...] = value
-            return out
+            return constant if name is None else values[name]  # :func:`evaluate` writes it
 
         return leaf
     if isinstance(node, (ast.UnaryOp, ast.Call)):
@@ -165,14 +172,21 @@ def _compile(node: ast.AST) -> Any:
         computed = not is_leaf(inner)
 
         def call(values: dict[str, Any], xp: Any, out: Any) -> Any:
-            # the first argument goes into ``out`` when it is computed and no other reads it
-            into = out if computed else None
+            # the first argument goes into ``out`` when it is an array computed here and no
+            # other argument reads ``out``
+            into = out if computed and _reads_an_array(inner, values) else None
             if rest and into is not None and any(reads(a, values, into, xp) for a in rest):
                 into = None
             value = inner.run(values, xp, into)  # type: ignore[attr-defined]
-            if out is None and not rest and not hasattr(value, "dtype") and function == "negative":
-                return -value  # a number stays a Python number (weak, as in the Python form)
             others = [argument.run(values, xp, None) for argument in rest]
+            if not getattr(value, "ndim", 0):  # a number: it stays one, as in the Python form
+                if function != "negative" and type(value) in (int, float):
+                    raise ValueError(
+                        f"{ast.unparse(node)}: {function}() of a Python number alone (here "
+                        f"{value!r}) is computed in double by numpy but in T by C; pass it in "
+                        f"computed, or as a numpy scalar of the arrays' dtype"
+                    )
+                return -value if function == "negative" else getattr(xp, function)(value, *others)
             if out is None and computed and all(holds(value, o) for o in others or [None]):
                 out = value  # a temporary of this evaluation's own: reused
             function_of = getattr(xp, function)
@@ -205,12 +219,8 @@ def _compile_binary(node: ast.BinOp) -> Any:
         )
         a = left.run(values, xp, into)  # type: ignore[attr-defined]
         b = a if same else right.run(values, xp, None)  # type: ignore[attr-defined]
-        if not hasattr(a, "dtype") and not hasattr(b, "dtype"):  # two numbers: as C would
-            value = number(a, b)
-            if out is None:
-                return value
-            out[...] = value
-            return out
+        if not getattr(a, "ndim", 0) and not getattr(b, "ndim", 0):  # two numbers: a number
+            return number(a, b)
         if out is None:  # a temporary of this evaluation's own takes the result, where it fits
             out = a if left_computed and holds(a, b) else None
             out = b if out is None and not same and right_computed and holds(b, a) else out
@@ -236,6 +246,11 @@ def holds(value: Any, other: Any) -> bool:
         len(other_shape) <= len(shape)
         and all(o in (1, s) for o, s in zip(reversed(other_shape), reversed(shape)))
     )
+
+
+def _reads_an_array(node: ast.AST, values: dict[str, Any]) -> bool:
+    """Whether ``node`` reads an array (else it is computed as a number, in its own precision)."""
+    return any(getattr(values[name], "ndim", 0) for name in node.reads)  # type: ignore[attr-defined]
 
 
 def is_leaf(node: ast.AST) -> bool:
