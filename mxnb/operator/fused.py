@@ -169,6 +169,14 @@ class FusedMap(_Guarded):
         namespace: dict[str, Any] = {}
         exec(compile(self.python_source, f"<FusedMap {name}>", "exec"), namespace)  # noqa: S102
         self._python = namespace[name]
+        # the inputs each function call reads: all Python numbers is refused, as the plain
+        # path refuses it (see .statements), before the Python form would compute it in double
+        self._function_reads = [
+            [self.inputs.index(n) for n in node.reads if n in self.inputs]  # type: ignore[attr-defined]
+            for _, expression in self.statements
+            for node in ast.walk(expression)
+            if isinstance(node, ast.Call) and node.reads <= set(self.inputs)  # type: ignore[attr-defined]
+        ]
 
     def __repr__(self) -> str:
         return f"FusedMap({self.name!r}, {len(self.statements)} statements)"
@@ -213,6 +221,9 @@ class FusedMap(_Guarded):
             if not out:
                 return self.evaluate(xp, *args)
             if max(array.nbytes for array in out) <= SMALL_BYTES:  # the small-array fast path
+                for read in self._function_reads:
+                    if all(type(args[i]) in (int, float) for i in read):
+                        return self.evaluate(xp, *args, out=out)  # which says why it refuses
                 self._python(xp, *args, *out)
                 return tuple(out)
             block = functools.partial(self._evaluate_block, xp)

@@ -96,7 +96,8 @@ def test_a_function_of_a_python_number_alone_is_refused_by_the_plain_path():
     says to pass a numpy scalar of the arrays' dtype (which every form computes in T)."""
     fused = FusedMap("eps", ("x", "eps"), ("y",), "y = x + x * sqrt(eps)")
     x = np.ones((2, 3), np.float32)
-    with pytest.raises(ValueError, match=r"sqrt\(\) of a Python number alone.*numpy scalar"):
-        fused.evaluate(np, x, 1e-3, out=[np.empty_like(x)])
+    for run in (fused.evaluate, fused):  # the plain path; a call (small: the Python form's)
+        with pytest.raises(ValueError, match=r"sqrt\(\) of a Python number alone.*numpy scalar"):
+            run(np, x, 1e-3, out=[np.empty_like(x)])
     (y,) = fused.evaluate(np, x, np.float32(1e-3), out=[np.empty_like(x)])
     np.testing.assert_array_equal(y, x + x * np.sqrt(np.float32(1e-3)))
