@@ -36,8 +36,9 @@ Rule:
       fails to compile or disagrees is dropped for the plain path, with a
       warning, and never used again.  No unchecked kernel computes a result.
 
-State kept: the parsed statements and their Python form; per array module, the compiled ``cupy`` kernel or False once dropped, and
-the dtypes it was verified for.
+State kept: the parsed statements and their Python form; per array module,
+the compiled ``cupy`` kernel or False once dropped, and the dtypes it was
+verified for.
 
 Example::
 

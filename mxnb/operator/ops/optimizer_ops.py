@@ -95,7 +95,7 @@ class UpdateProp(KernelProp):
         """Parse the parameters (and forget the scalars and the map made from earlier ones)."""
         super().init(kwargs)
         self._scalars: dict[Any, dict[str, Any]] = {}
-        self._kernel: FusedMap | None = None
+        self._map: FusedMap | None = None
 
     def scalar(self, xp: Any, value: float, dtype: Any) -> Any:
         """``value`` rounded to the kernel's dtype (MXNet's ``DType(param)``)."""
@@ -111,25 +111,26 @@ class UpdateProp(KernelProp):
         key = (xp, dtype)
         values = self._scalars.get(key)
         if values is None:
-            values = {name: self.scalar(xp, getattr(self, name), dtype) for name in self.params
-                      if isinstance(getattr(self, name), float)}  # fmt: skip
+            *names, _ = self.scalar_names()
+            values = {name: self.scalar(xp, getattr(self, name), dtype) for name in names}
             values["lr_wd"] = values["lr"] * values["wd"]
             self._scalars[key] = values
         return values
 
+    def scalar_names(self) -> tuple[str, ...]:
+        """The float parameters, then ``lr_wd``: the fused map's inputs after ``weight, grad``."""
+        return (*(n for n in self.params if isinstance(getattr(self, n), float)), "lr_wd")
+
     def fused_map(self) -> FusedMap:
-        """This update as one fused map: inputs ``weight, grad`` and :meth:`scalars`' names,
+        """This update as one fused map: inputs ``weight, grad`` and :meth:`scalar_names`,
         outputs the states and ``out`` (made on first use, one per op and :meth:`clipping`)."""
-        if self._kernel is None:
+        if self._map is None:
             key = (self.op_name, self.clipping())
-            self._kernel = MAPS.get(key)
-            if self._kernel is None:
-                names = (*(n for n in self.params if isinstance(getattr(self, n), float)), "lr_wd")
-                inputs, outputs = ("weight", "grad", *names), (*self.states, "out")
-                self._kernel = MAPS[key] = FusedMap(
-                    self.op_name, inputs, outputs, self.statements()
-                )
-        return self._kernel
+            self._map = MAPS.get(key)
+            if self._map is None:
+                inputs, outputs = ("weight", "grad", *self.scalar_names()), (*self.states, "out")
+                self._map = MAPS[key] = FusedMap(self.op_name, inputs, outputs, self.statements())
+        return self._map
 
     def clipping(self) -> tuple[bool, ...]:
         """Which clips the statements hold (the gradient's): they are all that varies them."""
