@@ -247,7 +247,7 @@ def _every_fused_map():
         m for module in (norm, elemwise) for m in vars(module).values() if isinstance(m, FusedMap)
     ]
     for op in ("sgd_update", "sgd_mom_update", "adam_update", "rmsprop_update",
-               "rmspropalex_update"):  # fmt: skip
+               "rmspropalex_update", "signsgd_update", "signum_update"):  # fmt: skip
         for clip in (-1.0, 0.5):
             extra = {"clip_weights": clip} if op.startswith("rms") else {}
             prop = get(op).create_property(lr=0.1, clip_gradient=clip, **extra)

@@ -10,16 +10,17 @@ calls these ops with ``out=weight``; users may call them too
 Rule: the arguments are ``weight, grad``; the states the op rewrites
 (``mom``, ``mean``/``var``, ``n``, ``z``, ...) are declared as auxiliary
 states, which is how mxnb marks inputs an op mutates (MXNet's
-``FMutateInputs``).  The gradient is first rescaled (Adam and RMSProp add
-the weight decay to it), then clipped to ``[-clip_gradient, clip_gradient]``
+``FMutateInputs``). The gradient is first rescaled (Adam and RMSProp add the
+weight decay to it), then clipped to ``[-clip_gradient, clip_gradient]``
 when ``clip_gradient >= 0``; kernels compute in the weight's dtype with the
-scalars rounded to it, as MXNet's ``DType`` kernels do.  The updates made
-of arithmetic, ``sqrt`` and ``clip`` (SGD, momentum SGD, Adam, RMSProp) are
-written once as a :class:`~mxnb.operator.fused.FusedMap`: one kernel on a
-GPU, and on numpy the same statements a block at a time, so no temporary
-of the weight's size is made.  The others (NAG, FTRL, sign SGD, Signum) are
-array expressions.  The states are written before the weight, each element
-from its own old values, so ``out=weight`` is safe.
+scalars rounded to it, as MXNet's ``DType`` kernels do. The updates made of
+arithmetic, ``sqrt``, ``sign`` and ``clip`` (SGD, momentum SGD, Adam,
+RMSProp, sign SGD, Signum) are written once as a
+:class:`~mxnb.operator.fused.FusedMap`: one kernel on a GPU, and on numpy
+the same statements a block at a time, so no temporary of the weight's size
+is made. NAG and FTRL are array expressions (:class:`ArrayUpdateProp`). The
+states are written before the weight, each element from its own old values,
+so ``out=weight`` is safe.
 
 State kept: :data:`MAPS`, the fused maps made so far (the states are the
 caller's arrays).
@@ -164,8 +165,9 @@ class UpdateProp(KernelProp):
 
 
 class ArrayUpdateProp(UpdateProp):
-    """An update written as array expressions (:meth:`step`): the ops that need ``sign``,
-    ``abs`` or a comparison, which a fused map does not have."""
+    """An update written as array expressions (:meth:`step`): FTRL, which needs ``abs`` and a
+    comparison, and NAG, whose new momentum reads the NEW weight when the output is the weight
+    (MXNet's kernel does): neither is one fused map's statements."""
 
     def rescaled(self, xp: Any, grad: Any) -> Any:
         """``clip(rescale_grad * grad, clip_gradient)`` (no clip when clip_gradient < 0)."""
@@ -341,16 +343,16 @@ class FtrlUpdateProp(ArrayUpdateProp):
 
 
 @register("signsgd_update")
-class SignSGDUpdateProp(ArrayUpdateProp):
+class SignSGDUpdateProp(UpdateProp):
     """``weight = (1 - lr * wd) * weight - lr * sign(grad)``."""
 
-    def step(self, xp, weight, grad, states, s):
+    def formula(self) -> str:
         """Sign SGD."""
-        return (1 - s["lr"] * s["wd"]) * weight - s["lr"] * xp.sign(grad)
+        return "out = (1 - lr_wd) * weight - lr * sign(rescaled)"
 
 
 @register("signum_update")
-class SignumUpdateProp(ArrayUpdateProp):
+class SignumUpdateProp(UpdateProp):
     """``mom = momentum*mom - (1-momentum)*(wd*weight + grad); weight = (1 - lr*wd_lh)*weight + lr*sign(mom)``."""
 
     states = ("mom",)
@@ -359,8 +361,9 @@ class SignumUpdateProp(ArrayUpdateProp):
         float, unbounded=ANY, default=0.0, doc="Decoupled weight decay (Loshchilov & Hutter)."
     )
 
-    def step(self, xp, weight, grad, states, s):
+    def formula(self) -> str:
         """Signum."""
-        mom = states[0]
-        mom[...] = s["momentum"] * mom - (1 - s["momentum"]) * (s["wd"] * weight + grad)
-        return (1 - s["lr"] * s["wd_lh"]) * weight + s["lr"] * xp.sign(mom)
+        return """
+            mom = momentum * mom - (1 - momentum) * (wd * weight + rescaled)
+            out = (1 - lr * wd_lh) * weight + lr * sign(mom)
+        """
