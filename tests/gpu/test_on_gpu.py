@@ -198,7 +198,7 @@ def test_update_ops_agree_with_the_cpu_and_their_kernels_are_kept(gpu, clip):
 
     ops = {
         "sgd_update": 0, "sgd_mom_update": 1, "adam_update": 2, "rmsprop_update": 1,
-        "rmspropalex_update": 3, "signsgd_update": 0, "signum_update": 1,
+        "rmspropalex_update": 3, "signsgd_update": 0, "signum_update": 1, "nag_mom_update": 1,
     }  # fmt: skip
     rng = np.random.default_rng(11)
     for op, count in ops.items():

@@ -252,6 +252,8 @@ def _every_fused_map():
             extra = {"clip_weights": clip} if op.startswith("rms") else {}
             prop = get(op).create_property(lr=0.1, clip_gradient=clip, **extra)
             maps.append(prop.fused_map())
+    nag = get("nag_mom_update").create_property(lr=0.1, momentum=0.9)
+    maps += [nag.fused_map(False), nag.fused_map(True)]  # the momentum reads weight, or out
     return maps
 
 

@@ -97,6 +97,7 @@ FUSED = {
     "adam_update": (["mean", "var"], {"beta1": 0.9, "beta2": 0.99, "epsilon": 1e-6}),
     "rmsprop_update": (["n"], {"gamma1": 0.9, "epsilon": 1e-6, "clip_weights": 0.5}),
     "rmspropalex_update": (["n", "g", "delta"], {"gamma1": 0.9, "gamma2": 0.8, "epsilon": 1.0}),
+    "nag_mom_update": (["mom"], {"momentum": 0.9}),
     "signsgd_update": ([], {}),
     "signum_update": (["mom"], {"momentum": 0.9, "wd_lh": 1e-3}),
 }
@@ -147,11 +148,11 @@ def test_a_fused_update_is_one_kernel_on_a_gpu_and_agrees_with_the_cpu(op, clip)
 
 @pytest.mark.parametrize("op", sorted(FUSED))
 def test_a_fused_update_allocates_blocks_not_weights(monkeypatch, op):
-    """With 2 op threads, a large update allocates at most three blocks of floats a thread
+    """With 2 op threads, a large update allocates at most four blocks of floats a thread
     beside its arrays, at 1 and at 4 times the weight: the array expressions made 2-4
     temporaries of the weight's size (16-32 MiB at 1x)."""
     monkeypatch.setenv("MXNB_OP_THREADS", "2")
-    bound = 2 * 3 * split.BLOCK_ELEMENTS * 4 + (64 << 10)
+    bound = 2 * 4 * split.BLOCK_ELEMENTS * 4 + (64 << 10)
     params = dict(FUSED[op][1], lr=0.05, wd=1e-3, clip_gradient=0.1)
     rng = np.random.default_rng(5)
     for rows in (2048, 8192):
@@ -164,3 +165,28 @@ def test_a_fused_update_allocates_blocks_not_weights(monkeypatch, op):
         )
         assert peak <= bound, (rows, peak)
     assert weight.nbytes >= 2 * bound  # at 4x, one temporary of the weight's size would show
+
+
+@pytest.mark.parametrize("into", ["weight", "other"])
+def test_nag_reads_the_new_weight_only_when_the_output_is_the_weight(into):
+    """MXNet's NAG kernel reads the weight after writing it: with ``out=weight`` the momentum
+    decays with the NEW weight, into another output with the old one.  Each case is its own
+    fused map, and the GPU's kernel (FakeCupy) gives the CPU's bits in both."""
+    rng = np.random.default_rng(2)
+    w, g, m = (rng.standard_normal((4, 6)).astype("float32") for _ in range(3))
+    results = []
+    with fake_virtual_gpus():
+        for ctx in (mx.cpu(0), mx.gpu(0), mx.gpu(0)):  # the GPU's first call checks the kernel
+            weight, grad, mom = (mx.nd.array(a, ctx=ctx) for a in (w, g, m))
+            out = weight if into == "weight" else mx.nd.zeros(w.shape, ctx=ctx)
+            mx.nd.nag_mom_update(weight, grad, mom, lr=0.1, wd=0.01, momentum=0.9, out=out)
+            results.append((out.asnumpy(), mom.asnumpy()))
+    f32 = np.float32
+    lr, wd, momentum = f32(0.1), f32(0.01), f32(0.9)
+    scaled = momentum * m
+    new_weight = w - scaled + (momentum + 1) * (scaled - lr * (g + wd * w))
+    decayed = new_weight if into == "weight" else w
+    expected = (new_weight, scaled - lr * (g + wd * decayed))
+    for got in results:
+        for mine, theirs in zip(got, expected):
+            np.testing.assert_array_equal(mine, theirs)

@@ -14,13 +14,13 @@ states, which is how mxnb marks inputs an op mutates (MXNet's
 weight decay to it), then clipped to ``[-clip_gradient, clip_gradient]``
 when ``clip_gradient >= 0``; kernels compute in the weight's dtype with the
 scalars rounded to it, as MXNet's ``DType`` kernels do. The updates made of
-arithmetic, ``sqrt``, ``sign`` and ``clip`` (SGD, momentum SGD, Adam,
+arithmetic, ``sqrt``, ``sign`` and ``clip`` (SGD, momentum SGD, NAG, Adam,
 RMSProp, sign SGD, Signum) are written once as a
 :class:`~mxnb.operator.fused.FusedMap`: one kernel on a GPU, and on numpy
 the same statements a block at a time, so no temporary of the weight's size
-is made. NAG and FTRL are array expressions (:class:`ArrayUpdateProp`). The
-states are written before the weight, each element from its own old values,
-so ``out=weight`` is safe.
+is made. FTRL is array expressions (:class:`ArrayUpdateProp`). The states
+are written before the weight, each element from its own old values, so
+``out=weight`` is safe (NAG's momentum reads the new weight on purpose).
 
 State kept: :data:`MAPS`, the fused maps made so far (the states are the
 caller's arrays).
@@ -96,7 +96,7 @@ class UpdateProp(KernelProp):
         """Parse the parameters (and forget the scalars and the map made from earlier ones)."""
         super().init(kwargs)
         self._scalars: dict[Any, dict[str, Any]] = {}
-        self._map: FusedMap | None = None
+        self._maps: dict[tuple, FusedMap] = {}
 
     def scalar(self, xp: Any, value: float, dtype: Any) -> Any:
         """``value`` rounded to the kernel's dtype (MXNet's ``DType(param)``)."""
@@ -122,32 +122,40 @@ class UpdateProp(KernelProp):
         """The float parameters, then ``lr_wd``: the fused map's inputs after ``weight, grad``."""
         return (*(n for n in self.params if isinstance(getattr(self, n), float)), "lr_wd")
 
-    def fused_map(self) -> FusedMap:
+    def fused_map(self, *variant: Any) -> FusedMap:
         """This update as one fused map: inputs ``weight, grad`` and :meth:`scalar_names`,
-        outputs the states and ``out`` (made on first use, one per op and :meth:`clipping`)."""
-        if self._map is None:
-            key = (self.op_name, self.clipping())
-            self._map = MAPS.get(key)
-            if self._map is None:
+        outputs the states and ``out``.  Made on first use, one per op, :meth:`clipping` and
+        ``variant`` (what a call adds: NAG's output over its weight)."""
+        found = self._maps.get(variant)
+        if found is None:
+            key = (self.op_name, self.clipping(), variant)
+            found = MAPS.get(key)
+            if found is None:
                 inputs, outputs = ("weight", "grad", *self.scalar_names()), (*self.states, "out")
-                self._map = MAPS[key] = FusedMap(self.op_name, inputs, outputs, self.statements())
-        return self._map
+                text = self.statements(*variant)
+                found = MAPS[key] = FusedMap(self.op_name, inputs, outputs, text)
+            self._maps[variant] = found
+        return found
 
     def clipping(self) -> tuple[bool, ...]:
         """Which clips the statements hold (the gradient's): they are all that varies them."""
         return (self.clip_gradient >= 0,)
 
-    def formula(self) -> str:
+    def formula(self, *variant: Any) -> str:
         """The statements that set the states and ``out`` (see the class docstring)."""
         raise NotImplementedError(self.op_name)
 
-    def statements(self) -> str:
+    def statements(self, *variant: Any) -> str:
         """The whole update: ``rescaled`` as these parameters make it, then :meth:`formula`."""
         gradient = "rescale_grad * grad" + (" + wd * weight" if self.decay_in_gradient else "")
         if self.clip_gradient >= 0:
             gradient = f"clip({gradient}, -clip_gradient, clip_gradient)"
-        lines = (line.strip() for line in self.formula().strip().splitlines())
+        lines = (line.strip() for line in self.formula(*variant).strip().splitlines())
         return "\n".join((f"rescaled = {gradient}", *lines))
+
+    def variant(self, xp: Any, weight: Any, into: Any) -> tuple:
+        """What this call adds to the statements' options (none; NAG overrides it)."""
+        return ()
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """Rewrite the states in ``aux`` and compute the new weight: one fused map.
@@ -160,14 +168,14 @@ class UpdateProp(KernelProp):
         xp, out = ctx.xp, out_data[0]
         values = self.scalars(xp, weight.dtype)
         into = out if computes_into(req[0], out, weight) else xp.empty_like(weight)
-        self.fused_map()(xp, weight, grad, *values.values(), out=(*aux, into))
+        fused = self.fused_map(*self.variant(xp, weight, into))
+        fused(xp, weight, grad, *values.values(), out=(*aux, into))
         write(out, req[0], into)
 
 
 class ArrayUpdateProp(UpdateProp):
     """An update written as array expressions (:meth:`step`): FTRL, which needs ``abs`` and a
-    comparison, and NAG, whose new momentum reads the NEW weight when the output is the weight
-    (MXNet's kernel does): neither is one fused map's statements."""
+    comparison that a fused map does not have."""
 
     def rescaled(self, xp: Any, grad: Any) -> Any:
         """``clip(rescale_grad * grad, clip_gradient)`` (no clip when clip_gradient < 0)."""
@@ -218,33 +226,31 @@ class SGDMomUpdateProp(UpdateProp):
 
 
 @register("nag_mom_update")
-class NAGMomUpdateProp(ArrayUpdateProp):
+class NAGMomUpdateProp(UpdateProp):
     """Nesterov momentum, as MXNet 1.9.1's kernel computes it.
 
     ``m = momentum * mom; weight' = weight - m + (momentum + 1) * (m - lr * (grad + wd * weight));
     mom = m - lr * (grad + wd * w)``, where ``w`` is the NEW weight when the output is
     the weight itself (``out=weight``, how the optimizer calls it): MXNet's kernel
-    reads the weight after writing it.  We reproduce that so results match.
+    reads the weight after writing it.  We reproduce that so results match: the new
+    momentum reads ``out`` then, a statement after ``out`` is written (a map of its own).
     """
 
     states = ("mom",)
     momentum = Param(float, low=0.0, high=1.0, default=0.0, doc="Decay of the momentum.")
 
-    def forward(self, ctx, in_data, req, out_data, aux):
-        """Compute the new weight and momentum (see the class docstring)."""
-        weight, grad = in_data
-        xp = ctx.xp
-        lr, wd, momentum = (
-            self.scalar(xp, v, weight.dtype) for v in (self.lr, self.wd, self.momentum)
-        )
-        grad = self.rescaled(xp, grad)
-        mom = aux[0]
-        scaled = momentum * mom
-        new_weight = weight - scaled + (momentum + 1) * (scaled - lr * (grad + wd * weight))
-        aliased = out_data[0] is not None and xp.shares_memory(out_data[0], weight)
-        decay_from = new_weight if aliased else weight
-        mom[...] = scaled - lr * (grad + wd * decay_from)
-        write(out_data[0], req[0], new_weight)
+    def variant(self, xp: Any, weight: Any, into: Any) -> tuple:
+        """Whether the new weight goes over the weight (then the momentum reads it)."""
+        return (bool(into is weight or xp.may_share_memory(into, weight)),)
+
+    def formula(self, over_weight: bool = False) -> str:
+        """Nesterov momentum, the weight written first."""
+        decayed = "out" if over_weight else "weight"
+        return f"""
+            scaled = momentum * mom
+            out = weight - scaled + (momentum + 1) * (scaled - lr * (rescaled + wd * weight))
+            mom = scaled - lr * (rescaled + wd * {decayed})
+        """
 
 
 @register("adam_update")
