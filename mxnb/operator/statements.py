@@ -13,9 +13,9 @@ Rule:
       that means something else in C is refused, with the line and the
       reason: ``x ** 2``, ``0.5`` (a double in C), ``1 / 2`` (0 in C).
       ``clip`` and ``sign``, which CUDA's math library lacks, are defined by
-      :data:`PREAMBLE` for the kernels that call it.  A function of a Python
-      number alone (``sqrt(eps)``, ``eps`` given as ``1e-5``) is computed
-      in double by numpy and in T by C, so the plain path refuses it: pass
+      :data:`PREAMBLE` for the kernels that call them.  A function of a
+      Python number alone (``sqrt(eps)``, ``eps`` given as ``1e-5``) is
+      computed in double by numpy and in T by C, so it is refused: pass
       ``eps`` as a numpy scalar of the arrays' dtype (C's T), or the value in.
     * **The plain path** (:func:`evaluate`): an expression given ``out`` is
       computed *into* it.  An operand that is itself an expression is
@@ -24,13 +24,15 @@ Rule:
       other side reads memory ``out`` shares (:func:`reads`): then
       ``out=weight`` goes through a temporary and stays correct.  A temporary
       the evaluation made itself takes the next result that fits it
-      (:func:`holds`), so ``1 - y * y`` makes one temporary, not two.  Two
-      numbers combine as Python numbers (weak, as C's T scalars are).
+      (:func:`holds`), so ``1 - y * y`` makes one temporary, not two.  A part
+      that is a number (``1 - beta1``) stays a number, as in the Python
+      form, until the statement writes it.
     * **The Python form** (:func:`python_source`): the same expressions as
       numpy evaluates them, each output assigned with ``[...] =``.  It gives
-      the plain path's values bit for bit (a test runs every kernel of the
-      library both ways) at a fraction of its bookkeeping, and a temporary
-      per operator.
+      the plain path's values bit for bit (``tests/operator/test_fused.py``
+      runs every kernel of the library both ways, and
+      ``test_statements.py`` random ones) at a fraction of its bookkeeping,
+      and a temporary per operator.
 
 State kept: on each checked node, the names it reads (``reads``), whether
 its two sides are one expression (``same_sides``), and its plain path
