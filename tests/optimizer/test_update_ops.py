@@ -190,3 +190,18 @@ def test_nag_reads_the_new_weight_only_when_the_output_is_the_weight(into):
     for got in results:
         for mine, theirs in zip(got, expected):
             np.testing.assert_array_equal(mine, theirs)
+
+
+def test_an_update_with_a_new_learning_rate_launches_one_kernel_and_copies_nothing():
+    """Adam's learning rate, and so its property, changes every step: the scalars are numpy
+    scalars a kernel takes by value, so each step is one launch and no call of the array module
+    (made with it on a GPU, each scalar was a copy to the device: 7 a step)."""
+    with fake_virtual_gpus() as xp:
+        ctx = mx.gpu(0)
+        weight, grad, mean, var = (mx.nd.ones((4, 5), ctx=ctx) for _ in range(4))
+        for step in range(1, 5):
+            launches, calls = xp.launches, xp.calls
+            mx.nd.adam_update(weight, grad, mean, var, lr=0.01 / step, wd=1e-4, out=weight)
+            weight.wait_to_read()
+            if step > 1:  # the first call compiles and checks the kernel
+                assert (xp.launches - launches, xp.calls - calls) == (1, 0)

@@ -42,6 +42,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..fused import FusedMap
 from ..param import ANY, Param
 from ..registry import register
@@ -98,24 +100,22 @@ class UpdateProp(KernelProp):
         self._scalars: dict[Any, dict[str, Any]] = {}
         self._maps: dict[tuple, FusedMap] = {}
 
-    def scalar(self, xp: Any, value: float, dtype: Any) -> Any:
-        """``value`` rounded to the kernel's dtype (MXNet's ``DType(param)``)."""
-        return xp.asarray(value, dtype=dtype)[()]
+    def scalars(self, dtype: Any) -> dict[str, Any]:
+        """Every float parameter rounded to ``dtype`` (MXNet's ``DType(param)``), and ``lr_wd`` =
+        lr * wd in it: numpy scalars, on every device (a kernel takes them by value; made on a
+        GPU, each would be a copy to the device, and Adam's change every step).
 
-    def scalars(self, xp: Any, dtype: Any) -> dict[str, Any]:
-        """Every float parameter rounded to ``dtype``, and ``lr_wd`` = lr * wd in it.
-
-        Made once per (array module, dtype): a property's parameters do not
-        change, and the imperative invoke reuses the property of equal
-        parameters, so an optimizer's update for one key makes them once.
+        Made once per dtype: a property's parameters do not change, and the
+        imperative invoke reuses the property of equal parameters, so an
+        optimizer's update for one key makes them once.
         """
-        key = (xp, dtype)
-        values = self._scalars.get(key)
+        values = self._scalars.get(dtype)
         if values is None:
             *names, _ = self.scalar_names()
-            values = {name: self.scalar(xp, getattr(self, name), dtype) for name in names}
+            kind = np.dtype(dtype).type
+            values = {name: kind(getattr(self, name)) for name in names}
             values["lr_wd"] = values["lr"] * values["wd"]
-            self._scalars[key] = values
+            self._scalars[dtype] = values
         return values
 
     def scalar_names(self) -> tuple[str, ...]:
@@ -166,7 +166,7 @@ class UpdateProp(KernelProp):
         """
         weight, grad = in_data
         xp, out = ctx.xp, out_data[0]
-        values = self.scalars(xp, weight.dtype)
+        values = self.scalars(weight.dtype)
         into = out if computes_into(req[0], out, weight) else xp.empty_like(weight)
         fused = self.fused_map(*self.variant(xp, weight, into))
         fused(xp, weight, grad, *values.values(), out=(*aux, into))
@@ -179,7 +179,7 @@ class ArrayUpdateProp(UpdateProp):
 
     def rescaled(self, xp: Any, grad: Any) -> Any:
         """``clip(rescale_grad * grad, clip_gradient)`` (no clip when clip_gradient < 0)."""
-        s = self.scalars(xp, grad.dtype)
+        s = self.scalars(grad.dtype)
         value = s["rescale_grad"] * grad
         if self.clip_gradient >= 0:
             value = xp.clip(value, -s["clip_gradient"], s["clip_gradient"])
@@ -189,7 +189,7 @@ class ArrayUpdateProp(UpdateProp):
         """Compute the new weight (and rewrite the states in ``aux``)."""
         weight, grad = in_data
         xp = ctx.xp
-        values = self.scalars(xp, weight.dtype)
+        values = self.scalars(weight.dtype)
         new_weight = self.step(xp, weight, self.rescaled(xp, grad), aux, values)
         write(out_data[0], req[0], new_weight)
 
