@@ -156,14 +156,11 @@ class FusedMap(_Guarded):
         missing = set(self.outputs) - {target for target, _ in self.statements}
         if missing:
             raise ValueError(f"FusedMap {name!r}: no statement sets outputs {sorted(missing)}")
-        both = set(self.inputs) & set(self.outputs)
-        if (
-            both
-            or len(set(self.inputs)) < len(self.inputs)
-            or len(set(self.outputs)) < len(self.outputs)
-        ):
-            raise ValueError(f"FusedMap {name!r}: a name is given twice ({sorted(both) or 'repeated'}); "
-                             "an output the statements read before setting is an output only")  # fmt: skip
+        declared = (*self.inputs, *self.outputs)
+        twice = sorted({n for n in declared if declared.count(n) > 1})
+        if twice:
+            raise ValueError(f"FusedMap {name!r}: {twice} given twice; an output the statements "
+                             "read before setting it is an output only")  # fmt: skip
         if "xp" in known:
             raise ValueError(f"FusedMap {name!r}: 'xp' names the array module; rename it")
         self.python_source = python_source(name, self.inputs, self.outputs, self.statements)

@@ -209,9 +209,8 @@ def _compile_binary(node: ast.BinOp) -> Any:
     """:func:`_compile` of ``a op b``: which side goes into ``out``, and which temporary is reused."""
     left, right, name = node.left, node.right, _UFUNCS[type(node.op)]
     number, same = _NUMBERS[type(node.op)], node.same_sides  # type: ignore[attr-defined]
-    right_first = is_leaf(left) and not is_leaf(
-        right
-    )  # ``x - (a * b)``: the right side into ``out``
+    # ``x - (a * b)``: the right side goes into ``out``
+    right_first = is_leaf(left) and not is_leaf(right)
     left_computed, right_computed = not is_leaf(left), not is_leaf(right)
 
     def binary(values: dict[str, Any], xp: Any, out: Any) -> Any:

@@ -97,6 +97,15 @@ def test_refuses_what_is_not_the_same_in_python_and_c(statements, says):
         FusedMap("bad", ("x",), ("y",), statements)
 
 
+def test_a_name_given_as_input_and_output_is_refused():
+    """An output the statements read before setting it is an output only: CUDA C would not
+    compile a parameter declared twice (FakeCupy refuses it too)."""
+    with pytest.raises(ValueError, match=re.escape("['mom'] given twice")):
+        FusedMap("bad", ("grad", "mom"), ("mom",), "mom = mom * 2 + grad")
+    with pytest.raises(ValueError, match="declared twice"):
+        FakeCupy().ElementwiseKernel("T mom, T grad", "T mom", "mom = mom + grad;", "bad")
+
+
 def test_the_compiled_path_runs_the_c_text_and_is_verified_once():
     xp = FakeCupy()
     normalize = FusedMap("normalize", ("x", "mean", "scale"), ("y",), "y = (x - mean) * scale")
