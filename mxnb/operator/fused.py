@@ -61,7 +61,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from .split import in_blocks
-from .statements import FUNCTIONS, PREAMBLE, check, evaluate, is_leaf, names, python_source, reads
+from .statements import (
+    FUNCTIONS,
+    PREAMBLE,
+    check,
+    evaluate,
+    is_leaf,
+    names,
+    numbers_alone,
+    python_source,
+    reads,
+)
 
 __all__ = ["FUNCTIONS", "PREAMBLE", "SMALL_BYTES", "FusedMap", "FusedSum", "is_cupy"]
 
@@ -167,13 +177,13 @@ class FusedMap(_Guarded):
         namespace: dict[str, Any] = {}
         exec(compile(self.python_source, f"<FusedMap {name}>", "exec"), namespace)  # noqa: S102
         self._python = namespace[name]
-        # the inputs each function call reads: all Python numbers is refused, as the plain
-        # path refuses it (see .statements), before the Python form would compute it in double
-        self._function_reads = [
-            [self.inputs.index(n) for n in node.reads if n in self.inputs]  # type: ignore[attr-defined]
+        # the first arguments of the function calls: one of Python numbers alone is refused
+        # (statements.numbers_alone), by the plain path, before the Python form computes it
+        self._called = [
+            node.args[0]
             for _, expression in self.statements
             for node in ast.walk(expression)
-            if isinstance(node, ast.Call) and node.reads <= set(self.inputs)  # type: ignore[attr-defined]
+            if isinstance(node, ast.Call)
         ]
 
     def __repr__(self) -> str:
@@ -219,8 +229,9 @@ class FusedMap(_Guarded):
             if not out:
                 return self.evaluate(xp, *args)
             if max(array.nbytes for array in out) <= SMALL_BYTES:  # the small-array fast path
-                for read in self._function_reads:
-                    if all(type(args[i]) in (int, float) for i in read):
+                if self._called and any(type(a) in (int, float) for a in args):
+                    values = dict(zip(self.inputs, args))
+                    if any(numbers_alone(arg, values) for arg in self._called):
                         return self.evaluate(xp, *args, out=out)  # which says why it refuses
                 self._python(xp, *args, *out)
                 return tuple(out)

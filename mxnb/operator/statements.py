@@ -66,6 +66,7 @@ __all__ = [
     "holds",
     "is_leaf",
     "names",
+    "numbers_alone",
     "python_source",
     "reads",
 ]
@@ -186,7 +187,7 @@ def _compile(node: ast.AST) -> Any:
             value = inner.run(values, xp, into)  # type: ignore[attr-defined]
             others = [argument.run(values, xp, None) for argument in rest]
             if not getattr(value, "ndim", 0):  # a number: it stays one, as in the Python form
-                if function != "negative" and type(value) in (int, float):
+                if function != "negative" and numbers_alone(inner, values):
                     raise ValueError(
                         f"{ast.unparse(node)}: {function}() of a Python number alone (here "
                         f"{value!r}) is computed in double by numpy but in T by C; pass it in "
@@ -251,6 +252,12 @@ def holds(value: Any, other: Any) -> bool:
         len(other_shape) <= len(shape)
         and all(o in (1, s) for o, s in zip(reversed(other_shape), reversed(shape)))
     )
+
+
+def numbers_alone(node: ast.AST, values: dict[str, Any]) -> bool:
+    """Whether ``node`` reads Python numbers alone (or nothing): a function of such a value is
+    refused, since numpy computes it in double and C in T (see the rule)."""
+    return all(type(values.get(name)) in (int, float) for name in node.reads)  # type: ignore[attr-defined]
 
 
 def _reads_an_array(node: ast.AST, values: dict[str, Any]) -> bool:

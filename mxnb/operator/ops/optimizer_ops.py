@@ -138,7 +138,8 @@ class UpdateProp(KernelProp):
         return found
 
     def clipping(self) -> tuple[bool, ...]:
-        """Which clips the statements hold (the gradient's): they are all that varies them."""
+        """Which clips the statements hold (the gradient's): with ``variant``, all that varies
+        them, so the maps are keyed by it (:meth:`statements` reads the clips from it)."""
         return (self.clip_gradient >= 0,)
 
     def formula(self, *variant: Any) -> str:
@@ -148,7 +149,7 @@ class UpdateProp(KernelProp):
     def statements(self, *variant: Any) -> str:
         """The whole update: ``rescaled`` as these parameters make it, then :meth:`formula`."""
         gradient = "rescale_grad * grad" + (" + wd * weight" if self.decay_in_gradient else "")
-        if self.clip_gradient >= 0:
+        if self.clipping()[0]:  # the text depends on the clips through clipping() alone
             gradient = f"clip({gradient}, -clip_gradient, clip_gradient)"
         lines = (line.strip() for line in self.formula(*variant).strip().splitlines())
         return "\n".join((f"rescaled = {gradient}", *lines))
@@ -294,7 +295,7 @@ class _RMSPropBase(UpdateProp):
 
     def clipped_weight(self, expression: str) -> str:
         """``expression``, the new weight, clipped to ``clip_weights`` when that is >= 0."""
-        if self.clip_weights >= 0:
+        if self.clipping()[1]:
             return f"clip({expression}, -clip_weights, clip_weights)"
         return expression
 
