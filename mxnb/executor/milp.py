@@ -25,6 +25,9 @@ steps ``< nf``; each recomputed copy is made just before the step that needs it)
   recomputed consumer c has not run yet);
 * ``E[e, k]`` (a kept value held past its plain last reader)
   ``>= x[c] - A[c, k-1] - x[j]``: kept for a recomputed consumer;
+* ``L`` and ``E`` take one column per run of neighbouring steps with the same
+  lower bounds (exact: a held value only adds to memory, so it sits at its
+  greatest lower bound, the same bytes along the run);
 * per step: ``plain_live[k] - sum b[e] x[j] [e's last forward read < k <= its
   last read] + sum b[e] (L[e, k] + E[e, k]) <= peak <= budget'``;
 * minimise ``sum flops[j] x[j]`` (:mod:`.flops`), or ``sum seconds[j] x[j]`` with a
@@ -121,6 +124,10 @@ class Solution:
 class Model:
     """The program of the module docstring for one plain (unrecomputed) graph."""
 
+    #: one ``L`` / ``E`` column per run of steps with the same bounds (False: one per step,
+    #: the plain form the tests compare the runs against)
+    merge_runs = True
+
     def __init__(self, graph: ExecGraph, op_times: Mapping[str, float] | None = None) -> None:
         self.graph = graph
         self.op_times = op_times  # a measured per-op timing table replaces FLOPs as the cost
@@ -168,8 +175,10 @@ class Model:
             if self.latest[step.index] is not None:
                 self.earliest[step.index] = min([*sooner, *([first] if first is not None else [])])
         self.memory: list[dict[int, float]] = [{} for _ in range(S)]
+        self.lower_bounds: dict[tuple[str, int], dict[int, set]] = {}
         for step in self.steps:
             self._add_step(step, live)
+        self._add_held()
         for k in range(S):
             self.memory[k][self.peak] = -1.0
             self.rows.append((self.memory[k], -np.inf, -live[k]))
@@ -233,17 +242,42 @@ class Model:
             pending = [(x, 1), (self.trigger(j, k if over else k - 1), -1)]  # j not run yet
             if copied and k >= max(nf, self.earliest.get(writer, nf)):
                 self._copy_alive(e, k, [(self.trigger(writer, k), 1), *pending], minus=1)
-            if k > last:
-                held = self.col(("E", e, k))
-                self.memory[k][held] = record.nbytes
+            if k > last:  # E[e, k]: the original held for this recompute
                 own = [({self.col(("x", writer)): 1.0}, -1)] if copied else []
-                self._row([({held: 1.0}, 1), *[(t, -s) for t, s in pending + own]], 0, np.inf)
+                self._at_least("E", e, k, pending + own)
 
     def _copy_alive(self, e: int, k: int, terms: list, minus: float = 0) -> None:
-        """``L[e, k] >= sum(terms) - minus``, and L counted in step k's memory."""
-        alive = self.col(("L", e, k))
-        self.memory[k][alive] = self.graph.entries[e].nbytes
-        self._row([({alive: 1.0}, 1), *[(t, -s) for t, s in terms]], -minus, np.inf)
+        """``L[e, k] >= sum(terms) - minus``: a recomputed copy of ``e`` alive at step k."""
+        self._at_least("L", e, k, terms, minus)
+
+    def _at_least(self, kind: str, e: int, k: int, terms: list, minus: float = 0) -> None:
+        """Record ``kind[e, k] >= sum(terms) - minus``; :meth:`_add_held` makes the columns."""
+        bound = tuple(sorted((col, sign * value) for coeffs, sign in terms
+                             for col, value in coeffs.items()))  # fmt: skip
+        self.lower_bounds.setdefault((kind, e), {}).setdefault(k, set()).add((bound, minus))
+
+    def _add_held(self) -> None:
+        """One column per run of steps whose ``L`` / ``E`` lower bounds are the same, and its rows.
+
+        A held value only adds to memory, so each of its columns sits at its greatest lower
+        bound; neighbouring steps with the same bounds hold the same bytes, and one column
+        (counted in each of their memory rows) is exact.  An LSTM's values wait the length of
+        the forward pass with one bound: without this, half its program's columns.
+        """
+        for (kind, e), by_step in self.lower_bounds.items():
+            nbytes = self.graph.entries[e].nbytes
+            previous: tuple[int, frozenset] | None = None
+            for k in sorted(by_step):
+                bounds = frozenset(by_step[k])
+                if not self.merge_runs or previous != (k - 1, bounds):
+                    held = self.col((kind, e, k))
+                    for bound, minus in bounds:
+                        row = {held: 1.0}
+                        for col, value in bound:
+                            row[col] = row.get(col, 0.0) - value
+                        self.rows.append((row, -minus, np.inf))
+                self.memory[k][held] = nbytes
+                previous = (k, bounds)
 
     def arrays(self) -> tuple[np.ndarray, Any, np.ndarray, np.ndarray]:
         """The costs, the sparse constraint matrix and its bounds."""

@@ -315,3 +315,28 @@ def test_a_convolutions_data_gradient_may_take_its_output_gradients_memory():
         if name != "data":
             np.testing.assert_allclose(exe.grad_dict[name].asnumpy(), array.grad.asnumpy(),
                                        rtol=1e-5, atol=1e-5, err_msg=name)  # fmt: skip
+
+
+class _OneColumnPerStep(Model):
+    merge_runs = False
+
+
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_one_column_per_run_of_equal_bounds_is_exact(name):
+    """Merging a held value's steps with equal bounds changes no modelled peak and no optimum,
+    and the program is smaller."""
+    factory, shapes = NETWORKS[name]
+    sym = factory()
+    graph, plain = plan_best(sym, shapes)
+    merged, plain_form = Model(graph), _OneColumnPerStep(graph)
+    assert len(merged.cols) < len(plain_form.cols)
+    names = [step.name for step in merged.steps]
+    rng = np.random.default_rng(0)
+    sets = [frozenset(), frozenset(names)]
+    sets += [frozenset(n for n in names if rng.random() < 0.5) for _ in range(12)]
+    for nodes in sets:
+        assert merged.peak_of(nodes) == plain_form.peak_of(nodes), sorted(nodes)
+    budget = budgets(sym, shapes, count=3)[1]
+    ours, theirs = merged.solve(budget, 60), plain_form.solve(budget, 60)
+    assert ours.optimal and theirs.optimal
+    assert ours.cost == pytest.approx(theirs.cost, rel=1e-9)
