@@ -32,6 +32,15 @@ steps ``< nf``; each recomputed copy is made just before the step that needs it)
   last read] + sum b[e] (L[e, k] + E[e, k]) <= peak <= budget'``;
 * minimise ``sum flops[j] x[j]`` (:mod:`.flops`), or ``sum seconds[j] x[j]`` with a
   measured per-op timing table (``op_times``).
+* a *window* of ``W`` steps: ``A[j, k]`` is 0 more than ``W`` steps before
+  j's latest trigger, and a consumer triggered before that is never
+  recomputed with j (``A[c, start - 1] + x[j] <= 1``).  The plans are then
+  those whose recomputes run at most ``W`` steps ahead of need, and the gap
+  proven is within them.  ``window='auto'`` sets none while the full program
+  has at most :data:`MAX_TRIGGERS` trigger columns, else the widest window
+  under it: in an unrolled LSTM every later step reads an early value, so its
+  recompute could run anywhere in backward (the LSTM LM's full program:
+  490k trigger columns, 1.45M in all; HiGHS finds nothing in 120 s).
 
 What is exact: the objective (each chosen step runs once, as the executor
 does) and the liveness of every value under the executor's schedule, with the
@@ -40,31 +49,21 @@ still needs.  What is modelled: bytes are live bytes, not the pool's blocks
 (co-share fragmentation, the arena's offsets), and the values a recompute
 segment makes are all counted at the step that needs them, though the
 executor frees some within the segment (conservative).  So every answer is
-planned for real (:func:`.tournament.plan_best`) and only a plan whose real
-bytes fit is returned.  ``budget'`` starts at the budget; a plan over it
-tightens ``budget'`` by its miss and cuts its set off (some step it keeps must
-be recomputed: a heuristic cut, since real bytes need not fall as a set
-grows), a plan under it loosens ``budget'`` by half the room, until an optimal
-answer leaves under 1 % of the budget unused or the time limit.  The proven
-``mip_gap`` is the gap of the program that chose the plan (model and cuts
-included), not of the real planner.  The greedy plan (:mod:`.tradeoff`) is the
-incumbent: ``scipy.optimize.milp`` takes no starting point, so a solved plan
-replaces it only when it needs no more FLOPs, and otherwise the greedy plan is
-returned with ``solver='greedy incumbent'``.  A budget the plain plan packed
-into one arena meets (:mod:`.tradeoff`) is answered with that plan, no
-recomputation and a gap of 0, before any solve.
+planned for real, by :mod:`.exact`, which calls this program.
 
 State kept: none; :class:`Model` holds one program's arrays.
 
 Example::
 
-    >>> import mxnb as mx
     >>> from mxnb.executor import zoo
-    >>> plain = mx.executor.plan_memory(zoo.mlp(), {'data': (32, 784)})
-    >>> plan = mx.executor.plan_memory(zoo.mlp(), {'data': (32, 784)},
-    ...                                budget=plain.internal_bytes - 1, solver='milp')
-    >>> plan.solver, plan.mip_gap, plan.internal_bytes < plain.internal_bytes
-    ('milp', 0.0, True)
+    >>> from mxnb.executor.tournament import plan_best
+    >>> graph, plain = plan_best(zoo.mlp(), {'data': (32, 784)})
+    >>> model = Model(graph)
+    >>> model.peak_of(frozenset()) == plain.peak_bytes, model.window
+    (True, None)
+    >>> answer = model.solve(plain.peak_bytes - 1, time_limit=10)
+    >>> sorted(answer.nodes), answer.optimal
+    (['relu1'], True)
 """
 
 from __future__ import annotations
@@ -76,13 +75,10 @@ from typing import Any
 
 import numpy as np
 
-from ..base import MXNBError
+from ..base import MXNBError, ParamError
 from .flops import step_flops
-from .plan import MemoryPlan
 from .recompute import REPLAYED_OPS, node_flag, candidates
 from .steps import ExecGraph
-from .tournament import plan_best
-from .tradeoff import MemoryBudgetError, plan_within_budget
 
 
 def _scipy() -> tuple[Any, Any]:
@@ -101,12 +97,10 @@ def _scipy() -> tuple[Any, Any]:
     return optimize, sparse
 
 
-__all__ = ["Model", "Solution", "plan_milp"]
+__all__ = ["MAX_TRIGGERS", "Model", "Solution"]
 
-#: Calibration rounds: solve, plan for real, move the modelled budget by the miss.
-_ROUNDS = 8
-#: Stop once an optimal answer's real plan leaves less than this share of the budget unused.
-_ROOM = 0.01
+#: The most trigger columns ``A`` a program gets before :class:`Model` narrows its window.
+MAX_TRIGGERS = 20_000
 _GAP = 1e-6  # relative gap HiGHS must prove to stop early (0 would chase rounding)
 
 
@@ -122,13 +116,23 @@ class Solution:
 
 
 class Model:
-    """The program of the module docstring for one plain (unrecomputed) graph."""
+    """The program of the module docstring for one plain (unrecomputed) graph.
+
+    ``op_times``: a measured per-op timing table (node -> seconds), the cost instead of
+    FLOPs.  ``window``: a number of steps, ``None`` (no window) or ``'auto'`` (none while
+    the full program has at most :data:`MAX_TRIGGERS` trigger columns); kept as ``window``.
+    """
 
     #: one ``L`` / ``E`` column per run of steps with the same bounds (False: one per step,
     #: the plain form the tests compare the runs against)
     merge_runs = True
 
-    def __init__(self, graph: ExecGraph, op_times: Mapping[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        graph: ExecGraph,
+        op_times: Mapping[str, float] | None = None,
+        window: int | str | None = "auto",
+    ) -> None:
         self.graph = graph
         self.op_times = op_times  # a measured per-op timing table replaces FLOPs as the cost
         self.cols: dict[tuple, int] = {}
@@ -164,16 +168,8 @@ class Model:
                     self.consumers[writer].add(step.index)
         self.first = {j: min((r for e in out for r in entries[e].readers if r >= nf), default=None)
                       for j, out in self.copies.items()}  # fmt: skip
-        self.latest: dict[int, int | None] = {}  # the latest step j's recompute can run before
-        self.earliest: dict[int, int] = {}  # and the earliest
-        for step in reversed(self.steps):
-            later = [self.latest[c] for c in self.consumers[step.index]]
-            options = [k for k in later if k is not None]
-            first = self.first[step.index]
-            self.latest[step.index] = first if first is not None else max(options, default=None)
-            sooner = [self.earliest[c] for c in self.consumers[step.index] if c in self.earliest]
-            if self.latest[step.index] is not None:
-                self.earliest[step.index] = min([*sooner, *([first] if first is not None else [])])
+        self.window = self._choose_window(window)
+        self.latest, self.earliest = self._reach(self.window)
         self.memory: list[dict[int, float]] = [{} for _ in range(S)]
         self.lower_bounds: dict[tuple[str, int], dict[int, set]] = {}
         for step in self.steps:
@@ -182,6 +178,54 @@ class Model:
         for k in range(S):
             self.memory[k][self.peak] = -1.0
             self.rows.append((self.memory[k], -np.inf, -live[k]))
+
+    def _reach(self, window: int | None) -> tuple[dict[int, int | None], dict[int, int]]:
+        """Each candidate's latest step its recompute can run before, and its earliest.
+
+        The latest is backward's first read of its outputs, or else its recomputed consumers'
+        latest; the earliest is its consumers' earliest (a recomputed consumer needs it), and
+        at most ``window`` steps before the latest.
+        """
+        latest: dict[int, int | None] = {}
+        earliest: dict[int, int] = {}
+        for step in reversed(self.steps):
+            j, first = step.index, self.first[step.index]
+            later = [k for k in (latest[c] for c in self.consumers[j]) if k is not None]
+            last = first if first is not None else max(later, default=None)
+            latest[j] = last
+            if last is not None:
+                sooner = [earliest[c] for c in self.consumers[j] if c in earliest]
+                earliest[j] = min([*sooner, *([first] if first is not None else [])])
+                if window is not None:
+                    earliest[j] = max(earliest[j], last - window)
+        return latest, earliest
+
+    def triggers(self, window: int | None) -> int:
+        """How many trigger columns ``A[j, k]`` the program has with ``window``."""
+        latest, earliest = self._reach(window)
+        nf = self.graph.num_forward_steps
+        spans = [(latest[j] or 0) - max(nf, start) for j, start in earliest.items()]
+        return sum(span for span in spans if span > 0)
+
+    def _choose_window(self, window: int | str | None) -> int | None:
+        """``window`` checked, or for ``'auto'`` the widest within :data:`MAX_TRIGGERS` (None: all)."""
+        if window is None or (
+            isinstance(window, int) and not isinstance(window, bool) and window >= 1
+        ):
+            return window
+        if window != "auto":
+            raise ParamError(
+                f"window must be 'auto', None or a number of steps >= 1; got {window!r}"
+            )
+        if self.triggers(None) <= MAX_TRIGGERS:
+            return None
+        low, high = 1, len(self.graph.steps)  # the widest window within the cap, by bisection
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (
+                (middle, high) if self.triggers(middle) <= MAX_TRIGGERS else (low, middle - 1)
+            )
+        return low
 
     def col(self, key: tuple) -> int:
         """The column of variable ``key``, added on first use."""
@@ -216,6 +260,9 @@ class Model:
             self._row([(a, 1), *need], -np.inf, 0)  # not before backward or a consumer needs it
             for c in self.consumers[j]:
                 self._row([(a, 1), (self.trigger(c, k), -1), (x, -1)], -1, np.inf)
+        for c in self.consumers[j]:  # a consumer triggered before j's window: not both recomputed
+            if self.latest[c] is not None and start - 1 >= max(nf, self.earliest[c]):
+                self._row([(self.trigger(c, start - 1), 1), (x, 1)], -np.inf, 1)
         for e in self.copies[j]:
             record = entries[e]
             last_forward = max((r for r in record.readers if r < nf), default=record.writer)
@@ -357,106 +404,3 @@ class Model:
         gap = float(getattr(result, "mip_gap", 0.0) or 0.0)
         return Solution(chosen, float(result.fun), gap, result.status == 0,
                         time.perf_counter() - start)  # fmt: skip
-
-
-def plan_milp(
-    sym: Any,
-    shapes: Mapping[str, tuple],
-    budget: int,
-    grad_req: str | Mapping[str, str] | Sequence[str] = "write",
-    type_dict: Mapping[str, Any] | None = None,
-    time_limit: float = 120.0,
-    op_times: Mapping[str, float] | None = None,
-) -> tuple[ExecGraph, MemoryPlan]:
-    """The graph and plan with the fewest recompute FLOPs found within ``budget`` bytes.
-
-    With ``op_times`` (a measured per-op timing table, node -> seconds) the
-    objective is the recompute steps' measured seconds instead.
-
-    Solves :class:`Model` under ``time_limit`` seconds (all rounds together);
-    the plan carries ``solver='milp'`` and the proven ``mip_gap`` of the solve
-    that chose it, or ``solver='greedy incumbent'`` when no solved plan beat
-    the greedy search's.  Raises :class:`.tradeoff.MemoryBudgetError` when
-    neither finds a plan whose real bytes fit.
-    """
-    deadline = time.perf_counter() + time_limit
-    plain_graph, plain = plan_best(sym, shapes, grad_req, type_dict)
-    if plain.internal_bytes <= budget:
-        return plain_graph, dataclasses.replace(plain, solver="milp", mip_gap=0.0)
-    packed_graph, packed = plan_best(sym, shapes, grad_req, type_dict, pack=True)
-    if packed.internal_bytes <= budget:  # no recomputation at all: optimal, nothing to solve
-        label = f"budget {budget} B: packed"
-        return packed_graph, dataclasses.replace(packed, recompute=label, solver="milp",
-                                                 mip_gap=0.0)  # fmt: skip
-    try:
-        best: tuple[ExecGraph, MemoryPlan] | None = plan_within_budget(
-            sym, shapes, budget, grad_req, type_dict, op_times
-        )
-    except MemoryBudgetError as error:
-        best, failure = None, error
-    model = Model(plain_graph, op_times)
-    # the greedy plan fits for real; its modelled peak (the model is conservative) is where the
-    # search starts, so the program can choose the greedy set or anything cheaper
-    start, left = float(budget), deadline - time.perf_counter()
-    if best is not None and best[1].recomputed_nodes and left > 0:  # a quarter of the time left
-        modelled = model.peak_of(frozenset(best[1].recomputed_nodes), left / 4)
-        start = max(start, modelled) if modelled < float("inf") else start
-    found = _search(model, budget, deadline, lambda nodes: plan_best(
-        sym, shapes, grad_req, type_dict, nodes=nodes), start)  # fmt: skip
-    if found is not None and (
-        best is None or found[1].recompute_cost(op_times) <= best[1].recompute_cost(op_times)
-    ):  # a tie goes to the solved plan: its optimality is proven
-        graph, plan, solution = found
-        label = f"budget {budget} B: milp ({len(solution.nodes)} recomputed)"
-        return graph, dataclasses.replace(plan, recompute=label, solver="milp",
-                                          mip_gap=solution.mip_gap)  # fmt: skip
-    if best is None:
-        raise failure
-    gap = found[2].mip_gap if found is not None else None
-    return best[0], dataclasses.replace(best[1], solver="greedy incumbent", mip_gap=gap)
-
-
-def _search(
-    model: Model, budget: int, deadline: float, plan: Any, start: float | None = None
-) -> tuple[ExecGraph, MemoryPlan, Solution] | None:
-    """Solve, plan the answer for real, move the modelled budget (or cut the answer), repeat.
-
-    A plan over the budget cuts its set off (a later answer must recompute some
-    step it kept) and tightens ``target`` by its miss, or to the budget less the
-    bytes the model under-counted that set by, whichever is lower; when the tightened
-    program has no answer, the tightening is undone and the cut stays.  A plan
-    under the budget loosens ``target`` by half its room.  ``target`` starts at
-    ``start`` (default: the budget).  Returns the cheapest
-    plan that fit, with the solve that chose it.
-    """
-    found: tuple[ExecGraph, MemoryPlan, Solution] | None = None
-    cuts: list[frozenset[str]] = []
-    target: float = budget if start is None else start
-    undo: float | None = None  # the target before the last tightening
-    for _ in range(_ROUNDS):
-        left = deadline - time.perf_counter()
-        solution = model.solve(target, left, cuts) if left > 0 else None
-        if solution is None:
-            if undo is None or left <= 0:
-                break
-            target, undo = undo, None
-            continue
-        graph, real = plan(solution.nodes)
-        miss = real.internal_bytes - budget
-        if miss > 0:
-            cuts.append(solution.nodes)
-            # the model under-counted this set by (real - modelled) bytes: ask the next answer
-            # to leave that much room under the budget (at least ``miss`` below the target)
-            modelled = model.peak_of(solution.nodes, max(left / 4, 0.1))
-            shortfall = real.internal_bytes - modelled if modelled < float("inf") else 0.0
-            target, undo = min(target - miss, budget - shortfall), target
-            continue
-        again = found is not None and found[2].nodes == solution.nodes
-        if found is None or real.recompute_cost(model.op_times) < found[1].recompute_cost(
-            model.op_times
-        ):
-            found = (graph, real, solution)
-        if again or (solution.optimal and -miss < _ROOM * budget):
-            break
-        target, undo = target - miss / 2, None
-    return found

@@ -22,7 +22,7 @@ plan the exact planner proved optimal (``solver == 'milp'``, gap 0) that
 costs as much as the lower point (which fits that budget, so it cannot cost
 more: everything under the higher point costs at least the lower).  Proven
 means proven for the program the planner solves (:mod:`.milp`'s model, which never promises less memory than the
-real schedule keeps alive).  Steps wider than ``max_step`` of the plain plan
+real schedule keeps alive), in full: an answer from a windowed program proves nothing.  Steps wider than ``max_step`` of the plain plan
 are probed, then proven, widest first, until every one is proven, or its proof
 ran out of time (the step stays open, and says so), or ``refine`` solves are
 spent.
@@ -115,6 +115,7 @@ def _steps(front: list[MemoryPlan], plain: int, asked: Mapping[int, MemoryPlan])
             and answer.solver == "milp"
             and answer.mip_gap is not None
             and answer.mip_gap <= _PROVEN_GAP
+            and answer.milp_window is None
             and answer.recompute_flops >= low.recompute_flops * (1 - _PROVEN_GAP)
         )
         steps.append(CurveStep(high, low, (high.internal_bytes - low.internal_bytes) / plain,

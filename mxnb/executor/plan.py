@@ -96,6 +96,9 @@ class MemoryPlan:
     workspace_bytes: int = 0  # the largest TEMP_SPACE request of a step (the context's scratch)
     solver: str | None = None  # a budget solved exactly: 'milp' (mxnb.executor.milp), else None
     mip_gap: float | None = None  # the exact planner's proven relative optimality gap
+    # the exact planner's window (mxnb.executor.milp): a recompute ran at most this many steps
+    # ahead of need; the gap is then the windowed program's.  None: no window
+    milp_window: int | None = None
     # the recompute steps' predicted seconds, when planned with measured op times
     recompute_seconds: float | None = None
     _index: dict[str, PlanEntry] = field(default_factory=dict, compare=False, repr=False)

@@ -9,7 +9,7 @@ the work down:
   placements of :mod:`.placement` compete; :mod:`.recompute` applies the rule);
 * a budget: :func:`.tradeoff.plan_within_budget`, the search over the family
   of recomputation plans, which calls the tournament for each of them;
-* a budget with ``solver='milp'``: :func:`.milp.plan_milp`, the exact planner
+* a budget with ``solver='milp'``: :func:`.exact.plan_milp`, the exact planner
   (a mixed-integer program, the greedy plan its incumbent).
 
 Rule: the layers only call down — exact planner -> budget search ->
@@ -41,7 +41,7 @@ from typing import Any
 
 from ..base import ParamError
 from ..validate import check_number
-from .milp import plan_milp
+from .exact import plan_milp
 from .plan import MemoryPlan
 from .steps import ExecGraph
 from .tournament import plan_best

@@ -1,6 +1,6 @@
 """The exact recomputation planner: proven optimal, never worse than greedy, within budget.
 
-Each budget is solved for real (:func:`mxnb.executor.milp.plan_milp`) and its
+Each budget is solved for real (:func:`mxnb.executor.exact.plan_milp`) and its
 plan checked; the small networks solve in about a second each.
 """
 
@@ -340,3 +340,72 @@ def test_one_column_per_run_of_equal_bounds_is_exact(name):
     ours, theirs = merged.solve(budget, 60), plain_form.solve(budget, 60)
     assert ours.optimal and theirs.optimal
     assert ours.cost == pytest.approx(theirs.cost, rel=1e-9)
+
+
+def _runs_ahead(model: Model, nodes: frozenset[str]) -> int:
+    """How many steps before its latest moment a recompute runs, at most over ``nodes``, as
+    the program schedules it: at its latest moment (backward's first read of its outputs, or
+    else its consumers' latest), or before a recomputed consumer, whichever is sooner."""
+    runs: dict[int, int] = {}
+    for step in reversed(model.steps):
+        j = step.index
+        if step.name in nodes and model.latest[j] is not None:
+            runs[j] = min([model.latest[j], *(runs[c] for c in model.consumers[j] if c in runs)])
+    return max((model.latest[j] - runs[j] for j in runs), default=0)
+
+
+@pytest.mark.parametrize("name", sorted(NETWORKS))
+def test_a_window_admits_exactly_the_plans_that_recompute_at_most_that_far_ahead(name):
+    """Within its window the program is the full one; outside it, it has no answer."""
+    factory, shapes = NETWORKS[name]
+    graph, _ = plan_best(factory(), shapes)
+    full = Model(graph, window=None)
+    names = [step.name for step in full.steps]
+    rng = np.random.default_rng(1)
+    admitted = refused = 0
+    for window in (1, 2, 4):
+        windowed = Model(graph, window=window)
+        assert windowed.window == window
+        assert windowed.triggers(window) == full.triggers(window) < full.triggers(None)
+        for _ in range(30):
+            nodes = frozenset(n for n in names if rng.random() < 0.4)
+            peak = windowed.peak_of(nodes)
+            if _runs_ahead(full, nodes) <= window:
+                assert peak == full.peak_of(nodes), (window, sorted(nodes))
+                admitted += 1
+            else:
+                assert peak == float("inf"), (window, sorted(nodes))
+                refused += 1
+    assert admitted > 10 and refused > 10
+
+
+def test_auto_takes_the_widest_window_under_the_cap(monkeypatch):
+    factory, shapes = NETWORKS["small_resnet"]
+    graph, _ = plan_best(factory(), shapes)
+    assert Model(graph).window is None  # within the cap: the full program
+    monkeypatch.setattr("mxnb.executor.milp.MAX_TRIGGERS", 100)
+    model = Model(graph)
+    assert model.triggers(model.window) <= 100 < model.triggers(model.window + 1)
+    assert model.triggers(None) == Model(graph, window=None).triggers(None) > 100
+
+
+def test_a_windowed_answer_is_a_real_plan_never_cheaper_than_the_full_programs(monkeypatch):
+    """A window restricts the plans, so its optimum costs at least the full one's; the plan
+    says which window it was chosen in, and is within budget for real."""
+    factory, shapes = NETWORKS["deep_mlp"]
+    sym = factory()
+    budget = budgets(sym, shapes, count=3)[1]
+    full = plan_memory(sym, shapes, budget=budget, solver="milp")
+    monkeypatch.setattr("mxnb.executor.milp.MAX_TRIGGERS", 20)
+    windowed = plan_memory(sym, shapes, budget=budget, solver="milp")
+    assert (full.milp_window, windowed.milp_window) == (None, 2)
+    assert "window 2 steps" in windowed.recompute
+    assert windowed.internal_bytes <= budget
+    assert windowed.recompute_flops >= full.recompute_flops
+
+
+@pytest.mark.parametrize("window", [0, -3, 2.5, True, "wide"])
+def test_a_bad_window_names_the_choices(window):
+    graph, _ = plan_best(zoo.mlp(), {"data": (4, 784)})
+    with pytest.raises(ParamError, match=r"window must be 'auto', None or a number of steps"):
+        Model(graph, window=window)
