@@ -345,10 +345,13 @@ def exact_curve(label: str, sym, shapes, req, theirs: float, step: float = 0.04,
     for wide in sorted((s for s in curve.steps if s.share > 0.05), key=lambda s: -s.share):
         print(f"    step over 5 %: {wide.describe()}")
     solved = [p for p in curve.plans if p.recompute_steps]
-    proven = sum(1 for p in solved if p.solver == "milp" and p.mip_gap == 0)
+    proven = sum(1 for p in solved if p.solver == "milp" and p.mip_gap == 0 and p.milp_window is None)
+    windows = sorted({p.milp_window for p in solved if p.milp_window is not None})
+    within = sum(1 for p in solved if p.solver == "milp" and p.mip_gap == 0 and p.milp_window)
     print(f"  exact: optimality proven at {proven} of {len(solved)} solves that recompute "
-          f"(+{len(curve.plans) - len(solved)} met with no recomputation); {wall:.0f} s wall, "
-          f"{cpu:.0f} s CPU in all")  # fmt: skip
+          f"(+{len(curve.plans) - len(solved)} met with no recomputation)"
+          + (f", and within a window of {windows} steps at {within}" if windows else "")
+          + f"; {wall:.0f} s wall, {cpu:.0f} s CPU in all")  # fmt: skip
     for limit in (0.35, 1.0):
         best = min((p for p in [*greedy, *curve.plans] if p.recompute_ratio <= limit),
                    key=lambda p: (p.internal_bytes, p.recompute_ratio))  # fmt: skip

@@ -208,7 +208,8 @@ def optimal_curve(
         if progress is not None:
             got = "no plan fits" if plan is None else (
                 f"{plan.internal_bytes / 2**20:.1f} MiB ({plan.recompute_ratio:.4f}) {plan.solver}, "
-                f"gap {plan.mip_gap}")  # fmt: skip
+                f"gap {plan.mip_gap}" + ("" if plan.milp_window is None else
+                                         f" within a window of {plan.milp_window} steps"))  # fmt: skip
             progress(
                 f"budget {budget / 2**20:.1f} MiB ({budget / plain.internal_bytes:.2f} of plain): {got}"
             )

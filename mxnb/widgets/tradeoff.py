@@ -215,6 +215,8 @@ class TradeoffView(FigureView):
             )
         for plan in self.exact:
             gap = "-" if plan.mip_gap is None else f"{plan.mip_gap:.2g}"
+            if plan.milp_window is not None:  # proven within the window's plans only
+                gap += f" (window {plan.milp_window} steps)"
             solver = plan.solver or "plain (no solve)"
             lines.append(
                 f"  = {solver:<22} {format_bytes(plan.internal_bytes):>11}  "

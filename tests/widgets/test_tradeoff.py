@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import mxnb as mx
@@ -64,6 +66,8 @@ def test_exact_planner_curve_is_drawn_beside_the_greedy_one():
     text = view.to_text()
     assert text.count("  = milp") == 2 and "gap 0" in text
     assert "exact planner (MILP)" in view.to_svg()
+    windowed = TradeoffView(points, exact=[dataclasses.replace(exact[0], milp_window=20)])
+    assert "(window 20 steps)" in windowed.to_text()  # a gap proven within the window only
 
 
 def test_an_optimal_curve_is_drawn_with_its_proven_steps():
