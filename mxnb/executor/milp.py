@@ -31,7 +31,7 @@ steps ``< nf``; each recomputed copy is made just before the step that needs it)
 * per step: ``plain_live[k] - sum b[e] x[j] [e's last forward read < k <= its
   last read] + sum b[e] (L[e, k] + E[e, k]) <= peak <= budget'``;
 * minimise ``sum flops[j] x[j]`` (:mod:`.flops`), or ``sum seconds[j] x[j]`` with a
-  measured per-op timing table (``op_times``).
+  measured per-op timing table (``op_times``);
 * a *window* of ``W`` steps: ``A[j, k]`` is 0 more than ``W`` steps before
   j's latest trigger, and a consumer triggered before that is never
   recomputed with j (``A[c, start - 1] + x[j] <= 1``).  The plans are then
@@ -40,7 +40,8 @@ steps ``< nf``; each recomputed copy is made just before the step that needs it)
   has at most :data:`MAX_TRIGGERS` trigger columns, else the widest window
   under it: in an unrolled LSTM every later step reads an early value, so its
   recompute could run anywhere in backward (the LSTM LM's full program:
-  490k trigger columns, 1.45M in all; HiGHS finds nothing in 120 s).
+  490k trigger columns, 1.45M in all; the zoo LSTM's, before the merge above,
+  gave HiGHS no plan better than the greedy one in 120 s at any budget).
 
 What is exact: the objective (each chosen step runs once, as the executor
 does) and the liveness of every value under the executor's schedule, with the
