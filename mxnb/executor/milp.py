@@ -56,15 +56,21 @@ State kept: none; :class:`Model` holds one program's arrays.
 
 Example::
 
-    >>> from mxnb.executor import zoo
+    >>> import mxnb as mx
     >>> from mxnb.executor.tournament import plan_best
-    >>> graph, plain = plan_best(zoo.mlp(), {'data': (32, 784)})
+    >>> net = mx.sym.Variable('data')
+    >>> for i in range(4):
+    ...     net = mx.sym.Activation(mx.sym.FullyConnected(net, num_hidden=128, name=f'fc{i}'),
+    ...                             act_type='relu', name=f'relu{i}')
+    >>> net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, num_hidden=10, name='out'),
+    ...                            name='softmax')
+    >>> graph, plain = plan_best(net, {'data': (16, 64)})
     >>> model = Model(graph)
     >>> model.peak_of(frozenset()) == plain.peak_bytes, model.window
     (True, None)
     >>> answer = model.solve(plain.peak_bytes - 1, time_limit=10)
     >>> sorted(answer.nodes), answer.optimal
-    (['relu1'], True)
+    (['fc0', 'relu0'], True)
 """
 
 from __future__ import annotations
@@ -377,11 +383,19 @@ class Model:
         return float(result.x[self.peak]) if result.x is not None else float("inf")
 
     def solve(
-        self, budget: float, time_limit: float, cuts: Sequence[frozenset[str]] = ()
+        self,
+        budget: float,
+        time_limit: float,
+        cuts: Sequence[frozenset[str]] = (),
+        below: float | None = None,
     ) -> Solution | None:
         """The fewest recompute FLOPs with a modelled peak of at most ``budget`` (None: none).
 
         Each set in ``cuts`` is excluded with its subsets: some step outside it is recomputed.
+        ``below``: only plans that cost less than it.
+        Among plans of the least cost, the one of the smallest modelled peak (a second solve,
+        given as long as the first took): otherwise a tie (an LSTM's time steps cost the
+        same) is broken by HiGHS' search, and a lower budget can get a plan of a higher peak.
         """
         optimize, _ = _scipy()
         costs, matrix, lo, hi = self.arrays()
@@ -391,6 +405,8 @@ class Model:
             for step in self.steps:
                 row[self.cols[("x", step.index)]] = float(step.name not in cut)
             constraints.append(optimize.LinearConstraint(row, 1, np.inf))
+        if below is not None:
+            constraints.append(optimize.LinearConstraint(costs, -np.inf, below * (1 - _GAP)))
         lower, upper = self._bounds(None)
         upper[self.peak] = max(budget, 0.0)
         integrality = np.zeros(len(self.cols))
@@ -401,7 +417,18 @@ class Model:
                       options={"time_limit": max(time_limit, 1.0), "mip_rel_gap": _GAP})  # fmt: skip
         if result.x is None:
             return None
-        chosen = frozenset(s.name for s in self.steps if result.x[self.cols[("x", s.index)]] > 0.5)
+        x, cost = result.x, float(result.fun)
+        took = time.perf_counter() - start
+        left = min(time_limit - took, max(took, 1.0))  # any answer of the second is of least cost
+        if result.status == 0 and left >= 1.0:  # the least peak among the least-cost plans
+            cap = cost + abs(cost) * _GAP + 1e-6
+            objective = np.zeros(len(self.cols))
+            objective[self.peak] = 1.0
+            tie = optimize.milp(objective, integrality=integrality, bounds=(lower, upper),
+                                constraints=[*constraints, optimize.LinearConstraint(costs, -np.inf, cap)],
+                                options={"time_limit": left})  # fmt: skip
+            if tie.x is not None:
+                x, cost = tie.x, float(costs @ tie.x)
+        chosen = frozenset(s.name for s in self.steps if x[self.cols[("x", s.index)]] > 0.5)
         gap = float(getattr(result, "mip_gap", 0.0) or 0.0)
-        return Solution(chosen, float(result.fun), gap, result.status == 0,
-                        time.perf_counter() - start)  # fmt: skip
+        return Solution(chosen, cost, gap, result.status == 0, time.perf_counter() - start)
