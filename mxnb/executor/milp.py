@@ -56,15 +56,9 @@ State kept: none; :class:`Model` holds one program's arrays.
 
 Example::
 
-    >>> import mxnb as mx
+    >>> from mxnb.executor import zoo
     >>> from mxnb.executor.tournament import plan_best
-    >>> net = mx.sym.Variable('data')
-    >>> for i in range(4):
-    ...     net = mx.sym.Activation(mx.sym.FullyConnected(net, num_hidden=128, name=f'fc{i}'),
-    ...                             act_type='relu', name=f'relu{i}')
-    >>> net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, num_hidden=10, name='out'),
-    ...                            name='softmax')
-    >>> graph, plain = plan_best(net, {'data': (16, 64)})
+    >>> graph, plain = plan_best(zoo.deep_mlp(layers=4), {'data': (16, 64)})
     >>> model = Model(graph)
     >>> model.peak_of(frozenset()) == plain.peak_bytes, model.window
     (True, None)

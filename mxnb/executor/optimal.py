@@ -31,14 +31,8 @@ State kept: none; :class:`OptimalCurve` and :class:`CurveStep` are plain data.
 
 Example::
 
-    >>> import mxnb as mx
-    >>> net = mx.sym.Variable('data')
-    >>> for i in range(6):
-    ...     net = mx.sym.Activation(mx.sym.FullyConnected(net, num_hidden=128, name=f'fc{i}'),
-    ...                             act_type='relu', name=f'relu{i}')
-    >>> net = mx.sym.SoftmaxOutput(mx.sym.FullyConnected(net, num_hidden=10, name='out'),
-    ...                            name='softmax')
-    >>> curve = optimal_curve(net, {'data': (16, 64)}, step=0.1, time_limit=20)
+    >>> from mxnb.executor import zoo
+    >>> curve = optimal_curve(zoo.deep_mlp(), {'data': (16, 64)}, step=0.1, time_limit=20)
     >>> widest = curve.widest()
     >>> round(widest.share, 2), widest.proven      # wider than 5 %, and the graph's own
     (0.14, True)

@@ -262,11 +262,17 @@ def test_an_lstms_exact_plans_in_a_window_hold_their_peak_and_fall_with_the_budg
     budgets = curve_budgets(sym, shapes)[:10]  # the plain plan, then the first that recompute
     measured, windowed = [], 0
     for budget in budgets:
-        graph, plan = plan_graph_and_memory(sym, shapes, budget=budget, solver="milp", time_limit=20)
+        graph, plan = plan_graph_and_memory(
+            sym, shapes, budget=budget, solver="milp", time_limit=20
+        )
         assert plan.internal_bytes <= budget
         windowed += plan.milp_window == 21
         peak = measure_peak(sym, graph, plan, fresh_context("naive"))
-        assert abs(peak - plan.total_bytes) <= 0.01 * plan.total_bytes, (budget, peak, plan.total_bytes)
+        assert abs(peak - plan.total_bytes) <= 0.01 * plan.total_bytes, (
+            budget,
+            peak,
+            plan.total_bytes,
+        )
         measured.append(peak)
     assert measured == sorted(measured, reverse=True), list(zip(budgets, measured))
     assert measured[-1] < measured[0] and windowed >= 5

@@ -26,14 +26,7 @@ from .test_honest_peak import small_resnet
 from .test_recompute import train_step
 
 
-def deep_mlp(layers: int = 6, hidden: int = 128):
-    """``layers`` fully connected layers with ReLU: every activation is held for backward."""
-    net = mx.sym.Variable("data")
-    for i in range(layers):
-        net = mx.sym.FullyConnected(net, num_hidden=hidden, name=f"fc{i}")
-        net = mx.sym.Activation(net, act_type="relu", name=f"relu{i}")
-    net = mx.sym.FullyConnected(net, num_hidden=10, name="out")
-    return mx.sym.SoftmaxOutput(net, name="softmax")
+deep_mlp = zoo.deep_mlp  # every activation is held for backward: recomputation trades
 
 
 #: name -> (symbol factory, input shapes): small enough for a solve of about a second, and

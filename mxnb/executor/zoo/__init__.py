@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .cnn import alexnet, lenet, lenet5_digits, mlp, resnet, vgg16
+from .cnn import alexnet, deep_mlp, lenet, lenet5_digits, mlp, resnet, vgg16
 from .inception import inception_bn, inception_v3
 from .lstm import lstm_unrolled
 
@@ -44,6 +44,7 @@ __all__ = [
     "lenet",
     "lenet5_digits",
     "lstm_unrolled",
+    "deep_mlp",
     "mlp",
     "resnet",
     "vgg16",

@@ -32,6 +32,19 @@ def mlp(num_classes: int = 10, sym: Any = None) -> Any:
     return sym.SoftmaxOutput(data=fc3, name="softmax")
 
 
+def deep_mlp(layers: int = 6, hidden: int = 128, num_classes: int = 10, sym: Any = None) -> Any:
+    """``layers`` FullyConnected(``hidden``) + ReLU, then fc ``out`` and softmax; every activation
+    is an equal block held for backward, so recomputation trades one at a time (``fc{i}``,
+    ``relu{i}``; data (batch, features))."""
+    sym = _default(sym)
+    net = sym.Variable("data")
+    for i in range(layers):
+        net = sym.FullyConnected(net, num_hidden=hidden, name=f"fc{i}")
+        net = sym.Activation(net, act_type="relu", name=f"relu{i}")
+    net = sym.FullyConnected(net, num_hidden=num_classes, name="out")
+    return sym.SoftmaxOutput(net, name="softmax")
+
+
 def lenet(num_classes: int = 10, sym: Any = None) -> Any:
     """LeNet-5 as in MXNet's example: two conv(5x5)+tanh+maxpool, fc(500)+tanh, fc, softmax."""
     sym = _default(sym)
