@@ -130,6 +130,7 @@ def _search(
     cuts: list[frozenset[str]] = []
     target: float = budget if start is None else start
     undo: float | None = None  # the target before the last tightening
+    hidden = False  # the found plan was solved under a target below the budget
     for _ in range(_ROUNDS):
         left = deadline - time.perf_counter()
         solution = model.solve(target, left, cuts) if left > 0 else None
@@ -152,11 +153,11 @@ def _search(
         if found is None or real.recompute_cost(model.op_times) < found[1].recompute_cost(
             model.op_times
         ):
-            found = (graph, real, solution)
+            found, hidden = (graph, real, solution), target < budget
         if again or (solution.optimal and -miss < _ROOM * budget):
             break
         target, undo = target - miss / 2, None
-    return found if found is None else _cheaper(model, budget, deadline, plan, cuts, found)
+    return _cheaper(model, budget, deadline, plan, cuts, found) if found and hidden else found
 
 
 def _cheaper(
@@ -169,8 +170,9 @@ def _cheaper(
 ) -> tuple[ExecGraph, MemoryPlan, Solution]:
     """Plans cheaper than ``found`` under the budget itself, past the sets known to miss.
 
-    A miss tightens :func:`_search`'s target by that set's shortfall, which can hide a
-    cheaper set the model counts more closely: on an unrolled LSTM a budget got one step
+    Asked only when ``found`` was solved under a target below the budget (else nothing
+    cheaper fits).  A miss tightens :func:`_search`'s target by that set's shortfall, which
+    can hide a cheaper set the model counts more closely: on an unrolled LSTM a budget got one step
     recomputed, and a budget 171 bytes lower a step of twice the FLOPs and a peak 1 KiB
     higher.  Each round asks for a plan cheaper than the one found, with the budget as it
     is and the misses cut; an answer that misses for real is cut in turn.
