@@ -387,9 +387,6 @@ class Model:
 
         Each set in ``cuts`` is excluded with its subsets: some step outside it is recomputed.
         ``below``: only plans that cost less than it.
-        Among plans of the least cost, the one of the smallest modelled peak (a second solve,
-        given as long as the first took): otherwise a tie (an LSTM's time steps cost the
-        same) is broken by HiGHS' search, and a lower budget can get a plan of a higher peak.
         """
         optimize, _ = _scipy()
         costs, matrix, lo, hi = self.arrays()
@@ -412,17 +409,6 @@ class Model:
         if result.x is None:
             return None
         x, cost = result.x, float(result.fun)
-        took = time.perf_counter() - start
-        left = min(time_limit - took, max(took, 1.0))  # any answer of the second is of least cost
-        if result.status == 0 and left >= 1.0:  # the least peak among the least-cost plans
-            cap = cost + abs(cost) * _GAP + 1e-6
-            objective = np.zeros(len(self.cols))
-            objective[self.peak] = 1.0
-            tie = optimize.milp(objective, integrality=integrality, bounds=(lower, upper),
-                                constraints=[*constraints, optimize.LinearConstraint(costs, -np.inf, cap)],
-                                options={"time_limit": left})  # fmt: skip
-            if tie.x is not None:
-                x, cost = tie.x, float(costs @ tie.x)
         chosen = frozenset(s.name for s in self.steps if x[self.cols[("x", s.index)]] > 0.5)
         gap = float(getattr(result, "mip_gap", 0.0) or 0.0)
         return Solution(chosen, cost, gap, result.status == 0, time.perf_counter() - start)
