@@ -30,6 +30,7 @@ LSTM_SHAPES = {
 #: builder -> (symbol factory, small input shapes)
 NETWORKS = {
     "mlp": (lambda: zoo.mlp(), {"data": (4, 784)}),
+    "deep_mlp": (lambda: zoo.deep_mlp(layers=4, hidden=32), {"data": (4, 16)}),
     "lenet": (lambda: zoo.lenet(), {"data": (2, 1, 28, 28)}),
     "lenet5_digits": (lambda: zoo.lenet5_digits(), {"data": (2, 1, 16, 16)}),
     "alexnet": (lambda: zoo.alexnet(num_classes=10), {"data": (1, 3, 67, 67)}),
