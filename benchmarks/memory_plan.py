@@ -268,13 +268,13 @@ def exact_planner_table(time_limit: float = 120.0) -> None:
                   f"x MXNet, {best.internal_bytes / plain.internal_bytes:.2f}x plain")  # fmt: skip
 
 
-def proofs_at_eight_budgets(time_limit: float = 120.0) -> None:
+def proofs_at_eight_budgets(time_limit: float = 120.0, only: str = "") -> None:
     """Issue #35's "proves optimality at >= 8 budgets", on the full-size ResNet-18s, batch 32.
 
     Eight budgets evenly spaced from the smallest greedy plan to the packed plan (as
     tests/executor/test_milp.py spaces them on its small networks), every argument with a
     gradient; per budget the solver, its proven gap, the recompute FLOPs against the greedy
-    search's, and wall and CPU seconds.
+    search's, and wall and CPU seconds.  ``only``: the graphs whose name contains it.
     """
     print(
         f"\nexact planner proofs at 8 budgets (time limit {time_limit:.0f} s), training, batch 32"
@@ -285,6 +285,8 @@ def proofs_at_eight_budgets(time_limit: float = 120.0) -> None:
     }
     shapes = {"data": (32, 3, 224, 224)}
     for name, sym in graphs.items():
+        if only not in name:
+            continue
         points = mx.executor.tradeoff_curve(sym, shapes)
         low = min(point.internal_bytes for point in points)
         high = min(point.internal_bytes for point in points if point.recompute_ratio == 0)
@@ -745,7 +747,7 @@ def main() -> None:
         honest_peak()
         return
     if "--proofs" in sys.argv:
-        proofs_at_eight_budgets()
+        proofs_at_eight_budgets(only=_option("--only", ""))
         return
     if "--milp" in sys.argv:
         exact_planner_table()
