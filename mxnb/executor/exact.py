@@ -10,7 +10,10 @@ Rule: ``budget'`` (the program's budget) starts at the budget; a plan over it
 tightens ``budget'`` by its miss and cuts its set off (some step it keeps must
 be recomputed: a heuristic cut, since real bytes need not fall as a set
 grows), a plan under it loosens ``budget'`` by half the room, until an optimal
-answer leaves under 1 % of the budget unused or the time limit.  The proven
+answer leaves under 1 % of the budget unused or the time limit.  If the plan
+found was solved under a target below the budget, plans cheaper than it are
+then asked for under the budget itself, past the sets known to miss (else a
+lower budget could get a costlier plan of a higher peak).  The proven
 ``mip_gap`` is the gap of the program that chose the plan (model, window and
 cuts included), not of the real planner.  The greedy plan (:mod:`.tradeoff`)
 is the incumbent: ``scipy.optimize.milp`` takes no starting point, so a solved
@@ -170,12 +173,13 @@ def _cheaper(
 ) -> tuple[ExecGraph, MemoryPlan, Solution]:
     """Plans cheaper than ``found`` under the budget itself, past the sets known to miss.
 
-    Asked only when ``found`` was solved under a target below the budget (else nothing
-    cheaper fits).  A miss tightens :func:`_search`'s target by that set's shortfall, which
-    can hide a cheaper set the model counts more closely: on an unrolled LSTM a budget got one step
-    recomputed, and a budget 171 bytes lower a step of twice the FLOPs and a peak 1 KiB
-    higher.  Each round asks for a plan cheaper than the one found, with the budget as it
-    is and the misses cut; an answer that misses for real is cut in turn.
+    Asked only when ``found`` was solved under a target below the budget (else its own
+    solve already looked under the budget).  A miss tightens :func:`_search`'s target by
+    that set's shortfall, which can hide a cheaper set the model counts more closely: on an
+    unrolled LSTM a budget got one step recomputed, and a budget 171 bytes lower a step of
+    twice the FLOPs and a peak 1 KiB higher.  Each round asks for a plan cheaper than the
+    one found, with the budget as it is and the misses cut; an answer that misses for real
+    is cut in turn.
     """
     for _ in range(_ROUNDS):
         left = deadline - time.perf_counter()
