@@ -116,6 +116,15 @@ class Solution:
     seconds: float
 
 
+def _summed(terms: list[tuple[dict[int, float], float]]) -> dict[int, float]:
+    """``sum(sign * coeffs)`` over ``terms``, one coefficient per column."""
+    row: dict[int, float] = {}
+    for coeffs, sign in terms:
+        for col, value in coeffs.items():
+            row[col] = row.get(col, 0.0) + sign * value
+    return row
+
+
 class Model:
     """The program of the module docstring for one plain (unrecomputed) graph.
 
@@ -242,11 +251,7 @@ class Model:
         return {self.col(("x", j) if k >= latest else ("A", j, k)): 1.0}
 
     def _row(self, terms: list[tuple[dict[int, float], float]], lo: float, hi: float) -> None:
-        row: dict[int, float] = {}
-        for coeffs, sign in terms:
-            for col, value in coeffs.items():
-                row[col] = row.get(col, 0.0) + sign * value
-        self.rows.append((row, lo, hi))
+        self.rows.append((_summed(terms), lo, hi))
 
     def _add_step(self, step: Any, live: np.ndarray) -> None:
         entries, nf = self.graph.entries, self.graph.num_forward_steps
@@ -300,8 +305,7 @@ class Model:
 
     def _at_least(self, kind: str, e: int, k: int, terms: list, minus: float = 0) -> None:
         """Record ``kind[e, k] >= sum(terms) - minus``; :meth:`_add_held` makes the columns."""
-        bound = tuple(sorted((col, sign * value) for coeffs, sign in terms
-                             for col, value in coeffs.items()))  # fmt: skip
+        bound = tuple(sorted(_summed(terms).items()))
         self.lower_bounds.setdefault((kind, e), {}).setdefault(k, set()).add((bound, minus))
 
     def _add_held(self) -> None:
@@ -320,10 +324,7 @@ class Model:
                 if not self.merge_runs or previous != (k - 1, bounds):
                     held = self.col((kind, e, k))
                     for bound, minus in bounds:
-                        row = {held: 1.0}
-                        for col, value in bound:
-                            row[col] = row.get(col, 0.0) - value
-                        self.rows.append((row, -minus, np.inf))
+                        self._row([({held: 1.0}, 1), (dict(bound), -1)], -minus, np.inf)
                 self.memory[k][held] = nbytes
                 previous = (k, bounds)
 
