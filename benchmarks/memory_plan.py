@@ -80,6 +80,7 @@ import numpy as np
 
 import mxnb as mx
 from mxnb.executor import measure, sharing, zoo
+from mxnb.executor.exact import proven_optimal
 from mxnb.executor.executor import Executor
 from mxnb.executor.tradeoff import pareto
 from mxnb.executor.planning import plan_graph_and_memory
@@ -299,7 +300,7 @@ def proofs_at_eight_budgets(time_limit: float = 120.0, only: str = "") -> None:
             plan = mx.executor.plan_memory(sym, shapes, budget=budget, solver="milp",
                                            time_limit=time_limit)  # fmt: skip
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            proven += plan.solver == "milp" and plan.mip_gap is not None and plan.mip_gap <= 1e-6
+            proven += proven_optimal(plan)
             gap = "-" if plan.mip_gap is None else f"{plan.mip_gap:.2g}"
             print(f"  budget {budget / MB:6.1f}: {plan.internal_bytes / MB:6.1f} MiB, {plan.solver}, "
                   f"gap {gap}, {plan.recompute_flops:.3g} FLOPs (greedy {greedy.recompute_flops:.3g}),"
@@ -351,9 +352,9 @@ def exact_curve(label: str, sym, shapes, req, theirs: float, step: float = 0.04,
     for wide in sorted((s for s in curve.steps if s.share > 0.05), key=lambda s: -s.share):
         print(f"    step over 5 %: {wide.describe()}")
     solved = [p for p in curve.plans if p.recompute_steps]
-    proven = sum(1 for p in solved if p.solver == "milp" and p.mip_gap == 0 and p.milp_window is None)
+    proven = sum(1 for p in solved if proven_optimal(p))
     windows = sorted({p.milp_window for p in solved if p.milp_window is not None})
-    within = sum(1 for p in solved if p.solver == "milp" and p.mip_gap == 0 and p.milp_window)
+    within = sum(1 for p in solved if p.milp_window and proven_optimal(p, windowed=True))
     print(f"  exact: optimality proven at {proven} of {len(solved)} solves that recompute "
           f"(+{len(curve.plans) - len(solved)} met with no recomputation)"
           + (f", and within a window of {windows} steps at {within}" if windows else "")
@@ -682,12 +683,8 @@ def executor_speed(batch: int = 64, repeats: int = 20) -> None:
 
 def _lstm(layers: int, steps: int, hidden: int, embed: int, vocab: int, batch: int) -> tuple:
     """The zoo's unrolled LSTM at other sizes, with its input shapes."""
-    sym = zoo.lstm_unrolled(num_layers=layers, seq_len=steps, num_hidden=hidden,
-                            num_embed=embed, num_classes=vocab)  # fmt: skip
-    shapes = {"data": (batch, steps, embed), "softmax_label": (steps * batch,)}
-    for i in range(layers):
-        shapes[f"l{i}_init_c"] = shapes[f"l{i}_init_h"] = (batch, hidden)
-    return sym, shapes
+    sizes = {"num_layers": layers, "seq_len": steps, "num_hidden": hidden, "num_embed": embed}
+    return zoo.lstm_unrolled(num_classes=vocab, **sizes), zoo.lstm_shapes(batch, **sizes)
 
 
 def windowed_lstms(time_limit: float = 120.0) -> None:

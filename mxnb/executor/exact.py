@@ -42,13 +42,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .milp import Model, Solution
+from .milp import _GAP, Model, Solution
 from .plan import MemoryPlan
 from .steps import ExecGraph
 from .tournament import plan_best
 from .tradeoff import MemoryBudgetError, plan_within_budget
 
-__all__ = ["plan_milp"]
+__all__ = ["plan_milp", "proven_optimal"]
 
 #: Calibration rounds: solve, plan for real, move the modelled budget by the miss.
 _ROUNDS = 8
@@ -114,6 +114,18 @@ def plan_milp(
     gap = found[2].mip_gap if found is not None else None
     return best[0], dataclasses.replace(best[1], solver="greedy incumbent", mip_gap=gap,
                                         milp_window=model.window)  # fmt: skip
+
+
+def proven_optimal(plan: MemoryPlan, windowed: bool = False) -> bool:
+    """Whether the exact planner proved ``plan`` optimal: its own answer (not the greedy
+    incumbent), with a gap HiGHS stops at, in the full program (``windowed=True``: or
+    among a window's plans)."""
+    return (
+        plan.solver == "milp"
+        and plan.mip_gap is not None
+        and plan.mip_gap <= _GAP
+        and (windowed or plan.milp_window is None)
+    )
 
 
 def _search(

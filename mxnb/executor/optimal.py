@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base import ParamError
+from .exact import proven_optimal
 from .milp import _GAP as _PROVEN_GAP  # the relative gap the exact planner stops at
 from .plan import MemoryPlan
 from .planning import plan_memory
@@ -106,10 +107,7 @@ def _steps(front: list[MemoryPlan], plain: int, asked: Mapping[int, MemoryPlan])
         answer = asked.get(high.internal_bytes)
         proven = (
             answer is not None
-            and answer.solver == "milp"
-            and answer.mip_gap is not None
-            and answer.mip_gap <= _PROVEN_GAP
-            and answer.milp_window is None
+            and proven_optimal(answer)
             and answer.recompute_flops >= low.recompute_flops * (1 - _PROVEN_GAP)
         )
         steps.append(CurveStep(high, low, (high.internal_bytes - low.internal_bytes) / plain,
