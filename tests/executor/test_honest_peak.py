@@ -243,12 +243,8 @@ def test_a_training_step_allocates_no_array_of_its_data_size_beside_the_plan(
 
 def small_lstm(layers: int = 2, steps: int = 6, hidden: int = 32) -> tuple:
     """The zoo's unrolled LSTM, small: its time steps are ties of equal cost for the planner."""
-    sym = zoo.lstm_unrolled(num_layers=layers, seq_len=steps, num_hidden=hidden, num_embed=16,
-                            num_classes=40)  # fmt: skip
-    shapes = {"data": (4, steps, 16), "softmax_label": (steps * 4,)}
-    for i in range(layers):
-        shapes[f"l{i}_init_c"] = shapes[f"l{i}_init_h"] = (4, hidden)
-    return sym, shapes
+    sizes = {"num_layers": layers, "seq_len": steps, "num_hidden": hidden, "num_embed": 16}
+    return zoo.lstm_unrolled(num_classes=40, **sizes), zoo.lstm_shapes(4, **sizes)
 
 
 def test_an_lstms_exact_plans_in_a_window_hold_their_peak_and_fall_with_the_budget(monkeypatch):

@@ -273,10 +273,7 @@ def test_resnet18_executor_matches_the_eager_reference():
 def test_unrolled_zoo_lstm_matches_the_eager_reference():
     """SliceChannel, Concat and weights shared by every step (gradients accumulated with ADD_TO)."""
     sym = zoo.lstm_unrolled(num_layers=2, seq_len=3, num_hidden=4, num_embed=5, num_classes=6)
-    shapes = {"data": (2, 3, 5), "softmax_label": (6,)}
-    for layer in range(2):
-        shapes[f"l{layer}_init_c"] = (2, 4)
-        shapes[f"l{layer}_init_h"] = (2, 4)
+    shapes = zoo.lstm_shapes(2, num_layers=2, seq_len=3, num_hidden=4, num_embed=5)
     exe = bind(sym, dtype="float64", **shapes)
     exe.arg_dict["softmax_label"][:] = np.arange(6) % 6
     args = {name: array.asnumpy() for name, array in exe.arg_dict.items()}

@@ -32,7 +32,7 @@ from typing import Any
 
 from .cnn import alexnet, deep_mlp, lenet, lenet5_digits, mlp, resnet, vgg16
 from .inception import inception_bn, inception_v3
-from .lstm import lstm_unrolled
+from .lstm import lstm_shapes, lstm_unrolled
 
 __all__ = [
     "NETWORKS",
@@ -43,6 +43,7 @@ __all__ = [
     "input_shapes",
     "lenet",
     "lenet5_digits",
+    "lstm_shapes",
     "lstm_unrolled",
     "deep_mlp",
     "mlp",
@@ -85,13 +86,6 @@ def build(name: str, sym: Any = None) -> Any:
 def input_shapes(name: str, batch: int) -> dict[str, tuple]:
     """The shapes to bind network ``name`` with at batch size ``batch`` (labels and LSTM states included)."""
     kwargs, shapes = NETWORKS[name]
-    result = {key: (batch, *shape) for key, shape in shapes.items()}
     if name == "lstm":
-        hidden = kwargs["num_hidden"]
-        for layer in range(kwargs["num_layers"]):
-            result[f"l{layer}_init_c"] = (batch, hidden)
-            result[f"l{layer}_init_h"] = (batch, hidden)
-        result["softmax_label"] = (batch * kwargs["seq_len"],)
-    else:
-        result["softmax_label"] = (batch,)
-    return result
+        return lstm_shapes(batch, **kwargs)
+    return {**{key: (batch, *shape) for key, shape in shapes.items()}, "softmax_label": (batch,)}

@@ -14,7 +14,7 @@ from typing import Any
 
 from .symbols import default_symbol as _default
 
-__all__ = ["lstm_unrolled"]
+__all__ = ["lstm_shapes", "lstm_unrolled"]
 
 
 def lstm_unrolled(
@@ -87,3 +87,14 @@ def _lstm_cell(
     next_c = (forget_gate * prev_c) + (in_gate * in_transform)
     next_h = out_gate * sym.Activation(data=next_c, act_type="tanh")
     return next_c, next_h
+
+
+def lstm_shapes(
+    batch: int, num_layers: int = 2, seq_len: int = 35, num_hidden: int = 200, num_embed: int = 200
+) -> dict[str, tuple]:
+    """The input shapes of :func:`lstm_unrolled` built with these sizes, at ``batch``: the
+    embedded words, each layer's begin states and the labels."""
+    shapes = {"data": (batch, seq_len, num_embed)}
+    for layer in range(num_layers):
+        shapes[f"l{layer}_init_c"] = shapes[f"l{layer}_init_h"] = (batch, num_hidden)
+    return {**shapes, "softmax_label": (batch * seq_len,)}
