@@ -94,7 +94,7 @@ def lstm_shapes(
 ) -> dict[str, tuple]:
     """The input shapes of :func:`lstm_unrolled` built with these sizes, at ``batch``: the
     embedded words, each layer's begin states and the labels."""
-    shapes = {"data": (batch, seq_len, num_embed)}
+    shapes: dict[str, tuple] = {"data": (batch, seq_len, num_embed)}
     for layer in range(num_layers):
         shapes[f"l{layer}_init_c"] = shapes[f"l{layer}_init_h"] = (batch, num_hidden)
     return {**shapes, "softmax_label": (batch * seq_len,)}
