@@ -1,13 +1,13 @@
 """Optimizer updates: one pass over ResNet-18's parameters, mxnb's fused update ops beside peers.
 
-mxnb runs ``mx.nd.sgd_mom_update`` / ``mx.nd.adam_update`` with ``out=weight``, through the
+mxnb runs ``mx.nd.sgd_mom_update`` / ``mx.nd.adam_update`` / ``mx.nd.ftrl_update`` with ``out=weight``, through the
 engine, as ``mx.optimizer`` calls them (one fused map each: a Python function of numpy
 expressions for small parameters, blocks for large ones).  The peers, in the same run:
 
 * **expressions**: the same formula as whole-array numpy expressions, called directly (no
   engine), which is what the update ops computed before they were fused maps;
 * **torch**: PyTorch's ``SGD(momentum)`` / ``Adam`` step (``foreach=False``, its CPU default)
-  on the same shapes, when PyTorch is installed (the ``bench`` extra).
+  on the same shapes, when PyTorch is installed (the ``bench`` extra); PyTorch has no FTRL.
 
 Each figure is the median of ``--repeat`` passes after a warm-up, the sides alternating: wall
 and CPU milliseconds, and the temporaries a pass allocates (``tracemalloc``; PyTorch's own
@@ -32,6 +32,10 @@ from mxnb.operator.split import op_threads
 
 LR, WD, MOMENTUM, RESCALE, CLIP = 0.01, 1e-4, 0.9, 1 / 32, 5.0
 BETA1, BETA2, EPSILON = 0.9, 0.999, 1e-8
+LAMDA1, BETA = 0.01, 1.0
+#: Each update's own parameters, beside the learning rate, decay, rescale and clip all share.
+EXTRA = {"sgd_mom_update": {"momentum": MOMENTUM}, "adam_update": {},
+         "ftrl_update": {"lamda1": LAMDA1, "beta": BETA}}  # fmt: skip
 
 
 def parameter_shapes() -> list[tuple[int, ...]]:
@@ -45,7 +49,7 @@ def parameter_shapes() -> list[tuple[int, ...]]:
 def ours(op: str, arrays: list) -> Callable[[], None]:
     """A pass of mxnb's update op over every parameter, waited for."""
     update = getattr(mx.nd, op)
-    extra = {"momentum": MOMENTUM} if op == "sgd_mom_update" else {}
+    extra = EXTRA[op]
     tensors = [[mx.nd.array(a) for a in group] for group in arrays]
 
     def run() -> None:
@@ -77,11 +81,23 @@ def expressions(op: str, arrays: list) -> Callable[[], None]:
             var[...] = beta2 * var + (1 - beta2) * rescaled * rescaled
             weight -= lr * mean / (np.sqrt(var) + epsilon)
 
-    return sgd_mom if op == "sgd_mom_update" else adam
+    def ftrl() -> None:  # what ftrl_update computed before it was a fused map
+        lamda1, beta = f32(LAMDA1), f32(BETA)
+        for weight, grad, z, n in groups:
+            rescaled = np.clip(rescale * grad, -clip, clip)
+            z[...] = z + rescaled - (np.sqrt(n + rescaled * rescaled) - np.sqrt(n)) * weight / lr
+            n[...] = n + rescaled * rescaled
+            value = (np.sign(z) * lamda1 - z) / ((beta + np.sqrt(n)) / lr + wd)
+            weight[...] = value * (np.abs(z) > lamda1).astype(weight.dtype)
+
+    return {"sgd_mom_update": sgd_mom, "adam_update": adam, "ftrl_update": ftrl}[op]
 
 
 def torch_step(op: str, arrays: list) -> Callable[[], None] | None:
-    """PyTorch's optimizer step on the same shapes, or None without PyTorch."""
+    """PyTorch's optimizer step on the same shapes, or None without PyTorch (or without this
+    optimizer: FTRL)."""
+    if op == "ftrl_update":
+        return None
     try:
         import torch
     except ImportError:
@@ -118,7 +134,7 @@ def main() -> None:
           f"float32; {op_threads()} op threads; numpy {np.__version__}")  # fmt: skip
     print(f"{'update':<16}{'side':<13}{'wall ms':>9}{'cpu ms':>8}{'temp MiB':>10}"
           f"{'mxnb / side, wall':>19}{'cpu':>6}")  # fmt: skip
-    for op, count in (("sgd_mom_update", 1), ("adam_update", 2)):
+    for op, count in (("sgd_mom_update", 1), ("adam_update", 2), ("ftrl_update", 2)):
         arrays = [
             [rng.standard_normal(s, dtype=np.float32) for _ in range(2)]
             + [1 + np.abs(rng.standard_normal(s, dtype=np.float32)) for _ in range(count)]

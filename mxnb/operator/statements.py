@@ -12,7 +12,7 @@ Rule:
       minus, parentheses and the functions of :data:`FUNCTIONS`.  Anything
       that means something else in C is refused, with the line and the
       reason: ``x ** 2``, ``0.5`` (a double in C), ``1 / 2`` (0 in C).
-      ``clip`` and ``sign``, which CUDA's math library lacks, are defined by
+      ``abs``, ``clip`` and ``sign``, which CUDA's math library lacks for T, are defined by
       :data:`PREAMBLE` for the kernels that call them.  A function of a
       Python number alone (``sqrt(eps)``, ``eps`` given as ``1e-5``) is
       computed in double by numpy and in T by C, so it is refused: pass
@@ -72,13 +72,16 @@ __all__ = [
 ]
 
 #: Functions a statement may call, with their number of arguments: the same name on ``xp``
-#: and in CUDA C (its math library, or :data:`PREAMBLE` for ``clip``).
-FUNCTIONS = {"sqrt": 1, "exp": 1, "log": 1, "tanh": 1, "clip": 3, "sign": 1}
+#: and in CUDA C (its math library, or :data:`PREAMBLE` for ``abs``, ``clip`` and ``sign``).
+FUNCTIONS = {"sqrt": 1, "exp": 1, "log": 1, "tanh": 1, "abs": 1, "clip": 3, "sign": 1}
 
 #: CUDA C for the functions CUDA's math library lacks, given to a kernel that calls them, each
-#: numpy's: ``clip(x, low, high)`` keeps a NaN (CUDA's ``fminf`` / ``fmaxf`` drop it), and
-#: ``sign(x)`` is 0 for -0.0 and NaN for NaN.
+#: numpy's: ``abs(x)`` for any T (C's ``abs`` takes an int) is 0 for -0.0; ``clip(x, low,
+#: high)`` keeps a NaN (CUDA's ``fminf`` / ``fmaxf`` drop it); ``sign(x)`` is 0 for -0.0 and
+#: NaN for NaN.
 PREAMBLE = {
+    "abs": "template <typename T> __device__ T abs(T x) "
+    "{ return x < T(0) ? -x : (x == T(0) ? T(0) : x); }",
     "clip": "template <typename T> __device__ T clip(T x, T low, T high) "
     "{ return x > high ? high : (x < low ? low : x); }",
     "sign": "template <typename T> __device__ T sign(T x) "
@@ -141,8 +144,8 @@ def _check_node(node: ast.AST, where: str) -> None:
         return
     raise ValueError(
         f"{where}: {ast.unparse(node)!r} is not both Python and CUDA C; use names, integer "
-        f"literals, + - * /, unary minus, sqrt(x), exp(x), log(x), tanh(x), sign(x) and "
-        f"clip(x, low, high)"
+        f"literals, + - * /, unary minus, sqrt(x), exp(x), log(x), tanh(x), abs(x), sign(x) "
+        f"and clip(x, low, high)"
     )
 
 

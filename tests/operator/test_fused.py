@@ -84,7 +84,8 @@ def test_a_sum_with_scratch_spares_the_temporary():
         ("y = x ** 2", "not both Python and CUDA C"),
         ("y = x * 0.5", "not both Python and CUDA C"),  # a double literal in C
         ("y = 1 / 2 * x", "literal on both sides"),  # 0 in C, 0.5 in Python
-        ("y = abs(x)", "not both Python and CUDA C"),
+        ("y = (x > x) * x", "not both Python and CUDA C"),  # a bool in Python, an int in C
+        ("y = fabs(x)", "not both Python and CUDA C"),  # C's alone: write abs(x)
         ("y = clip(x, x)", "clip(x, low, high)"),  # clip takes its two bounds
         ("y = sqrt(x, x)", "not both Python and CUDA C"),
         ("y = x + z", "reads ['z'] before any statement sets them"),
@@ -256,7 +257,7 @@ def _every_fused_map():
         m for module in (norm, elemwise) for m in vars(module).values() if isinstance(m, FusedMap)
     ]
     for op in ("sgd_update", "sgd_mom_update", "adam_update", "rmsprop_update",
-               "rmspropalex_update", "signsgd_update", "signum_update"):  # fmt: skip
+               "rmspropalex_update", "signsgd_update", "signum_update", "ftrl_update"):  # fmt: skip
         for clip in (-1.0, 0.5):
             extra = {"clip_weights": clip} if op.startswith("rms") else {}
             prop = get(op).create_property(lr=0.1, clip_gradient=clip, **extra)

@@ -30,9 +30,9 @@ def _expressions(reads: tuple[str, ...]) -> st.SearchStrategy[str]:
         )
         negative = inner.map(lambda e: f"-({e})")
         # a function's first argument reads the array a (the language's rule)
-        function = st.tuples(st.sampled_from(["sqrt", "exp", "log", "tanh", "sign"]), inner).map(
-            lambda t: f"{t[0]}(a * {t[1]})"
-        )
+        function = st.tuples(
+            st.sampled_from(["sqrt", "exp", "log", "tanh", "abs", "sign"]), inner
+        ).map(lambda t: f"{t[0]}(a * {t[1]})")
         clipped = st.tuples(inner, st.sampled_from(reads)).map(
             lambda t: f"clip(a + {t[0]}, -{t[1]}, {t[1]})"
         )

@@ -90,6 +90,45 @@ def test_sgd_mom_update_is_the_formula_bit_for_bit(clip, into):
         np.testing.assert_array_equal(weight.asnumpy(), w)  # the input weight is untouched
 
 
+@pytest.mark.parametrize("clip", [-1.0, 0.05])
+@pytest.mark.parametrize("into", ["weight", "other"])
+def test_ftrl_update_is_mxnets_formula_bit_for_bit(clip, into):
+    """FTRL's fused statements compute MXNet's kernel in float32, the same operations in order:
+    ``z += g - (sqrt(n + g * g) - sqrt(n)) * w / lr; n += g * g;
+    w = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd) * (|z| > lamda1)``, with ``|z|``
+    below, at and above ``lamda1``, and ``z`` of -0.0."""
+    rng = np.random.default_rng(11)
+    shape = (41, 23)
+    w, g = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    z = (0.1 * rng.standard_normal(shape)).astype(np.float32)
+    n = np.abs(rng.standard_normal(shape)).astype(np.float32)
+    f32 = np.float32
+    lr, lamda1, beta, wd, rescale = f32(0.1), f32(0.05), f32(1.0), f32(0.01), f32(0.5)
+    scaled = rescale * g
+    if clip >= 0:
+        scaled = np.clip(scaled, -f32(clip), f32(clip))
+    # entries whose new z is exactly +-lamda1 or -0.0: the comparison's edge and the sign's
+    w[0, :3], scaled[0, :3], n[0, :3] = 0, 0, 0
+    z[0, :3] = (lamda1, -lamda1, f32(-0.0))
+    g[0, :3] = 0
+    z_expected = z + scaled - (np.sqrt(n + scaled * scaled) - np.sqrt(n)) * w / lr
+    n_expected = n + scaled * scaled
+    w_expected = (
+        (np.sign(z_expected) * lamda1 - z_expected)
+        / ((beta + np.sqrt(n_expected)) / lr + wd)
+        * (np.abs(z_expected) > lamda1).astype(np.float32)
+    )
+    assert list(z_expected[0, :3]) == [lamda1, -lamda1, 0] and not w_expected[0, :3].any()
+    weight, z_nd, n_nd = mx.nd.array(w), mx.nd.array(z), mx.nd.array(n)
+    out = weight if into == "weight" else mx.nd.zeros(shape)
+    mx.nd.ftrl_update(weight, mx.nd.array(g), z_nd, n_nd, lr=0.1, lamda1=0.05, beta=1.0,
+                      wd=0.01, rescale_grad=0.5, clip_gradient=clip, out=out)  # fmt: skip
+    np.testing.assert_array_equal(z_nd.asnumpy(), z_expected)
+    np.testing.assert_array_equal(n_nd.asnumpy(), n_expected)
+    np.testing.assert_array_equal(out.asnumpy(), w_expected)
+    assert (np.signbit(out.asnumpy()) == np.signbit(w_expected)).all()  # zeros signed alike
+
+
 # The updates written as one fused map, with their states and the options that change the map.
 FUSED = {
     "sgd_update": ([], {}),
@@ -100,16 +139,17 @@ FUSED = {
     "nag_mom_update": (["mom"], {"momentum": 0.9}),
     "signsgd_update": ([], {}),
     "signum_update": (["mom"], {"momentum": 0.9, "wd_lh": 1e-3}),
+    "ftrl_update": (["z", "n"], {"lamda1": 0.05, "beta": 1.0}),
 }
 
 
 def _states(rng, op, shape):
-    """Starting states: positive ones, and centred RMSProp's mean gradient ``g`` small
-    (its ``n - g * g`` stays positive)."""
+    """Starting states: positive ones, and centred RMSProp's mean gradient ``g`` and FTRL's
+    ``z`` small (``n - g * g`` stays positive; ``|z|`` falls on both sides of ``lamda1``)."""
     return [
         (
             0.1 * rng.standard_normal(shape)
-            if name == "g"
+            if name in ("g", "z")
             else 1 + np.abs(rng.standard_normal(shape))
         ).astype("float32")
         for name in FUSED[op][0]

@@ -13,12 +13,11 @@ states, which is how mxnb marks inputs an op mutates (MXNet's
 ``FMutateInputs``). The gradient is first rescaled (Adam and RMSProp add the
 weight decay to it), then clipped to ``[-clip_gradient, clip_gradient]``
 when ``clip_gradient >= 0``; kernels compute in the weight's dtype with the
-scalars rounded to it, as MXNet's ``DType`` kernels do. The updates made of
-arithmetic, ``sqrt``, ``sign`` and ``clip`` (SGD, momentum SGD, NAG, Adam,
-RMSProp, sign SGD, Signum) are written once as a
-:class:`~mxnb.operator.fused.FusedMap`: one kernel on a GPU, and on numpy
-the same statements a block at a time, so no temporary of the weight's size
-is made. FTRL is array expressions (:class:`ArrayUpdateProp`). The states
+scalars rounded to it, as MXNet's ``DType`` kernels do. Every update (SGD,
+momentum SGD, NAG, Adam, RMSProp, FTRL, sign SGD, Signum) is written once
+as a :class:`~mxnb.operator.fused.FusedMap`: one kernel on a GPU, and on
+numpy the same statements a block at a time, so no temporary of the
+weight's size is made. The states
 are written before the weight, each element from its own old values, so
 ``out=weight`` is safe (NAG's momentum reads the new weight on purpose).
 
@@ -49,7 +48,7 @@ from ..param import ANY, Param
 from ..registry import register
 from ._common import KernelProp, computes_into, write
 
-__all__ = ["MAPS", "ArrayUpdateProp", "UpdateProp"]
+__all__ = ["MAPS", "UpdateProp"]
 
 
 #: The updates' fused maps, one per op and clipping options (:meth:`UpdateProp.clipping`): each
@@ -172,31 +171,6 @@ class UpdateProp(KernelProp):
         fused = self.fused_map(*self.variant(xp, weight, into))
         fused(xp, weight, grad, *values.values(), out=(*aux, into))
         write(out, req[0], into)
-
-
-class ArrayUpdateProp(UpdateProp):
-    """An update written as array expressions (:meth:`step`): FTRL, which needs ``abs`` and a
-    comparison that a fused map does not have."""
-
-    def rescaled(self, xp: Any, grad: Any) -> Any:
-        """``clip(rescale_grad * grad, clip_gradient)`` (no clip when clip_gradient < 0)."""
-        s = self.scalars(grad.dtype)
-        value = s["rescale_grad"] * grad
-        if self.clip_gradient >= 0:
-            value = xp.clip(value, -s["clip_gradient"], s["clip_gradient"])
-        return value
-
-    def forward(self, ctx, in_data, req, out_data, aux):
-        """Compute the new weight (and rewrite the states in ``aux``)."""
-        weight, grad = in_data
-        xp = ctx.xp
-        values = self.scalars(weight.dtype)
-        new_weight = self.step(xp, weight, self.rescaled(xp, grad), aux, values)
-        write(out_data[0], req[0], new_weight)
-
-    def step(self, xp: Any, weight: Any, grad: Any, states: list, s: dict) -> Any:
-        """Return the new weight from the rescaled, clipped ``grad``; update ``states`` in place."""
-        raise NotImplementedError(self.op_name)
 
 
 @register("sgd_update")
@@ -332,21 +306,24 @@ class RMSPropAlexUpdateProp(_RMSPropBase):
 
 
 @register("ftrl_update")
-class FtrlUpdateProp(ArrayUpdateProp):
+class FtrlUpdateProp(UpdateProp):
     """FTRL-proximal: ``z``, ``n`` accumulate; ``w = (sign(z)*lamda1 - z) / ((beta + sqrt(n))/lr + wd) * (|z| > lamda1)``."""
 
     states = ("z", "n")
     lamda1 = Param(float, low=0.0, default=0.01, doc="L1 regularisation strength.")
     beta = Param(float, low=0.0, default=1.0, doc="Per-coordinate learning-rate offset.")
 
-    def step(self, xp, weight, grad, states, s):
-        """Follow the regularised leader."""
-        z, n = states
-        lr = s["lr"]
-        z[...] = z + grad - (xp.sqrt(n + grad * grad) - xp.sqrt(n)) * weight / lr
-        n[...] = n + grad * grad
-        value = (xp.sign(z) * s["lamda1"] - z) / ((s["beta"] + xp.sqrt(n)) / lr + s["wd"])
-        return value * (xp.abs(z) > s["lamda1"]).astype(weight.dtype)
+    def formula(self) -> str:
+        """Follow the regularised leader.  MXNet's ``(|z| > lamda1)`` is ``kept``: the
+        statements have no comparison, so ``sign(|z| - lamda1)``'s -1 / 0 / 1 is mapped to
+        0 / 0 / 1 (exactly: ``a > b`` exactly when ``a - b > 0``, in floating point too)."""
+        return """
+            z = z + rescaled - (sqrt(n + rescaled * rescaled) - sqrt(n)) * weight / lr
+            n = n + rescaled * rescaled
+            above = sign(abs(z) - lamda1)
+            kept = (above + above * above) / 2
+            out = (sign(z) * lamda1 - z) / ((beta + sqrt(n)) / lr + wd) * kept
+        """
 
 
 @register("signsgd_update")
