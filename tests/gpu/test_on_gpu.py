@@ -199,6 +199,7 @@ def test_update_ops_agree_with_the_cpu_and_their_kernels_are_kept(gpu, clip):
     ops = {
         "sgd_update": 0, "sgd_mom_update": 1, "adam_update": 2, "rmsprop_update": 1,
         "rmspropalex_update": 3, "signsgd_update": 0, "signum_update": 1, "nag_mom_update": 1,
+        "ftrl_update": 2,
     }  # fmt: skip
     rng = np.random.default_rng(11)
     for op, count in ops.items():
@@ -208,6 +209,8 @@ def test_update_ops_agree_with_the_cpu_and_their_kernels_are_kept(gpu, clip):
         ]
         if op == "rmspropalex_update":
             states[1] = 0.1 * states[1]  # its mean gradient: n - g * g stays positive
+        if op == "ftrl_update":
+            states[0] = (0.02 * rng.standard_normal((64, 33))).astype(np.float32)  # |z| ~ lamda1
         results = []
         for ctx in (mx.cpu(), gpu):
             weight, grad, *arrays = (mx.nd.array(a, ctx=ctx) for a in (*start, *states))
