@@ -402,3 +402,48 @@ def test_a_bad_window_names_the_choices(window):
     graph, _ = plan_best(zoo.mlp(), {"data": (4, 784)})
     with pytest.raises(ParamError, match=r"window must be 'auto', None or a number of steps"):
         Model(graph, window=window)
+
+
+class _ScriptedModel:
+    """A stand-in :class:`Model` for :func:`exact._search`: answers from a script, and the
+    time limit of each solve noted."""
+
+    op_times = None
+
+    def __init__(self, answers):
+        self.answers, self.limits = list(answers), []
+
+    def solve(self, budget, time_limit, cuts=(), below=None):
+        from mxnb.executor.milp import Solution
+
+        self.limits.append(time_limit)
+        if not self.answers:  # the script is done: no answer
+            return None
+        nodes = self.answers.pop(0)
+        return Solution(frozenset(nodes), float(len(nodes)), 0.0, True, 0.0)
+
+    def peak_of(self, nodes, time_limit):
+        return 100.0
+
+
+def test_until_a_plan_fits_each_solve_leaves_half_the_time():
+    """A solve whose answer may miss for real gets half the time left, so the cut it then needs
+    has time for a solve of its own; once a plan fits, a solve gets all that is left."""
+    import time
+
+    from mxnb.executor import exact
+
+    class Real:  # the real planner's bytes of a set: {a} misses, {a, b} fits
+        def __init__(self, nodes):
+            self.internal_bytes = 90 if len(nodes) > 1 else 120
+
+        def recompute_cost(self, op_times):
+            return float(self.internal_bytes)
+
+    model = _ScriptedModel([{"a"}, {"a", "b"}, {"a", "b"}])
+    deadline = time.perf_counter() + 100.0
+    graph, plan, solution = exact._search(model, 100, deadline, lambda nodes: (None, Real(nodes)))
+    assert solution.nodes == {"a", "b"} and plan.internal_bytes == 90
+    first, second, *later = model.limits  # the third finds the same set: then cheaper ones
+    assert 49.0 < first <= 50.0 and 49.0 < second <= 50.0  # no plan fits yet: half of what is left
+    assert later and all(limit > 99.0 for limit in later)  # a plan fits: all that is left
