@@ -161,7 +161,7 @@ widgets.Timeline(fast)
 diff = slow.diff(fast)
 print(diff.to_text(top=5))
 assert not diff.only_a() and not diff.only_b()  # the same ops ran
-assert diff.b.makespan < 0.85 * diff.a.makespan
+assert diff.b.makespan < diff.a.makespan  # measured sleeps: about 0.75x; a busy machine narrows it
 assert diff.b.overlap > diff.a.overlap
 assert diff.b.idle["nothing_pushed"] < diff.a.idle["nothing_pushed"]
 widgets.TraceDiffView(slow, fast)
