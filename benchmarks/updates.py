@@ -1,8 +1,8 @@
 """Optimizer updates: one pass over ResNet-18's parameters, mxnb's fused update ops beside peers.
 
-mxnb runs ``mx.nd.sgd_mom_update`` / ``mx.nd.adam_update`` / ``mx.nd.ftrl_update`` with ``out=weight``, through the
-engine, as ``mx.optimizer`` calls them (one fused map each: a Python function of numpy
-expressions for small parameters, blocks for large ones).  The peers, in the same run:
+mxnb runs ``mx.nd.sgd_mom_update`` / ``mx.nd.adam_update`` / ``mx.nd.ftrl_update`` with
+``out=weight``, through the engine, as ``mx.optimizer`` calls them (one fused map each: a Python
+function of numpy expressions for small parameters, blocks for large ones).  The peers, in the same run:
 
 * **expressions**: the same formula as whole-array numpy expressions, called directly (no
   engine), which is what the update ops computed before they were fused maps;
@@ -36,6 +36,8 @@ LAMDA1, BETA = 0.01, 1.0
 #: Each update's own parameters, beside the learning rate, decay, rescale and clip all share.
 EXTRA = {"sgd_mom_update": {"momentum": MOMENTUM}, "adam_update": {},
          "ftrl_update": {"lamda1": LAMDA1, "beta": BETA}}  # fmt: skip
+#: The updates PyTorch has an optimizer for (it has no FTRL).
+TORCH_PEERS = ("sgd_mom_update", "adam_update")
 
 
 def parameter_shapes() -> list[tuple[int, ...]]:
@@ -94,9 +96,9 @@ def expressions(op: str, arrays: list) -> Callable[[], None]:
 
 
 def torch_step(op: str, arrays: list) -> Callable[[], None] | None:
-    """PyTorch's optimizer step on the same shapes, or None without PyTorch (or without this
-    optimizer: FTRL)."""
-    if op == "ftrl_update":
+    """PyTorch's optimizer step on the same shapes, or None without PyTorch or without this
+    optimizer in it (:data:`TORCH_PEERS`)."""
+    if op not in TORCH_PEERS:
         return None
     try:
         import torch

@@ -104,7 +104,7 @@ def plan_milp(
     found = _search(model, budget, deadline, lambda nodes: plan_best(
         sym, shapes, grad_req, type_dict, nodes=nodes), start)  # fmt: skip
     if found is not None and (
-        best is None or found[1].recompute_cost(op_times) <= best[1].recompute_cost(op_times)
+        best is None or _cost(found[1], model) <= _cost(best[1], model)
     ):  # a tie goes to the solved plan: its optimality is proven
         graph, plan, solution = found
         window = "" if model.window is None else f", window {model.window} steps"
@@ -173,9 +173,7 @@ def _search(
             target, undo = min(target - miss, budget - shortfall), target
             continue
         again = found is not None and found[2].nodes == solution.nodes
-        if found is None or real.recompute_cost(model.op_times) < found[1].recompute_cost(
-            model.op_times
-        ):
+        if found is None or _cost(real, model) < _cost(found[1], model):
             found, hidden = (graph, real, solution), target < budget
         if again or (solution.optimal and -miss < _ROOM * budget):
             break
@@ -210,8 +208,13 @@ def _cheaper(
         graph, real = plan(solution.nodes)
         if real.internal_bytes > budget:
             cuts.append(solution.nodes)
-        elif real.recompute_cost(model.op_times) < found[1].recompute_cost(model.op_times):
+        elif _cost(real, model) < _cost(found[1], model):
             found = (graph, real, solution)
         else:
             break
     return found
+
+
+def _cost(plan: MemoryPlan, model: Model) -> float:
+    """``plan``'s recompute cost as ``model`` counts it: FLOPs, or its measured op times."""
+    return plan.recompute_cost(model.op_times)

@@ -7,6 +7,7 @@ plan checked; the small networks solve in about a second each.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,10 +15,10 @@ import pytest
 
 import mxnb as mx
 from mxnb.base import ParamError
-from mxnb.executor import plan_memory, zoo
+from mxnb.executor import exact, plan_memory, zoo
 from mxnb.executor.executor import Executor
 from mxnb.executor.sharing import bound_arrays
-from mxnb.executor.milp import Model
+from mxnb.executor.milp import Model, Solution
 from mxnb.executor.planning import plan_graph_and_memory
 from mxnb.executor.tournament import plan_best
 from mxnb.executor.tradeoff import MemoryBudgetError, floor_bytes, tradeoff_curve
@@ -414,8 +415,6 @@ class _ScriptedModel:
         self.answers, self.limits = list(answers), []
 
     def solve(self, budget, time_limit, cuts=(), below=None):
-        from mxnb.executor.milp import Solution
-
         self.limits.append(time_limit)
         if not self.answers:  # the script is done: no answer
             return None
@@ -429,9 +428,6 @@ class _ScriptedModel:
 def test_until_a_plan_fits_each_solve_leaves_half_the_time():
     """A solve whose answer may miss for real gets half the time left, so the cut it then needs
     has time for a solve of its own; once a plan fits, a solve gets all that is left."""
-    import time
-
-    from mxnb.executor import exact
 
     class Real:  # the real planner's bytes of a set: {a} misses, {a, b} fits
         def __init__(self, nodes):
