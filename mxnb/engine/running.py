@@ -96,15 +96,19 @@ class RunContextCache:
 
     Keyed by ``id(ctx)``: the cached RunContext keeps its context alive, so an
     id cannot be reused while cached.  Hashing a Context costs more than an op.
+    ``last`` is the RunContext handed out last: consecutive ops mostly share a
+    context object, and ``cache.last.ctx is ctx`` is the cheapest test (the
+    idle fast path makes it before calling :meth:`get`).
     """
 
-    __slots__ = ("by_id", "stream", "thread", "worker")
+    __slots__ = ("by_id", "last", "stream", "thread", "worker")
 
     def __init__(self, stream: Any, worker: str, thread: int | None = None) -> None:
         self.by_id: dict[int, RunContext] = {}  # id(ctx) -> its RunContext (check .ctx)
         self.stream = stream
         self.worker = worker
         self.thread = thread  # the worker's thread ident, when one thread uses the cache
+        self.last: RunContext | None = None
 
     def get(self, ctx: Context) -> RunContext:
         """Return the RunContext for ``ctx`` on this worker."""
@@ -113,6 +117,7 @@ class RunContextCache:
             if len(self.by_id) > 256:
                 self.by_id.clear()
             rctx = self.by_id[id(ctx)] = RunContext(ctx, self.stream, self.worker, self.thread)
+        self.last = rctx
         return rctx
 
 

@@ -244,3 +244,19 @@ def test_push_sync_one_var_refuses_what_push_sync_refuses_with_its_words(bad):
         finally:
             engine.shutdown(timeout=10)
     assert messages[0] == messages[1]
+
+
+def test_each_op_gets_the_run_context_of_its_own_context_when_contexts_alternate():
+    """``RunContextCache.last`` is only a first guess: an op on another context gets its own."""
+    engine = NaiveEngine()
+    var = engine.new_var(name="v")
+    contexts = [mx.cpu(0), mx.cpu(1), mx.Context("cpu", 0), mx.cpu(1), mx.cpu(0)]
+    seen = []
+    try:
+        for ctx in contexts + contexts[::-1]:
+            engine.push_sync(lambda rctx, ctx=ctx: seen.append(rctx.ctx is ctx), ctx, [], [var])
+            engine.push_sync(lambda rctx, ctx=ctx: seen.append(rctx.ctx is ctx), ctx, [var], [])
+        assert seen == [True] * 20
+        assert engine._run_contexts.last.ctx is contexts[0]
+    finally:
+        engine.shutdown(timeout=10)
