@@ -3,24 +3,19 @@
 Idea: most ops on the naive engine (and on a threaded engine whose workers are
 behind) are pushed when none of their vars has anything pending.  The rule
 (:mod:`.var`) would grant every var at once, so the op runs at once in the
-pushing thread, booked as the rule books it: a read counts one more pending
-read, a write holds the var; when it completes with nothing pushed behind
-it, the booking is undone the same way.  It is the one exception to "every
-push goes through the rule", kept here, apart from the rule and the engines.
+pushing thread, booked as the rule books it (a read counts one more pending
+read, a write holds the var) and released the same way when nothing was
+pushed behind it: the one exception to "every push goes through the rule".
 
 Three steps, one helper each: :meth:`IdleFastPath._book_idle` (all vars idle?
 then book them and make the granted op, :func:`~mxnb.engine.var.granted_opr`),
 :meth:`IdleFastPath._run_booked` and :meth:`IdleFastPath._complete_idle`
 (undo the booking, or else complete by the rule).  Two entries call them:
-:meth:`IdleFastPath._push_idle` (the engines' ``_push_opr``) and
-:meth:`IdleFastPath.push_sync_one_var`, the naive engine's ``push_sync``,
-which recognises the commonest push (one var, default options) by its shape
-and skips ``push_sync``'s general checks on the way to them.  Records go
-through ``record_push`` / ``record_done`` as every other op's.  The helpers
-test a var list before looping over it: most ops only read or only write,
-and an empty loop costs more than the test (together with the RunContext
-test of :meth:`IdleFastPath._run_booked`, -0.13 us an op, a tenth of the
-naive engine's push).
+:meth:`IdleFastPath._push_idle` (the engines' ``_push_opr``) and the naive
+engine's ``push_sync``, :meth:`IdleFastPath.push_sync_one_var`, which knows
+the commonest push (one var, default options) by its shape.  Records go
+through ``record_push`` / ``record_done``.  A var list is tested before its
+loop (most ops only read or only write; an empty loop costs more).
 
 Rule: anything else (a busy var, an async op, a delete, a failure, debug
 mode, a hand-over, a shutdown, an op pushed behind it while it runs) takes the
@@ -48,9 +43,9 @@ from typing import Any
 from ..context import Context, RunContext
 from . import tracing
 from .base import Engine, _next_op_id
-from .records import record_done, record_push, record_start
+from .records import record_done, record_push
 from .running import RunContextCache
-from .var import DONE, READY, RUNNING, Opr, Var, granted_opr
+from .var import DONE, RUNNING, Opr, Var, granted_opr
 from .waiting import _local
 
 __all__ = ["IdleFastPath"]
@@ -77,9 +72,8 @@ class IdleFastPath(Engine):
         delete: tuple[Var, ...] | None = None,
     ) -> int:
         """Run an op whose vars are all idle at once, booked as the rule would; else push by the rule."""
-        opr = None
-        if not is_async and delete is None:
-            opr = self._book_idle(fn, ctx, const, mutate, priority, name, copy)
+        idle = not is_async and delete is None  # only a sync push may run at once
+        opr = self._book_idle(fn, ctx, const, mutate, priority, name, copy) if idle else None
         if opr is None:
             return Engine._push_opr(
                 self, fn, is_async, ctx, const, mutate, priority, name, copy, delete
@@ -101,9 +95,8 @@ class IdleFastPath(Engine):
     ) -> int:
         """:meth:`Engine.push_sync` (same arguments, checks and result), its commonest push first.
 
-        One var in a list or tuple, read or written, default options: nothing
-        else to check, straight to the three helpers (:meth:`_push_idle`'s
-        steps); any other push takes :meth:`Engine.push_sync`.
+        One var in a list or tuple, default options: straight to :meth:`_push_idle`'s three
+        steps; any other push takes :meth:`Engine.push_sync`.
         """
         if not const_vars:
             given, reads = mutate_vars, False
@@ -147,20 +140,17 @@ class IdleFastPath(Engine):
     ) -> Opr | None:
         """Book a sync op granted at once; None unless every var is idle and the engine calm.
 
-        Idle: no write holds a var, no read holds a var it writes, none is
-        deleted; calm: no failure, hand-over, shutdown or debug mode.
+        Idle: no write holds it, no read holds a var it writes, not deleted; calm: no failure,
+        hand-over, shutdown or debug mode.
         """
         lock = self._lock
         if not lock.acquire(False):
             self._acquire_contended()
         try:
-            if (
-                self._failures
-                or self._handover is not None
-                or self._shut
-                or self.slow_wait_threshold is not None
-            ):
-                return None
+            if self._failures or self._shut or self._handover is not None:
+                return None  # not calm
+            if self.slow_wait_threshold is not None:
+                return None  # debug mode
             if const:
                 for var in const:
                     if var.pending_write is not None or var.deleted:
@@ -185,15 +175,14 @@ class IdleFastPath(Engine):
             lock.release()
 
     def _run_booked(self, opr: Opr, fn: Any, ctx: Context) -> bool:
-        """Run a booked op in this thread (on its stack of running ops: waits inside it help).
+        """Run a booked op in this thread, on its stack of running ops; False when it raised.
 
-        Returns False when it raised; it is then completed by the rule.
+        No start is recorded: the push record said it, or no push was (a recorder attached
+        since), and the trace leaves the op out.  A raised op is completed by the rule.
         """
         rctx = self._run_contexts.last  # the commonest case, before RunContextCache.get
         if rctx is None or rctx.ctx is not ctx:
             rctx = self._run_contexts.get(ctx)
-        if tracing.enabled and opr.state is READY:  # recording began since the push
-            record_start(opr, rctx.worker, None)
         opr.state = RUNNING
         try:  # running._running_stack() written out: the call measured +0.05x of the reference
             stack = _local.stack
@@ -202,22 +191,18 @@ class IdleFastPath(Engine):
         stack.append(opr)
         try:
             fn(rctx)
-        except BaseException as exc:  # noqa: BLE001 - _fail_idle books it, raises a Ctrl-C on
+        except BaseException as exc:  # noqa: BLE001 - booked by the rule; a Ctrl-C is raised on
             stack.pop()
-            self._fail_idle(opr, exc)
+            ready = self._complete(opr, exc)
+            if not isinstance(exc, Exception):
+                for successor in ready:
+                    self._dispatch(successor)
+                raise
+            if ready:
+                self._run_successors(ready)
             return False
         stack.pop()
         return True
-
-    def _fail_idle(self, opr: Opr, exc: BaseException) -> None:
-        """Complete a failed op by the rule; a Ctrl-C is booked, then raised on (call in ``except``)."""
-        ready = self._complete(opr, exc)
-        if not isinstance(exc, Exception):
-            for successor in ready:
-                self._dispatch(successor)
-            raise  # noqa: PLE0704 - the exception being handled by the caller
-        if ready:
-            self._run_successors(ready)
 
     def _complete_idle(self, opr: Opr) -> None:
         """Undo the booking of a run op if nothing was pushed behind it (nor failed); else the rule."""
@@ -251,7 +236,5 @@ class IdleFastPath(Engine):
             lock.release()
         if alone:
             opr.fn = None  # drops the user's closure outside the lock
-            return
-        ready = self._complete(opr, None)
-        if ready:
+        elif ready := self._complete(opr, None):
             self._run_successors(ready)
