@@ -83,6 +83,26 @@ table's form of the target, <= 0.050x: met) and 0.037-0.057x on all; naive
 0.38-0.45 / 0.37-0.43 (0.028-0.032x).  The in-place records of branch
 ``trace5`` stay out of the rule's methods.
 
+Issue 38 (stop 50, ``--tracing --against 8ffe910``, idle machine, CPU time,
+the same rounds; the idle fast path as helpers, records through
+``record_push`` / ``record_done``):
+
+* naive vs the reference's naive form, independent / chain / fan: 1.26x /
+  1.28x / 1.26x, before 1.44x / 1.47x / 1.46x (after/before 0.86-0.88x; wall
+  time the same).  A var list is tested before its loop (an empty loop cost
+  more than the test) and ``RunContextCache.last`` is tested before the
+  dict.  Target 1.3x: met.
+* tracing adds, chain: naive 0.56 us/op on one core and 0.51 on all, before
+  0.60 / 0.55 (target 0.6: met); threaded_per_device 0.66 / 0.68, before
+  0.89 / 0.82 (missed by 0.06-0.08).  The records' two short forms
+  ``RAW_PUSH_ONE`` (a one-var push without a new one-id tuple) and
+  ``RAW_LINK`` (a chain link's end) paid for that; reordering
+  ``record_end`` and ``record_push`` further (-10 to -20 ns each alone)
+  measured nothing in the chain and was not kept.
+* the threaded engines' chains stay the noisy workload: 1.29-1.59x of the
+  reference's threaded form across three runs (rounds from 0.84x to 2.44x),
+  after/before 1.02-1.03x in the same rounds.
+
 Run: ``python benchmarks/engine.py`` (``--quick`` for a smaller N,
 ``--reference`` for the reference tables alone, ``--tracing`` for those and
 the tracing table, ``--against REV`` to run the engines of git revision
