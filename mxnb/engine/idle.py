@@ -17,11 +17,11 @@ the commonest push (one var, default options) by its shape.  Records go
 through ``record_push`` / ``record_done``.  A var list is tested before its
 loop (most ops only read or only write; an empty loop costs more).
 
-Rule: anything else (a busy var, an async op, a delete, a failure, debug
-mode, a hand-over, a shutdown, an op pushed behind it while it runs) takes the
-plain rule, ``Engine._push_opr`` / ``Engine._complete``.  The naive engine
-(every push) and the threaded ones (workers behind) use it; tests compare it
-with the plain rule (``tests/engine/test_naive_idle.py``).
+Rule: anything else (a busy var, a var carrying a failure, an async op, a
+delete, debug mode, a hand-over, a shutdown, an op pushed behind it while it
+runs, a failing op) takes the plain rule, ``Engine._push_opr`` /
+``Engine._complete``; a failure on other vars does not (the op can be neither
+skipped nor mark a var).  ``tests/engine/test_naive_idle.py`` checks the path.
 
 State kept: none (the engine's lock, counts and vars).
 
@@ -140,24 +140,24 @@ class IdleFastPath(Engine):
     ) -> Opr | None:
         """Book a sync op granted at once; None unless every var is idle and the engine calm.
 
-        Idle: no write holds it, no read holds a var it writes, not deleted; calm: no failure,
-        hand-over, shutdown or debug mode.
+        Idle: not held by a write (nor by a read, for a write), not deleted, no failure on it (a
+        failure elsewhere cannot touch the op); calm: no hand-over, shutdown or debug mode.
         """
         lock = self._lock
         if not lock.acquire(False):
             self._acquire_contended()
         try:
-            if self._failures or self._shut or self._handover is not None:
+            if self._shut or self._handover is not None or self.slow_wait_threshold is not None:
                 return None  # not calm
-            if self.slow_wait_threshold is not None:
-                return None  # debug mode
             if const:
                 for var in const:
-                    if var.pending_write is not None or var.deleted:
+                    if var.pending_write is not None or var.deleted or var.error is not None:
                         return None
             if mutate:
-                for var in mutate:
+                for var in mutate:  # a failed var recovers when written: the rule's work
                     if var.pending_write is not None or var.pending_reads or var.deleted:
+                        return None
+                    if var.error is not None:
                         return None
             opr = granted_opr(_next_op_id(), name, const, mutate, fn, ctx, priority, copy)
             if const:
@@ -205,13 +205,13 @@ class IdleFastPath(Engine):
         return True
 
     def _complete_idle(self, opr: Opr) -> None:
-        """Undo the booking of a run op if nothing was pushed behind it (nor failed); else the rule."""
+        """Undo the booking of a run op if nothing was pushed behind it; else the rule."""
         lock = self._lock
         if not lock.acquire(False):
             self._acquire_contended()
         try:
             const, mutate = opr.const_vars, opr.mutate_vars
-            alone = not self._failures
+            alone = True
             if const:
                 for var in const:
                     alone = alone and var.pending_write is None  # no write waits for this read

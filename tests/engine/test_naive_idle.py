@@ -260,3 +260,39 @@ def test_each_op_gets_the_run_context_of_its_own_context_when_contexts_alternate
         assert engine._run_contexts.last.ctx is contexts[0]
     finally:
         engine.shutdown(timeout=10)
+
+
+def test_a_failure_on_other_vars_leaves_the_idle_fast_path_on(monkeypatch):
+    """Only an op on a failed var takes the rule (skipped, or recovering it); the rest stay idle.
+
+    Before, one failure anywhere sent every later push through the rule: 1.86x the cost.
+    """
+    engine = NaiveEngine()
+    failed, clean = engine.new_var(name="failed"), engine.new_var(name="clean")
+
+    def boom(rctx):
+        raise ValueError("boom")
+
+    engine.push_sync(boom, mx.cpu(), mutate_vars=[failed], name="boom")
+    with pytest.raises(MXNBError, match="boom"):
+        engine.wait_for_all()
+    by_rule = []
+    rule = Engine._push_opr
+
+    def counted(self, fn, is_async, ctx, const, mutate, priority, name, *rest):
+        by_rule.append(name)
+        return rule(self, fn, is_async, ctx, const, mutate, priority, name, *rest)
+
+    monkeypatch.setattr(Engine, "_push_opr", counted)
+    ran = []
+    try:
+        engine.push_sync(lambda rctx: ran.append("w"), mx.cpu(), mutate_vars=[clean], name="w")
+        engine.push_sync(lambda rctx: ran.append("r"), mx.cpu(), const_vars=[clean], name="r")
+        assert (by_rule, ran) == ([], ["w", "r"])  # the idle fast path
+        engine.push_sync(lambda rctx: ran.append("skip"), mx.cpu(), [failed], [clean], name="s")
+        assert by_rule == ["s"] and "skip" not in ran and clean.error is failed.error
+        engine.push_sync(lambda rctx: ran.append("fix"), mx.cpu(), mutate_vars=[failed], name="f")
+        engine.push_sync(lambda rctx: ran.append("again"), mx.cpu(), [failed], name="a")
+        assert by_rule == ["s", "f"] and ran[-2:] == ["fix", "again"] and failed.error is None
+    finally:
+        engine.shutdown(timeout=10)
