@@ -122,7 +122,7 @@ class Engine(Waiting, Failures, Debugging, Running, Lifetime):
         self._blocked_waits: dict[int, tuple] = {}  # thread -> (its ops, var, target): see waiting
         self._errors: list[ErrorRef] = []  # failures not yet raised by a wait (bounded)
         self._errors_dropped = 0  # failures dropped from _errors to keep it bounded
-        self._failures = 0  # vars ever marked failed: 0 means no op can be skipped
+        self._failures = 0  # vars carrying a failure now: 0 means no op can be skipped
         self._shut = False
         # set_engine's hand-over (see hand_over): while it runs, pushes from outside this
         # engine's ops wait on _handover, then go to _successor, as do pushes after it.

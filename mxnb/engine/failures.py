@@ -18,7 +18,8 @@ Rule:
 State kept (on the engine, under its lock):
     _errors          failures not yet raised by a wait (bounded)
     _errors_dropped  failures counted but not kept
-    _failures        vars ever marked failed: 0 means no op can be skipped
+    _failures        vars carrying a failure now (a write or a delete clears one):
+                     0 means no op can be skipped
 
 Example::
 
@@ -100,7 +101,9 @@ class Failures:
         for var in opr.mutate_vars:
             if inherited is not None and var.error is None:
                 self._failures += 1
-            var.error = inherited  # None: written again, the var lets go of its failure
+            elif inherited is None and var.error is not None:
+                self._failures -= 1  # written again (or deleted): the var lets go of its failure
+            var.error = inherited
         return replaced
 
     def _note_failure(self, ref: ErrorRef) -> None:

@@ -381,6 +381,29 @@ def test_failure_is_stored_skips_dependents_and_is_raised_on_every_read(engine):
 
 
 @pytest.mark.timeout(30)
+def test_the_failure_count_follows_the_vars_that_carry_one(engine):
+    """``_failures`` counts vars failed now: rewriting or deleting them brings it back to 0.
+
+    At 0 no op can be skipped, and the engine's checks for skipping are off: one
+    failure once left them on for the engine's whole life.
+    """
+    a, b, c = (engine.new_var(name=n) for n in "abc")
+    engine.push_sync(lambda rctx: 1 / 0, CPU, mutate_vars=[a], name="boom")
+    engine.push_sync(lambda rctx: None, CPU, const_vars=[a], mutate_vars=[b, c], name="skipped")
+    with pytest.raises(OpError, match="boom"):
+        engine.wait_for_all()
+    assert engine._failures == 3  # a, and the two vars the skipped op wrote
+    engine.push_sync(lambda rctx: None, CPU, mutate_vars=[a], name="rewrite")
+    engine.push_delete(b)
+    engine.wait_for_all()
+    assert engine._failures == 1 and c.error is not None
+    ran: list[str] = []
+    engine.push_sync(record(ran, "reads a"), CPU, const_vars=[a], mutate_vars=[c])
+    engine.wait_for_all()
+    assert engine._failures == 0 and ran == ["reads a"]  # a recovered, c written again
+
+
+@pytest.mark.timeout(30)
 def test_wait_for_all_raises_the_failure_then_forgets_it(engine):
     a = engine.new_var(name="a")
     engine.push_sync(lambda rctx: {}["missing"], CPU, mutate_vars=[a], name="lookup")
