@@ -95,8 +95,14 @@ class Failures:
         if exc is not None:
             inherited = ErrorRef(exc, opr.name, opr.id)
             self._note_failure(inherited)
-        if inherited is None and not self._failures:
-            return None
+        if inherited is None:  # it succeeded: only a failure it wrote over is to clear
+            if not self._failures:
+                return None
+            for var in opr.mutate_vars:
+                if var.error is not None:
+                    break
+            else:
+                return None
         replaced = [var.error for var in opr.mutate_vars]
         for var in opr.mutate_vars:
             if inherited is not None and var.error is None:
