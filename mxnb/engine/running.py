@@ -97,8 +97,8 @@ class RunContextCache:
     Keyed by ``id(ctx)``: the cached RunContext keeps its context alive, so an
     id cannot be reused while cached.  Hashing a Context costs more than an op.
     ``last`` is the RunContext handed out last: consecutive ops mostly share a
-    context object, and ``cache.last.ctx is ctx`` is the cheapest test (the
-    idle fast path makes it before calling :meth:`get`).
+    context object, and ``cache.last.ctx is ctx`` is the cheapest test (a
+    worker's chain and the idle fast path make it before calling :meth:`get`).
     """
 
     __slots__ = ("by_id", "last", "stream", "thread", "worker")

@@ -236,17 +236,16 @@ class ThreadedEngine(IdleFastPath):
 
     def _run_chain(self, opr: Opr | None, pool: _WorkerPool, contexts: RunContextCache) -> None:
         """Run ``opr``, then the first successor for this pool, and so on."""
-        last_ctx = rctx = None  # a chain mostly stays in one context
         while opr is not None:
-            if opr.ctx is not last_ctx:
-                last_ctx = opr.ctx
-                rctx = contexts.get(last_ctx)
+            rctx = contexts.last  # a chain mostly stays in one context
+            if rctx is None or rctx.ctx is not opr.ctx:
+                rctx = contexts.get(opr.ctx)
             try:
                 stream = contexts.stream
                 if stream is not None and opr.fn is not None and not opr.is_async:
                     # a GPU worker: launch on its stream and record an event (.device_events)
                     opr.fn = partial(self._device_events.run, opr, opr.fn, stream)
-                ready = self._run(opr, rctx, rctx)  # type: ignore[arg-type]
+                ready = self._run(opr, rctx, rctx)
                 if stream is not None and opr.is_async:
                     stream.synchronize()  # an async op completes itself: its kernels must be done
             except BaseException:
