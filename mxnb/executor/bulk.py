@@ -84,6 +84,12 @@ class Segment:
     run: Callable[[Any], None]  # runs every step in graph order
     const_vars: tuple[Any, ...]  # read, never written by the segment
     mutate_vars: tuple[Any, ...]  # written by one of its steps
+    fused: tuple[tuple[str, ...], ...] = ()  # runs of its steps fused into one kernel (.fusion)
+
+
+#: ``fuse(span)``: a segment's steps (positions in the pass) as (engine functions, their names,
+#: the fused runs' step names); :func:`mxnb.executor.fusion.fuse_span` behind the executor
+Fuse = Callable[[range], tuple[list[Callable[[Any], None]], list[str], list[tuple[str, ...]]]]
 
 
 def cut(steps: Sequence[Any], size: int, ends_segment: Sequence[bool]) -> list[range]:
@@ -113,8 +119,13 @@ def _segment(
     runs: Sequence[Callable[[Any], None]],
     names: Sequence[str],
     vars_of: Sequence[tuple[tuple[Any, ...], tuple[Any, ...]]],
+    span: range,
+    fuse: Fuse | None,
 ) -> Segment:
     name = names[0] if len(runs) == 1 else f"{_PREFIX}{', '.join(names)}]"
+    fused: list[tuple[str, ...]] = []
+    if fuse is not None and len(runs) > 1:
+        runs, names, fused = fuse(span)  # names: a fused run's steps joined by '+'
     # the union of the steps' vars, by the engine's own rule (push_prepared does not apply
     # it): duplicates dropped, a var read by one step and written by another counts as written
     const, mutate = normalise(
@@ -123,7 +134,7 @@ def _segment(
         name,
     )
     run = runs[0] if len(runs) == 1 else partial(_run_steps, tuple(runs), tuple(names))
-    return Segment(name, run, const, mutate)
+    return Segment(name, run, const, mutate, tuple(fused))
 
 
 def build_segments(
@@ -132,10 +143,20 @@ def build_segments(
     vars_of: Sequence[tuple[tuple[Any, ...], tuple[Any, ...]]],
     ends_segment: Sequence[bool],
     size: int,
+    fuse: Fuse | None = None,
 ) -> list[Segment]:
-    """The segments of one pass: per step its name, engine function and (const, mutate) vars."""
+    """The segments of one pass: per step its name, engine function and (const, mutate) vars.
+
+    ``fuse``: how a segment's pointwise runs become one function each (:mod:`.fusion`).
+    """
     return [
-        _segment([runs[i] for i in span], [names[i] for i in span], [vars_of[i] for i in span])
+        _segment(
+            [runs[i] for i in span],
+            [names[i] for i in span],
+            [vars_of[i] for i in span],
+            span,
+            fuse,
+        )
         for span in cut(names, max(size, 1), ends_segment)
     ]
 

@@ -57,6 +57,7 @@ from ..base import ContextError, ParamError, ShapeError
 from ..context import Context
 from ..ndarray import creation as _nd
 from ..ndarray.ndarray import NDArray
+from . import fusion
 from .bulk import Segment, build_segments, max_nodes
 from .executor_api import ExecutorAPI
 from .plan import MemoryPlan
@@ -378,29 +379,39 @@ class Executor(ExecutorAPI):
             for prepared in self._prepared[start:stop]:
                 self._push(prepared, self._is_train_of(prepared, is_train))
             return
-        key = (start, is_train, self._forward_is_train, _engine_mod.is_debug(), size)
+        debug, fused = _engine_mod.is_debug(), fusion.enabled(self._ctx)
+        key = (start, is_train, self._forward_is_train, debug, size, fused)
         segments = self._segments.get(key)
         if segments is None:
             with without_gc_pauses():
-                segments = self._build_segments(start, stop, is_train, size)
+                segments = self._build_segments(start, stop, is_train, size, fused and not debug)
             self._segments[key] = segments
         push = _engine_mod.get().push_prepared  # the engine at push time (set_engine)
         ctx = self._ctx
         for segment in segments:
             push(segment.run, ctx, segment.const_vars, segment.mutate_vars, segment.name)
 
-    def _build_segments(self, start: int, stop: int, is_train: bool, size: int) -> list[Segment]:
+    def _build_segments(
+        self, start: int, stop: int, is_train: bool, size: int, fused: bool
+    ) -> list[Segment]:
+        """One pass's segments; with ``fused``, each segment's pointwise runs as one kernel."""
         steps = self._prepared[start:stop]
         grads = set(self._graph.grad_entries.values())  # the kvstore waits for these
+        runs = [
+            self._runner_of(prepared, self._is_train_of(prepared, is_train)) for prepared in steps
+        ]
+        xp = self._ctx.array_module
+
+        def fuse(span: range) -> Any:  # .fusion: a segment's pointwise runs, one kernel each
+            return fusion.fuse_span(steps[span.start : span.stop], runs[span.start : span.stop], xp)
+
         return build_segments(
             [prepared.step.name for prepared in steps],
-            [
-                self._runner_of(prepared, self._is_train_of(prepared, is_train))
-                for prepared in steps
-            ],
+            runs,
             [(prepared.const_vars, prepared.mutate_vars) for prepared in steps],
             [any(entry in grads for entry in prepared.step.outputs) for prepared in steps],
             max_nodes(size, "forward" if start == 0 else "backward"),
+            fuse if fused else None,
         )
 
     def _is_train_of(self, prepared: _Prepared, is_train: bool) -> bool:

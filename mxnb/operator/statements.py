@@ -72,13 +72,17 @@ __all__ = [
 ]
 
 #: Functions a statement may call, with their number of arguments: the same name on ``xp``
-#: and in CUDA C (its math library, or :data:`PREAMBLE` for ``abs``, ``clip`` and ``sign``).
-FUNCTIONS = {"sqrt": 1, "exp": 1, "log": 1, "tanh": 1, "abs": 1, "clip": 3, "sign": 1}
+#: and in CUDA C (its math library, or :data:`PREAMBLE` for ``abs``, ``clip``, ``maximum`` and
+#: ``sign``).
+FUNCTIONS = {
+    "sqrt": 1, "exp": 1, "log": 1, "tanh": 1, "abs": 1, "clip": 3, "sign": 1, "maximum": 2,
+}  # fmt: skip
 
 #: CUDA C for the functions CUDA's math library lacks, given to a kernel that calls them, each
 #: numpy's: ``abs(x)`` for any T (C's ``abs`` takes an int) is 0 for -0.0; ``clip(x, low,
 #: high)`` keeps a NaN (CUDA's ``fminf`` / ``fmaxf`` drop it); ``sign(x)`` is 0 for -0.0 and
-#: NaN for NaN.
+#: NaN for NaN; ``maximum(a, b)`` keeps a NaN of either side and gives ``b`` when the two are
+#: equal (``maximum(-0.0, 0.0)`` is 0.0, as numpy's: a ReLU's ``maximum(x, 0)``).
 PREAMBLE = {
     "abs": "template <typename T> __device__ T abs(T x) "
     "{ return x < T(0) ? -x : (x == T(0) ? T(0) : x); }",
@@ -86,6 +90,8 @@ PREAMBLE = {
     "{ return x > high ? high : (x < low ? low : x); }",
     "sign": "template <typename T> __device__ T sign(T x) "
     "{ return x > T(0) ? T(1) : (x < T(0) ? T(-1) : (x == T(0) ? T(0) : x)); }",
+    "maximum": "template <typename T, typename U> __device__ T maximum(T a, U b) "
+    "{ return (a > T(b) || a != a) ? a : T(b); }",
 }
 
 _UFUNCS = {ast.Add: "add", ast.Sub: "subtract", ast.Mult: "multiply", ast.Div: "true_divide"}
@@ -144,8 +150,8 @@ def _check_node(node: ast.AST, where: str) -> None:
         return
     raise ValueError(
         f"{where}: {ast.unparse(node)!r} is not both Python and CUDA C; use names, integer "
-        f"literals, + - * /, unary minus, sqrt(x), exp(x), log(x), tanh(x), abs(x), sign(x) "
-        f"and clip(x, low, high)"
+        f"literals, + - * /, unary minus, sqrt(x), exp(x), log(x), tanh(x), abs(x), sign(x), "
+        f"maximum(a, b) and clip(x, low, high)"
     )
 
 

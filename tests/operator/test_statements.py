@@ -36,7 +36,8 @@ def _expressions(reads: tuple[str, ...]) -> st.SearchStrategy[str]:
         clipped = st.tuples(inner, st.sampled_from(reads)).map(
             lambda t: f"clip(a + {t[0]}, -{t[1]}, {t[1]})"
         )
-        return binary | negative | function | clipped
+        maxed = st.tuples(inner, inner).map(lambda t: f"maximum(a * {t[0]}, {t[1]})")
+        return binary | negative | function | clipped | maxed
 
     return st.recursive(leaves, extend, max_leaves=6)
 
@@ -101,3 +102,18 @@ def test_a_function_of_a_python_number_alone_is_refused_by_the_plain_path():
             run(np, x, 1e-3, out=[np.empty_like(x)])
     (y,) = fused.evaluate(np, x, np.float32(1e-3), out=[np.empty_like(x)])
     np.testing.assert_array_equal(y, x + x * np.sqrt(np.float32(1e-3)))
+
+
+def test_the_c_maximum_is_numpys_on_signed_zeros_nans_and_infinities():
+    """PREAMBLE's ``maximum`` is ``(a > b || a != a) ? a : b``: on every pair of special values it
+    gives numpy's bits (b when equal, so a ReLU of -0.0 is 0.0; a NaN of either side)."""
+    from mxnb.operator.statements import PREAMBLE
+
+    assert "(a > T(b) || a != a) ? a : T(b)" in PREAMBLE["maximum"]
+    special = np.array([-np.inf, -1.5, -0.0, 0.0, 2.0, np.inf, np.nan], np.float32)
+    a, b = np.meshgrid(special, special)
+    with np.errstate(invalid="ignore"):
+        as_c = np.where((a > b) | (a != a), a, b)
+    expected = np.maximum(a, b)
+    np.testing.assert_array_equal(np.signbit(as_c), np.signbit(expected))
+    np.testing.assert_array_equal(as_c, expected)

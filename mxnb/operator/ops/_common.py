@@ -94,6 +94,16 @@ class KernelProp(OperatorProperty):
         """
         return None
 
+    def forward_fused(self, in_types: Sequence[Any], out_types: Sequence[Any]) -> Any:
+        """The :class:`~mxnb.operator.fused.FusedMap` that IS ``forward`` for these dtypes, or None.
+
+        Its inputs are the op's inputs in order and its one output the op's
+        output: the executor's pointwise fusion (:mod:`mxnb.executor.fusion`)
+        inlines its statements into a run's kernel.  Like :meth:`forward_ufunc`,
+        it must store exactly what :meth:`forward` would.
+        """
+        return None
+
     def forward(
         self,
         ctx: OpContext,

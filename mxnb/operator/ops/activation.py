@@ -31,7 +31,14 @@ from ..param import ANY, Param
 from ..partial import merge, partial_shape
 from ..registry import register
 from ..split import in_blocks
-from ._common import KernelProp, computes_into, ufunc_into, write
+from ._common import (
+    KernelProp,
+    UfuncKernel,
+    computes_into,
+    ufunc_into,
+    ufunc_types_direct,
+    write,
+)
 from .elemwise import SIGMOID, SIGMOID_GRAD, TANH_GRAD
 
 __all__ = ["ActivationProp", "LeakyReLUProp", "erf"]
@@ -91,6 +98,18 @@ class ActivationProp(KernelProp):
     def backward_inplace_option(self, out_grad, in_data, out_data, in_grad):
         """The input gradient may take the head gradient's memory."""
         return [(out_grad[0], in_grad[0])]
+
+    def forward_ufunc(self, in_types, out_types):
+        """relu as ``maximum(x, 0)`` and tanh as ``tanh(x)``, the ufuncs :meth:`forward` calls."""
+        if self.act_type not in ("relu", "tanh") or not ufunc_types_direct(in_types, out_types):
+            return None
+        return UfuncKernel("maximum", 0.0) if self.act_type == "relu" else UfuncKernel("tanh")
+
+    def forward_fused(self, in_types, out_types):
+        """sigmoid as :data:`~mxnb.operator.ops.elemwise.SIGMOID`, the map :meth:`forward` runs."""
+        if self.act_type != "sigmoid" or not ufunc_types_direct(in_types, out_types):
+            return None
+        return SIGMOID
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """out = act(x); relu and tanh as one ufunc and sigmoid as its fused map, straight into

@@ -68,6 +68,7 @@ class UnaryRule:
     uses: str
     doc: str
     ufunc: str = ""  # the xp ufunc that IS forward: computed with out= (see ufunc_into)
+    scalar: float | None = None  # its second operand, a number (relu: maximum(x, 0))
 
 
 def mod_values(xp: Any, a: Any, b: Any) -> Any:
@@ -241,12 +242,14 @@ _UNARY_UFUNCS = {
     **{name: name for name in ("arccos", "arctan", "sinh", "cosh", "sign", "floor", "ceil")},
     **{name: name for name in ("rint", "trunc")},
     "fix": "trunc",
+    "relu": "maximum",  # maximum(x, 0): the rule's scalar
     "abs": "absolute",
     "_copy": "positive",  # +x is the same bits: the copy made straight into the output
     "BlockGrad": "positive",
 }
 for _name, _ufunc in _UNARY_UFUNCS.items():
     UNARY[_name] = replace(UNARY[_name], ufunc=_ufunc)
+UNARY["relu"] = replace(UNARY["relu"], scalar=0.0)
 
 
 class OneToOneRuleProp(KernelProp):
@@ -286,7 +289,8 @@ class UnaryProp(OneToOneRuleProp):
     def forward(self, ctx, in_data, req, out_data, aux):
         """out = f(x) (straight into out when f is one ufunc: :func:`ufunc_into`)."""
         rule = self.rule
-        if rule.ufunc and ufunc_into(ctx.xp, rule.ufunc, out_data[0], req[0], in_data[0]):
+        operands = (in_data[0],) if rule.scalar is None else (in_data[0], rule.scalar)
+        if rule.ufunc and ufunc_into(ctx.xp, rule.ufunc, out_data[0], req[0], *operands):
             return
         write(out_data[0], req[0], rule.forward(ctx.xp, in_data[0]))
 
@@ -295,7 +299,15 @@ class UnaryProp(OneToOneRuleProp):
         ufunc = self.rule.ufunc
         if not ufunc or type(self).forward is not UnaryProp.forward:
             return None
-        return UfuncKernel(ufunc) if ufunc_types_direct(in_types, out_types) else None
+        if not ufunc_types_direct(in_types, out_types):
+            return None
+        return UfuncKernel(ufunc, self.rule.scalar)
+
+    def forward_fused(self, in_types, out_types):
+        """sigmoid as :data:`SIGMOID`, the map its forward runs."""
+        if self.rule.forward is not _sigmoid or not ufunc_types_direct(in_types, out_types):
+            return None
+        return SIGMOID
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """dx = g(dy, x, y), or zeros."""
