@@ -2,34 +2,35 @@
 
 Idea (MXNet: the pointwise fusion of ``src/operator/fusion/``, ``MXNET_USE_FUSION``,
 on by default on GPUs): an LSTM cell's gates are nine elementwise ops after
-its two matrix products (four activations, three products, a sum, a tanh).
-Run one by one, each is a kernel launch and a pass over memory, and on a GPU
-the launches cost more than the arithmetic.  An op whose forward *is* one
-formula says so in the language of :mod:`mxnb.operator.statements`, either as
-the one ufunc it calls (``forward_ufunc``: ``add``, ``maximum(x, 0)`` for a
-ReLU, ...) or as the fused map it runs (``forward_fused``: sigmoid).  Inside a
+its two matrix products, and its backward nine more.  One by one, each is a
+kernel launch and a pass over memory, and on a GPU the launches cost more
+than the arithmetic.  An op whose forward or backward *is* one formula says
+so in the language of :mod:`mxnb.operator.statements` (``forward_ufunc``:
+``maximum(x, 0)`` for a ReLU; ``forward_fused`` / ``backward_fused``: the
+fused map it runs, sigmoid's, or ``da = g * b`` for a product).  Inside a
 bulk segment (:mod:`.bulk`), a run of such steps becomes one
 :class:`~mxnb.operator.fused.FusedMap`: one ``ElementwiseKernel`` on a GPU,
 and on numpy the same statements, in the steps' order, each into its output.
 
 Rule:
 
-* a step joins a run when it is a forward step of such an op with one
-  output, written (not added to), no aux states and no resources, and every
-  array it reads or writes has the run's shape and floating dtype and is
-  contiguous; two or more neighbouring steps of one segment make a run;
-* the run's kernel reads the values it does not compute (and the ops'
+* a step joins a run when its op says its formula (forward or backward), or
+  it is a gradient sum (``x0 + x1 + ...``, in ``sum_into``'s order); its
+  outputs are written (a NULL one is not computed; an added-to one keeps the
+  step alone), it has no aux states and no resources, and its arrays have the
+  run's shape and floating dtype and are contiguous.  Two or more
+  neighbouring steps of one segment make a run;
+* the kernel reads the values the run does not compute (and the ops'
   scalars, as numpy scalars of the dtype) and writes every step's output, so
-  each array holds afterwards what the steps would have left in it.  The
-  one exception: an output whose memory a later step of the run writes again
-  (the planner's in place) is a local of the kernel, dead by then;
+  each array holds afterwards what the steps would have left in it; an
+  output whose memory a later step writes again (the planner's in place) is a
+  local, dead by then.  A step of several outputs computes all of them before
+  writing any, as its op does;
 * the arrays a run writes and the ones it reads are the same memory or
   apart.  A partial overlap (an arena's offsets) leaves the run unfused: a
-  GPU computes the elements at once, and a write could reach an element not
-  read yet;
-* the memory plan is the one without fusion (every value keeps its block),
-  and on numpy the bits are the same as the steps': each statement is what
-  its op's forward computes, evaluated in the steps' order;
+  GPU computes the elements at once, and a write could reach one not read yet;
+* the memory plan is the one without fusion, and on numpy the bits are the
+  steps' own: each statement is what its op computes, in the steps' order;
 * when: ``MXNB_EXEC_FUSION=1`` / ``0``; unset, on for GPU contexts (real or
   virtual) and off on the CPU, as MXNet's.  Debug mode, a monitor and
   ``mx.engine.bulk(0)`` (no segments) run every step alone.
@@ -42,14 +43,17 @@ Example::
     >>> import numpy as np
     >>> import mxnb as mx
     >>> x = mx.sym.Variable('x')
-    >>> y = mx.sym.Activation(mx.sym.Activation(x * 2, act_type='relu') + x, act_type='tanh')
+    >>> square = mx.sym.elemwise_mul(x, x, name='square')
+    >>> relu = mx.sym.Activation(square, act_type='relu', name='relu')
+    >>> y = mx.sym.Activation(mx.sym.elemwise_add(relu, x, name='plus'), act_type='tanh', name='tanh')
     >>> exe = y.simple_bind(mx.cpu(), x=(2, 3), grad_req='null')
     >>> exe.arg_dict['x'][:] = np.arange(-3, 3).reshape(2, 3)
     >>> with fused_on():
     ...     out = exe.forward()[0].asnumpy()
     >>> fused_runs(exe)
-    [('_mulscalar0', 'activation0', '_plus0', 'activation1')]
-    >>> bool(np.all(out == np.tanh(np.maximum(np.arange(-3, 3) * 2, 0) + np.arange(-3, 3)).reshape(2, 3).astype(np.float32)))
+    [('square', 'relu', 'plus', 'tanh')]
+    >>> x = np.arange(-3, 3, dtype=np.float32).reshape(2, 3)
+    >>> bool((out == np.tanh(np.maximum(x * x, 0) + x)).all())
     True
 """
 
@@ -60,6 +64,7 @@ import contextlib
 import hashlib
 import os
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -91,7 +96,7 @@ UFUNC_EXPRESSIONS = {
 }
 _WRITTEN = (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
 _MAPS: dict[tuple, FusedMap] = {}  # (inputs, outputs, statements) -> its map
-_forced: list[bool] = []  # fused_on() / fused_off() blocks, innermost last
+_forced: list[bool] = []  # the fused_on(on) blocks around this point, innermost last
 
 
 def enabled(ctx: Any) -> bool:
@@ -119,14 +124,32 @@ def fused_on(on: bool = True) -> Iterator[None]:
         _forced.pop()
 
 
-def _formula(prepared: Any) -> tuple[FusedMap, tuple[Any, ...]] | None:
-    """The map a step's forward is and its scalar operands, or None when it is no such step."""
+@dataclass
+class _Piece:
+    """One step as a map: which value each of the map's names is, and what it writes."""
+
+    fused: FusedMap
+    values: dict[str, tuple[int, Any]]  # input name -> (entry id, its array)
+    scalars: dict[str, Any]  # input name -> a numpy scalar of the arrays' dtype
+    writes: dict[str, tuple[int, Any]]  # output name -> (entry id, its array): the ones written
+
+
+def _piece(prepared: Any) -> _Piece | None:
+    """A step as a :class:`_Piece`, or None when it is no pointwise step (see the rule)."""
     step = prepared.step
-    if step.kind is not StepKind.FORWARD or step.prop is None or step.aux or prepared.resources:
+    if step.aux or prepared.resources:
         return None
-    if len(step.out_data) != 1 or step.req[0] not in _WRITTEN or None in step.in_data:
+    if step.kind is StepKind.SUM:
+        piece = _sum_piece(prepared)
+    elif step.kind is StepKind.FORWARD and step.prop is not None:
+        piece = _forward_piece(prepared)
+    elif step.kind is StepKind.BACKWARD and step.prop is not None:
+        piece = _backward_piece(prepared)
+    else:
         return None
-    arrays = (*prepared.raw["in_data"], prepared.raw["out_data"][0])
+    if piece is None or not piece.writes:
+        return None
+    arrays = [array for _, array in (*piece.values.values(), *piece.writes.values())]
     first = arrays[-1]
     if getattr(first, "dtype", None) is None or first.dtype.kind != "f":
         return None
@@ -135,22 +158,83 @@ def _formula(prepared: Any) -> tuple[FusedMap, tuple[Any, ...]] | None:
             return None
         if not array.flags.c_contiguous:
             return None
-    types = [array.dtype for array in prepared.raw["in_data"]]
-    prop = step.prop
-    fused = getattr(prop, "forward_fused", lambda *_: None)(types, [first.dtype])
-    if fused is not None:
-        return (fused, ()) if len(fused.inputs) == len(types) else None
-    kernel = getattr(prop, "forward_ufunc", lambda *_: None)(types, [first.dtype])
-    if kernel is None or kernel.ufunc not in UFUNC_EXPRESSIONS:
+    return piece
+
+
+def _forward_piece(prepared: Any) -> _Piece | None:
+    """A forward step whose op says its forward is one ufunc or one fused map."""
+    step, raw = prepared.step, prepared.raw
+    if len(step.out_data) != 1 or step.req[0] not in _WRITTEN or None in step.in_data:
         return None
-    operands = [f"x{i}" for i in range(len(types))]
-    scalars: tuple[Any, ...] = ()
-    if kernel.scalar is not None:
-        operands.insert(0 if kernel.scalar_first else len(operands), "s")
-        scalars = (first.dtype.type(kernel.scalar),)
-    text = "y = " + UFUNC_EXPRESSIONS[kernel.ufunc].format(*operands)
-    inputs = (*(f"x{i}" for i in range(len(types))), *(("s",) if scalars else ()))
-    return _map(inputs, ("y",), text), scalars
+    out = raw["out_data"][0]
+    types, out_types = [array.dtype for array in raw["in_data"]], [out.dtype]
+    fused = getattr(step.prop, "forward_fused", lambda *_: None)(types, out_types)
+    scalars: dict[str, Any] = {}
+    if fused is None:
+        kernel = getattr(step.prop, "forward_ufunc", lambda *_: None)(types, out_types)
+        if kernel is None or kernel.ufunc not in UFUNC_EXPRESSIONS:
+            return None
+        operands = [f"x{i}" for i in range(len(types))]
+        if kernel.scalar is not None:
+            operands.insert(0 if kernel.scalar_first else len(operands), "s")
+            scalars["s"] = out.dtype.type(kernel.scalar)
+        text = "y = " + UFUNC_EXPRESSIONS[kernel.ufunc].format(*operands)
+        fused = _map((*(f"x{i}" for i in range(len(types))), *scalars), ("y",), text)
+    elif len(fused.inputs) != len(types) or len(fused.outputs) != 1:
+        return None
+    values = {
+        name: (entry, array)
+        for name, entry, array in zip(fused.inputs, step.in_data, raw["in_data"])
+    }
+    return _Piece(fused, values, scalars, {fused.outputs[0]: (step.out_data[0], out)})
+
+
+def _backward_piece(prepared: Any) -> _Piece | None:
+    """A backward step whose op says its backward is one fused map (``backward_fused``)."""
+    step, raw = prepared.step, prepared.raw
+    head = raw["out_grad"][0] if raw["out_grad"] else None
+    if head is None:
+        return None
+    types = [head.dtype] * len(step.in_data)
+    answer = getattr(step.prop, "backward_fused", lambda *_: None)(types, [head.dtype])
+    if answer is None:
+        return None
+    fused, binding = answer
+    values, writes = {}, {}
+    for name in fused.inputs:
+        slot, index = _slot(binding[name])
+        entry = getattr(step, slot)[index]
+        if entry is None:
+            return None  # the map reads a value backward did not declare
+        values[name] = (entry, raw[slot][index])
+    for name in fused.outputs:
+        slot, index = _slot(binding[name])
+        if slot != "in_grad":
+            return None
+        if step.req[index] == OpReqType.NULL:
+            continue  # not asked for: its statement is dropped (see _Run.add)
+        if step.req[index] not in _WRITTEN:
+            return None
+        writes[name] = (step.in_grad[index], raw["in_grad"][index])
+    return _Piece(fused, values, {}, writes)
+
+
+def _slot(name: str) -> tuple[str, int]:
+    """``'in_data1'`` -> ``('in_data', 1)``: a slot of backward and the position in it."""
+    slot = name.rstrip("0123456789")
+    return slot, int(name[len(slot) :])
+
+
+def _sum_piece(prepared: Any) -> _Piece | None:
+    """A gradient sum: ``y = x0 + x1 + ...``, added in order as ``sum_into`` adds."""
+    step, raw = prepared.step, prepared.raw
+    parts = list(zip(step.inputs, raw["in_data"]))
+    if len(parts) < 2 or step.req[0] not in _WRITTEN:
+        return None
+    inputs = tuple(f"x{i}" for i in range(len(parts)))
+    fused = _map(inputs, ("y",), "y = " + " + ".join(inputs))
+    values = dict(zip(inputs, parts))
+    return _Piece(fused, values, {}, {"y": (step.outputs[0], raw["out_data"][0])})
 
 
 def _map(inputs: tuple[str, ...], outputs: tuple[str, ...], text: str) -> FusedMap:
@@ -172,38 +256,55 @@ def _address(array: Any) -> tuple[int, int]:
 
 
 class _Run:
-    """A run being built: its steps' pieces, the names of the values, the arrays."""
+    """A run being built: its statements, the names of the values, the arrays."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.names: dict[int, str] = {}  # entry id -> its name in the kernel
         self.inputs: list[str] = []  # the kernel's inputs, in order
         self.args: list[Any] = []  # their arrays and scalars
-        self.outputs: list[tuple[str, Any]] = []  # (name, array) of every step's output
+        self.outputs: list[tuple[str, Any]] = []  # (name, array) of every output written
         self.steps: list[str] = []
 
-    def add(self, prepared: Any, fused: FusedMap, scalars: tuple[Any, ...]) -> None:
-        """Inline one step: its map's statements with its operands' names."""
-        step, index = prepared.step, len(self.steps)
+    def add(self, piece: _Piece, step_name: str) -> None:
+        """Inline one step's map, its names renamed to the run's.
+
+        A map of one output assigns it directly; a map of several computes every
+        value into a local first and then assigns the outputs, so that an output
+        over an input's memory (in place) is written after the input is read.
+        """
+        index, fused = len(self.steps), piece.fused
         rename: dict[str, str] = {}
-        for name, entry, array in zip(fused.inputs, step.in_data, prepared.raw["in_data"]):
+        for name, (entry, array) in piece.values.items():
             if entry not in self.names:  # a value the run reads, not computes
                 self.names[entry] = f"a{len(self.inputs)}"
                 self.inputs.append(self.names[entry])
                 self.args.append(array)
             rename[name] = self.names[entry]
-        for name, value in zip(fused.inputs[len(step.in_data) :], scalars):
+        for name, value in piece.scalars.items():
             rename[name] = f"s{len(self.inputs)}"
             self.inputs.append(rename[name])
             self.args.append(value)
-        output = f"y{index}"
-        rename[fused.outputs[0]] = self.names[step.out_data[0]] = output
+        direct = len(fused.outputs) == 1
+        needed = set(piece.writes)
+        for target, expression in reversed(fused.statements):  # what the written outputs need
+            if target in needed:
+                needed |= {name for name in _names_of(expression) if name not in fused.inputs}
         for target, expression in fused.statements:
-            rename.setdefault(target, f"t{index}_{target}")  # a local of the step's map
+            if target not in needed:
+                continue  # an output nobody asked for (req NULL), or a local only it used
             renamed = _Renamed(rename).visit(ast.parse(ast.unparse(expression), mode="eval"))
+            if direct and target in piece.writes:
+                rename[target] = f"o{len(self.outputs)}"
+            else:
+                rename[target] = f"t{index}_{target}"
             self.lines.append(f"{rename[target]} = {ast.unparse(renamed)}")
-        self.outputs.append((output, prepared.raw["out_data"][0]))
-        self.steps.append(step.name)
+        for name, (entry, array) in piece.writes.items():
+            if not direct:
+                self.lines.append(f"o{len(self.outputs)} = {rename[name]}")
+            self.outputs.append((f"o{len(self.outputs)}", array))
+            self.names[entry] = rename[name]
+        self.steps.append(step_name)
 
     def runner(self, xp: Any) -> Callable[[Any], None] | None:
         """The run's engine function, or None when its arrays overlap in part."""
@@ -220,6 +321,10 @@ class _Run:
         ]
         fused = _map(tuple(self.inputs), tuple(name for name, _ in live), "\n".join(self.lines))
         return partial(_run_fused, fused, xp, tuple(self.args), tuple(a for _, a in live))
+
+
+def _names_of(expression: ast.AST) -> set[str]:
+    return {node.id for node in ast.walk(expression) if isinstance(node, ast.Name)}
 
 
 class _Renamed(ast.NodeTransformer):
@@ -254,7 +359,7 @@ def fuse_span(
     def close() -> None:
         run = _Run()
         for position in pending:
-            run.add(prepared[position], *formulas[position])  # type: ignore[misc]
+            run.add(pieces[position], prepared[position].step.name)  # type: ignore[arg-type]
         function = run.runner(xp) if len(pending) > 1 else None
         if function is None:  # alone, or overlapping: each step its own function
             functions.extend(runs[position] for position in pending)
@@ -265,12 +370,12 @@ def fuse_span(
             fused.append(tuple(run.steps))
         pending.clear()
 
-    formulas = [_formula(item) for item in prepared]
-    for position, formula in enumerate(formulas):
-        mine = None if formula is None else _signature(prepared[position])
+    pieces = [_piece(item) for item in prepared]
+    for position, piece in enumerate(pieces):
+        mine = None if piece is None else _signature(piece)
         if pending and mine != shape:
             close()
-        if formula is None:
+        if piece is None:
             functions.append(runs[position])
             names.append(prepared[position].step.name)
             continue
@@ -281,9 +386,9 @@ def fuse_span(
     return functions, names, fused
 
 
-def _signature(prepared: Any) -> tuple:
-    """What every step of one run shares: the output's shape and dtype."""
-    out = prepared.raw["out_data"][0]
+def _signature(piece: _Piece) -> tuple:
+    """What every step of one run shares: the arrays' shape and dtype."""
+    _, out = next(iter(piece.writes.values()))
     return tuple(out.shape), np.dtype(out.dtype)
 
 

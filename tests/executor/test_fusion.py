@@ -52,18 +52,25 @@ def _same_bits(first, second):
 
 
 def test_an_lstm_step_fused_gives_the_same_bits_as_unfused():
-    """Each cell's nine gate ops (four activations, three products, a sum, a tanh) are one run,
-    and the outputs and every gradient are the unfused step's bits."""
+    """Forward: each cell's nine gate ops (four activations, three products, a sum, a tanh) are
+    one run.  Backward: their gradients and the gradient sums between them.  The outputs and
+    every gradient are the unfused step's bits."""
     sym, shapes = _lstm()
     values = _values(sym, shapes)
     plain, plain_exe = _step(sym, shapes, values, on=False)
     fused, fused_exe = _step(sym, shapes, values, on=True)
     assert fusion.fused_runs(plain_exe) == []
     runs = fusion.fused_runs(fused_exe)
-    assert runs and max(len(run) for run in runs) == 9
     ops = {prepared.step.name: prepared.step.op_type for prepared in fused_exe._prepared}
-    assert {ops[name] for run in runs for name in run} <= {"Activation", "elemwise_mul",
-                                                           "elemwise_add"}  # fmt: skip
+    forward = [run for run in runs if not run[0].endswith(("_backward", "_sum"))]
+    backward = [run for run in runs if run not in forward]
+    assert max(len(run) for run in forward) == 9
+    assert {ops[name] for run in forward for name in run} == {"Activation", "elemwise_mul",
+                                                              "elemwise_add"}  # fmt: skip
+    assert {ops[name] for run in backward for name in run} == {
+        "_backward_Activation", "_backward_elemwise_mul", "_backward_elemwise_add",
+        "ElementWiseSum"}  # fmt: skip
+    assert max(len(run) for run in backward) >= 9
     _same_bits(plain, fused)
 
 
@@ -101,6 +108,63 @@ def test_a_fused_run_is_one_kernel_launch_on_a_gpu():
                 counts[on] = (xp.launches - launches, xp.calls - calls, len(fusion.fused_runs(exe)))
     assert counts[False] == (9, counts[True][1] + 18, 0)  # 3 cells x 3 sigmoids; 6 calls a cell
     assert counts[True][0] == counts[True][2] == 3
+
+
+def test_backward_launches_one_kernel_per_run_and_per_activation_left_alone():
+    """Backward on the stand-in GPU: the activations' gradient kernels (15 for 3 cells) become one
+    launch per fused run, plus one per activation gradient a segment's edge left alone."""
+    sym, shapes = _lstm(seq_len=3, layers=1)
+    launches = {}
+    with fake_virtual_gpus(1) as xp:
+        for on in (False, True):
+            with fusion.fused_on(on):
+                exe = sym.simple_bind(mx.gpu(0), **shapes)
+                exe.forward(is_train=True)
+                exe.backward()
+                mx.nd.waitall()
+                before = xp.launches
+                exe.backward()
+                mx.nd.waitall()
+                launches[on] = xp.launches - before
+    backward = [run for run in fusion.fused_runs(exe) if run[-1].endswith("_backward")]
+    fused_steps = {name for run in backward for name in run}
+    alone = [p.step.name for p in exe._prepared if p.step.op_type == "_backward_Activation"
+             and p.step.name not in fused_steps]  # fmt: skip
+    assert launches[False] == 15  # 3 cells x (3 sigmoid + 2 tanh gradients)
+    assert backward and launches[True] == len(backward) + len(alone) < launches[False] / 2
+
+
+def test_a_gradient_nobody_asked_for_is_not_computed():
+    """With w's gradient off (req NULL), the product's backward computes only x's part."""
+    x, w = mx.sym.Variable("x"), mx.sym.Variable("w")
+    sym = mx.sym.tanh(mx.sym.elemwise_mul(mx.sym.sigmoid(x), w, name="product"))
+    shapes = {"x": (3, 4), "w": (3, 4)}
+    values = _values(sym, shapes)
+    req = {"x": "write", "w": "null"}
+    plain, _ = _step(sym, shapes, values, False, grad_req=req)
+    fused, exe = _step(sym, shapes, values, True, grad_req=req)
+    backward = [run for run in fusion.fused_runs(exe) if run[-1].endswith("_backward")]
+    assert any("product_backward" in run for run in backward)
+    mul = next(p for p in exe._prepared if p.step.name == "product_backward")
+    assert [int(r) for r in mul.step.req] == [1, 0]
+    (kernel,) = [k for k in _kernels(exe) if "product_backward" in k.name]
+    assert "t1_da = " in kernel.python_source and "t1_db" not in kernel.python_source
+    _same_bits(plain, fused)
+
+
+def _kernels(exe):
+    """The fused maps of an executor's segments, each named after its steps (for the tests)."""
+    found = []
+    for segments in exe._segments.values():
+        for segment in segments:
+            functions = [segment.run]
+            if getattr(segment.run, "func", None) is not fusion._run_fused:
+                functions = list(getattr(segment.run, "args", [()])[0])
+            for function in functions:
+                if getattr(function, "func", None) is fusion._run_fused:
+                    function.args[0].name = "+".join(r for run in segment.fused for r in run)
+                    found.append(function.args[0])
+    return found
 
 
 def test_gpu_contexts_fuse_by_default_and_the_environment_decides(monkeypatch):

@@ -39,7 +39,7 @@ from ._common import (
     ufunc_types_direct,
     write,
 )
-from .elemwise import SIGMOID, SIGMOID_GRAD, TANH_GRAD
+from .elemwise import GRADIENT_MAP_SLOTS, SIGMOID, SIGMOID_GRAD, TANH_GRAD
 
 __all__ = ["ActivationProp", "LeakyReLUProp", "erf"]
 
@@ -110,6 +110,13 @@ class ActivationProp(KernelProp):
         if self.act_type != "sigmoid" or not ufunc_types_direct(in_types, out_types):
             return None
         return SIGMOID
+
+    def backward_fused(self, in_types, out_types):
+        """sigmoid's and tanh's gradients as the maps :meth:`backward` runs."""
+        fused = _FUSED_GRADS.get(self.act_type)
+        if fused is None or not ufunc_types_direct(in_types, out_types):
+            return None
+        return fused, GRADIENT_MAP_SLOTS
 
     def forward(self, ctx, in_data, req, out_data, aux):
         """out = act(x); relu and tanh as one ufunc and sigmoid as its fused map, straight into

@@ -25,13 +25,17 @@ Example::
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..fused import FusedMap
 
 from ..partial import is_known, partial_shape
 from ..registry import register, register_alias
+from ..statements import names
 from .elemwise import BOTH, INPUT, NONE, OUTPUT, mod_grad, mod_values  # noqa: F401
 from ._common import (
     KernelProp,
@@ -56,6 +60,15 @@ class BinaryRule:
     uses: str
     doc: str
     ufunc: str = ""  # the xp ufunc that IS forward: computed with out= (see ufunc_into)
+    gradients: tuple[str, str] | None = None  # the gradients' text, when they are statements
+
+
+def _arithmetic(forward: Callable[..., Any], lhs: str, rhs: str, uses: str, doc: str) -> BinaryRule:
+    """A rule whose gradients are statements of :mod:`~mxnb.operator.statements` over ``g`` (the
+    head gradient), ``a`` and ``b`` (the inputs): run here as those Python expressions, and
+    inlined by the executor's pointwise fusion as the same text (:meth:`BinaryProp.backward_fused`)."""
+    lambdas = [eval(f"lambda xp, g, a, b, y: {text}") for text in (lhs, rhs)]  # noqa: S307 - our texts
+    return BinaryRule(forward, *lambdas, uses, doc, gradients=(lhs, rhs))
 
 
 def _cmp(fn: Callable[..., Any], doc: str) -> BinaryRule:
@@ -65,34 +78,10 @@ def _cmp(fn: Callable[..., Any], doc: str) -> BinaryRule:
 
 
 BINARY: dict[str, BinaryRule] = {
-    "add": BinaryRule(
-        lambda xp, a, b: a + b,
-        lambda xp, g, a, b, y: g,
-        lambda xp, g, a, b, y: g,
-        NONE,
-        "lhs + rhs.",
-    ),
-    "sub": BinaryRule(
-        lambda xp, a, b: a - b,
-        lambda xp, g, a, b, y: g,
-        lambda xp, g, a, b, y: -g,
-        NONE,
-        "lhs - rhs.",
-    ),
-    "mul": BinaryRule(
-        lambda xp, a, b: a * b,
-        lambda xp, g, a, b, y: g * b,
-        lambda xp, g, a, b, y: g * a,
-        INPUT,
-        "lhs * rhs.",
-    ),
-    "div": BinaryRule(
-        lambda xp, a, b: a / b,
-        lambda xp, g, a, b, y: g / b,
-        lambda xp, g, a, b, y: -g * a / (b * b),
-        INPUT,
-        "lhs / rhs.",
-    ),
+    "add": _arithmetic(lambda xp, a, b: a + b, "g", "g", NONE, "lhs + rhs."),
+    "sub": _arithmetic(lambda xp, a, b: a - b, "g", "-g", NONE, "lhs - rhs."),
+    "mul": _arithmetic(lambda xp, a, b: a * b, "g * b", "g * a", INPUT, "lhs * rhs."),
+    "div": _arithmetic(lambda xp, a, b: a / b, "g / b", "-g * a / (b * b)", INPUT, "lhs / rhs."),
     "mod": BinaryRule(
         lambda xp, a, b: mod_values(xp, a, b),
         lambda xp, g, a, b, y: mod_grad(xp, g, lambda: g),
@@ -236,6 +225,13 @@ class BinaryProp(KernelProp):
             return None
         return UfuncKernel(ufunc) if ufunc_types_direct(in_types, out_types) else None
 
+    def backward_fused(self, in_types, out_types):
+        """add's, sub's, mul's and div's gradients of same-shape inputs as one map (da, db)."""
+        texts = self.rule.gradients
+        if self.broadcast or texts is None or not ufunc_types_direct(in_types, out_types):
+            return None
+        return _gradient_map(texts), _GRADIENT_SLOTS
+
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """Both gradients are computed before either is written (in-place safety)."""
         xp, rule = ctx.xp, self.rule
@@ -254,6 +250,21 @@ class BinaryProp(KernelProp):
                 if self.broadcast:
                     value = reduce_to(xp, xp.broadcast_to(value, g.shape), in_grad[i].shape)
                 write(in_grad[i], req[i], value)
+
+
+#: How :func:`_gradient_map`'s names bind to backward's slots.
+_GRADIENT_SLOTS = {"g": "out_grad0", "a": "in_data0", "b": "in_data1", "da": "in_grad0",
+                   "db": "in_grad1"}  # fmt: skip
+
+
+@functools.cache
+def _gradient_map(texts: tuple[str, str]) -> FusedMap:
+    """``da = <lhs>`` / ``db = <rhs>`` as one map over the names they read (made once)."""
+    statements = f"da = {texts[0]}\ndb = {texts[1]}"
+    probe = FusedMap("probe", ("g", "a", "b"), ("da", "db"), statements)
+    reads = set().union(*(names(expression) for _, expression in probe.statements))
+    name = "arithmetic_backward_" + hashlib.sha1(statements.encode()).hexdigest()[:8]
+    return FusedMap(name, tuple(n for n in ("g", "a", "b") if n in reads), ("da", "db"), statements)
 
 
 def _partial_broadcast(op: Any, lhs: tuple, rhs: tuple) -> tuple:

@@ -69,6 +69,7 @@ class UnaryRule:
     doc: str
     ufunc: str = ""  # the xp ufunc that IS forward: computed with out= (see ufunc_into)
     scalar: float | None = None  # its second operand, a number (relu: maximum(x, 0))
+    gradient_map: Any = None  # the FusedMap (g, y) -> dx that IS the gradient (sigmoid, tanh)
 
 
 def mod_values(xp: Any, a: Any, b: Any) -> Any:
@@ -250,6 +251,10 @@ _UNARY_UFUNCS = {
 for _name, _ufunc in _UNARY_UFUNCS.items():
     UNARY[_name] = replace(UNARY[_name], ufunc=_ufunc)
 UNARY["relu"] = replace(UNARY["relu"], scalar=0.0)
+UNARY["sigmoid"] = replace(UNARY["sigmoid"], gradient_map=SIGMOID_GRAD)
+UNARY["tanh"] = replace(UNARY["tanh"], gradient_map=TANH_GRAD)
+#: How a gradient map's names bind to backward's slots (head gradient, output, input gradient).
+GRADIENT_MAP_SLOTS = {"g": "out_grad0", "y": "out_data0", "dx": "in_grad0"}
 
 
 class OneToOneRuleProp(KernelProp):
@@ -308,6 +313,13 @@ class UnaryProp(OneToOneRuleProp):
         if self.rule.forward is not _sigmoid or not ufunc_types_direct(in_types, out_types):
             return None
         return SIGMOID
+
+    def backward_fused(self, in_types, out_types):
+        """sigmoid's and tanh's gradients as their maps (:data:`GRADIENT_MAP_SLOTS`)."""
+        fused = self.rule.gradient_map
+        if fused is None or not ufunc_types_direct(in_types, out_types):
+            return None
+        return fused, GRADIENT_MAP_SLOTS
 
     def backward(self, ctx, out_grad, in_data, out_data, req, in_grad, aux):
         """dx = g(dy, x, y), or zeros."""
