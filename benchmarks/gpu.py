@@ -39,7 +39,7 @@ import numpy as np
 
 import mxnb as mx
 from mxnb.context import _real_gpu_count
-from mxnb.executor import zoo
+from mxnb.executor import fusion, zoo
 
 
 def _device() -> tuple[mx.Context, Any, str]:
@@ -331,11 +331,23 @@ def optimizer_row(repeat: int, ctx: mx.Context, xp: Any, torch: Any) -> None:
 
 
 def small_nets(repeat: int, ctx: mx.Context, xp: Any, torch: Any) -> None:
-    print(f"\n{'other networks':<22}{'mxnb ms':>10}")
+    """LeNet, the MLP and the LSTM, each with pointwise fusion (the GPU default) and without."""
+    print(f"\n{'other networks':<22}{'mxnb ms':>10}{'unfused ms':>12}{'ratio':>8}  "
+          "(pointwise fusion on / off, mxnb.executor.fusion)")  # fmt: skip
     for name, batch in (("lenet", 64), ("mlp", 64), ("lstm", 32)):
         step, _ = mxnb_step(name, batch, ctx)
-        ms = _median_ms({"mxnb": step}, repeat, xp, torch)
-        print(f"{name + ' batch ' + str(batch):<22}{ms['mxnb']:>10.1f}")
+
+        def fused(step: Callable[[], None] = step) -> None:
+            with fusion.fused_on(True):
+                step()
+
+        def unfused(step: Callable[[], None] = step) -> None:
+            with fusion.fused_on(False):
+                step()
+
+        ms = _median_ms({"fused": fused, "unfused": unfused}, repeat, xp, torch)
+        print(f"{name + ' batch ' + str(batch):<22}{ms['fused']:>10.1f}{ms['unfused']:>12.1f}"
+              f"{ms['fused'] / ms['unfused']:>8.2f}")  # fmt: skip
 
 
 def main() -> None:

@@ -28,7 +28,8 @@ Rule:
       that is a number (``1 - beta1``) stays a number, as in the Python
       form, until the statement writes it.
     * **The Python form** (:func:`python_source`): the same expressions as
-      numpy evaluates them, each output assigned with ``[...] =``.  It gives
+      numpy evaluates them, each output's last operation written into it
+      (``out=``).  It gives
       the plain path's values bit for bit (``tests/operator/test_fused.py``
       runs every kernel of the library both ways, and
       ``test_statements.py`` random ones) at a fraction of its bookkeeping,
@@ -48,7 +49,7 @@ Example::
     [1.0, 0.75, 0.0]
     >>> print(python_source("tanh_grad", ("g", "y"), ("dx",), [("dx", node)]))
     def tanh_grad(xp, g, y, dx):
-        dx[...] = g * (1 - y * y)
+        xp.multiply(g, 1 - y * y, out=dx)
 """
 
 from __future__ import annotations
@@ -291,7 +292,9 @@ def reads(node: ast.AST, values: dict[str, Any], out: Any, xp: Any) -> bool:
 def python_source(name: str, inputs: Sequence[str], outputs: Sequence[str],
                    statements: Sequence[tuple[str, ast.expr]]) -> str:  # fmt: skip
     """The statements as one Python function ``name(xp, *inputs, *outputs)``: each expression as
-    numpy evaluates it (``xp.sqrt`` for ``sqrt``), each output assigned with ``[...] =``."""
+    numpy evaluates it (``xp.sqrt`` for ``sqrt``).  An output's last operation writes into it
+    (``xp.multiply(a, b, out=y)``: the same bits as ``y[...] = a * b``, without the copy); an
+    output that is a name or a number is assigned with ``[...] =``."""
 
     class OnXp(ast.NodeTransformer):
         def visit_Call(self, node: ast.Call) -> ast.AST:  # noqa: N802 - ast's name
@@ -301,6 +304,17 @@ def python_source(name: str, inputs: Sequence[str], outputs: Sequence[str],
 
     lines = [f"def {name}(xp, {', '.join((*inputs, *outputs))}):"]
     for target, expression in statements:
-        text = ast.unparse(OnXp().visit(ast.parse(ast.unparse(expression), mode="eval")))
-        lines.append(f"    {target}{'[...]' if target in outputs else ''} = {text}")
+        node = OnXp().visit(ast.parse(ast.unparse(expression), mode="eval")).body
+        if target not in outputs:
+            lines.append(f"    {target} = {ast.unparse(node)}")
+        elif isinstance(node, ast.BinOp):
+            left, right = ast.unparse(node.left), ast.unparse(node.right)
+            lines.append(f"    xp.{_UFUNCS[type(node.op)]}({left}, {right}, out={target})")
+        elif isinstance(node, ast.UnaryOp):
+            lines.append(f"    xp.negative({ast.unparse(node.operand)}, out={target})")
+        elif isinstance(node, ast.Call):
+            arguments = ", ".join(ast.unparse(argument) for argument in node.args)
+            lines.append(f"    {ast.unparse(node.func)}({arguments}, out={target})")
+        else:
+            lines.append(f"    {target}[...] = {ast.unparse(node)}")
     return "\n".join(lines)
