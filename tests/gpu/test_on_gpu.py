@@ -227,3 +227,43 @@ def test_update_ops_agree_with_the_cpu_and_their_kernels_are_kept(gpu, clip):
         compiled = [k for k in optimizer_ops.MAPS.values() if id(xp) in k._compiled]
         assert len(compiled) >= len(ops)
         assert all(kernel._compiled[id(xp)] is not False for kernel in compiled), compiled
+
+
+def test_fused_runs_of_an_lstm_step_agree_with_the_cpu_and_their_kernels_are_kept(gpu):
+    """Pointwise fusion (``executor/fusion.py``, on by default on a GPU): an LSTM training step's
+    fused runs give the CPU's unfused numbers, and on a real GPU each run's kernel (a cell's
+    gates, forward and backward, ``maximum`` from the preamble) compiled, passed its first-call
+    check and was kept."""
+    import warnings
+
+    from mxnb.executor import fusion
+    from mxnb.operator.fused import is_cupy
+
+    sym = zoo.lstm.lstm_unrolled(2, 6, num_hidden=16, num_embed=16, num_classes=20)
+    shapes = zoo.lstm.lstm_shapes(4, 2, 6, num_hidden=16, num_embed=16)
+    rng = np.random.default_rng(3)
+    values = {
+        name: rng.uniform(-1, 1, shape).astype(np.float32)
+        for name, shape in zip(sym.list_arguments(), sym.infer_shape(**shapes)[0])
+    }
+    values["softmax_label"] = rng.integers(0, 20, shapes["softmax_label"]).astype(np.float32)
+    results = []
+    for ctx, on in ((mx.cpu(), False), (gpu, True)):
+        exe = sym.simple_bind(ctx, **shapes)
+        for name, value in values.items():
+            exe.arg_dict[name][:] = value
+        with warnings.catch_warnings(), fusion.fused_on(on):
+            warnings.simplefilter("error", RuntimeWarning)  # a dropped kernel fails here
+            exe.forward(is_train=True)
+            exe.backward()
+            mx.nd.waitall()
+        results.append(
+            [exe.outputs[0].asnumpy()] + [exe.grad_dict[n].asnumpy() for n in sorted(exe.grad_dict)]
+        )
+    assert len(fusion.fused_runs(exe)) >= 12
+    for mine, theirs in zip(results[1], results[0]):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-5)
+    xp = gpu.array_module
+    if is_cupy(xp):
+        kernels = [k for k in fusion._MAPS.values() if id(xp) in k._compiled]
+        assert kernels and all(k._compiled[id(xp)] is not False for k in kernels), kernels
