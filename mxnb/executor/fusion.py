@@ -75,25 +75,15 @@ from ..operator.base import OpReqType
 from ..operator.fused import FusedMap
 from .steps import StepKind
 
-__all__ = ["enabled", "fuse_span", "fused_on", "fused_runs"]
+__all__ = ["enabled", "fuse_span", "fused_kernels", "fused_on", "fused_runs"]
 
 #: The statement of each ufunc a forward may be (``forward_ufunc``), over its operands.
 UFUNC_EXPRESSIONS = {
-    "add": "{0} + {1}",
-    "subtract": "{0} - {1}",
-    "multiply": "{0} * {1}",
-    "divide": "{0} / {1}",
-    "true_divide": "{0} / {1}",
-    "negative": "-{0}",
-    "positive": "{0}",
-    "maximum": "maximum({0}, {1})",
-    "tanh": "tanh({0})",
-    "exp": "exp({0})",
-    "log": "log({0})",
-    "sqrt": "sqrt({0})",
-    "absolute": "abs({0})",
-    "sign": "sign({0})",
-}
+    "add": "{0} + {1}", "subtract": "{0} - {1}", "multiply": "{0} * {1}", "divide": "{0} / {1}",
+    "true_divide": "{0} / {1}", "negative": "-{0}", "positive": "{0}", "tanh": "tanh({0})",
+    "maximum": "maximum({0}, {1})", "exp": "exp({0})", "log": "log({0})", "sqrt": "sqrt({0})",
+    "absolute": "abs({0})", "sign": "sign({0})",
+}  # fmt: skip
 _WRITTEN = (OpReqType.WRITE_TO, OpReqType.WRITE_INPLACE)
 _MAPS: dict[tuple, FusedMap] = {}  # (inputs, outputs, statements) -> its map
 _forced: list[bool] = []  # the fused_on(on) blocks around this point, innermost last
@@ -395,3 +385,14 @@ def _signature(piece: _Piece) -> tuple:
 def fused_runs(executor: Any) -> list[tuple[str, ...]]:
     """The runs of steps ``executor``'s passes have fused so far, by step name, in order."""
     return [run for segments in executor._segments.values() for s in segments for run in s.fused]
+
+
+def fused_kernels(executor: Any) -> list[tuple[tuple[str, ...], FusedMap]]:
+    """Each fused run of ``executor``'s passes so far with its kernel (``.source()``: its CUDA C)."""
+    found = []
+    for segment in (s for segments in executor._segments.values() for s in segments if s.fused):
+        run = segment.run  # the fused run alone, or _run_steps(functions, names)
+        functions = [run] if getattr(run, "func", None) is _run_fused else run.args[0]
+        kernels = [f.args[0] for f in functions if getattr(f, "func", None) is _run_fused]
+        found.extend(zip(segment.fused, kernels))
+    return found

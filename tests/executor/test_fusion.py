@@ -147,24 +147,9 @@ def test_a_gradient_nobody_asked_for_is_not_computed():
     assert any("product_backward" in run for run in backward)
     mul = next(p for p in exe._prepared if p.step.name == "product_backward")
     assert [int(r) for r in mul.step.req] == [1, 0]
-    (kernel,) = [k for k in _kernels(exe) if "product_backward" in k.name]
+    (kernel,) = [k for run, k in fusion.fused_kernels(exe) if "product_backward" in run]
     assert "t1_da = " in kernel.python_source and "t1_db" not in kernel.python_source
     _same_bits(plain, fused)
-
-
-def _kernels(exe):
-    """The fused maps of an executor's segments, each named after its steps (for the tests)."""
-    found = []
-    for segments in exe._segments.values():
-        for segment in segments:
-            functions = [segment.run]
-            if getattr(segment.run, "func", None) is not fusion._run_fused:
-                functions = list(getattr(segment.run, "args", [()])[0])
-            for function in functions:
-                if getattr(function, "func", None) is fusion._run_fused:
-                    function.args[0].name = "+".join(r for run in segment.fused for r in run)
-                    found.append(function.args[0])
-    return found
 
 
 def test_gpu_contexts_fuse_by_default_and_the_environment_decides(monkeypatch):
