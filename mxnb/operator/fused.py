@@ -84,6 +84,10 @@ __all__ = ["FUNCTIONS", "PREAMBLE", "SMALL_BYTES", "FusedMap", "FusedSum", "is_c
 SMALL_BYTES = 64 << 10
 
 
+#: NVRTC options of a FusedMap's kernel: each operation rounded on its own (see FusedMap.compile).
+NVRTC_OPTIONS = ("--fmad=false",)
+
+
 def is_cupy(xp: Any) -> bool:
     """True when ``xp`` is cupy itself (a real GPU), not numpy or a stand-in for cupy."""
     return getattr(xp, "__name__", None) == "cupy"
@@ -265,13 +269,21 @@ class FusedMap(_Guarded):
         return [xp.empty(shape, dtype=arrays[0].dtype) for _ in self.outputs]
 
     def compile(self, xp: Any) -> Any:
-        """The cupy ``ElementwiseKernel`` of these statements (every input and output of type T)."""
+        """The cupy ``ElementwiseKernel`` of these statements (every input and output of type T).
+
+        Compiled with ``--fmad=false``: NVRTC would otherwise contract ``a * b + c`` into one
+        fused multiply-add, rounded once, where the same statements as separate cupy
+        operations round twice.  Without it each operation rounds as the plain path's does
+        (a fused run of the executor, :mod:`mxnb.executor.fusion`, is meant to give its
+        steps' bits on a GPU too; not yet run on one).
+        """
         return xp.ElementwiseKernel(
             ", ".join(f"T {name}" for name in self.inputs),
             ", ".join(f"T {name}" for name in self.outputs),
             self.source(),
             f"mxnb_{self.name}",
             preamble=self.preamble(),
+            options=NVRTC_OPTIONS,
         )
 
 

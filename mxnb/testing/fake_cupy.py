@@ -67,9 +67,14 @@ class _ElementwiseKernel:
     """``cupy.ElementwiseKernel`` on numpy: the C statements read back as Python."""
 
     def __init__(self, module: FakeCupy, in_params: str, out_params: str, operation: str,
-                 name: str = "kernel", preamble: str = "") -> None:  # fmt: skip
+                 name: str = "kernel", preamble: str = "", options: tuple = ()) -> None:  # fmt: skip
         from ..operator.fused import FusedMap
 
+        if not isinstance(options, tuple) or not all(
+            isinstance(option, str) and option.startswith("--") for option in options
+        ):
+            raise ValueError(f"{name}: options must be a tuple of NVRTC flags, got {options!r}")
+        self.options = options
         self.module = module
         self.inputs = _params(in_params, name)
         self.outputs = _params(out_params, name)

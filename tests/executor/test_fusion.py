@@ -230,3 +230,18 @@ def test_a_step_of_another_shape_or_kind_ends_a_run():
     steps = [p.step.name for p in exe._prepared]
     assert fused == [tuple(steps[:2])]
     assert names == ["+".join(steps[:2]), *steps[2:]]
+
+
+def test_a_runs_kernel_rounds_each_operation_as_its_steps_do():
+    """NVRTC would contract ``a * b + c`` (an LSTM cell's ``f * c + i * g``) into one fused
+    multiply-add; every FusedMap kernel is compiled with ``--fmad=false``, so each operation
+    rounds on its own, as the unfused steps' operations do."""
+    from mxnb.operator.fused import NVRTC_OPTIONS
+    from mxnb.testing.fake_cupy import FakeCupy
+
+    exe = _chain_executor()
+    with fusion.fused_on():
+        exe.forward()
+    ((_, kernel),) = fusion.fused_kernels(exe)
+    assert NVRTC_OPTIONS == ("--fmad=false",)
+    assert kernel.compile(FakeCupy()).options == NVRTC_OPTIONS
