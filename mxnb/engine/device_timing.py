@@ -23,7 +23,8 @@ A virtual GPU has no device: its kernels run on the host as they are
 launched.  :func:`host_streams` gives its workers :class:`HostStream` objects
 anyway (``ThreadedEnginePerDevice.virtual_streams = host_streams``), so that
 the event protocol and the device lane can be shown and tested without a
-GPU; there the device run is the launch, to the microsecond.
+GPU; there the device run is the launch exactly (the anchor's own host time is used: read
+after it, the host time could be late by a preemption of the reading thread).
 
 State kept: per stream, its :class:`DeviceClock` (the anchor event and its host time).
 
@@ -71,7 +72,8 @@ class DeviceClock:
     def __init__(self, stream: Any, now: Callable[[], float] = _trace_now) -> None:
         self.anchor = stream.record()
         self.anchor.synchronize()  # once per stream: it has run by the host time read next
-        self.host = now()
+        # a virtual GPU's event knows its host time: its device runs are then the launches exactly
+        self.host = self.anchor.host_time if isinstance(self.anchor, HostEvent) else now()
 
     def seconds(self, event: Any) -> float:
         """``event``'s time on the trace's clock (waits for it to complete)."""

@@ -389,7 +389,7 @@ def fused_runs(executor: Any) -> list[tuple[str, ...]]:
 
 def fused_kernels(executor: Any) -> list[tuple[tuple[str, ...], FusedMap]]:
     """Each fused run of ``executor``'s passes so far with its kernel (``.source()``: its CUDA C)."""
-    found = []
+    found: list[tuple[tuple[str, ...], FusedMap]] = []
     for segment in (s for segments in executor._segments.values() for s in segments if s.fused):
         run = segment.run  # the fused run alone, or _run_steps(functions, names)
         functions = [run] if getattr(run, "func", None) is _run_fused else run.args[0]
