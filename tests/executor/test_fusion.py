@@ -91,6 +91,25 @@ def test_mxnets_resnet18_export_fused_gives_the_same_bits_as_unfused():
     json.dumps(runs)
 
 
+def test_mxnets_lstm_language_model_export_fused_gives_the_same_bits_as_unfused():
+    """Held out (MXNet 1.9.1's ``mx.rnn`` LSTMCell language model, as it exported it): 35 steps of
+    gates fuse forward and backward, gradient sums included, and the bits do not change."""
+    sym = mx.sym.load(str(DATA.parent.parent / "rnn" / "data" / "lstm_lm-symbol.json"))
+    shapes = {"data": (4, 35), "softmax_label": (4, 35)}
+    values = _values(sym, shapes)
+    rng = np.random.default_rng(1)
+    for name in ("data", "softmax_label"):
+        values[name] = rng.integers(0, 50, shapes[name]).astype(np.float32)
+    req = {name: "write" for name in sym.list_arguments()}
+    req["data"] = req["softmax_label"] = "null"
+    plain, _ = _step(sym, shapes, values, False, grad_req=req)
+    fused, exe = _step(sym, shapes, values, True, grad_req=req)
+    ops = {prepared.step.name: prepared.step.op_type for prepared in exe._prepared}
+    kinds = {ops[name] for run in fusion.fused_runs(exe) for name in run}
+    assert len(fusion.fused_runs(exe)) >= 140 and "ElementWiseSum" in kinds
+    _same_bits(plain, fused)
+
+
 def test_a_fused_run_is_one_kernel_launch_on_a_gpu():
     """On a stand-in GPU (FakeCupy: the kernel's C text run by numpy), each cell's gates are one
     launch, where unfused they were three sigmoid kernels and six array functions."""
