@@ -32,7 +32,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..fused import FusedMap
-
 from ..partial import is_known, partial_shape
 from ..registry import register, register_alias
 from ..statements import names
