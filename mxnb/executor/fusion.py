@@ -73,6 +73,7 @@ import numpy as np
 from ..base import MXNBError
 from ..operator.base import OpReqType
 from ..operator.fused import FusedMap
+from ..operator.statements import names
 from .steps import StepKind
 
 __all__ = ["enabled", "fuse_span", "fused_kernels", "fused_on", "fused_runs"]
@@ -192,13 +193,13 @@ def _backward_piece(prepared: Any) -> _Piece | None:
     fused, binding = answer
     values, writes = {}, {}
     for name in fused.inputs:
-        slot, index = _slot(binding[name])
+        slot, index = binding[name]
         entry = getattr(step, slot)[index]
         if entry is None:
             return None  # the map reads a value backward did not declare
         values[name] = (entry, raw[slot][index])
     for name in fused.outputs:
-        slot, index = _slot(binding[name])
+        slot, index = binding[name]
         if slot != "in_grad":
             return None
         if step.req[index] == OpReqType.NULL:
@@ -207,12 +208,6 @@ def _backward_piece(prepared: Any) -> _Piece | None:
             return None
         writes[name] = (step.in_grad[index], raw["in_grad"][index])
     return _Piece(fused, values, {}, writes)
-
-
-def _slot(name: str) -> tuple[str, int]:
-    """``'in_data1'`` -> ``('in_data', 1)``: a slot of backward and the position in it."""
-    slot = name.rstrip("0123456789")
-    return slot, int(name[len(slot) :])
 
 
 def _sum_piece(prepared: Any) -> _Piece | None:
@@ -279,7 +274,7 @@ class _Run:
         needed = set(piece.writes)
         for target, expression in reversed(fused.statements):  # what the written outputs need
             if target in needed:
-                needed |= {name for name in _names_of(expression) if name not in fused.inputs}
+                needed |= names(expression) - set(fused.inputs)
         for target, expression in fused.statements:
             if target not in needed:
                 continue  # an output nobody asked for (req NULL), or a local only it used
@@ -311,10 +306,6 @@ class _Run:
         ]
         fused = _map(tuple(self.inputs), tuple(name for name, _ in live), "\n".join(self.lines))
         return partial(_run_fused, fused, xp, tuple(self.args), tuple(a for _, a in live))
-
-
-def _names_of(expression: ast.AST) -> set[str]:
-    return {node.id for node in ast.walk(expression) if isinstance(node, ast.Name)}
 
 
 class _Renamed(ast.NodeTransformer):

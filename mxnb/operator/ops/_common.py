@@ -107,9 +107,9 @@ class KernelProp(OperatorProperty):
     def backward_fused(self, in_types: Sequence[Any], out_types: Sequence[Any]) -> Any:
         """The FusedMap that IS ``backward`` for these dtypes and how its names bind, or None.
 
-        Returns ``(fused_map, binding)``: ``binding`` names, for each of the map's
-        inputs and outputs, the slot of :meth:`backward` it is (``'out_grad0'``,
-        ``'in_data1'``, ``'out_data0'``, ``'in_grad0'``).  An input gradient whose req
+        Returns ``(fused_map, binding)``: ``binding`` gives, for each of the map's
+        inputs and outputs, the slot of :meth:`backward` it is and its position there
+        (``('out_grad', 0)``, ``('in_data', 1)``, ``('out_data', 0)``, ``('in_grad', 0)``).  An input gradient whose req
         is NULL is left out by the caller; every other one is written as ``backward``
         would write it, every gradient computed before any is written.
         """

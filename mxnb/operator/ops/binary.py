@@ -25,6 +25,7 @@ Example::
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 from collections.abc import Callable
@@ -252,16 +253,15 @@ class BinaryProp(KernelProp):
 
 
 #: How :func:`_gradient_map`'s names bind to backward's slots.
-_GRADIENT_SLOTS = {"g": "out_grad0", "a": "in_data0", "b": "in_data1", "da": "in_grad0",
-                   "db": "in_grad1"}  # fmt: skip
+_GRADIENT_SLOTS = {"g": ("out_grad", 0), "a": ("in_data", 0), "b": ("in_data", 1),
+                   "da": ("in_grad", 0), "db": ("in_grad", 1)}  # fmt: skip
 
 
 @functools.cache
 def _gradient_map(texts: tuple[str, str]) -> FusedMap:
     """``da = <lhs>`` / ``db = <rhs>`` as one map over the names they read (made once)."""
     statements = f"da = {texts[0]}\ndb = {texts[1]}"
-    probe = FusedMap("probe", ("g", "a", "b"), ("da", "db"), statements)
-    reads = set().union(*(names(expression) for _, expression in probe.statements))
+    reads = set().union(*(names(ast.parse(text, mode="eval").body) for text in texts))
     name = "arithmetic_backward_" + hashlib.sha1(statements.encode()).hexdigest()[:8]
     return FusedMap(name, tuple(n for n in ("g", "a", "b") if n in reads), ("da", "db"), statements)
 

@@ -254,7 +254,7 @@ UNARY["relu"] = replace(UNARY["relu"], scalar=0.0)
 UNARY["sigmoid"] = replace(UNARY["sigmoid"], gradient_map=SIGMOID_GRAD)
 UNARY["tanh"] = replace(UNARY["tanh"], gradient_map=TANH_GRAD)
 #: How a gradient map's names bind to backward's slots (head gradient, output, input gradient).
-GRADIENT_MAP_SLOTS = {"g": "out_grad0", "y": "out_data0", "dx": "in_grad0"}
+GRADIENT_MAP_SLOTS = {"g": ("out_grad", 0), "y": ("out_data", 0), "dx": ("in_grad", 0)}
 
 
 class OneToOneRuleProp(KernelProp):
