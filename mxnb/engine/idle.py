@@ -15,7 +15,8 @@ then book them and make the granted op, :func:`~mxnb.engine.var.granted_opr`),
 engine's ``push_sync``, :meth:`IdleFastPath.push_sync_one_var`, which knows
 the commonest push (one var, default options) by its shape.  Records go
 through ``record_push`` / ``record_done``.  A var list is tested before its
-loop (most ops only read or only write; an empty loop costs more).
+loop (most ops only read or only write; an empty loop costs more), and the
+release looks at the vars only when another op is pending.
 
 Rule: anything else (a busy var, a var carrying a failure, an async op, a
 delete, debug mode, a hand-over, a shutdown, an op pushed behind it while it
@@ -212,10 +213,9 @@ class IdleFastPath(Engine):
         try:
             const, mutate = opr.const_vars, opr.mutate_vars
             alone = True
-            if const:
+            if self._num_pending > 1:  # else the only op pending: none can wait behind it
                 for var in const:
                     alone = alone and var.pending_write is None  # no write waits for this read
-            if mutate:
                 for var in mutate:
                     alone = alone and not var.queue
             if alone:  # the rule's release, nothing made ready
