@@ -244,8 +244,9 @@ def package_at(revision: str) -> Any:
     """mxnb as committed at git ``revision``, imported as the package ``mxnb_before``.
 
     For A/B runs (``--against REV``): the old engine runs in the same process,
-    interleaved with the new one.  mxnb imports itself relatively only, so a
-    renamed copy is a separate package.
+    interleaved with the new one.  mxnb imports itself relatively, so a renamed
+    copy is a separate package (an older revision's ``import_module("mxnb.…")``
+    is pointed at the copy).
     """
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     archive = subprocess.run(
@@ -255,7 +256,17 @@ def package_at(revision: str) -> Any:
     atexit.register(shutil.rmtree, target, ignore_errors=True)
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(target, filter="data")
-    os.rename(os.path.join(target, "mxnb"), os.path.join(target, "mxnb_before"))
+    package = os.path.join(target, "mxnb_before")
+    os.rename(os.path.join(target, "mxnb"), package)
+    for folder, _, files in os.walk(package):  # revisions before issue 38 named their trace
+        for file in files:  # module by its absolute name: point that name at the copy
+            if file.endswith(".py"):
+                path = os.path.join(folder, file)
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+                if 'import_module("mxnb.' in text:
+                    with open(path, "w", encoding="utf-8") as f:
+                        f.write(text.replace('import_module("mxnb.', 'import_module("mxnb_before.'))
     sys.path.insert(0, target)
     return importlib.import_module("mxnb_before")
 
