@@ -104,6 +104,25 @@ the same rounds; the idle fast path as helpers, records through
   reference's threaded form across three runs (rounds from 0.84x to 2.44x),
   after/before 1.02-1.03x in the same rounds.
 
+Issue 38 closed (stop 52, idle machine, CPU time): ``--tracing --against
+9ff111c``, the engines from before issue 38 in the same rounds:
+
+* naive vs the reference's naive form, independent / chain / fan: 1.22x /
+  1.25x / 1.20x, before issue 38 1.02x / 1.03x / 0.99x (after/before
+  1.19-1.23x: the textbook's helpers, checks and generic records cost
+  0.2 us an op against the fused form they replaced).  The idle release
+  looks at its vars only when another op is pending (0.97-0.98x of itself
+  in the same rounds).  The worst median over the stop's six runs: 1.27x,
+  1.30x, 1.36x before that change, 1.24x, 1.25x, 1.26x after it.  Target
+  1.3x.
+* tracing adds, chain: naive 0.54 / 0.52 us/op (one core / all cores),
+  before 0.38 / 0.37; threaded_per_device 0.60 / 0.59, before 0.57 / 0.58.
+  Over the stop's runs: naive 0.49-0.59, threaded_per_device 0.51-0.60.
+  Target 0.6.
+* the threaded chains swing with the machine: 1.25-2.08x of the
+  reference's threaded form across the runs, the engines from before issue
+  38 the same in the same rounds (after/before 0.96-1.04x).
+
 Run: ``python benchmarks/engine.py`` (``--quick`` for a smaller N,
 ``--reference`` for the reference tables alone, ``--tracing`` for those and
 the tracing table, ``--against REV`` to run the engines of git revision
