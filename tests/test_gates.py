@@ -10,7 +10,9 @@ change that breaks one does not land:
 * no module over 600 lines, except those listed below, which may not grow;
 * at most twelve functions over 60 lines (a long function is a chapter's
   worth of steps: name them);
-* ``mypy`` on ``engine/`` and ``executor/``, with no error.
+* ``mypy`` on ``engine/`` and ``executor/``, with no error;
+* no import circle inside ``engine/`` or ``executor/`` (module-level imports;
+  those under ``TYPE_CHECKING`` and inside functions are not followed).
 """
 
 from __future__ import annotations
@@ -139,3 +141,92 @@ def test_mypy_finds_no_error_in_the_engine_and_the_executor():
         check=False,
     )
     assert result.returncode == 0, "mypy:\n" + result.stdout + result.stderr
+
+
+#: Packages whose modules must import one another without a circle (issue 38's target).
+ACYCLIC_PACKAGES = ("engine", "executor")
+
+
+def _module_imports(path: pathlib.Path, name: str, modules: set[str]) -> set[str]:
+    """The ``modules`` that ``path`` (module ``name``) imports when it is imported.
+
+    ``from . import x`` imports the module ``x`` (its package is already imported).
+    """
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.If):
+                if "TYPE_CHECKING" not in ast.unparse(node.test):
+                    visit(node.body)
+                    visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+                for handler in node.handlers:
+                    visit(handler.body)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                for alias in node.names:
+                    found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return found
+
+
+def _import_circle(package: str) -> list[str]:
+    """One circle of imports among ``mxnb.<package>``'s modules, or [] when there is none."""
+    modules = {}
+    for path in sorted((PACKAGE / package).rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {
+        name: sorted(modules.keys() & _module_imports(path, name, set(modules)) - {name})
+        for name, path in modules.items()
+    }
+    done: set[str] = set()
+
+    def walk(name: str, trail: list[str]) -> list[str]:
+        if name in trail:
+            return trail[trail.index(name) :] + [name]
+        if name in done:
+            return []
+        for target in graph[name]:
+            circle = walk(target, trail + [name])
+            if circle:
+                return circle
+        done.add(name)
+        return []
+
+    for name in graph:
+        circle = walk(name, [])
+        if circle:
+            return circle
+    return []
+
+
+@pytest.mark.parametrize("package", ACYCLIC_PACKAGES)
+def test_no_import_circle_inside_the_package(package):
+    circle = _import_circle(package)
+    assert not circle, (
+        f"mxnb/{package}/ imports in a circle: {' -> '.join(circle)}; move what both sides "
+        "need into a module below them (as executor/steps.py holds the step types)"
+    )
+
+
+def test_the_circle_check_finds_a_circle(tmp_path, monkeypatch):
+    package = tmp_path / "mxnb" / "ring"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import f\n")
+    (package / "b.py").write_text("from . import c\n")
+    (package / "c.py").write_text("from .a import g\nif TYPE_CHECKING:\n    from .b import h\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "mxnb")
+    assert _import_circle("ring") == ["mxnb.ring.a", "mxnb.ring.b", "mxnb.ring.c", "mxnb.ring.a"]
+    (package / "c.py").write_text("def g():\n    from .a import f\n")  # inside a function
+    assert _import_circle("ring") == []
