@@ -186,17 +186,18 @@ def test_an_idle_op_beside_another_pending_op_looks_at_its_vars_and_releases_the
     engine = NaiveEngine()
     outer_var, inner_var = engine.new_var(name="a"), engine.new_var(name="b")
     released = counting(engine, "_complete_idle")
-    pending = []
+    pending, inner_after = [], []
 
     def outer(rctx):  # pending while the inner op, on another var, runs and completes
         engine.push_sync(
             lambda rctx: pending.append(engine._num_pending), mx.cpu(), [], [inner_var]
         )
-        assert (inner_var.pending_write, inner_var.writes_done) == (None, 1)
+        inner_after.append((inner_var.pending_write, inner_var.writes_done))
 
     try:
         engine.push_sync(outer, mx.cpu(), mutate_vars=[outer_var])
         assert pending == [2]  # the release could not take "the only op pending"
+        assert inner_after == [(None, 1)]  # ... and released the inner op before outer ended
         assert released == [2]  # both ops released by the fast path, not by the rule
         assert (outer_var.writes_done, outer_var.pending_write, engine._num_pending) == (1, None, 0)
     finally:
