@@ -5,8 +5,10 @@ slower or faster and which ran in one run only; this view shows where on the
 two timelines that happened.  Run A on top, run B below, both on one time
 axis (milliseconds since each run's first push), so the same op sits at the
 same place when nothing changed.  The ``top`` largest changes are outlined —
-red where B is slower, green where it is faster — and labelled with the
-change; ops of one run only are hatched.  A table of both runs' makespan,
+red where B is slower, green where it is faster — and numbered by rank; the
+key beside the plot names each number's op and change (a number, not the
+whole label, so that the marks of neighbouring ops never write over one
+another); ops of one run only are hatched.  A table of both runs' makespan,
 overlap, critical path and idle time by reason sits in :meth:`to_text`.
 :meth:`save` writes the same as a ``*.diff.json`` file, which the JupyterLab
 extension opens as a panel: the two timelines drawn in the browser, aligned,
@@ -84,6 +86,41 @@ class TraceDiffView(FigureView):
                 marks["a"][row.a] = label
         return marks
 
+    def _ranks(self) -> dict[tuple[str, int], int]:
+        """(run, op id) -> the number its mark carries: its change's rank, from 1."""
+        return {
+            (run, op): rank
+            for rank, row in enumerate(self.diff.rows[: self.top], 1)
+            for run, op in (("a", row.a), ("b", row.b))
+            if op is not None
+        }
+
+    def _key(self) -> list[Any]:
+        """The legend's entries for the marks: each number, then the op's name and its change.
+
+        A number above a bar, not the whole label, so that marks of neighbouring ops
+        never write over one another.
+        """
+        from matplotlib.lines import Line2D
+
+        marks = self.marked()
+        entries = []
+        for rank, row in enumerate(self.diff.rows[: self.top], 1):
+            run, op = ("b", row.b) if row.b is not None else ("a", row.a)
+            colour = (SLOWER if row.change > 0 else FASTER) if row.kind == "changed" else ONE_RUN
+            entries.append(
+                Line2D(
+                    [],
+                    [],
+                    linestyle="none",
+                    marker=f"${rank}$",
+                    markersize=7,
+                    color=colour,
+                    label=f"{row.name}: {marks[run][op]}",
+                )
+            )
+        return entries
+
     def _change_of(self) -> dict[tuple[str, int], float]:
         change: dict[tuple[str, int], float] = {}
         for row in self.diff.rows[: self.top]:
@@ -103,8 +140,8 @@ class TraceDiffView(FigureView):
             2, 1, sharex=True, gridspec_kw={"height_ratios": [max(n, 1) for n in lanes]}
         )
         colours = NameColours()
-        marks = self.marked()
         change = self._change_of()
+        ranks = self._ranks()
         only = {("a", row.a) for row in self.diff.only_a()} | {
             ("b", row.b) for row in self.diff.only_b()
         }
@@ -136,12 +173,14 @@ class TraceDiffView(FigureView):
                         hatch=hatch,
                     )
                     bars.patches[0].set_gid(f"{run}-op{iv.op_id}")
-                    if iv.op_id in marks[run]:
+                    if key in ranks:  # its number above it; the key beside the plot says what
                         axes.text(
-                            1e3 * (end - origin),
+                            1e3 * ((op.start + end) / 2 - origin),
                             y - 0.42,
-                            f"{op.name}: {marks[run][iv.op_id]}",
+                            str(ranks[key]),
+                            ha="center",
                             fontsize=7,
+                            fontweight="bold",
                             color=edge,
                         )
             axes.set_yticks(range(len(labels)))
@@ -157,12 +196,15 @@ class TraceDiffView(FigureView):
             axes.grid(axis="x", color="#eeeeee")
             axes.set_axisbelow(True)
         axes_b.set_xlabel("time since the run's first push (ms)")
-        handles = [Patch(color=c, label=n) for n, c in list(colours.assigned.items())[:10]]
+        handles: list[Any] = [
+            Patch(color=c, label=n) for n, c in list(colours.assigned.items())[:10]
+        ]
         handles += [
             Patch(facecolor="white", edgecolor=SLOWER, linewidth=2, label="slower in B"),
             Patch(facecolor="white", edgecolor=FASTER, linewidth=2, label="faster in B"),
             Patch(facecolor="white", edgecolor=ONE_RUN, hatch="//", label="in one run only"),
         ]
+        handles += self._key()
         axes_a.legend(
             handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False
         )

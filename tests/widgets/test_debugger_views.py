@@ -89,6 +89,38 @@ def test_trace_diff_view_marks_the_planted_slowdown(tmp_path):
     assert data["b"]["marks"] == [[3, "#d62728", "+5.000 ms"]]
 
 
+def back_to_back(scale: float) -> list:
+    """Twelve ops of 1-3 ms run back to back on one worker; the even ones take ``scale`` times as long."""
+    events, t = [], 0.0
+    for i in range(12):
+        seconds = (0.001 + 0.002 * (i % 3 == 0)) * (scale if i % 2 == 0 else 1.0)
+        events += [
+            OpPush(t, i + 1, f"op{i}", "cpu(0)", (), (i + 1,), 0, ()),
+            OpStart(t, i + 1, "cpu(0)/0", "w0"),
+            OpEnd(t + seconds, i + 1),
+        ]
+        t += seconds
+    return events
+
+
+def test_trace_diff_view_numbers_its_marks_and_they_never_overlap():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    view = TraceDiffView(back_to_back(1.0), back_to_back(1.5), top=6)
+    figure = view.figure()
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    for axes in figure.axes:
+        marks = [text for text in axes.texts if text.get_text().isdigit()]
+        assert sorted(int(text.get_text()) for text in marks) == [1, 2, 3, 4, 5, 6]
+        boxes = sorted((text.get_window_extent(renderer) for text in marks), key=lambda b: b.x0)
+        for left, right in zip(boxes, boxes[1:]):  # six neighbouring ops, 1-3 ms each
+            assert left.x1 <= right.x0, "two marks overlap"
+    legend = figure.axes[0].get_legend()
+    key = [text.get_text() for text in legend.get_texts()]
+    ranked = view.diff.rows[:6]
+    assert key[-6:] == [f"{row.name}: {view.marked()['b'][row.b]}" for row in ranked]
+
+
 def test_trace_diff_view_saves_the_file_the_lab_diff_viewer_opens(tmp_path):
     view = TraceDiffView(Trace(planted()), Trace(planted(slow_b=0.005)), top=2)
     path = view.save(tmp_path / "runs.diff.json")
