@@ -222,7 +222,8 @@ class ClusterTrace:
         axes.set_xlabel("ms (one clock for every process)")
         for kind, colour in colours.items():
             axes.barh(0, 0, color=colour, label=kind)
-        axes.legend(loc="upper right", fontsize=7)
+        # beside the lanes, not on them: the last pushes and pulls end at the right edge
+        axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
         figure.tight_layout()
         return figure
 
