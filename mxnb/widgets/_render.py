@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import io
 import os
 from typing import Any
@@ -76,9 +77,30 @@ def name_colour(name: str) -> str:
     return _PALETTE[value % len(_PALETTE)]
 
 
+def short_name(name: str, limit: int = 40) -> str:
+    """An op name cut to about ``limit`` characters for a legend.
+
+    A bulk segment keeps its first step and its last, and says how many it
+    runs; any other long name keeps its start.  A legend of full segment names
+    (90 characters each) left the axes a third of the notebook's width.
+
+    >>> short_name('bulk[conv1, tanh1, pool1, conv2, tanh2, pool2, flatten, fc1, softmax]')
+    'bulk[conv1, …, softmax] (9 steps)'
+    >>> short_name('relu')
+    'relu'
+    """
+    if len(name) <= limit:
+        return name
+    if name.startswith("bulk[") and name.endswith("]"):
+        steps = name[5:-1].split(", ")
+        if len(steps) > 2:
+            return f"bulk[{steps[0]}, …, {steps[-1]}] ({len(steps)} steps)"
+    return name[: limit - 1] + "…"
+
+
 class NameColours:
     """The colours (:func:`name_colour`) of one view's op names; ``assigned`` keeps them in
-    order of first appearance, for the view's legend."""
+    order of first appearance, for the view's legend (:meth:`legend`)."""
 
     def __init__(self) -> None:
         self.assigned: dict[str, str] = {}
@@ -88,6 +110,15 @@ class NameColours:
         if colour is None:
             colour = self.assigned[name] = name_colour(name)
         return colour
+
+    def legend(self, most: int) -> list[Any]:
+        """Legend patches for the first ``most`` names, each labelled by :func:`short_name`."""
+        from matplotlib.patches import Patch
+
+        return [
+            Patch(color=colour, label=short_name(name))
+            for name, colour in list(self.assigned.items())[:most]
+        ]
 
 
 class View:
@@ -205,9 +236,20 @@ class FigureView(View):
             pixels = png_width(buffer.getvalue())
             if pixels <= SHOWN_WIDTH_PX:
                 break
-            width, height = figure.get_size_inches()
-            figure.set_size_inches(width - 1.2 * (pixels - SHOWN_WIDTH_PX) / 100 - 0.05, height)
+            width = figure.get_size_inches()[0] - 1.2 * (pixels - SHOWN_WIDTH_PX) / 100 - 0.05
+            figure = self._narrowed(figure, width)
         return buffer.getvalue()
+
+    def _narrowed(self, figure: Any, width: float) -> Any:
+        """``figure`` ``width`` inches wide: drawn again by a copy of this view when it has a
+        ``width`` (labels a figure spaces by its own width, such as a timeline's waits, then
+        fit again), else resized."""
+        if isinstance(getattr(self, "width", None), (int, float)):
+            view = copy.copy(self)
+            view.width = width  # type: ignore[attr-defined]  # a view with a width
+            return view.figure()
+        figure.set_size_inches(width, figure.get_size_inches()[1])
+        return figure
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         import base64

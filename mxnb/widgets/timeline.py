@@ -315,7 +315,7 @@ class Timeline(FigureView):
         self._label_waits(axes, wait_texts)
         axes.grid(axis="x", color="#eeeeee")
         axes.set_axisbelow(True)
-        handles = [Patch(color=c, label=n) for n, c in list(colours.assigned.items())[:12]]
+        handles = colours.legend(12)
         reasons = {span.reason for spans in idle_by_lane.values() for _, span in spans}
         handles.extend(
             Patch(color=IDLE_COLOURS[r], label=f"idle: {r.replace('_', ' ')}")

@@ -196,9 +196,7 @@ class TraceDiffView(FigureView):
             axes.grid(axis="x", color="#eeeeee")
             axes.set_axisbelow(True)
         axes_b.set_xlabel("time since the run's first push (ms)")
-        handles: list[Any] = [
-            Patch(color=c, label=n) for n, c in list(colours.assigned.items())[:10]
-        ]
+        handles = colours.legend(10)
         handles += [
             Patch(facecolor="white", edgecolor=SLOWER, linewidth=2, label="slower in B"),
             Patch(facecolor="white", edgecolor=FASTER, linewidth=2, label="faster in B"),

@@ -124,7 +124,9 @@ def test_a_notebook_shows_the_timeline_png_at_the_width_it_was_drawn():
     with Trace() as trace:
         var = eng.new_var(name="v")
         for i in range(14):  # a legend of 14 op names, beside the axes
-            eng.push_sync(lambda rctx: None, mx.cpu(), mutate_vars=[var], name=f"a_long_op_name_{i}")
+            eng.push_sync(
+                lambda rctx: None, mx.cpu(), mutate_vars=[var], name=f"a_long_op_name_{i}"
+            )
         eng.wait_for_all()
     view = Timeline(trace, width=14)
     wide = view.figure()
@@ -197,3 +199,36 @@ def test_back_to_back_waits_do_not_write_their_labels_over_each_other(push):
     assert 1 <= len(labels) < 40
     boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
     assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), "labels overlap"
+
+
+def test_a_narrowed_notebook_timeline_spaces_its_wait_labels_at_the_width_it_is_shown(
+    push, monkeypatch
+):
+    """Notebook 08: a timeline narrowed to the output column kept the wait labels it had spaced
+    for its first width, so they ran into one another; it is drawn again at the new width."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from mxnb.engine.tracing import VarNew, WaitBegin, WaitEnd
+
+    events = [VarNew(0.0, 1, "x")]
+    for i in range(12):  # twelve ops with long names: a wide legend, so the figure is narrowed
+        name = f"bulk[conv{i}, tanh{i}, pool{i}, conv{i}b, tanh{i}b, fc{i}]"
+        events += [push(i * 0.01, i + 1, name, writes=[1])]
+        events += [OpStart(i * 0.01, i + 1, "cpu(0)/0", "w0"), OpEnd(i * 0.01 + 0.009, i + 1)]
+    for k in range(40):  # back-to-back waits, their labels spaced by the figure's width
+        events += [WaitBegin(k * 3e-3, k, 1, "MainThread"), WaitEnd(k * 3e-3 + 2e-3, k)]
+    drawn = []
+    original = Timeline.figure
+    monkeypatch.setattr(Timeline, "figure", lambda view: drawn.append(original(view)) or drawn[-1])
+    view = Timeline(events, width=20)  # drawn far wider than the column
+    view.to_notebook_png()
+    assert len(drawn) > 1 and drawn[-1].get_figwidth() < 10  # narrowed, and drawn again
+    assert view.width == 20  # by a copy: the view is as it was
+    shown = drawn[-1]
+    renderer = FigureCanvasAgg(shown).get_renderer()
+    labels = [t for t in shown.axes[0].texts if t.get_text().startswith("wait ")]
+    boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
+    assert len(boxes) > 1
+    assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), "wait labels overlap"
+    legend = [t.get_text() for t in shown.axes[0].get_legend().get_texts()]
+    assert legend[0] == "bulk[conv0, …, fc0] (6 steps)"  # a legend of short names
