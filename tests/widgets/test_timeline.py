@@ -113,6 +113,37 @@ def test_every_view_colours_an_op_family_alike_python_and_browser():
     assert [colours(n) for n in reversed(names)][::-1] == [name_colour(n) for n in names]
 
 
+def test_legends_shorten_an_op_name_alike_python_and_browser():
+    """canvas.js shortName (the Timeline panel's legend) cuts a name as short_name does."""
+    import json
+    import pathlib
+    import subprocess
+
+    from mxnb.widgets._render import short_name
+
+    names = [
+        "relu",
+        "bulk[conv1, tanh1, pool1, conv2, tanh2, pool2, flatten, fc1, tanh3, fc2, softmax]",
+        "bulk[pool1_backward, tanh1_backward, conv1_backward]",
+        "bulk[a_very_long_first_step_name_here, and_the_second_one]",
+        "kvstore.push:" + "w" * 60,
+        "ü" * 45,
+    ]
+    canvas = pathlib.Path(mx.__file__).parent / "widgets" / "static" / "canvas.js"
+    script = (
+        f"const {{ shortName }} = await import({json.dumps(canvas.as_uri())});\n"
+        f"console.log(JSON.stringify({json.dumps(names)}.map((n) => shortName(n))));"
+    )
+    run = subprocess.run(
+        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    shortened = [short_name(n) for n in names]
+    assert json.loads(run.stdout) == shortened
+    assert shortened[1] == "bulk[conv1, …, softmax] (11 steps)" and shortened[0] == "relu"
+    assert all(len(s) <= 40 for s in shortened[3:])
+
+
 def test_a_notebook_shows_the_timeline_png_at_the_width_it_was_drawn():
     """Issue 39 (12): PNGs 1,340-1,540 px wide were shown at 953 px, their labels at 5 px.
     The notebook's PNG is narrowed to the output column, its text kept at its size."""

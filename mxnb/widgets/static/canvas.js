@@ -89,6 +89,17 @@ export function opColour(name) {
   return PALETTE[value % PALETTE.length];
 }
 
+/** An op name cut to about `limit` characters for the legend, as mxnb/widgets/_render.py
+ * short_name cuts it: a bulk segment keeps its first and last steps and says how many it runs. */
+export function shortName(name, limit = 40) {
+  if ([...name].length <= limit) return name;
+  if (name.startsWith("bulk[") && name.endsWith("]")) {
+    const steps = name.slice(5, -1).split(", ");
+    if (steps.length > 2) return `bulk[${steps[0]}, …, ${steps[steps.length - 1]}] (${steps.length} steps)`;
+  }
+  return [...name].slice(0, limit - 1).join("") + "…";
+}
+
 const MIN_BAR = 3; // px: a cell of the level-of-detail grid is at least this wide
 const MAX_FLOWS = 150; // more arrows than this are a tangle: none is drawn
 const LANE = 22; // px per lane
@@ -506,9 +517,10 @@ export class TimelineDrawing {
     const out = [];
     let x = LABEL_W;
     for (const family of [...this.families].slice(0, 14)) {
-      const w = 18 + 6 * family.length;
+      const label = shortName(family);
+      const w = 18 + 6 * label.length;
       if (x + w > this.width) break;
-      out.push(`<rect x="${x}" y="${y - 9}" width="10" height="10" fill="${opColour(family)}" stroke="#333" stroke-width="0.3"/><text x="${x + 13}" y="${y}" font-size="9.5" fill="#333">${escapeXml(family)}</text>`);
+      out.push(`<rect x="${x}" y="${y - 9}" width="10" height="10" fill="${opColour(family)}" stroke="#333" stroke-width="0.3"/><text x="${x + 13}" y="${y}" font-size="9.5" fill="#333">${escapeXml(label)}</text>`);
       x += w + 8;
     }
     this.legend.innerHTML = out.join("");
