@@ -88,26 +88,30 @@ def test_chrome_trace_round_trip_draws_the_same(tmp_path):
     assert "<svg" in again.to_svg()
 
 
-def test_every_view_colours_an_op_family_alike_python_and_browser():
-    """One palette function: canvas.js opColour (the Timeline panel, the trace viewer) gives
-    each name the colour name_colour gives it in the Python views (Timeline, Stats, diff)."""
+def canvas_js(function: str, names: list[str]) -> list:
+    """canvas.js's exported ``function`` of each of ``names``, run under node."""
     import json
-    import pathlib
     import subprocess
 
-    from mxnb.widgets._render import NameColours, name_colour
-
-    names = ["write", "read", "delete:nd3", "delete:nd97", "_plus_scalar", "kvstore.push:w", "ü"]
     canvas = pathlib.Path(mx.__file__).parent / "widgets" / "static" / "canvas.js"
     script = (
-        f"const {{ opColour }} = await import({json.dumps(canvas.as_uri())});\n"
-        f"console.log(JSON.stringify({json.dumps(names)}.map(opColour)));"
+        f"const {{ {function} }} = await import({json.dumps(canvas.as_uri())});\n"
+        f"console.log(JSON.stringify({json.dumps(names)}.map((n) => {function}(n))));"
     )
     run = subprocess.run(
         ["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60
     )
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout) == [name_colour(n) for n in names]
+    return json.loads(run.stdout)
+
+
+def test_every_view_colours_an_op_family_alike_python_and_browser():
+    """One palette function: canvas.js opColour (the Timeline panel, the trace viewer) gives
+    each name the colour name_colour gives it in the Python views (Timeline, Stats, diff)."""
+    from mxnb.widgets._render import NameColours, name_colour
+
+    names = ["write", "read", "delete:nd3", "delete:nd97", "_plus_scalar", "kvstore.push:w", "ü"]
+    assert canvas_js("opColour", names) == [name_colour(n) for n in names]
     assert name_colour("delete:nd3") == name_colour("delete:nd97")  # one family, one colour
     colours = NameColours()
     assert [colours(n) for n in reversed(names)][::-1] == [name_colour(n) for n in names]
@@ -115,10 +119,6 @@ def test_every_view_colours_an_op_family_alike_python_and_browser():
 
 def test_legends_shorten_an_op_name_alike_python_and_browser():
     """canvas.js shortName (the Timeline panel's legend) cuts a name as short_name does."""
-    import json
-    import pathlib
-    import subprocess
-
     from mxnb.widgets._render import short_name
 
     names = [
@@ -129,17 +129,8 @@ def test_legends_shorten_an_op_name_alike_python_and_browser():
         "kvstore.push:" + "w" * 60,
         "ü" * 45,
     ]
-    canvas = pathlib.Path(mx.__file__).parent / "widgets" / "static" / "canvas.js"
-    script = (
-        f"const {{ shortName }} = await import({json.dumps(canvas.as_uri())});\n"
-        f"console.log(JSON.stringify({json.dumps(names)}.map((n) => shortName(n))));"
-    )
-    run = subprocess.run(
-        ["node", "--input-type=module", "-e", script], capture_output=True, text=True, timeout=60
-    )
-    assert run.returncode == 0, run.stderr
     shortened = [short_name(n) for n in names]
-    assert json.loads(run.stdout) == shortened
+    assert canvas_js("shortName", names) == shortened
     assert shortened[1] == "bulk[conv1, …, softmax] (11 steps)" and shortened[0] == "relu"
     assert all(len(s) <= 40 for s in shortened[3:])
 
