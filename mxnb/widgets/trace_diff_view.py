@@ -41,7 +41,7 @@ from typing import Any
 
 from ..atomic_file import write_atomically
 from ..engine.trace_diff import TraceDiff
-from ._render import FigureView, NameColours
+from ._render import FigureView, NameColours, short_name
 from .dag import as_model
 from .model import EngineModel, name_group
 
@@ -96,11 +96,7 @@ class TraceDiffView(FigureView):
         }
 
     def _key(self) -> list[Any]:
-        """The legend's entries for the marks: each number, then the op's name and its change.
-
-        A number above a bar, not the whole label, so that marks of neighbouring ops
-        never write over one another.
-        """
+        """The legend's entries for the marks: each number, then the op's name and its change."""
         from matplotlib.lines import Line2D
 
         marks = self.marked()
@@ -116,7 +112,7 @@ class TraceDiffView(FigureView):
                     marker=f"${rank}$",
                     markersize=7,
                     color=colour,
-                    label=f"{row.name}: {marks[run][op]}",
+                    label=f"{short_name(row.name)}: {marks[run][op]}",
                 )
             )
         return entries
