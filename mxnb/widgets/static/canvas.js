@@ -484,12 +484,19 @@ export class TimelineDrawing {
     const x = (t) => LABEL_W + (t - t0) * px;
     const out = [];
     for (const lane of this.lanes) {
-      for (const drawn of lane.els.values()) {
+      // a bar's name inside it when it fits, and not over the name before it: bars of a lane
+      // may overlap (a kvstore lane's requests in flight), so its labels go left to right
+      const fits = [...lane.els.values()].filter((drawn) => {
         const label = drawn.single ? drawn.single[3] : "";
-        const w = (drawn.end - drawn.start) * px;
-        if (label && w > 6.5 * label.length + 6) {
-          out.push(`<text x="${(x(drawn.start) + 3).toFixed(2)}" y="${lane.y + 15}" font-size="10" fill="#111">${escapeXml(label)}</text>`);
-        }
+        return label && (drawn.end - drawn.start) * px > 6.5 * label.length + 6;
+      });
+      let free = -Infinity; // where the lane's last label ends (px)
+      for (const drawn of fits.sort((a, b) => a.start - b.start)) {
+        const left = x(drawn.start) + 3;
+        if (left < free) continue;
+        const label = drawn.single[3];
+        out.push(`<text x="${left.toFixed(2)}" y="${lane.y + 15}" font-size="10" fill="#111">${escapeXml(label)}</text>`);
+        free = left + 6.5 * label.length + 3;
       }
     }
     this.labels.innerHTML = out.join("");

@@ -767,6 +767,23 @@ describe("timeline drawn in the browser (timeline trait)", () => {
     assert.equal((await model.state()).selected, op);
   });
 
+  it("writes the names of overlapping bars without writing one over another", async () => {
+    // a kvstore lane: requests in flight overlap in time, each long enough for its name
+    const bars = Array.from({ length: 12 }, (_, i) => [i, i * 0.4, i * 0.4 + 1.5, i % 2 ? "kvstore.push:b" : "kvstore.pull:w", "done", null]);
+    const data = { title: "overlap", span: [0, 6.5], lanes: [{ name: "kvstore", kind: "worker", device: "cpu(0)", bars }], critical: [], flows: [] };
+    await mount({ timeline: data });
+    const boxes = await page.evaluate(() =>
+      [...document.querySelectorAll(".mxnb-canvas .mxnb-labels text")].map((t) => {
+        const box = t.getBBox();
+        return [box.x, box.x + box.width];
+      }));
+    assert.ok(boxes.length >= 2, `${boxes.length} names written`);
+    boxes.sort((a, b) => a[0] - b[0]);
+    for (let i = 1; i < boxes.length; i++) {
+      assert.ok(boxes[i - 1][1] <= boxes[i][0], `name ${i} starts at ${boxes[i][0]}, inside the one before (ends ${boxes[i - 1][1]})`);
+    }
+  });
+
   it("merges thousands of narrow bars into legible blocks, without arrows", async () => {
     const bars = (lane) => Array.from({ length: 1500 }, (_, i) => [2 * i + lane, i * 0.01, i * 0.01 + 0.008, i % 2 ? "add" : "mul", "done", null]);
     const data = {
