@@ -40,7 +40,7 @@ import os
 from typing import Any
 
 from ..atomic_file import write_atomically
-from ..engine.trace_diff import TraceDiff
+from ..engine.trace_diff import DiffRow, TraceDiff
 from ._render import FigureView, NameColours, short_name
 from .dag import as_model
 from .model import EngineModel, name_group
@@ -74,22 +74,14 @@ class TraceDiffView(FigureView):
     def marked(self) -> dict[str, dict[int, str]]:
         """Per run ('a', 'b'): op id -> the label of its mark, for the ``top`` largest changes."""
         marks: dict[str, dict[int, str]] = {"a": {}, "b": {}}
-        for row in self.diff.rows[: self.top]:
-            label = f"{1e3 * row.change:+.3f} ms"
-            if row.kind == "only_a":
-                label = "only in A"
-            elif row.kind == "only_b":
-                label = "only in B"
-            if row.b is not None:
-                marks["b"][row.b] = label
-            if row.a is not None:
-                marks["a"][row.a] = label
+        for (run, op), (_, row) in self._top().items():
+            marks[run][op] = _label(row)
         return marks
 
-    def _ranks(self) -> dict[tuple[str, int], int]:
-        """(run, op id) -> the number its mark carries: its change's rank, from 1."""
+    def _top(self) -> dict[tuple[str, int], tuple[int, DiffRow]]:
+        """(run, op id) -> (rank from 1, row) of each of the ``top`` largest changes, by rank."""
         return {
-            (run, op): rank
+            (run, op): (rank, row)
             for rank, row in enumerate(self.diff.rows[: self.top], 1)
             for run, op in (("a", row.a), ("b", row.b))
             if op is not None
@@ -99,31 +91,18 @@ class TraceDiffView(FigureView):
         """The legend's entries for the marks: each number, then the op's name and its change."""
         from matplotlib.lines import Line2D
 
-        marks = self.marked()
-        entries = []
-        for rank, row in enumerate(self.diff.rows[: self.top], 1):
-            run, op = ("b", row.b) if row.b is not None else ("a", row.a)
-            colour = (SLOWER if row.change > 0 else FASTER) if row.kind == "changed" else ONE_RUN
-            entries.append(
-                Line2D(
-                    [],
-                    [],
-                    linestyle="none",
-                    marker=f"${rank}$",
-                    markersize=7,
-                    color=colour,
-                    label=f"{short_name(row.name)}: {marks[run][op]}",
-                )
+        return [
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker=f"${rank}$",
+                markersize=7,
+                color=_colour(row),
+                label=f"{short_name(row.name)}: {_label(row)}",
             )
-        return entries
-
-    def _change_of(self) -> dict[tuple[str, int], float]:
-        change: dict[tuple[str, int], float] = {}
-        for row in self.diff.rows[: self.top]:
-            for run, op in (("a", row.a), ("b", row.b)):
-                if op is not None:
-                    change[(run, op)] = row.change
-        return change
+            for rank, row in enumerate(self.diff.rows[: self.top], 1)
+        ]
 
     def figure(self) -> Any:
         """Draw A above B on one time axis, the ``top`` changes outlined and labelled."""
@@ -136,8 +115,7 @@ class TraceDiffView(FigureView):
             2, 1, sharex=True, gridspec_kw={"height_ratios": [max(n, 1) for n in lanes]}
         )
         colours = NameColours()
-        change = self._change_of()
-        ranks = self._ranks()
+        top = self._top()
         only = {("a", row.a) for row in self.diff.only_a()} | {
             ("b", row.b) for row in self.diff.only_b()
         }
@@ -154,8 +132,8 @@ class TraceDiffView(FigureView):
                     end = op.end if op.end is not None else op.start
                     key = (run, iv.op_id)
                     edge, width, hatch = "#333333", 0.4, None
-                    if key in change:
-                        edge, width = (SLOWER if change[key] > 0 else FASTER), 2.2
+                    if key in top:
+                        edge, width = _colour(top[key][1]), 2.2
                     if key in only:
                         edge, hatch = ONE_RUN, "//"
                     bars = axes.barh(
@@ -169,11 +147,11 @@ class TraceDiffView(FigureView):
                         hatch=hatch,
                     )
                     bars.patches[0].set_gid(f"{run}-op{iv.op_id}")
-                    if key in ranks:  # its number above it; the key beside the plot says what
+                    if key in top:  # its number above it; the key beside the plot says what
                         axes.text(
                             1e3 * ((op.start + end) / 2 - origin),
                             y - 0.42,
-                            str(ranks[key]),
+                            str(top[key][0]),
                             ha="center",
                             fontsize=7,
                             fontweight="bold",
@@ -213,17 +191,13 @@ class TraceDiffView(FigureView):
         """
         from .timeline import Timeline
 
-        marks = self.marked()
-        change = self._change_of()
+        top = self._top()
         timelines = {}
         for run, model in (("a", self.models[0]), ("b", self.models[1])):
             data = Timeline(model).to_data()
             data["title"] = f"run {run.upper()}: {data['title']}"
             data["marks"] = [
-                [op, SLOWER if change.get((run, op), 0.0) > 0 else FASTER, label]
-                if not label.startswith("only")
-                else [op, ONE_RUN, label]
-                for op, label in marks[run].items()
+                [op, _colour(row), _label(row)] for (on, op), (_, row) in top.items() if on == run
             ]
             timelines[run] = data
         end = max(timelines["a"]["span"][1], timelines["b"]["span"][1])
@@ -243,7 +217,7 @@ class TraceDiffView(FigureView):
             "a": timelines["a"],
             "b": timelines["b"],
             "rows": rows,
-            "marked": {run: sorted(ops) for run, ops in marks.items()},
+            "marked": {run: sorted(ops) for run, ops in self.marked().items()},
             "summary": self.to_text(),
         }
 
@@ -256,3 +230,19 @@ class TraceDiffView(FigureView):
     def to_text(self) -> str:
         """The diff's table: both runs' figures, then the largest changes."""
         return self.diff.to_text(top=max(self.top, 10))
+
+
+def _label(row: DiffRow) -> str:
+    """What a marked change says: its change in run time, or the run it is alone in."""
+    if row.kind == "only_a":
+        return "only in A"
+    if row.kind == "only_b":
+        return "only in B"
+    return f"{1e3 * row.change:+.3f} ms"
+
+
+def _colour(row: DiffRow) -> str:
+    """A marked change's colour: red slower in B, green faster, orange in one run only."""
+    if row.kind != "changed":
+        return ONE_RUN
+    return SLOWER if row.change > 0 else FASTER
