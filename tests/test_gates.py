@@ -167,9 +167,9 @@ def _module_imports(path: pathlib.Path, name: str, modules: set[str]) -> set[str
                     visit(handler.body)
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
-                if node.level:
-                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join(parts + ([node.module] if node.module else []))
+                if node.level:  # from . / from .. : the package, or one above it per extra dot
+                    above = package.rsplit(".", node.level - 1)[0]
+                    base = f"{above}.{node.module}" if node.module else above
                 for alias in node.names:
                     found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
             elif isinstance(node, ast.Import):
