@@ -207,6 +207,10 @@ def png_width(data: bytes) -> int:
 class FigureView(View):
     """A view drawn by matplotlib: subclasses implement ``figure()``."""
 
+    #: The figure's width in inches, for a view whose ``figure()`` is drawn to it (None: the
+    #: figure sets its own); a notebook's PNG redraws such a view narrower (:meth:`_narrowed`).
+    width: float | None = None
+
     def figure(self) -> Any:
         """A new ``matplotlib.figure.Figure`` with the view drawn on it."""
         raise NotImplementedError
@@ -244,9 +248,9 @@ class FigureView(View):
         """``figure`` ``width`` inches wide: drawn again by a copy of this view when it has a
         ``width`` (labels a figure spaces by its own width, such as a timeline's waits, then
         fit again), else resized."""
-        if isinstance(getattr(self, "width", None), (int, float)):
+        if self.width is not None:
             view = copy.copy(self)
-            view.width = width  # type: ignore[attr-defined]  # a view with a width
+            view.width = width
             return view.figure()
         figure.set_size_inches(width, figure.get_size_inches()[1])
         return figure
