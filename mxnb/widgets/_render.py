@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import io
+import math
 import os
 from typing import Any
 
@@ -199,6 +200,16 @@ class GraphvizView(View):
 SHOWN_WIDTH_PX = 940  # a JupyterLab notebook's output column, about (953 px in the issue)
 
 
+def _shown_pixels(figure: Any) -> int:
+    """How wide ``figure``'s PNG at 100 dpi with ``bbox_inches='tight'`` comes out, in pixels,
+    read from its tight box (and savefig's padding) without rendering it; never under."""
+    from matplotlib import rcParams
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    box = figure.get_tightbbox(FigureCanvasAgg(figure).get_renderer())
+    return math.ceil(100 * (box.width + 2 * rcParams["savefig.pad_inches"]))
+
+
 def png_width(data: bytes) -> int:
     """The width in pixels of PNG ``data`` (its IHDR chunk)."""
     return int.from_bytes(data[16:20], "big")
@@ -208,7 +219,8 @@ class FigureView(View):
     """A view drawn by matplotlib: subclasses implement ``figure()``."""
 
     #: The figure's width in inches, for a view whose ``figure()`` is drawn to it (None: the
-    #: figure sets its own); a notebook's PNG redraws such a view narrower (:meth:`_narrowed`).
+    #: figure sets its own); a notebook's PNG draws such a view again narrower
+    #: (:meth:`to_notebook_png`).
     width: float | None = None
 
     def figure(self) -> Any:
@@ -230,30 +242,27 @@ class FigureView(View):
         """The PNG a notebook shows: at most :data:`SHOWN_WIDTH_PX` wide at 100 dpi.
 
         A notebook scales a wider picture down to its column, and its 7-point labels with it
-        (to 5 px); so a figure that comes out wider is narrowed (its axes, not its text) and
-        drawn again.
+        (to 5 px); so a figure that comes out wider is narrowed (its axes, not its text).
+        The width is found on the figure drawn once, resized (measuring its tight box is
+        cheap); a view with a ``width`` is then drawn again at that width, once, so that
+        labels it spaces by its own width fit again.  Then the PNG is rendered, once.
         """
         figure = self.figure()
+        drawn_at = figure.get_size_inches()[0]
         for _ in range(6):  # the tight box's labels do not shrink: a few steps
-            buffer = io.BytesIO()
-            figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
-            pixels = png_width(buffer.getvalue())
+            pixels = _shown_pixels(figure)
             if pixels <= SHOWN_WIDTH_PX:
                 break
             width = figure.get_size_inches()[0] - 1.2 * (pixels - SHOWN_WIDTH_PX) / 100 - 0.05
-            figure = self._narrowed(figure, width)
-        return buffer.getvalue()
-
-    def _narrowed(self, figure: Any, width: float) -> Any:
-        """``figure`` ``width`` inches wide: drawn again by a copy of this view when it has a
-        ``width`` (labels a figure spaces by its own width, such as a timeline's waits, then
-        fit again), else resized."""
-        if self.width is not None:
-            view = copy.copy(self)
+            figure.set_size_inches(width, figure.get_size_inches()[1])
+        width = figure.get_size_inches()[0]
+        if self.width is not None and width < drawn_at:
+            view = copy.copy(self)  # the view itself is left as it was
             view.width = width
-            return view.figure()
-        figure.set_size_inches(width, figure.get_size_inches()[1])
-        return figure
+            figure = view.figure()
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+        return buffer.getvalue()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         import base64
