@@ -249,12 +249,13 @@ class Timeline(FigureView):
         for thread, spans in waits.items():
             for begin, end, what in spans:
                 stop = end if end is not None else last
-                axes.barh(
+                _bar(
+                    axes,
                     y,
+                    1e3 * begin,
                     1e3 * max(stop - begin, 1e-7),
-                    left=1e3 * begin,
-                    height=0.5,
-                    color="#ffffff",
+                    0.5,
+                    facecolor="#ffffff",
                     edgecolor="#888888",
                     hatch="///",
                 )
@@ -268,15 +269,16 @@ class Timeline(FigureView):
         previous_device = None
         for lane in lanes:
             for index, span in idle_by_lane.get(lane.worker, ()):
-                strip = axes.barh(
+                strip = _bar(
+                    axes,
                     y + 0.42,
+                    1e3 * (span.start - t0),
                     1e3 * (span.end - span.start),
-                    left=1e3 * (span.start - t0),
-                    height=0.12,
-                    color=IDLE_COLOURS[span.reason],
+                    0.12,
+                    facecolor=IDLE_COLOURS[span.reason],
                     linewidth=0,
                 )
-                strip.patches[0].set_gid(f"idle{index}")
+                strip.set_gid(f"idle{index}")
             if previous_device is not None and lane.device != previous_device:
                 axes.axhline(y - 0.5, color="#bbbbbb", linewidth=0.8)
             previous_device = lane.device
@@ -286,17 +288,18 @@ class Timeline(FigureView):
                 edge = "#d62728" if iv.op_id in critical else "#333333"
                 width = 2.0 if iv.op_id in critical else 0.4
                 hatch = "xx" if iv.state in (OpState.FAILED, OpState.SKIPPED) else None
-                bars = axes.barh(
+                bar = _bar(
+                    axes,
                     y,
+                    1e3 * iv.start,
                     1e3 * max(end - iv.start, 1e-7),
-                    left=1e3 * iv.start,
-                    height=0.7,
-                    color=colour,
+                    0.7,
+                    facecolor=colour,
                     edgecolor=edge,
                     linewidth=width,
                     hatch=hatch,
                 )
-                bars.patches[0].set_gid(f"op{iv.op_id}")
+                bar.set_gid(f"op{iv.op_id}")
                 named.append((1e3 * iv.start, 1e3 * (end - iv.start), y, iv.name))
             tag = " [copy]" if lane.is_copy else ""
             labels.append(f"{lane.worker}{tag}")
@@ -307,8 +310,8 @@ class Timeline(FigureView):
         axes.set_xlabel("time since first event (ms)")
         if self.time_range is not None:
             axes.set_xlim(*self.time_range)
-        elif last > first:
-            pad = 0.02 * 1e3 * (last - first)
+        else:  # the bars do not move the limits (see _bar): a run of no length gets 1 ms
+            pad = 0.02 * 1e3 * (last - first) if last > first else 0.5
             axes.set_xlim(1e3 * first - pad, 1e3 * last + pad)
         axes.set_ylim(max(len(labels), 1) - 0.5, -0.5)
         self._label_wide_bars(axes, named)
@@ -397,6 +400,17 @@ class Timeline(FigureView):
             chain = " -> ".join(self.model.ops[op_id].label for op_id in path)
             lines.append(f"  critical path: {chain}")
         return "\n".join(lines)
+
+
+def _bar(axes: Any, y: float, left: float, width: float, height: float, **style: Any) -> Any:
+    """A bar centred on lane ``y``, as ``axes.barh`` draws it, added without updating the data
+    limits (the timeline sets its limits itself): ``barh``'s update was most of the drawing time
+    of a figure of thousands of ops, and a notebook draws a wide figure twice."""
+    from matplotlib.patches import Rectangle
+
+    bar = Rectangle((left, y - height / 2), width, height, **style)
+    axes.add_artist(bar)
+    return bar
 
 
 def _char_width(axes: Any) -> float:
